@@ -1,0 +1,845 @@
+//! The analytic arrival-gain solver: critically damped PD gains that bring a joint from its
+//! current position and velocity to a required position at a required time (Allen, Neff and
+//! Faloutsos, "Pose Control in Dynamic Conditions", eq. 6), the largest gains a control period can
+//! integrate stably, and a clamp that says when it acted.
+//!
+//! Must never allocate, block or panic: every input, NaN and infinities included, gives either
+//! finite positive gains or a typed [`GainError`].
+//!
+//! # The solution
+//! Shift the setpoint `s` to 0 and flip signs so that the joint starts on the positive side
+//! (θ₀ > 0). Under PD control τ = k(s − θ) − γω with critical damping γ² = 4km the joint moves as
+//! θ(t) = (θ₀ + t(ω₀ + aθ₀))e^(−at), a = γ/(2m). With u = a·t_d, r = θ_d/θ₀ and c = t_d ω₀/θ₀ the
+//! arrival condition θ(t_d) = θ_d reads (1 + c + u)e^(−u) = r, whose solutions are
+//! u = −(1 + c + W(z)), z = −r e^(−1−c), for either real branch W of Lambert W. Only u > 0 is a
+//! stable controller. The branch follows the table of DESIGN.md:
+//!
+//! | case | W₀ | W₋₁ |
+//! |---|---|---|
+//! | ω₀ = 0, 0 < r < 1 | γ < 0 | γ > 0 |
+//! | moving towards, 0 < r ≤ 1 + c | γ ≤ 0 | γ > 0 |
+//! | moving towards, max(1 + c, 0) < r ≤ e^c | γ > 0 (soft) | γ > 0 (stiff) |
+//! | moving away, 0 < r < 1 + c | γ < 0 | γ > 0 |
+//! | crossing, r ≤ 0 | γ > 0 iff c < −1 and r > 1 + c | not real |
+//! | r > e^c | unreachable | unreachable |
+//!
+//! Where both branches give γ > 0 the solver takes the softer (W₀): the softest controller that
+//! still arrives on time, so the limb yields naturally to knocks.
+//!
+//! # Numerics
+//! - Near the branch point z = −1/e the solver never forms z and shifts it by 1/e (that loses up to
+//!   1e−3 relative in γ); it forms q = z + 1/e = e^(−1)·[(1 − r) − r·expm1(−c)] directly and calls
+//!   the Lambert-W entry points that take q.
+//! - When |z| over- or underflows, it works with ln|z| = ln|r| − 1 − c.
+//! - It recovers u either as −(1 + c) − W (when |1 + c| is small) or as u = ln(−W/r), which follows
+//!   from W e^W = z and has no cancellation when |c| is large.
+//! - k is formed as m·(u/t_d)² so that it does not overflow through γ².
+//!
+//! # Stability of the sampled loop
+//! A PD law sampled every h seconds and held in between is only stable up to a gain that depends
+//! on how the plant integrates. With α = h²k/m and β = hγ/m, critical damping gives α = β²/4 and
+//! the closed loop x_{n+1} = Φ x_n has characteristic polynomial P(λ) = λ² − tr Φ·λ + det Φ. The
+//! Jury conditions P(1) > 0, P(−1) > 0 and |det Φ| < 1 give:
+//!
+//! | integrator of the plant | tr Φ | det Φ | stable for |
+//! |---|---|---|---|
+//! | semi-implicit (symplectic) Euler, `v += h·a; x += h·v` (Rapier) | 2 − α − β | 1 − β | β < 4(√2 − 1) ≈ 1.657 |
+//! | explicit Euler, `x += h·v; v += h·a` | 2 − β | 1 − β + α | β < 4 |
+//! | exact integration with the torque held (zero-order hold) | 2 − α/2 − β | 1 − β + α/2 | β < 2 |
+//!
+//! For semi-implicit Euler, P(−1) = 4 − α − 2β = 4 − β²/4 − 2β > 0 is the binding condition; for
+//! explicit Euler the double root 1 − β/2 must lie inside the unit circle; for the exact
+//! zero-order-hold loop P(−1) = 4 − 2β. So γ_max = β_max·m/h and k_max = γ_max²/(4m).
+
+use core::fmt;
+
+use crate::lambert_w;
+
+/// 1/e as the double nearest to it.
+const INV_E: f64 = 0.367_879_441_171_442_33;
+
+/// Beyond this |ln|z|| the solver leaves the direct argument for the logarithmic entry points.
+const LN_Z_DIRECT_LIMIT: f64 = 700.0;
+
+/// Below this distance to the branch point the solver uses the entry points that take q.
+const Q_ENTRY_LIMIT: f64 = 0.125;
+
+/// The softest fallback gain, as a fraction of the stability limit (stands for "coast").
+pub const MIN_FALLBACK_FRACTION: f64 = 1e-6;
+
+/// Below this |1 + c| the solver recovers u as −(1 + c) − W; above it, as ln(−W/r).
+const SUM_FORM_LIMIT: f64 = 2.0;
+
+/// One arrival problem for one degree of freedom. Angles in rad, velocities in rad/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArrivalProblem {
+    /// Moment of inertia about the joint axis, kg·m² (must be > 0).
+    pub inertia_kgm2: f64,
+    /// Current joint position, rad.
+    pub position_rad: f64,
+    /// Current joint velocity, rad/s.
+    pub velocity_rad_s: f64,
+    /// The PD setpoint the joint is pulled towards, rad.
+    pub setpoint_rad: f64,
+    /// The position the joint must have when the time to go has elapsed, rad.
+    pub arrival_rad: f64,
+    /// Time left until the arrival, s (must be > 0).
+    pub time_to_go_s: f64,
+}
+
+/// Which field of an [`ArrivalProblem`] (or of a gain-limit request) was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Field {
+    /// `inertia_kgm2`.
+    Inertia,
+    /// `position_rad`.
+    Position,
+    /// `velocity_rad_s`.
+    Velocity,
+    /// `setpoint_rad`.
+    Setpoint,
+    /// `arrival_rad`.
+    Arrival,
+    /// `time_to_go_s`.
+    TimeToGo,
+    /// The control period.
+    Period,
+    /// The stability margin.
+    Margin,
+}
+
+/// Which Lambert-W branch produced a gain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Branch {
+    /// The principal branch W₀: the softer solution.
+    Principal,
+    /// The lower branch W₋₁: the stiffer solution.
+    Lower,
+    /// No Lambert W was needed: the joint starts exactly at the setpoint, so the motion is
+    /// t·ω₀·e^(−at) and u = ln(t_d ω₀ / θ_d).
+    AtSetpoint,
+}
+
+/// Why no critically damped gain can be returned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum GainError {
+    /// An input is NaN or infinite.
+    NonFinite(Field),
+    /// The inertia is zero or negative.
+    NonPositiveInertia,
+    /// The time to go (or the control period) is zero or negative.
+    NonPositiveTime,
+    /// The arrival position lies beyond what any critically damped motion from this state
+    /// reaches (z < −1/e, i.e. θ_d/θ₀ > e^(t_d ω₀/θ₀)); `limit_rad` is the furthest arrival
+    /// position that a critically damped motion reaches at that time, in the caller's coordinates.
+    /// Also returned when the joint rests exactly at the setpoint and the arrival differs from it.
+    Unreachable {
+        /// The furthest reachable arrival position, rad.
+        limit_rad: f64,
+    },
+    /// Real solutions exist but none has γ > 0: only a destabilising (negative) gain would arrive
+    /// on time. `coasting_rad` is where the joint would be at the deadline with zero gain, the
+    /// bound that stable gains approach but never reach.
+    NoStableGain {
+        /// Position at the deadline under zero gain, rad.
+        coasting_rad: f64,
+    },
+    /// The joint rests exactly at the setpoint and the arrival is the setpoint: every gain
+    /// arrives, so none is singled out.
+    Indeterminate,
+    /// The problem's scales are too far apart for f64 (a ratio of offsets overflows, or the gain
+    /// does not fit in an f64).
+    OutOfRange,
+}
+
+impl fmt::Display for GainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NonFinite(field) => write!(f, "{field:?} is not a finite number"),
+            Self::NonPositiveInertia => write!(f, "inertia must be > 0"),
+            Self::NonPositiveTime => write!(f, "time must be > 0"),
+            Self::Unreachable { limit_rad } => write!(
+                f,
+                "arrival unreachable by any critically damped motion: the furthest reachable is {limit_rad} rad"
+            ),
+            Self::NoStableGain { coasting_rad } => write!(
+                f,
+                "only a negative gain arrives on time (zero gain would coast to {coasting_rad} rad)"
+            ),
+            Self::Indeterminate => write!(f, "joint rests at the setpoint: every gain arrives"),
+            Self::OutOfRange => write!(f, "problem scales exceed the f64 range"),
+        }
+    }
+}
+
+impl core::error::Error for GainError {}
+
+/// Critically damped PD gains (γ² = 4km, γ > 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CriticalGains {
+    /// Stiffness k, N·m/rad.
+    pub stiffness_nm_per_rad: f64,
+    /// Damping γ, N·m·s/rad.
+    pub damping_nms_per_rad: f64,
+    /// The branch the gains came from.
+    pub branch: Branch,
+}
+
+impl CriticalGains {
+    /// Critically damped gains with the given damping γ > 0 about an axis of inertia m > 0:
+    /// k = γ²/(4m). Returns `None` unless both are finite and positive and k is finite.
+    pub fn from_damping(inertia_kgm2: f64, damping_nms_per_rad: f64, branch: Branch) -> Option<Self> {
+        if !(inertia_kgm2 > 0.0 && damping_nms_per_rad > 0.0)
+            || !inertia_kgm2.is_finite()
+            || !damping_nms_per_rad.is_finite()
+        {
+            return None;
+        }
+        let half_rate = damping_nms_per_rad / (2.0 * inertia_kgm2);
+        let stiffness = inertia_kgm2 * half_rate * half_rate;
+        stiffness.is_finite().then_some(Self {
+            stiffness_nm_per_rad: stiffness,
+            damping_nms_per_rad,
+            branch,
+        })
+    }
+
+    /// Clamp the damping to `limit` keeping critical damping (k follows γ²/(4m)); the result
+    /// says whether the clamp acted.
+    pub fn clamp_to(self, limit: &GainLimit) -> Clamped {
+        if self.damping_nms_per_rad <= limit.max_damping_nms_per_rad {
+            return Clamped {
+                gains: self,
+                acted: false,
+                requested_damping_nms_per_rad: self.damping_nms_per_rad,
+            };
+        }
+        Clamped {
+            gains: Self {
+                stiffness_nm_per_rad: limit.max_stiffness_nm_per_rad,
+                damping_nms_per_rad: limit.max_damping_nms_per_rad,
+                branch: self.branch,
+            },
+            acted: true,
+            requested_damping_nms_per_rad: self.damping_nms_per_rad,
+        }
+    }
+}
+
+/// The result of [`CriticalGains::clamp_to`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Clamped {
+    /// The gains after the clamp.
+    pub gains: CriticalGains,
+    /// Whether the clamp lowered the gains.
+    pub acted: bool,
+    /// The damping that was asked for, N·m·s/rad.
+    pub requested_damping_nms_per_rad: f64,
+}
+
+/// How the plant integrates between control samples (see the module docs for the bounds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Integrator {
+    /// Semi-implicit (symplectic) Euler, velocity first: Rapier's integrator. β < 4(√2 − 1).
+    #[default]
+    SemiImplicitEuler,
+    /// Explicit Euler, position first. β < 4.
+    ExplicitEuler,
+    /// Exact integration with the torque held over the period (a continuous plant). β < 2.
+    ZeroOrderHoldExact,
+}
+
+impl Integrator {
+    /// The largest β = hγ/m for which the critically damped sampled loop is stable.
+    pub fn max_beta(self) -> f64 {
+        match self {
+            // 4(√2 − 1)
+            Self::SemiImplicitEuler => 1.656_854_249_492_380_2,
+            Self::ExplicitEuler => 4.0,
+            Self::ZeroOrderHoldExact => 2.0,
+        }
+    }
+}
+
+/// The largest critically damped gains a control period can integrate stably, scaled by a margin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GainLimit {
+    /// γ_max, N·m·s/rad.
+    pub max_damping_nms_per_rad: f64,
+    /// k_max = γ_max²/(4m), N·m/rad.
+    pub max_stiffness_nm_per_rad: f64,
+}
+
+impl GainLimit {
+    /// The stable limit for inertia m, control period h and `integrator`, multiplied by `margin`
+    /// in (0, 1] (1 is the edge of instability: use less).
+    pub fn new(
+        inertia_kgm2: f64,
+        period_s: f64,
+        integrator: Integrator,
+        margin: f64,
+    ) -> Result<Self, GainError> {
+        check_finite(inertia_kgm2, Field::Inertia)?;
+        check_finite(period_s, Field::Period)?;
+        check_finite(margin, Field::Margin)?;
+        if inertia_kgm2 <= 0.0 {
+            return Err(GainError::NonPositiveInertia);
+        }
+        if period_s <= 0.0 {
+            return Err(GainError::NonPositiveTime);
+        }
+        if !(margin > 0.0 && margin <= 1.0) {
+            return Err(GainError::NonFinite(Field::Margin));
+        }
+        let damping = margin * integrator.max_beta() * (inertia_kgm2 / period_s);
+        let gains = CriticalGains::from_damping(inertia_kgm2, damping, Branch::Principal)
+            .ok_or(GainError::OutOfRange)?;
+        Ok(Self {
+            max_damping_nms_per_rad: gains.damping_nms_per_rad,
+            max_stiffness_nm_per_rad: gains.stiffness_nm_per_rad,
+        })
+    }
+}
+
+fn check_finite(value: f64, field: Field) -> Result<(), GainError> {
+    if value.is_finite() {
+        Ok(())
+    } else {
+        Err(GainError::NonFinite(field))
+    }
+}
+
+/// The problem in normalised form: setpoint at 0, θ₀ ≥ 0 (sign `sign` undoes the flip).
+#[derive(Debug, Clone, Copy)]
+struct Normalised {
+    sign: f64,
+    theta0: f64,
+    theta_d: f64,
+    /// t_d·ω₀ (flipped).
+    travel: f64,
+}
+
+impl ArrivalProblem {
+    fn validate(&self) -> Result<(), GainError> {
+        check_finite(self.inertia_kgm2, Field::Inertia)?;
+        check_finite(self.position_rad, Field::Position)?;
+        check_finite(self.velocity_rad_s, Field::Velocity)?;
+        check_finite(self.setpoint_rad, Field::Setpoint)?;
+        check_finite(self.arrival_rad, Field::Arrival)?;
+        check_finite(self.time_to_go_s, Field::TimeToGo)?;
+        if self.inertia_kgm2 <= 0.0 {
+            return Err(GainError::NonPositiveInertia);
+        }
+        if self.time_to_go_s <= 0.0 {
+            return Err(GainError::NonPositiveTime);
+        }
+        Ok(())
+    }
+
+    fn normalise(&self) -> Result<Normalised, GainError> {
+        let theta0 = self.position_rad - self.setpoint_rad;
+        let theta_d = self.arrival_rad - self.setpoint_rad;
+        let travel = self.time_to_go_s * self.velocity_rad_s;
+        if !(theta0.is_finite() && theta_d.is_finite() && travel.is_finite()) {
+            return Err(GainError::OutOfRange);
+        }
+        let sign = if theta0 > 0.0 || (theta0 == 0.0 && travel >= 0.0) {
+            1.0
+        } else {
+            -1.0
+        };
+        Ok(Normalised {
+            sign,
+            theta0: sign * theta0,
+            theta_d: sign * theta_d,
+            travel: sign * travel,
+        })
+    }
+
+    /// Back from the normalised frame to the caller's coordinates.
+    fn denormalise(&self, n: &Normalised, offset: f64) -> f64 {
+        self.setpoint_rad + n.sign * offset
+    }
+}
+
+/// The critically damped gains that bring the joint of `problem` to its arrival position when
+/// its time to go has elapsed; the softer of two where both branches are stable.
+///
+/// Never panics; see [`GainError`] for every refusal.
+pub fn solve_arrival_gains(problem: &ArrivalProblem) -> Result<CriticalGains, GainError> {
+    problem.validate()?;
+    let n = problem.normalise()?;
+    let (u, branch) = solve_normalised(problem, &n)?;
+    let m = problem.inertia_kgm2;
+    let rate = u / problem.time_to_go_s;
+    let damping = 2.0 * m * rate;
+    let stiffness = m * rate * rate;
+    // Both must be finite and positive: a gain that under- or overflows is out of range.
+    if !(damping.is_finite() && stiffness.is_finite() && damping > 0.0 && stiffness > 0.0) {
+        return Err(GainError::OutOfRange);
+    }
+    Ok(CriticalGains {
+        stiffness_nm_per_rad: stiffness,
+        damping_nms_per_rad: damping,
+        branch,
+    })
+}
+
+/// Solve (θ₀ + travel + u θ₀)e^(−u) = θ_d for the softest u > 0.
+fn solve_normalised(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, Branch), GainError> {
+    if n.theta0 == 0.0 {
+        return solve_at_setpoint(problem, n);
+    }
+    let r = n.theta_d / n.theta0;
+    let c = n.travel / n.theta0;
+    if !(r.is_finite() && c.is_finite()) {
+        return Err(GainError::OutOfRange);
+    }
+    let one_plus_c = 1.0 + c;
+    if r <= 0.0 {
+        // Crossing (or arriving exactly at the setpoint): z ≥ 0, only W₀ is real.
+        let w = principal_for_nonnegative_z(r, c)?;
+        return positive_u(r, one_plus_c, w)
+            .map(|u| (u, Branch::Principal))
+            .ok_or_else(|| no_stable_gain(problem, n));
+    }
+    // Arriving from the same side: z < 0. Reachable iff z ≥ −1/e, i.e. ln r ≤ c.
+    let ln_r = libm::log(r);
+    if ln_r > c {
+        let limit = n.theta0 * libm::exp(c);
+        return Err(GainError::Unreachable {
+            limit_rad: problem.denormalise(n, limit),
+        });
+    }
+    let ln_abs_z = ln_r - one_plus_c;
+    let (w0, wm1) = if ln_abs_z < -LN_Z_DIRECT_LIMIT {
+        // |z| underflows: W₀(z) = z to full precision is below any u we could resolve, but keep
+        // it exact enough: W₀(z) ≈ z, and W₋₁ through the logarithm.
+        let z = -libm::exp(ln_abs_z);
+        (Some(z), lambert_w::wm1_of_neg_exp(ln_abs_z))
+    } else {
+        // q = z + 1/e = e^(−1)·[(1 − r) − r·expm1(−c)], formed without cancellation.
+        let q = INV_E * ((1.0 - r) - r * libm::expm1(-c));
+        if q < Q_ENTRY_LIMIT {
+            let q = if q < 0.0 { 0.0 } else { q };
+            (
+                lambert_w::w0_from_branch_distance(q),
+                lambert_w::wm1_from_branch_distance(q),
+            )
+        } else {
+            let z = -r * libm::exp(-one_plus_c);
+            (lambert_w::w0(z), lambert_w::wm1(z))
+        }
+    };
+    if let Some(u) = w0.and_then(|w| positive_u(r, one_plus_c, w)) {
+        return Ok((u, Branch::Principal));
+    }
+    if let Some(u) = wm1.and_then(|w| positive_u(r, one_plus_c, w)) {
+        return Ok((u, Branch::Lower));
+    }
+    Err(no_stable_gain(problem, n))
+}
+
+/// W₀(z) for z = −r e^(−1−c) ≥ 0 (r ≤ 0), through the logarithm when z overflows.
+fn principal_for_nonnegative_z(r: f64, c: f64) -> Result<f64, GainError> {
+    if r == 0.0 {
+        return Ok(0.0);
+    }
+    let ln_z = libm::log(-r) - 1.0 - c;
+    let w = if ln_z > LN_Z_DIRECT_LIMIT || ln_z < -LN_Z_DIRECT_LIMIT {
+        lambert_w::w0_of_exp(ln_z)
+    } else {
+        lambert_w::w0(-r * libm::exp(-1.0 - c))
+    };
+    w.filter(|w| w.is_finite()).ok_or(GainError::OutOfRange)
+}
+
+/// u = −(1 + c) − W, recovered without cancellation, if it is a finite positive number.
+fn positive_u(r: f64, one_plus_c: f64, w: f64) -> Option<f64> {
+    if !w.is_finite() {
+        return None;
+    }
+    let u = if one_plus_c.abs() <= SUM_FORM_LIMIT || r == 0.0 {
+        -one_plus_c - w
+    } else {
+        // From W e^W = −r e^(−1−c): u = −(1 + c) − W = ln(−W/r).
+        let ratio = -w / r;
+        if ratio > 0.0 {
+            libm::log(ratio)
+        } else {
+            -one_plus_c - w
+        }
+    };
+    (u > 0.0 && u.is_finite()).then_some(u)
+}
+
+/// The joint starts exactly at the setpoint: θ(t) = t ω₀ e^(−at), so u = ln(t_d ω₀ / θ_d).
+fn solve_at_setpoint(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, Branch), GainError> {
+    if n.travel == 0.0 {
+        return if n.theta_d == 0.0 {
+            Err(GainError::Indeterminate)
+        } else {
+            Err(GainError::Unreachable {
+                limit_rad: problem.setpoint_rad,
+            })
+        };
+    }
+    // travel > 0 after normalisation. Reachable by critically damped motions: θ_d > 0.
+    if n.theta_d <= 0.0 {
+        return Err(GainError::Unreachable {
+            limit_rad: problem.setpoint_rad,
+        });
+    }
+    if n.theta_d >= n.travel {
+        return Err(no_stable_gain(problem, n));
+    }
+    let u = libm::log(n.travel / n.theta_d);
+    if u > 0.0 && u.is_finite() {
+        Ok((u, Branch::AtSetpoint))
+    } else {
+        Err(no_stable_gain(problem, n))
+    }
+}
+
+fn no_stable_gain(problem: &ArrivalProblem, n: &Normalised) -> GainError {
+    GainError::NoStableGain {
+        coasting_rad: problem.denormalise(n, n.theta0 + n.travel),
+    }
+}
+
+/// The critically damped gain whose arrival comes closest to the requested one, for a problem
+/// that [`solve_arrival_gains`] refused as [`GainError::Unreachable`] or
+/// [`GainError::NoStableGain`]; `limit` caps it (the stiffest gain the period integrates stably).
+///
+/// f(u) = (1 + c + u)e^(−u) rises until u = −c and falls after, so: if the arrival lies beyond
+/// the peak the best is u = max(−c, 0) (the peak, or coasting when the joint already moves
+/// away); if it lies on the setpoint's side of everything reachable, the stiffest allowed gain.
+/// Returns `None` for inputs that are not finite or not positive where they must be.
+pub fn closest_arrival_gains(problem: &ArrivalProblem, limit: &GainLimit) -> Option<CriticalGains> {
+    problem.validate().ok()?;
+    let n = problem.normalise().ok()?;
+    let m = problem.inertia_kgm2;
+    let stiffest = CriticalGains {
+        stiffness_nm_per_rad: limit.max_stiffness_nm_per_rad,
+        damping_nms_per_rad: limit.max_damping_nms_per_rad,
+        branch: Branch::Lower,
+    };
+    // Where does the peak lie, and is the arrival beyond it?
+    let peak_u = if n.theta0 > 0.0 {
+        let c = n.travel / n.theta0;
+        if c.is_finite() && c < 0.0 { -c } else { 0.0 }
+    } else {
+        0.0
+    };
+    let peak_offset = if n.theta0 > 0.0 {
+        (n.theta0 + n.travel + peak_u * n.theta0) * libm::exp(-peak_u)
+    } else {
+        n.travel
+    };
+    if n.theta_d >= peak_offset {
+        // Beyond the peak: the gain of the peak (u = −c), or, for a joint already at rest or
+        // moving away (peak at u = 0, i.e. zero gain, which is not stable), the softest gain the
+        // solver represents: MIN_FALLBACK_FRACTION of the limit.
+        let damping = (2.0 * m * peak_u / problem.time_to_go_s)
+            .max(MIN_FALLBACK_FRACTION * limit.max_damping_nms_per_rad);
+        return CriticalGains::from_damping(m, damping, Branch::Principal)
+            .map(|g| g.clamp_to(limit).gains);
+    }
+    Some(stiffest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Position at time t of the critically damped motion from (θ₀, ω₀) about the setpoint.
+    fn closed_form(p: &ArrivalProblem, g: &CriticalGains) -> f64 {
+        crate::closed_form::critically_damped_position(
+            p.inertia_kgm2,
+            g.damping_nms_per_rad,
+            p.position_rad - p.setpoint_rad,
+            p.velocity_rad_s,
+            p.time_to_go_s,
+        ) + p.setpoint_rad
+    }
+
+    fn scale(p: &ArrivalProblem) -> f64 {
+        let a = (p.position_rad - p.setpoint_rad).abs();
+        let b = (p.arrival_rad - p.setpoint_rad).abs();
+        let c = (p.velocity_rad_s * p.time_to_go_s).abs();
+        a.max(b).max(c)
+    }
+
+    fn problem(theta0: f64, omega0: f64, theta_d: f64, td: f64) -> ArrivalProblem {
+        ArrivalProblem {
+            inertia_kgm2: 1.0,
+            position_rad: theta0,
+            velocity_rad_s: omega0,
+            setpoint_rad: 0.0,
+            arrival_rad: theta_d,
+            time_to_go_s: td,
+        }
+    }
+
+    #[test]
+    fn design_example_takes_the_lower_branch() {
+        // DESIGN.md: m=1, θ0=1, ω0=0, θd=0.05, td=1: W₋₁ → γ ≈ 9.4877 (W₀ would give −1.96).
+        let g = solve_arrival_gains(&problem(1.0, 0.0, 0.05, 1.0)).unwrap();
+        assert_eq!(g.branch, Branch::Lower);
+        assert!((g.damping_nms_per_rad - 9.4877).abs() < 1e-3, "{g:?}");
+        assert!((g.damping_nms_per_rad.powi(2) - 4.0 * g.stiffness_nm_per_rad).abs() < 1e-9);
+    }
+
+    #[test]
+    fn two_stable_branches_give_the_softer() {
+        // Moving towards with 1 + c < r ≤ e^c: c = −0.5, r = 0.55 (1 + c = 0.5, e^c ≈ 0.607).
+        let p = problem(1.0, -0.5, 0.55, 1.0);
+        let g = solve_arrival_gains(&p).unwrap();
+        assert_eq!(g.branch, Branch::Principal);
+        assert!((closed_form(&p, &g) - 0.55).abs() < 1e-12);
+    }
+
+    #[test]
+    fn crossing_needs_speed() {
+        // c = −2, r = −0.5 > 1 + c = −1: feasible with W₀.
+        let p = problem(1.0, -2.0, -0.5, 1.0);
+        let g = solve_arrival_gains(&p).unwrap();
+        assert_eq!(g.branch, Branch::Principal);
+        assert!((closed_form(&p, &g) + 0.5).abs() < 1e-12);
+        // Too slow: c = −0.5.
+        assert!(matches!(
+            solve_arrival_gains(&problem(1.0, -0.5, -0.5, 1.0)),
+            Err(GainError::NoStableGain { .. })
+        ));
+    }
+
+    #[test]
+    fn unreachable_gives_the_bound() {
+        // r = 2 > e^0 = 1 from rest: the furthest reachable is θ0 e^c = 1.
+        match solve_arrival_gains(&problem(1.0, 0.0, 2.0, 1.0)) {
+            Err(GainError::Unreachable { limit_rad }) => assert!((limit_rad - 1.0).abs() < 1e-15),
+            other => panic!("{other:?}"),
+        }
+        // Mirrored side: setpoint 0, start −1, arrival −2 → limit −1.
+        match solve_arrival_gains(&problem(-1.0, 0.0, -2.0, 1.0)) {
+            Err(GainError::Unreachable { limit_rad }) => assert!((limit_rad + 1.0).abs() < 1e-15),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_named() {
+        let mut p = problem(1.0, 0.0, 0.5, 1.0);
+        p.velocity_rad_s = f64::NAN;
+        assert_eq!(
+            solve_arrival_gains(&p),
+            Err(GainError::NonFinite(Field::Velocity))
+        );
+        let mut p = problem(1.0, 0.0, 0.5, 1.0);
+        p.inertia_kgm2 = 0.0;
+        assert_eq!(solve_arrival_gains(&p), Err(GainError::NonPositiveInertia));
+        let mut p = problem(1.0, 0.0, 0.5, 1.0);
+        p.time_to_go_s = -1.0;
+        assert_eq!(solve_arrival_gains(&p), Err(GainError::NonPositiveTime));
+        assert_eq!(
+            solve_arrival_gains(&problem(0.0, 0.0, 0.0, 1.0)),
+            Err(GainError::Indeterminate)
+        );
+    }
+
+    #[test]
+    fn starting_at_the_setpoint_uses_the_log() {
+        let p = problem(0.0, 1.0, 0.5, 1.0);
+        let g = solve_arrival_gains(&p).unwrap();
+        assert_eq!(g.branch, Branch::AtSetpoint);
+        assert!((closed_form(&p, &g) - 0.5).abs() < 1e-14);
+    }
+
+    #[test]
+    fn near_the_branch_point_keeps_full_accuracy() {
+        // r within 1e−14 of e^c with c = −0.3: two nearly equal branches, q tiny.
+        let c: f64 = -0.3;
+        let r = c.exp() * (1.0 - 1e-14);
+        let p = problem(1.0, c, r, 1.0);
+        let g = solve_arrival_gains(&p).unwrap();
+        // The double root is u = −c = 0.3: γ = 2mu/td = 0.6.
+        assert!((g.damping_nms_per_rad - 0.6).abs() < 1e-6, "{g:?}");
+        assert!((closed_form(&p, &g) - r).abs() < 1e-13);
+    }
+
+    #[test]
+    fn gain_limits_follow_the_jury_bounds() {
+        let l = GainLimit::new(2.0, 0.005, Integrator::SemiImplicitEuler, 1.0).unwrap();
+        assert!((l.max_damping_nms_per_rad - 1.656_854_249_492_380_2 * 400.0).abs() < 1e-9);
+        let g = CriticalGains::from_damping(2.0, 1e6, Branch::Lower).unwrap();
+        let c = g.clamp_to(&l);
+        assert!(c.acted);
+        assert_eq!(c.requested_damping_nms_per_rad, 1e6);
+        let soft = CriticalGains::from_damping(2.0, 1.0, Branch::Lower).unwrap();
+        assert!(!soft.clamp_to(&l).acted);
+    }
+
+    /// Simulate the sampled loop for each integrator at β just below and just above its bound.
+    #[test]
+    fn derived_bounds_separate_stable_from_unstable() {
+        fn grows(integrator: Integrator, beta: f64) -> bool {
+            let (m, h) = (1.0, 0.01);
+            let gamma = beta * m / h;
+            let k = gamma * gamma / (4.0 * m);
+            let (mut x, mut v) = (1.0f64, 0.0f64);
+            for _ in 0..20_000 {
+                let a = (-k * x - gamma * v) / m;
+                match integrator {
+                    Integrator::SemiImplicitEuler => {
+                        v += h * a;
+                        x += h * v;
+                    }
+                    Integrator::ExplicitEuler => {
+                        x += h * v;
+                        v += h * a;
+                    }
+                    Integrator::ZeroOrderHoldExact => {
+                        x += h * v + 0.5 * h * h * a;
+                        v += h * a;
+                    }
+                }
+            }
+            x.abs() > 1.0 || !x.is_finite()
+        }
+        for integrator in [
+            Integrator::SemiImplicitEuler,
+            Integrator::ExplicitEuler,
+            Integrator::ZeroOrderHoldExact,
+        ] {
+            let b = integrator.max_beta();
+            assert!(!grows(integrator, b * 0.99), "{integrator:?} below");
+            assert!(grows(integrator, b * 1.01), "{integrator:?} above");
+        }
+    }
+
+    /// What the branch table says for normalised r and c, away from its boundaries.
+    #[derive(Debug, PartialEq)]
+    enum Expect {
+        Solvable,
+        Unreachable,
+        NoStable,
+        Boundary,
+    }
+
+    fn expected(r: f64, c: f64) -> Expect {
+        let tol = 1e-9;
+        let ec = c.exp();
+        if r <= 0.0 {
+            if (c + 1.0).abs() < tol || (r - (1.0 + c)).abs() < tol {
+                return Expect::Boundary;
+            }
+            return if c < -1.0 && r > 1.0 + c {
+                Expect::Solvable
+            } else {
+                Expect::NoStable
+            };
+        }
+        if (r - ec).abs() <= tol * ec.max(1.0) {
+            return Expect::Boundary;
+        }
+        if r > ec {
+            return Expect::Unreachable;
+        }
+        if c >= 0.0 {
+            if (r - (1.0 + c)).abs() < tol * (1.0 + c) {
+                return Expect::Boundary;
+            }
+            return if r < 1.0 + c {
+                Expect::Solvable
+            } else {
+                Expect::NoStable
+            };
+        }
+        Expect::Solvable
+    }
+
+    fn magnitude() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            -3.0f64..3.0,
+            (-8.0f64..8.0).prop_map(|e| 10f64.powf(e)),
+            (-8.0f64..8.0).prop_map(|e| -(10f64.powf(e))),
+            Just(0.0),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        /// Every returned gain arrives (closed form, 1e−9 relative to the problem's scale), is
+        /// positive and critically damped; every refusal matches the branch table.
+        #[test]
+        fn gains_arrive_and_errors_match_the_table(
+            m in (-3.0f64..3.0).prop_map(|e| 10f64.powf(e)),
+            theta0 in magnitude(),
+            omega0 in magnitude(),
+            theta_d in magnitude(),
+            setpoint in -2.0f64..2.0,
+            td in (-3.0f64..2.0).prop_map(|e| 10f64.powf(e)),
+        ) {
+            let p = ArrivalProblem {
+                inertia_kgm2: m,
+                position_rad: setpoint + theta0,
+                velocity_rad_s: omega0,
+                setpoint_rad: setpoint,
+                arrival_rad: setpoint + theta_d,
+                time_to_go_s: td,
+            };
+            // Normalised r and c as the table defines them (from the offsets the solver sees).
+            let t0 = p.position_rad - p.setpoint_rad;
+            let td_off = p.arrival_rad - p.setpoint_rad;
+            let result = solve_arrival_gains(&p);
+            if let Ok(g) = result {
+                prop_assert!(g.damping_nms_per_rad > 0.0 && g.stiffness_nm_per_rad > 0.0);
+                let lhs = g.damping_nms_per_rad * g.damping_nms_per_rad;
+                let rhs = 4.0 * g.stiffness_nm_per_rad * m;
+                prop_assert!((lhs - rhs).abs() <= 1e-12 * lhs, "{lhs} vs {rhs}");
+                let err = (closed_form(&p, &g) - p.arrival_rad).abs();
+                prop_assert!(err <= 1e-9 * scale(&p), "err {err} scale {} {g:?}", scale(&p));
+            }
+            if t0 != 0.0 {
+                let sign = t0.signum();
+                let r = td_off / t0;
+                let c = td * omega0 * sign / t0.abs();
+                if r.is_finite() && c.is_finite() && c.abs() < 600.0 {
+                    let e = expected(r, c);
+                    match (&e, &result) {
+                        (Expect::Boundary, _) => {}
+                        (Expect::Solvable, Ok(_)) => {}
+                        // A solvable case may still overflow f64 for extreme m/td.
+                        (Expect::Solvable, Err(GainError::OutOfRange)) => {}
+                        (Expect::Unreachable, Err(GainError::Unreachable { .. })) => {}
+                        (Expect::NoStable, Err(GainError::NoStableGain { .. })) => {}
+                        _ => prop_assert!(false, "r {r} c {c}: expected {e:?}, got {result:?}"),
+                    }
+                }
+            }
+        }
+
+        /// No f64 input panics, and whatever comes back is either an error or positive gains.
+        #[test]
+        fn never_panics(
+            m in any::<f64>(), p in any::<f64>(), v in any::<f64>(),
+            s in any::<f64>(), a in any::<f64>(), t in any::<f64>(),
+        ) {
+            let pr = ArrivalProblem {
+                inertia_kgm2: m, position_rad: p, velocity_rad_s: v,
+                setpoint_rad: s, arrival_rad: a, time_to_go_s: t,
+            };
+            if let Ok(g) = solve_arrival_gains(&pr) {
+                prop_assert!(g.damping_nms_per_rad > 0.0 && g.damping_nms_per_rad.is_finite());
+                prop_assert!(g.stiffness_nm_per_rad > 0.0 && g.stiffness_nm_per_rad.is_finite());
+            }
+            if let Ok(l) = GainLimit::new(m, t, Integrator::SemiImplicitEuler, 0.5) {
+                let _ = closest_arrival_gains(&pr, &l);
+            }
+        }
+    }
+}

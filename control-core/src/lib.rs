@@ -1,0 +1,2 @@
+//! placeholder
+#![cfg_attr(not(test), no_std)]
