@@ -1,2 +1,27 @@
-//! placeholder
+//! The controller's core: the math and the controllers of the runtime, for any target.
+//!
+//! - [`lambert_w`]: both real branches of Lambert W, f64 and f32, with entry points that take the
+//!   distance to the branch point.
+//! - [`gains`]: the analytic critically damped arrival-gain solver (Allen, Neff and Faloutsos),
+//!   the stable gain limit of a sampled loop, and a clamp that reports when it acted.
+//! - [`servo`]: the arrival servo for a fixed-rate tick, and the fixed-gain and static-timing
+//!   baselines.
+//! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
+//! - [`model`]: mass properties shared by the plant and the controller.
+//! - [`paper`]: the single-joint experiment of the paper's figures 1 and 3, from the ODE alone.
+//! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
+//!
+//! This crate is `no_std`, has no allocator, and must never panic on any input: every function
+//! returns a value or a typed error for NaN, infinities, subnormals and arbitrary bytes alike.
+//! The freestanding build in `nostd-check/` proves the first two in CI; property tests over the
+//! whole input domains check the third.
 #![cfg_attr(not(test), no_std)]
+#![deny(missing_docs)]
+
+pub mod closed_form;
+pub mod frames;
+pub mod gains;
+pub mod lambert_w;
+pub mod model;
+pub mod paper;
+pub mod servo;

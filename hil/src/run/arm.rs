@@ -1,0 +1,263 @@
+//! The controller of the ball-blocking arm, the same in lockstep and in real time: it sequences
+//! the targets (each plan is set while the arm still moves from the last), feeds gravity forward
+//! from the model, and runs one of the three servos.
+//!
+//! [`ArmController::tick`] runs on the control thread in real-time mode: it never allocates,
+//! blocks or panics (everything it needs is built before the run starts).
+
+use control_core::gains::{ArrivalProblem, CriticalGains, solve_arrival_gains};
+use control_core::model::ArmModel;
+use control_core::servo::{
+    ArrivalPlan, ArrivalServo, ConfigError, FixedGainServo, JointServo, JointState, ServoConfig,
+    ServoOutput, ServoStatus, StaticTimingServo,
+};
+
+use super::report::Sample;
+use super::scenario::{Scenario, Target};
+
+/// Which controller drives the arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControllerKind {
+    /// The analytic arrival servo, re-planning every tick.
+    Analytic,
+    /// Fixed gains tuned to block the first ball from rest.
+    FixedGain,
+    /// The static-timing method of "On the Beat!".
+    StaticTiming,
+}
+
+impl ControllerKind {
+    /// All three, in report order.
+    pub const ALL: [Self; 3] = [Self::Analytic, Self::FixedGain, Self::StaticTiming];
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Analytic => "analytic",
+            Self::FixedGain => "fixed_gain",
+            Self::StaticTiming => "static_timing",
+        }
+    }
+}
+
+/// The plant state the control thread sees (validated and decoded by the I/O thread).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ArmState {
+    /// Plant step of this state.
+    pub step: u64,
+    /// Simulated time of this state, s.
+    pub sim_time_s: f64,
+    /// Shoulder angle, rad.
+    pub angle_rad: f64,
+    /// Shoulder velocity, rad/s.
+    pub velocity_rad_s: f64,
+}
+
+/// What the control thread sends back: the torque for a plant step, and the record of the tick.
+#[derive(Debug, Clone, Copy)]
+pub struct ArmCommand {
+    /// The plant step whose state this answers (the torque applies from it on).
+    pub step: u64,
+    /// Shoulder torque, N·m.
+    pub torque_nm: f64,
+    /// Whether this is the safe state's output.
+    pub safe: bool,
+    /// The tick as recorded.
+    pub sample: Sample,
+}
+
+/// The three servos behind one type, without boxing.
+#[derive(Debug, Clone, Copy)]
+enum Servo {
+    Analytic(ArrivalServo),
+    Fixed(FixedGainServo),
+    Static(StaticTimingServo),
+}
+
+impl Servo {
+    fn as_dyn(&mut self) -> &mut dyn JointServo {
+        match self {
+            Self::Analytic(s) => s,
+            Self::Fixed(s) => s,
+            Self::Static(s) => s,
+        }
+    }
+
+    fn as_ref(&self) -> &dyn JointServo {
+        match self {
+            Self::Analytic(s) => s,
+            Self::Fixed(s) => s,
+            Self::Static(s) => s,
+        }
+    }
+}
+
+/// Short names of servo statuses, for the CSV and the counts.
+pub fn status_name(status: ServoStatus) -> &'static str {
+    match status {
+        ServoStatus::Idle => "idle",
+        ServoStatus::Tracking => "tracking",
+        ServoStatus::GainClamped => "gain_clamped",
+        ServoStatus::Infeasible(_) => "infeasible",
+        ServoStatus::Holding => "holding",
+        ServoStatus::BadState => "bad_state",
+        _ => "other",
+    }
+}
+
+/// The arm's controller for one run.
+#[derive(Debug, Clone)]
+pub struct ArmController {
+    servo: Servo,
+    model: ArmModel,
+    targets: Vec<Target>,
+    tolerance_rad: f64,
+    /// Index of the target being planned for; `None` before the first tick.
+    current: Option<usize>,
+    half_period_s: f64,
+}
+
+impl ArmController {
+    /// Build the controller `kind` for `scenario` (the fixed gains are tuned here, once).
+    pub fn new(kind: ControllerKind, scenario: &Scenario) -> Result<Self, ConfigError> {
+        let model = scenario.arm_model();
+        let config = ServoConfig {
+            inertia_kgm2: model.inertia_about_hinge_kgm2(),
+            period_s: scenario.control_period_s(),
+            torque_limit_nm: scenario.arm.torque_limit_nm,
+            ..ServoConfig::default()
+        };
+        let c = &scenario.controllers;
+        let (servo, tolerance_rad) = match kind {
+            ControllerKind::Analytic => (
+                Servo::Analytic(ArrivalServo::new(config)?),
+                c.analytic.tolerance_rad,
+            ),
+            ControllerKind::FixedGain => (
+                Servo::Fixed(FixedGainServo::new(
+                    config,
+                    tuned_fixed_gains(scenario, c.fixed_gain.tolerance_rad)?,
+                )?),
+                c.fixed_gain.tolerance_rad,
+            ),
+            ControllerKind::StaticTiming => (
+                Servo::Static(StaticTimingServo::new(
+                    config,
+                    c.static_timing.time_constants,
+                )?),
+                0.0,
+            ),
+        };
+        Ok(Self {
+            servo,
+            model,
+            targets: scenario.targets.clone(),
+            tolerance_rad,
+            current: None,
+            half_period_s: 0.5 * scenario.control_period_s(),
+        })
+    }
+
+    /// One control tick on `state`. Never allocates, blocks or panics.
+    pub fn tick(&mut self, state: ArmState) -> ArmCommand {
+        let now = state.sim_time_s;
+        self.advance_plan(now, state.angle_rad);
+        let joint = JointState {
+            position_rad: state.angle_rad,
+            velocity_rad_s: state.velocity_rad_s,
+        };
+        // Gravity compensation from the model (weights and knocks are not in the model).
+        let feedforward = -self.model.gravity_torque_nm(state.angle_rad);
+        let out = self.servo.as_dyn().tick(now, joint, feedforward);
+        self.command(state, out, false)
+    }
+
+    /// The safe state's output (damping only, torque-limited) for the newest state known.
+    pub fn safe(&self, state: ArmState) -> ArmCommand {
+        let joint = JointState {
+            position_rad: state.angle_rad,
+            velocity_rad_s: state.velocity_rad_s,
+        };
+        let torque = self.servo.as_ref().safe_torque(joint);
+        ArmCommand {
+            step: state.step,
+            torque_nm: torque,
+            safe: true,
+            sample: Sample {
+                step: state.step,
+                t_s: state.sim_time_s,
+                angle_rad: state.angle_rad,
+                velocity_rad_s: state.velocity_rad_s,
+                torque_nm: torque,
+                stiffness_nm_per_rad: 0.0,
+                damping_nms_per_rad: 0.0,
+                status: "safe",
+                torque_limited: false,
+            },
+        }
+    }
+
+    /// Switch to the next target once the current one's instant has come (the arm still moves).
+    fn advance_plan(&mut self, now: f64, angle_rad: f64) {
+        let next = match self.current {
+            None => 0,
+            Some(i) if i + 1 < self.targets.len() => match self.targets.get(i) {
+                Some(t) if now > t.time_s - self.half_period_s => i + 1,
+                _ => return,
+            },
+            Some(_) => return,
+        };
+        let Some(target) = self.targets.get(next).copied() else {
+            return;
+        };
+        let plan = ArrivalPlan::approach(
+            target.angle_rad,
+            self.tolerance_rad,
+            angle_rad,
+            target.time_s,
+        );
+        // A plan from a checked scenario is always finite; if not, keep the previous one.
+        if self.servo.as_dyn().set_plan(plan, now).is_ok() {
+            self.current = Some(next);
+        }
+    }
+
+    fn command(&self, state: ArmState, out: ServoOutput, safe: bool) -> ArmCommand {
+        ArmCommand {
+            step: state.step,
+            torque_nm: out.torque_nm,
+            safe,
+            sample: Sample {
+                step: state.step,
+                t_s: state.sim_time_s,
+                angle_rad: state.angle_rad,
+                velocity_rad_s: state.velocity_rad_s,
+                torque_nm: out.torque_nm,
+                stiffness_nm_per_rad: out.stiffness_nm_per_rad,
+                damping_nms_per_rad: out.damping_nms_per_rad,
+                status: status_name(out.status),
+                torque_limited: out.torque_limited,
+            },
+        }
+    }
+}
+
+/// The fixed gains: the analytic gains for the first target from the initial state at rest
+/// (what a careful hand-tuning for the first ball converges to), then never changed.
+fn tuned_fixed_gains(scenario: &Scenario, tolerance_rad: f64) -> Result<CriticalGains, ConfigError> {
+    let first = scenario
+        .targets
+        .first()
+        .ok_or(ConfigError::Invalid("targets"))?;
+    let start = scenario.arm.initial_angle_rad;
+    let plan = ArrivalPlan::approach(first.angle_rad, tolerance_rad, start, first.time_s);
+    solve_arrival_gains(&ArrivalProblem {
+        inertia_kgm2: scenario.arm_model().inertia_about_hinge_kgm2(),
+        position_rad: start,
+        velocity_rad_s: 0.0,
+        setpoint_rad: plan.setpoint_rad,
+        arrival_rad: plan.arrival_rad,
+        time_to_go_s: first.time_s,
+    })
+    .map_err(ConfigError::Gain)
+}

@@ -1,0 +1,433 @@
+//! Scenario files: what `hil run` reads, how it checks them, and how it resolves their random
+//! parts (seeded) into the fully explicit scene the plant builds.
+//!
+//! Every error names the file, the field (as a dotted path) and the reason.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use control_core::model::ArmModel;
+use serde::Deserialize;
+
+/// The built-in scenario: `hil run` with no file.
+pub const BUILT_IN: &str = include_str!("../../../scenarios/ball_blocking.toml");
+/// The name shown for the built-in scenario's "file".
+pub const BUILT_IN_NAME: &str = "<built-in scenarios/ball_blocking.toml>";
+
+/// A scenario file, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name of the scenario (the default output folder is `out/<name>/`).
+    pub name: String,
+    /// Seed of every random choice (weight drops).
+    pub seed: u64,
+    /// Control rate, Hz.
+    pub control_rate_hz: f64,
+    /// Physics step, s.
+    pub physics_dt_s: f64,
+    /// Simulated end time, s.
+    pub end_s: f64,
+    /// The arm.
+    pub arm: ArmSpec,
+    /// The balls, one per target.
+    pub balls: BallSpec,
+    /// Target poses and instants, in order.
+    pub targets: Vec<Target>,
+    /// The perturbing weights.
+    pub weights: WeightSpec,
+    /// Controller settings.
+    pub controllers: ControllerSpec,
+}
+
+/// The arm and its shoulder.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmSpec {
+    /// Length from the hinge to the tip, m.
+    pub length_m: f64,
+    /// Side of the square cross-section, m.
+    pub thickness_m: f64,
+    /// Mass, kg.
+    pub mass_kg: f64,
+    /// Gravity, m/s² (along −y).
+    pub gravity_m_s2: f64,
+    /// Initial angle, rad.
+    pub initial_angle_rad: f64,
+    /// Initial angular velocity, rad/s.
+    #[serde(default)]
+    pub initial_velocity_rad_s: f64,
+    /// Largest torque the shoulder applies, N·m.
+    pub torque_limit_nm: f64,
+}
+
+/// How the balls are thrown.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BallSpec {
+    /// Radius, m.
+    pub radius_m: f64,
+    /// Mass, kg.
+    pub mass_kg: f64,
+    /// Distance from the shoulder along the target angle at which a ball crosses the arm's plane.
+    pub crossing_radius_m: f64,
+    /// Time between launch and crossing, s.
+    pub flight_time_s: f64,
+    /// Distance in front of the plane (along −z) a ball is launched from, m.
+    pub launch_distance_m: f64,
+}
+
+/// One target: the arm must be at `angle_rad` at `time_s` (a ball crosses there then).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// The instant, s.
+    pub time_s: f64,
+    /// The pose, rad.
+    pub angle_rad: f64,
+}
+
+/// The perturbing weights.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightSpec {
+    /// Whether to drop any.
+    pub enabled: bool,
+    /// Mass of each, kg.
+    pub mass_kg: f64,
+    /// Radius of each (a sphere), m.
+    pub radius_m: f64,
+    /// Height of the drop above the shoulder, m.
+    pub drop_height_m: f64,
+    /// How many.
+    pub count: u32,
+    /// Drop points are drawn uniformly in this fraction range of the arm's length…
+    pub along_arm_min: f64,
+    /// …up to this fraction.
+    pub along_arm_max: f64,
+    /// Drop instants are drawn uniformly from this window, s…
+    pub first_drop_s: f64,
+    /// …to this one.
+    pub last_drop_s: f64,
+}
+
+/// Controller settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerSpec {
+    /// The analytic arrival servo.
+    pub analytic: ToleranceSpec,
+    /// The fixed-gain PD.
+    pub fixed_gain: ToleranceSpec,
+    /// The static-timing method.
+    pub static_timing: StaticTimingSpec,
+}
+
+/// Servo that aims `tolerance_rad` beyond each pose.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToleranceSpec {
+    /// rad, > 0.
+    pub tolerance_rad: f64,
+}
+
+/// The static-timing method's n.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticTimingSpec {
+    /// Time constants per plan, > 0.
+    pub time_constants: f64,
+}
+
+/// A scenario that could not be used.
+#[derive(Debug)]
+pub struct ScenarioError {
+    /// The file (or the built-in's name).
+    pub file: String,
+    /// Dotted path of the field, or `-` when the file as a whole is at fault.
+    pub field: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "scenario {}: field `{}`: {}",
+            self.file, self.field, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl Scenario {
+    /// Read and check a scenario file; `None` reads the built-in.
+    pub fn load(path: Option<&Path>) -> Result<(Self, String), ScenarioError> {
+        let (text, file) = match path {
+            Some(p) => (
+                std::fs::read_to_string(p).map_err(|e| ScenarioError {
+                    file: p.display().to_string(),
+                    field: "-".into(),
+                    reason: format!("cannot read: {e}"),
+                })?,
+                p.display().to_string(),
+            ),
+            None => (BUILT_IN.to_string(), BUILT_IN_NAME.to_string()),
+        };
+        let scenario = Self::parse(&text, &file)?;
+        Ok((scenario, file))
+    }
+
+    /// Parse and check scenario text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, ScenarioError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| ScenarioError {
+            file: file.into(),
+            field: "-".into(),
+            reason: format!("not valid TOML: {}", e.message()),
+        })?;
+        let scenario: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            ScenarioError {
+                file: file.into(),
+                field: if field == "." { "-".into() } else { field },
+                reason: e.into_inner().message().to_string(),
+            }
+        })?;
+        scenario.check().map_err(|(field, reason)| ScenarioError {
+            file: file.into(),
+            field: field.into(),
+            reason,
+        })?;
+        Ok(scenario)
+    }
+
+    /// Semantic checks: (field, reason) of the first failure.
+    fn check(&self) -> Result<(), (String, String)> {
+        fn positive(field: &str, v: f64) -> Result<(), (String, String)> {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err((field.into(), format!("must be a finite number > 0 (got {v})")))
+            }
+        }
+        fn finite(field: &str, v: f64) -> Result<(), (String, String)> {
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err((field.into(), format!("must be finite (got {v})")))
+            }
+        }
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err((
+                "name".into(),
+                "must be non-empty ASCII letters, digits, '_' or '-' (it names the output folder)"
+                    .into(),
+            ));
+        }
+        positive("control_rate_hz", self.control_rate_hz)?;
+        positive("physics_dt_s", self.physics_dt_s)?;
+        positive("end_s", self.end_s)?;
+        if self.control_rate_hz > 10_000.0 {
+            return Err(("control_rate_hz".into(), "must be at most 10 kHz".into()));
+        }
+        let a = &self.arm;
+        positive("arm.length_m", a.length_m)?;
+        positive("arm.thickness_m", a.thickness_m)?;
+        positive("arm.mass_kg", a.mass_kg)?;
+        positive("arm.gravity_m_s2", a.gravity_m_s2)?;
+        finite("arm.initial_angle_rad", a.initial_angle_rad)?;
+        finite("arm.initial_velocity_rad_s", a.initial_velocity_rad_s)?;
+        positive("arm.torque_limit_nm", a.torque_limit_nm)?;
+        let b = &self.balls;
+        positive("balls.radius_m", b.radius_m)?;
+        positive("balls.mass_kg", b.mass_kg)?;
+        positive("balls.crossing_radius_m", b.crossing_radius_m)?;
+        positive("balls.flight_time_s", b.flight_time_s)?;
+        positive("balls.launch_distance_m", b.launch_distance_m)?;
+        if b.crossing_radius_m > a.length_m {
+            return Err((
+                "balls.crossing_radius_m".into(),
+                format!(
+                    "balls must cross within the arm's reach ({} m), got {} m",
+                    a.length_m, b.crossing_radius_m
+                ),
+            ));
+        }
+        if self.targets.is_empty() {
+            return Err(("targets".into(), "at least one target is needed".into()));
+        }
+        let mut previous = 0.0;
+        for (i, t) in self.targets.iter().enumerate() {
+            positive(&format!("targets[{i}].time_s"), t.time_s)?;
+            finite(&format!("targets[{i}].angle_rad"), t.angle_rad)?;
+            if t.time_s <= previous {
+                return Err((
+                    format!("targets[{i}].time_s"),
+                    format!("targets must be in increasing time order (after {previous} s)"),
+                ));
+            }
+            if t.time_s >= self.end_s {
+                return Err((
+                    format!("targets[{i}].time_s"),
+                    format!("must come before end_s = {} s", self.end_s),
+                ));
+            }
+            if t.time_s < b.flight_time_s {
+                return Err((
+                    format!("targets[{i}].time_s"),
+                    format!(
+                        "its ball must be launched after t = 0 (flight time {} s)",
+                        b.flight_time_s
+                    ),
+                ));
+            }
+            previous = t.time_s;
+        }
+        let w = &self.weights;
+        if w.enabled {
+            positive("weights.mass_kg", w.mass_kg)?;
+            positive("weights.radius_m", w.radius_m)?;
+            positive("weights.drop_height_m", w.drop_height_m)?;
+            for (field, v) in [
+                ("weights.along_arm_min", w.along_arm_min),
+                ("weights.along_arm_max", w.along_arm_max),
+            ] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err((field.into(), format!("must lie in [0, 1] (got {v})")));
+                }
+            }
+            if w.along_arm_min > w.along_arm_max {
+                return Err((
+                    "weights.along_arm_max".into(),
+                    "must not be below weights.along_arm_min".into(),
+                ));
+            }
+            finite("weights.first_drop_s", w.first_drop_s)?;
+            finite("weights.last_drop_s", w.last_drop_s)?;
+            if w.first_drop_s < 0.0 || w.last_drop_s < w.first_drop_s || w.last_drop_s >= self.end_s
+            {
+                return Err((
+                    "weights.last_drop_s".into(),
+                    "the drop window must satisfy 0 ≤ first_drop_s ≤ last_drop_s < end_s".into(),
+                ));
+            }
+        }
+        positive(
+            "controllers.analytic.tolerance_rad",
+            self.controllers.analytic.tolerance_rad,
+        )?;
+        positive(
+            "controllers.fixed_gain.tolerance_rad",
+            self.controllers.fixed_gain.tolerance_rad,
+        )?;
+        positive(
+            "controllers.static_timing.time_constants",
+            self.controllers.static_timing.time_constants,
+        )?;
+        Ok(())
+    }
+
+    /// The arm's mass properties.
+    pub fn arm_model(&self) -> ArmModel {
+        ArmModel {
+            length_m: self.arm.length_m,
+            thickness_m: self.arm.thickness_m,
+            mass_kg: self.arm.mass_kg,
+            gravity_m_s2: self.arm.gravity_m_s2,
+        }
+    }
+
+    /// The control period, s.
+    pub fn control_period_s(&self) -> f64 {
+        1.0 / self.control_rate_hz
+    }
+
+    /// The default output folder.
+    pub fn default_out_dir(&self) -> PathBuf {
+        Path::new("out").join(&self.name)
+    }
+}
+
+/// A small seeded generator (SplitMix64): the same seed gives the same drops on every machine.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// Seeded.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        // 53 random bits → [0, 1).
+        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        lo + (hi - lo) * unit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_scenarios_load() {
+        let (s, _) = Scenario::load(None).unwrap();
+        assert_eq!(s.name, "ball_blocking");
+        assert_eq!(s.targets.len(), 4);
+        let text = include_str!("../../../scenarios/ball_blocking_no_weights.toml");
+        assert!(!Scenario::parse(text, "x").unwrap().weights.enabled);
+    }
+
+    #[test]
+    fn errors_name_the_file_the_field_and_the_reason() {
+        let bad_type = BUILT_IN.replace("mass_kg = 2.0", "mass_kg = \"heavy\"");
+        let e = Scenario::parse(&bad_type, "f.toml").unwrap_err();
+        assert_eq!((e.file.as_str(), e.field.as_str()), ("f.toml", "arm.mass_kg"));
+        assert!(e.reason.contains("invalid type"), "{e}");
+
+        let negative = BUILT_IN.replace("mass_kg = 2.0", "mass_kg = -2.0");
+        let e = Scenario::parse(&negative, "f.toml").unwrap_err();
+        assert_eq!(e.field, "arm.mass_kg");
+        assert!(e.reason.contains("> 0"), "{e}");
+
+        let unknown = BUILT_IN.replace("length_m = 1.0", "length_m = 1.0\nlenght_m = 1.0");
+        let e = Scenario::parse(&unknown, "f.toml").unwrap_err();
+        assert!(e.reason.contains("unknown field"), "{e}");
+
+        let order = BUILT_IN.replace("time_s = 1.7", "time_s = 0.9");
+        let e = Scenario::parse(&order, "f.toml").unwrap_err();
+        assert_eq!(e.field, "targets[1].time_s");
+
+        let e = Scenario::parse("name = ", "f.toml").unwrap_err();
+        assert!(e.reason.contains("not valid TOML"), "{e}");
+        assert!(e.to_string().starts_with("scenario f.toml: field `-`: "), "{e}");
+    }
+
+    #[test]
+    fn the_generator_is_reproducible() {
+        let mut a = SplitMix64::new(7);
+        let mut b = SplitMix64::new(7);
+        for _ in 0..100 {
+            let x = a.uniform(2.0, 3.0);
+            assert_eq!(x.to_bits(), b.uniform(2.0, 3.0).to_bits());
+            assert!((2.0..3.0).contains(&x));
+        }
+    }
+}

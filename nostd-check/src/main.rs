@@ -1,0 +1,56 @@
+//! A freestanding program that calls control-core's public functions: it links only if
+//! control-core and everything below it are `no_std` and never allocate.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use core::panic::PanicInfo;
+
+use control_core::gains::{ArrivalProblem, solve_arrival_gains};
+use control_core::lambert_w;
+use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
+
+#[panic_handler]
+fn panic(_info: &PanicInfo) -> ! {
+    loop {}
+}
+
+/// The precompiled `core` of this target is built with `panic = "unwind"` and so references the
+/// personality function, which std would provide (rust-lang/rust#106864). With
+/// `panic = "abort"` nothing unwinds and it is never called. Defining it weakens neither proof:
+/// std would still clash on the `panic_impl` lang item, an allocation would still find no
+/// global allocator.
+#[unsafe(no_mangle)]
+pub extern "C" fn rust_eh_personality() {}
+
+/// The entry point (no C runtime: linked with -nostartfiles).
+#[unsafe(no_mangle)]
+pub extern "C" fn _start() -> ! {
+    let x = black_box(-0.2f64);
+    let mut acc = 0.0;
+    acc += lambert_w::w0(x).unwrap_or(0.0);
+    acc += lambert_w::wm1(x).unwrap_or(0.0);
+    acc += f64::from(lambert_w::w0_f32(black_box(0.5f32)).unwrap_or(0.0));
+    acc += f64::from(lambert_w::wm1_f32(black_box(-0.1f32)).unwrap_or(0.0));
+    acc += lambert_w::w0_from_branch_distance(black_box(1e-9)).unwrap_or(0.0);
+    acc += lambert_w::wm1_from_branch_distance(black_box(1e-9)).unwrap_or(0.0);
+    let problem = ArrivalProblem {
+        inertia_kgm2: black_box(1.0),
+        position_rad: black_box(1.0),
+        velocity_rad_s: 0.0,
+        setpoint_rad: 0.0,
+        arrival_rad: 0.05,
+        time_to_go_s: 1.0,
+    };
+    if let Ok(g) = solve_arrival_gains(&problem) {
+        acc += g.damping_nms_per_rad;
+    }
+    if let Ok(mut servo) = ArrivalServo::new(ServoConfig::default()) {
+        let plan = ArrivalPlan::approach(1.0, 0.05, 0.0, 1.0);
+        if servo.set_plan(plan, 0.0).is_ok() {
+            acc += servo.tick(0.0, JointState::default(), 0.0).torque_nm;
+        }
+    }
+    black_box(acc);
+    loop {}
+}
