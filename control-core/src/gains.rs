@@ -414,32 +414,57 @@ fn solve_normalised(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, Br
         });
     }
     let ln_abs_z = ln_r - one_plus_c;
-    let (w0, wm1) = if ln_abs_z < -LN_Z_DIRECT_LIMIT {
-        // |z| underflows: W₀(z) = z to full precision is below any u we could resolve, but keep
-        // it exact enough: W₀(z) ≈ z, and W₋₁ through the logarithm.
-        let z = -libm::exp(ln_abs_z);
-        (Some(z), lambert_w::wm1_of_neg_exp(ln_abs_z))
+    // The argument in the form that keeps it accurate: its logarithm when |z| underflows, the
+    // distance q to the branch point near it, z itself elsewhere.
+    let argument = if ln_abs_z < -LN_Z_DIRECT_LIMIT {
+        Argument::LnNeg(ln_abs_z)
     } else {
         // q = z + 1/e = e^(−1)·[(1 − r) − r·expm1(−c)], formed without cancellation.
         let q = INV_E * ((1.0 - r) - r * libm::expm1(-c));
         if q < Q_ENTRY_LIMIT {
-            let q = if q < 0.0 { 0.0 } else { q };
-            (
-                lambert_w::w0_from_branch_distance(q),
-                lambert_w::wm1_from_branch_distance(q),
-            )
+            Argument::BranchDistance(if q < 0.0 { 0.0 } else { q })
         } else {
-            let z = -r * libm::exp(-one_plus_c);
-            (lambert_w::w0(z), lambert_w::wm1(z))
+            Argument::Direct(-r * libm::exp(-one_plus_c))
         }
     };
-    if let Some(u) = w0.and_then(|w| positive_u(r, one_plus_c, w)) {
+    // The softer branch first; the stiffer only when the softer is not stable.
+    if let Some(u) = argument.w0().and_then(|w| positive_u(r, one_plus_c, w)) {
         return Ok((u, Branch::Principal));
     }
-    if let Some(u) = wm1.and_then(|w| positive_u(r, one_plus_c, w)) {
+    if let Some(u) = argument.wm1().and_then(|w| positive_u(r, one_plus_c, w)) {
         return Ok((u, Branch::Lower));
     }
     Err(no_stable_gain(problem, n))
+}
+
+/// A negative Lambert-W argument z ∈ [−1/e, 0) in the form that keeps it accurate.
+#[derive(Debug, Clone, Copy)]
+enum Argument {
+    /// z itself.
+    Direct(f64),
+    /// q = z + 1/e, near the branch point.
+    BranchDistance(f64),
+    /// ln(−z), when z underflows.
+    LnNeg(f64),
+}
+
+impl Argument {
+    fn w0(self) -> Option<f64> {
+        match self {
+            Self::Direct(z) => lambert_w::w0(z),
+            Self::BranchDistance(q) => lambert_w::w0_from_branch_distance(q),
+            // W₀(z) = z(1 − z + …): for |z| < e^(−700) it is z to full precision.
+            Self::LnNeg(l) => Some(-libm::exp(l)),
+        }
+    }
+
+    fn wm1(self) -> Option<f64> {
+        match self {
+            Self::Direct(z) => lambert_w::wm1(z),
+            Self::BranchDistance(q) => lambert_w::wm1_from_branch_distance(q),
+            Self::LnNeg(l) => lambert_w::wm1_of_neg_exp(l),
+        }
+    }
 }
 
 /// W₀(z) for z = −r e^(−1−c) ≥ 0 (r ≤ 0), through the logarithm when z overflows.

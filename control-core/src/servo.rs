@@ -323,6 +323,8 @@ fn check_plan(plan: &ArrivalPlan) -> Result<(), PlanError> {
 pub struct ArrivalServo {
     common: Common,
     plan: Option<ArrivalPlan>,
+    /// With a pose target: the tolerance the setpoint is re-aimed beyond the pose every tick.
+    reaim_tolerance_rad: Option<f64>,
 }
 
 impl ArrivalServo {
@@ -331,7 +333,26 @@ impl ArrivalServo {
         Ok(Self {
             common: Common::new(config)?,
             plan: None,
+            reaim_tolerance_rad: None,
         })
+    }
+
+    /// Pass through `pose_rad` at `deadline_s`, with the setpoint re-aimed every tick
+    /// `tolerance_rad` beyond the pose as seen from where the joint is then
+    /// ([`ArrivalPlan::approach`] from the measured position). Unlike a fixed plan, a joint that
+    /// is pushed past the pose is pulled back to arrive on time from the other side, instead of
+    /// settling at the setpoint.
+    pub fn set_pose_target(
+        &mut self,
+        pose_rad: f64,
+        tolerance_rad: f64,
+        deadline_s: f64,
+    ) -> Result<(), PlanError> {
+        let plan = ArrivalPlan::approach(pose_rad, tolerance_rad, pose_rad, deadline_s);
+        check_plan(&plan)?;
+        self.plan = Some(plan);
+        self.reaim_tolerance_rad = Some(tolerance_rad.abs());
+        Ok(())
     }
 
     /// The stable gain limit in use.
@@ -349,6 +370,7 @@ impl JointServo for ArrivalServo {
     fn set_plan(&mut self, plan: ArrivalPlan, _now_s: f64) -> Result<(), PlanError> {
         check_plan(&plan)?;
         self.plan = Some(plan);
+        self.reaim_tolerance_rad = None;
         Ok(())
     }
 
@@ -357,9 +379,17 @@ impl JointServo for ArrivalServo {
         if !inputs_finite(now_s, &state, feedforward_nm) {
             return c.bad_state(state);
         }
-        let Some(plan) = self.plan else {
+        let Some(mut plan) = self.plan else {
             return c.idle(state, feedforward_nm);
         };
+        if let Some(tolerance) = self.reaim_tolerance_rad {
+            plan = ArrivalPlan::approach(
+                plan.arrival_rad,
+                tolerance,
+                state.position_rad,
+                plan.deadline_s,
+            );
+        }
         let time_to_go_s = plan.deadline_s - now_s;
         if time_to_go_s <= 0.0 {
             return c.pd(
@@ -614,6 +644,19 @@ mod tests {
                     assert!((later.damping_nms_per_rad - g).abs() < 1e-9 * g, "t {t}");
                 }
             }
+        }
+    }
+
+    /// A joint pushed past the pose (and moving further away) is brought back to the pose on
+    /// time by a pose target, from either side.
+    #[test]
+    fn a_pose_target_recovers_from_being_pushed_past_the_pose() {
+        let cfg = config();
+        for (x0, v0) in [(1.2, 1.0), (0.8, -1.0), (1.0, 2.0)] {
+            let mut servo = ArrivalServo::new(cfg).unwrap();
+            servo.set_pose_target(1.0, 0.05, 1.0).unwrap();
+            let (x, _) = run(&mut servo, cfg.inertia_kgm2, x0, v0, 1.0, cfg.period_s);
+            assert!((x - 1.0).abs() < 2e-3, "from ({x0}, {v0}) arrived at {x}");
         }
     }
 

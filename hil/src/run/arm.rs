@@ -125,6 +125,7 @@ impl ArmController {
             inertia_kgm2: model.inertia_about_hinge_kgm2(),
             period_s: scenario.control_period_s(),
             torque_limit_nm: scenario.arm.torque_limit_nm,
+            stability_margin: scenario.controllers.stability_margin,
             ..ServoConfig::default()
         };
         let c = &scenario.controllers;
@@ -210,14 +211,23 @@ impl ArmController {
         let Some(target) = self.targets.get(next).copied() else {
             return;
         };
-        let plan = ArrivalPlan::approach(
-            target.angle_rad,
-            self.tolerance_rad,
-            angle_rad,
-            target.time_s,
-        );
+        let set = match &mut self.servo {
+            // The analytic servo re-aims its setpoint every tick from the measured position.
+            Servo::Analytic(s) => {
+                s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
+            }
+            other => other.as_dyn().set_plan(
+                ArrivalPlan::approach(
+                    target.angle_rad,
+                    self.tolerance_rad,
+                    angle_rad,
+                    target.time_s,
+                ),
+                now,
+            ),
+        };
         // A plan from a checked scenario is always finite; if not, keep the previous one.
-        if self.servo.as_dyn().set_plan(plan, now).is_ok() {
+        if set.is_ok() {
             self.current = Some(next);
         }
     }

@@ -154,6 +154,9 @@ pub struct Timing {
     /// Wake latencies in µs, for the histogram (not serialised).
     #[serde(skip)]
     pub wake_latencies_us: Vec<f64>,
+    /// Round trips in µs, for the histogram (not serialised).
+    #[serde(skip)]
+    pub round_trip_samples_us: Vec<f64>,
 }
 
 /// Per-target outcome.

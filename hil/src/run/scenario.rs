@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use control_core::model::ArmModel;
 use serde::Deserialize;
+use sim_host::{ArmSpec as PlantArm, BallSpawn, Scene, WeightDrop, WeightShape};
 
 /// The built-in scenario: `hil run` with no file.
 pub const BUILT_IN: &str = include_str!("../../../scenarios/ball_blocking.toml");
@@ -20,7 +21,7 @@ pub const BUILT_IN_NAME: &str = "<built-in scenarios/ball_blocking.toml>";
 pub struct Scenario {
     /// Name of the scenario (the default output folder is `out/<name>/`).
     pub name: String,
-    /// Seed of every random choice (weight drops).
+    /// Seed of every random choice (where and when the weights drop).
     pub seed: u64,
     /// Control rate, Hz.
     pub control_rate_hz: f64,
@@ -71,10 +72,9 @@ pub struct BallSpec {
     pub mass_kg: f64,
     /// Distance from the shoulder along the target angle at which a ball crosses the arm's plane.
     pub crossing_radius_m: f64,
-    /// Time between launch and crossing, s.
+    /// Time between launch and crossing, s (balls fly along +z at the plant's aimed speed and
+    /// cross at the top of their arc).
     pub flight_time_s: f64,
-    /// Distance in front of the plane (along −z) a ball is launched from, m.
-    pub launch_distance_m: f64,
 }
 
 /// One target: the arm must be at `angle_rad` at `time_s` (a ball crosses there then).
@@ -87,7 +87,7 @@ pub struct Target {
     pub angle_rad: f64,
 }
 
-/// The perturbing weights.
+/// The perturbing weights: one per segment between targets.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WeightSpec {
@@ -97,24 +97,28 @@ pub struct WeightSpec {
     pub mass_kg: f64,
     /// Radius of each (a sphere), m.
     pub radius_m: f64,
-    /// Height of the drop above the shoulder, m.
+    /// Height of the release above the shoulder, m.
     pub drop_height_m: f64,
-    /// How many.
-    pub count: u32,
-    /// Drop points are drawn uniformly in this fraction range of the arm's length…
+    /// Release points are drawn uniformly in this fraction range of the arm's length…
     pub along_arm_min: f64,
     /// …up to this fraction.
     pub along_arm_max: f64,
-    /// Drop instants are drawn uniformly from this window, s…
-    pub first_drop_s: f64,
-    /// …to this one.
-    pub last_drop_s: f64,
+    /// Each weight is released so that it would reach the arm, were the arm at the higher of its
+    /// segment's two end poses, at an instant drawn uniformly in this fraction range of the
+    /// segment (from the previous target's instant, or 0, to its target's); a lower arm is met
+    /// later…
+    pub segment_fraction_min: f64,
+    /// …up to this fraction.
+    pub segment_fraction_max: f64,
 }
 
 /// Controller settings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControllerSpec {
+    /// Fraction of the stable gain limit of the sampled loop (semi-implicit Euler at the control
+    /// period) that every servo may use, in (0, 1]; the gains are clamped there.
+    pub stability_margin: f64,
     /// The analytic arrival servo.
     pub analytic: ToleranceSpec,
     /// The fixed-gain PD.
@@ -250,7 +254,6 @@ impl Scenario {
         positive("balls.mass_kg", b.mass_kg)?;
         positive("balls.crossing_radius_m", b.crossing_radius_m)?;
         positive("balls.flight_time_s", b.flight_time_s)?;
-        positive("balls.launch_distance_m", b.launch_distance_m)?;
         if b.crossing_radius_m > a.length_m {
             return Err((
                 "balls.crossing_radius_m".into(),
@@ -291,6 +294,9 @@ impl Scenario {
             previous = t.time_s;
         }
         let w = &self.weights;
+        if self.targets.len() > usize::from(u16::MAX) {
+            return Err(("targets".into(), "at most 65535 targets".into()));
+        }
         if w.enabled {
             positive("weights.mass_kg", w.mass_kg)?;
             positive("weights.radius_m", w.radius_m)?;
@@ -298,6 +304,8 @@ impl Scenario {
             for (field, v) in [
                 ("weights.along_arm_min", w.along_arm_min),
                 ("weights.along_arm_max", w.along_arm_max),
+                ("weights.segment_fraction_min", w.segment_fraction_min),
+                ("weights.segment_fraction_max", w.segment_fraction_max),
             ] {
                 if !(0.0..=1.0).contains(&v) {
                     return Err((field.into(), format!("must lie in [0, 1] (got {v})")));
@@ -309,15 +317,19 @@ impl Scenario {
                     "must not be below weights.along_arm_min".into(),
                 ));
             }
-            finite("weights.first_drop_s", w.first_drop_s)?;
-            finite("weights.last_drop_s", w.last_drop_s)?;
-            if w.first_drop_s < 0.0 || w.last_drop_s < w.first_drop_s || w.last_drop_s >= self.end_s
-            {
+            if w.segment_fraction_min > w.segment_fraction_max {
                 return Err((
-                    "weights.last_drop_s".into(),
-                    "the drop window must satisfy 0 ≤ first_drop_s ≤ last_drop_s < end_s".into(),
+                    "weights.segment_fraction_max".into(),
+                    "must not be below weights.segment_fraction_min".into(),
                 ));
             }
+        }
+        let margin = self.controllers.stability_margin;
+        if !(margin.is_finite() && margin > 0.0 && margin <= 1.0) {
+            return Err((
+                "controllers.stability_margin".into(),
+                format!("must lie in (0, 1] (got {margin})"),
+            ));
         }
         positive(
             "controllers.analytic.tolerance_rad",
@@ -342,6 +354,75 @@ impl Scenario {
             mass_kg: self.arm.mass_kg,
             gravity_m_s2: self.arm.gravity_m_s2,
         }
+    }
+
+    /// The fully explicit scene the plant builds: balls aimed at the targets, weights drawn
+    /// from the seed.
+    pub fn scene(&self) -> Scene {
+        let arm = PlantArm::from_model(
+            self.arm_model(),
+            self.arm.initial_angle_rad,
+            self.arm.initial_velocity_rad_s,
+        );
+        let mut scene = Scene::new(arm, self.end_s);
+        scene.dt_s = self.physics_dt_s;
+        let b = &self.balls;
+        scene.balls = self
+            .targets
+            .iter()
+            .zip(0u16..)
+            .map(|(t, id)| {
+                let (sin, cos) = t.angle_rad.sin_cos();
+                BallSpawn::aimed(
+                    id,
+                    [b.crossing_radius_m * cos, b.crossing_radius_m * sin],
+                    t.time_s,
+                    b.flight_time_s,
+                    b.radius_m,
+                    b.mass_kg,
+                    self.arm.gravity_m_s2,
+                )
+            })
+            .collect();
+        let w = &self.weights;
+        if w.enabled {
+            let mut rng = SplitMix64::new(self.seed);
+            let mut segment_start = 0.0;
+            // The arm's pose when the segment starts: the previous target (or the start).
+            let mut start_angle = self.arm.initial_angle_rad;
+            let mut id = 0u16;
+            for t in &self.targets {
+                let along = rng.uniform(w.along_arm_min, w.along_arm_max);
+                let fraction = rng.uniform(w.segment_fraction_min, w.segment_fraction_max);
+                let arrive = segment_start + fraction * (t.time_s - segment_start);
+                // Free fall from the release height to the top of the arm at the higher of the
+                // segment's two end poses: the weight cannot meet the arm before `arrive`, and
+                // meets it later by as much as the arm is lower.
+                let x = along * self.arm.length_m;
+                let highest = start_angle.tan().max(t.angle_rad.tan()) * x;
+                let arm_top = highest + 0.5 * self.arm.thickness_m + w.radius_m;
+                let fall_m = (w.drop_height_m - arm_top).max(0.0);
+                let fall_s = (2.0 * fall_m / self.arm.gravity_m_s2).sqrt();
+                segment_start = t.time_s;
+                start_angle = t.angle_rad;
+                let release = arrive - fall_s;
+                if release < 0.0 {
+                    continue;
+                }
+                scene.weights.push(WeightDrop {
+                    id,
+                    spawn_time_s: release,
+                    position_m: [along * self.arm.length_m, w.drop_height_m, 0.0],
+                    velocity_m_s: [0.0; 3],
+                    shape: WeightShape::Sphere {
+                        radius_m: w.radius_m,
+                    },
+                    mass_kg: w.mass_kg,
+                });
+                id = id.wrapping_add(1);
+            }
+        }
+        scene
     }
 
     /// The control period, s.
@@ -418,6 +499,22 @@ mod tests {
         let e = Scenario::parse("name = ", "f.toml").unwrap_err();
         assert!(e.reason.contains("not valid TOML"), "{e}");
         assert!(e.to_string().starts_with("scenario f.toml: field `-`: "), "{e}");
+    }
+
+    #[test]
+    fn the_scene_aims_each_ball_at_its_target_and_draws_weights_from_the_seed() {
+        let (s, _) = Scenario::load(None).unwrap();
+        let scene = s.scene();
+        assert_eq!(scene.balls.len(), 4);
+        assert!(!scene.weights.is_empty() && scene.weights.len() <= 4);
+        for (ball, t) in scene.balls.iter().zip(&s.targets) {
+            assert!((ball.spawn_time_s - (t.time_s - s.balls.flight_time_s)).abs() < 1e-12);
+        }
+        for w in &scene.weights {
+            assert!((0.3..0.9).contains(&w.position_m[0]));
+            assert!(w.spawn_time_s >= 0.0 && w.spawn_time_s < s.end_s);
+        }
+        assert_eq!(scene, s.scene(), "same seed, same scene");
     }
 
     #[test]
