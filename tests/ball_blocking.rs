@@ -1,0 +1,66 @@
+//! The main job end to end, in lockstep: real `hil` and `sim-host` processes, outcomes read from
+//! `report.json` and `trajectory.csv`.
+
+use e2e::{controller, hil_run, out_dir, report, workspace_root};
+
+fn assert_outcome(report: &serde_json::Value, max_analytic_error_rad: f64) {
+    let analytic = controller(report, "analytic");
+    assert_eq!(analytic["targets"], 4);
+    assert_eq!(analytic["blocked"], 4, "analytic: {analytic:#}");
+    let max = analytic["max_arrival_error_rad"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        max <= max_analytic_error_rad,
+        "analytic max arrival error {max} rad > {max_analytic_error_rad}"
+    );
+    let fixed = controller(report, "fixed_gain");
+    let blocked: Vec<bool> = fixed["blocked_per_target"]
+        .as_array()
+        .map(|a| a.iter().map(|b| b.as_bool() == Some(true)).collect())
+        .unwrap_or_default();
+    assert_eq!(blocked.first(), Some(&true), "fixed gain blocks the first ball");
+    let missed_later = blocked.iter().skip(1).filter(|b| !**b).count();
+    assert!(missed_later >= 2, "fixed gain misses {missed_later} later balls: {fixed:#}");
+    assert!(report["controllers"].as_array().is_some_and(|c| c.len() == 3));
+    assert_eq!(report["faults"]["plant_lost"], false);
+    assert_eq!(report["faults"]["rejected_frames"], 0);
+}
+
+/// The default scenario (with the 10 kg weights): analytic 4/4 within 1e-2 rad, fixed gain
+/// blocks the first ball and misses at least two later ones.
+#[test]
+fn default_scenario_in_lockstep_reaches_the_outcome() {
+    let out = out_dir("default");
+    let run = hil_run(&[], &out);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let r = report(&out);
+    assert_eq!(r["mode"], "lockstep");
+    assert_eq!(r["control_rate_hz"], 200.0);
+    assert_outcome(&r, 1e-2);
+    for f in ["trajectory.csv", "angle.svg", "latency.svg", "scene.json"] {
+        assert!(out.join(f).is_file(), "{f} written");
+    }
+}
+
+/// Without the weights: analytic within 5e-3 rad.
+#[test]
+fn no_weights_scenario_in_lockstep_reaches_the_outcome() {
+    let out = out_dir("no_weights");
+    let file = workspace_root().join("scenarios/ball_blocking_no_weights.toml");
+    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_outcome(&report(&out), 5e-3);
+}
+
+/// Two lockstep runs with the same seed write bit-identical trajectories.
+#[test]
+fn lockstep_runs_are_bit_identical() {
+    let (a, b) = (out_dir("replay_a"), out_dir("replay_b"));
+    for out in [&a, &b] {
+        let run = hil_run(&[], out);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    }
+    let read = |d: &std::path::Path| std::fs::read(d.join("trajectory.csv")).unwrap_or_default();
+    let (ta, tb) = (read(&a), read(&b));
+    assert!(ta.len() > 10_000, "trajectory has {} bytes", ta.len());
+    assert!(ta == tb, "trajectory.csv differs between two runs of the same seed");
+}
