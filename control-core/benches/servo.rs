@@ -3,6 +3,8 @@
 //!
 //! `cargo bench -p control-core --bench servo`
 
+#![allow(missing_docs)] // criterion_group!/criterion_main! generate undocumented items
+
 use std::hint::black_box;
 
 use control_core::gains::{ArrivalProblem, solve_arrival_gains};
@@ -37,7 +39,10 @@ fn bench(c: &mut Criterion) {
         .iter()
         .filter(|p| solve_arrival_gains(p).is_ok())
         .count();
-    println!("gain solve inputs: {solvable} of {} solvable", problems.len());
+    println!(
+        "gain solve inputs: {solvable} of {} solvable",
+        problems.len()
+    );
     let mut group = c.benchmark_group("servo");
     group.throughput(Throughput::Elements(problems.len() as u64));
     group.bench_function("solve_arrival_gains", |b| {

@@ -190,11 +190,13 @@ pub struct CriticalGains {
 impl CriticalGains {
     /// Critically damped gains with the given damping γ > 0 about an axis of inertia m > 0:
     /// k = γ²/(4m). Returns `None` unless both are finite and positive and k is finite.
-    pub fn from_damping(inertia_kgm2: f64, damping_nms_per_rad: f64, branch: Branch) -> Option<Self> {
-        if !(inertia_kgm2 > 0.0 && damping_nms_per_rad > 0.0)
-            || !inertia_kgm2.is_finite()
-            || !damping_nms_per_rad.is_finite()
-        {
+    pub fn from_damping(
+        inertia_kgm2: f64,
+        damping_nms_per_rad: f64,
+        branch: Branch,
+    ) -> Option<Self> {
+        let positive_finite = |v: f64| v.is_finite() && v > 0.0;
+        if !(positive_finite(inertia_kgm2) && positive_finite(damping_nms_per_rad)) {
             return None;
         }
         let half_rate = damping_nms_per_rad / (2.0 * inertia_kgm2);
@@ -473,7 +475,7 @@ fn principal_for_nonnegative_z(r: f64, c: f64) -> Result<f64, GainError> {
         return Ok(0.0);
     }
     let ln_z = libm::log(-r) - 1.0 - c;
-    let w = if ln_z > LN_Z_DIRECT_LIMIT || ln_z < -LN_Z_DIRECT_LIMIT {
+    let w = if !(-LN_Z_DIRECT_LIMIT..=LN_Z_DIRECT_LIMIT).contains(&ln_z) {
         lambert_w::w0_of_exp(ln_z)
     } else {
         lambert_w::w0(-r * libm::exp(-1.0 - c))

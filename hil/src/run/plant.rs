@@ -111,11 +111,6 @@ impl PlantProcess {
         })
     }
 
-    /// The child's process id.
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Wait up to `timeout` for the child to exit by itself; kill it after that. Returns its
     /// exit status.
     pub fn finish(&mut self, timeout: Duration) -> io::Result<ExitStatus> {

@@ -201,7 +201,7 @@ impl Scenario {
         })?;
         scenario.check().map_err(|(field, reason)| ScenarioError {
             file: file.into(),
-            field: field.into(),
+            field,
             reason,
         })?;
         Ok(scenario)
@@ -213,7 +213,10 @@ impl Scenario {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err((field.into(), format!("must be a finite number > 0 (got {v})")))
+                Err((
+                    field.into(),
+                    format!("must be a finite number > 0 (got {v})"),
+                ))
             }
         }
         fn finite(field: &str, v: f64) -> Result<(), (String, String)> {
@@ -480,7 +483,10 @@ mod tests {
     fn errors_name_the_file_the_field_and_the_reason() {
         let bad_type = BUILT_IN.replace("mass_kg = 2.0", "mass_kg = \"heavy\"");
         let e = Scenario::parse(&bad_type, "f.toml").unwrap_err();
-        assert_eq!((e.file.as_str(), e.field.as_str()), ("f.toml", "arm.mass_kg"));
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("f.toml", "arm.mass_kg")
+        );
         assert!(e.reason.contains("invalid type"), "{e}");
 
         let negative = BUILT_IN.replace("mass_kg = 2.0", "mass_kg = -2.0");
@@ -498,7 +504,10 @@ mod tests {
 
         let e = Scenario::parse("name = ", "f.toml").unwrap_err();
         assert!(e.reason.contains("not valid TOML"), "{e}");
-        assert!(e.to_string().starts_with("scenario f.toml: field `-`: "), "{e}");
+        assert!(
+            e.to_string().starts_with("scenario f.toml: field `-`: "),
+            "{e}"
+        );
     }
 
     #[test]
