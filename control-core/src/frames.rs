@@ -1,0 +1,1505 @@
+//! Wire frames between the plant and the controller: fixed-size, versioned, checksummed,
+//! sequence-numbered state frames (plant → controller) and torque frames (controller → plant).
+//!
+//! This module is what a firmware on a real bus would speak too, so it never allocates and never
+//! panics: encoding writes into a caller's `&mut [u8]`, decoding reads any `&[u8]` and either
+//! returns a frame whose every value is finite and in range or a [`DecodeError`] that says why
+//! the bytes were rejected. [`FrameGuard`] adds what one frame cannot know (stale and repeated
+//! sequence numbers) and counts every rejection by reason.
+//!
+//! ```
+//! use control_core::frames::{JointState, StateFrame, STATE_FRAME_LEN};
+//! let mut frame = StateFrame::new(1, 0, 0.0);
+//! frame.push_joint(JointState { position_rad: 0.5, velocity_rad_s: -1.0 }).ok();
+//! let mut buf = [0u8; STATE_FRAME_LEN];
+//! let n = frame.encode(&mut buf).ok();
+//! assert_eq!(n, Some(STATE_FRAME_LEN));
+//! assert_eq!(StateFrame::decode(&buf), Ok(frame));
+//! ```
+//!
+//! # Layout (version 1, all integers and floats little-endian)
+//! Every frame starts with an 8-byte header: magic `b"HILF"`, version (u8), kind (u8: 1 state,
+//! 2 torque), total length in bytes (u16, including header and checksum). It ends with the
+//! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint and event slots
+//! and reserved bytes are zero. Frames are fixed-size whatever their joint count, so a receive
+//! buffer of [`MAX_FRAME_LEN`] bytes fits both kinds.
+//!
+//! | state frame bytes | field |
+//! |---|---|
+//! | 0..8 | header (kind 1, length 244) |
+//! | 8..16 | sequence (u64) |
+//! | 16..24 | plant step index (u64) |
+//! | 24..32 | simulation time, s (f64) |
+//! | 32..40 | measured cost of the step, ns (u64) |
+//! | 40, 41 | joint count, event count (u8) |
+//! | 42..44 | flags (u16, [`StateFlags`]) |
+//! | 44..48 | reserved |
+//! | 48..176 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
+//! | 176..240 | [`MAX_EVENTS`] × 8-byte event: tag, body kind, id (u16), 4 reserved |
+//! | 240..244 | CRC-32 |
+//!
+//! | torque frame bytes | field |
+//! |---|---|
+//! | 0..8 | header (kind 2, length 100) |
+//! | 8..16 | sequence (u64) |
+//! | 16..24 | plant step the torques are for (u64) |
+//! | 24..28 | flags (u32, [`TorqueFlags`]) |
+//! | 28 | joint count (u8) |
+//! | 29..32 | reserved |
+//! | 32..96 | [`MAX_JOINTS`] × torque, N·m (f64) |
+//! | 96..100 | CRC-32 |
+//!
+//! Encoding is faithful: it writes non-finite values as they are, so a receiver can see (and
+//! count) what a broken sender produced. Decoding rejects them.
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
+use core::fmt;
+
+/// Most joints a frame carries.
+pub const MAX_JOINTS: usize = 8;
+/// Most events a state frame carries. A plant with more events in one step sends the rest in
+/// the following frames.
+pub const MAX_EVENTS: usize = 8;
+/// The four bytes every frame starts with.
+pub const MAGIC: [u8; 4] = *b"HILF";
+/// The layout version this module writes and accepts.
+pub const VERSION: u8 = 1;
+/// Length of the common header (magic, version, kind, length), bytes.
+pub const HEADER_LEN: usize = 8;
+/// Encoded length of a [`StateFrame`], bytes.
+pub const STATE_FRAME_LEN: usize = 244;
+/// Encoded length of a [`TorqueFrame`], bytes.
+pub const TORQUE_FRAME_LEN: usize = 100;
+/// A buffer of this many bytes holds a frame of either kind.
+pub const MAX_FRAME_LEN: usize = STATE_FRAME_LEN;
+
+const CRC_LEN: usize = 4;
+const EVENT_LEN: usize = 8;
+const STATE_JOINTS_AT: usize = 48;
+const STATE_EVENTS_AT: usize = STATE_JOINTS_AT + MAX_JOINTS * 16;
+const TORQUE_JOINTS_AT: usize = 32;
+
+// The layout tables above are the contract; these keep the constants honest.
+const _: () = assert!(STATE_EVENTS_AT + MAX_EVENTS * EVENT_LEN + CRC_LEN == STATE_FRAME_LEN);
+const _: () = assert!(TORQUE_JOINTS_AT + MAX_JOINTS * 8 + CRC_LEN == TORQUE_FRAME_LEN);
+const _: () = assert!(MAX_JOINTS <= u8::MAX as usize && MAX_EVENTS <= u8::MAX as usize);
+
+// ---------------------------------------------------------------------------------------------
+// CRC-32
+
+// Only ever evaluated at compile time (into `CRC32_TABLE`): an index out of bounds would fail the
+// build, not panic at run time.
+#[allow(clippy::indexing_slicing)]
+const fn crc32_table() -> [u32; 256] {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+}
+
+static CRC32_TABLE: [u32; 256] = crc32_table();
+
+/// CRC-32 (IEEE 802.3 polynomial, reflected, initial and final XOR `0xFFFF_FFFF`: the one zlib,
+/// PNG and Ethernet use) of `bytes`. `crc32(b"123456789") == 0xCBF4_3926`.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in bytes {
+        let slot = usize::from((crc as u8) ^ b);
+        // The table has 256 entries and `slot` is a u8: the fallback never happens.
+        crc = CRC32_TABLE.get(slot).copied().unwrap_or(0) ^ (crc >> 8);
+    }
+    !crc
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frame contents
+
+/// Which kind of frame a header announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// Plant → controller: joint states and events ([`StateFrame`]).
+    State = 1,
+    /// Controller → plant: joint torques ([`TorqueFrame`]).
+    Torque = 2,
+}
+
+impl FrameKind {
+    const fn len(self) -> usize {
+        match self {
+            Self::State => STATE_FRAME_LEN,
+            Self::Torque => TORQUE_FRAME_LEN,
+        }
+    }
+}
+
+/// A body of the scene that events name (the arm itself is never named: every contact event is
+/// between the arm and this body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BodyId {
+    /// A thrown ball, by its id in the scene description.
+    Ball(u16),
+    /// A dropped weight, by its id in the scene description.
+    Weight(u16),
+}
+
+/// Something that happened in the plant during the step a state frame reports.
+///
+/// Within one frame, contact events come before plane crossings, so a ball that touched the arm
+/// in the same step as it crossed the plane shows its contact first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Event {
+    /// The arm and `body` started touching.
+    ContactBegan {
+        /// The body the arm touched.
+        body: BodyId,
+    },
+    /// The arm and `body` stopped touching.
+    ContactEnded {
+        /// The body the arm let go of.
+        body: BodyId,
+    },
+    /// The centre of ball `ball` crossed the arm's plane (z = 0) during the step.
+    BallCrossedPlane {
+        /// The ball's id in the scene description.
+        ball: u16,
+    },
+}
+
+const TAG_CONTACT_BEGAN: u8 = 1;
+const TAG_CONTACT_ENDED: u8 = 2;
+const TAG_BALL_CROSSED_PLANE: u8 = 3;
+const BODY_BALL: u8 = 1;
+const BODY_WEIGHT: u8 = 2;
+
+impl BodyId {
+    const fn to_wire(self) -> (u8, u16) {
+        match self {
+            Self::Ball(id) => (BODY_BALL, id),
+            Self::Weight(id) => (BODY_WEIGHT, id),
+        }
+    }
+
+    const fn from_wire(kind: u8, id: u16) -> Option<Self> {
+        match kind {
+            BODY_BALL => Some(Self::Ball(id)),
+            BODY_WEIGHT => Some(Self::Weight(id)),
+            _ => None,
+        }
+    }
+}
+
+impl Event {
+    const fn to_wire(self) -> [u8; EVENT_LEN] {
+        let (tag, (kind, id)) = match self {
+            Self::ContactBegan { body } => (TAG_CONTACT_BEGAN, body.to_wire()),
+            Self::ContactEnded { body } => (TAG_CONTACT_ENDED, body.to_wire()),
+            Self::BallCrossedPlane { ball } => (TAG_BALL_CROSSED_PLANE, (BODY_BALL, ball)),
+        };
+        let id = id.to_le_bytes();
+        [tag, kind, id[0], id[1], 0, 0, 0, 0]
+    }
+
+    fn from_wire(bytes: [u8; EVENT_LEN]) -> Option<Self> {
+        let [tag, kind, id0, id1, r0, r1, r2, r3] = bytes;
+        if (r0 | r1 | r2 | r3) != 0 {
+            return None;
+        }
+        let body = BodyId::from_wire(kind, u16::from_le_bytes([id0, id1]))?;
+        match (tag, body) {
+            (TAG_CONTACT_BEGAN, body) => Some(Self::ContactBegan { body }),
+            (TAG_CONTACT_ENDED, body) => Some(Self::ContactEnded { body }),
+            (TAG_BALL_CROSSED_PLANE, BodyId::Ball(ball)) => Some(Self::BallCrossedPlane { ball }),
+            _ => None,
+        }
+    }
+}
+
+/// Position and velocity of one joint, in the plant's joint convention.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JointState {
+    /// Joint angle, rad.
+    pub position_rad: f64,
+    /// Joint angular velocity, rad/s.
+    pub velocity_rad_s: f64,
+}
+
+/// Flags of a [`StateFrame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StateFlags(u16);
+
+impl StateFlags {
+    /// No flag set.
+    pub const NONE: Self = Self(0);
+    /// This is the plant's last frame: it reached the scene's end time and closes its end of the
+    /// transport after sending it. A peer that closes without this flag was lost.
+    pub const FINAL: Self = Self(1);
+    const KNOWN: u16 = Self::FINAL.0;
+
+    /// Whether every flag of `other` is set in `self`.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// `self` with the flags of `other` set too.
+    #[must_use]
+    pub const fn with(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The raw bits.
+    pub const fn bits(self) -> u16 {
+        self.0
+    }
+}
+
+/// Flags of a [`TorqueFrame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TorqueFlags(u32);
+
+impl TorqueFlags {
+    /// No flag set.
+    pub const NONE: Self = Self(0);
+    /// The controller is in its safe state (damping only, torque-limited).
+    pub const SAFE_STATE: Self = Self(1);
+    const KNOWN: u32 = Self::SAFE_STATE.0;
+
+    /// Whether every flag of `other` is set in `self`.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// `self` with the flags of `other` set too.
+    #[must_use]
+    pub const fn with(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// The raw bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// Plant → controller: the state after a plant step, and what happened during it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateFrame {
+    /// Sequence number: strictly increasing over the frames one sender sends.
+    pub sequence: u64,
+    /// Index of the plant step this state is at (0 = the initial state, k = after k steps).
+    pub step: u64,
+    /// Simulation time of this state, s.
+    pub sim_time_s: f64,
+    /// Wall-clock cost of the plant step that produced this state, ns (diagnostic; 0 for step 0).
+    pub step_cost_ns: u64,
+    /// Flags.
+    pub flags: StateFlags,
+    /// Joint states, at most [`MAX_JOINTS`].
+    pub joints: heapless::Vec<JointState, MAX_JOINTS>,
+    /// Events of the step, at most [`MAX_EVENTS`].
+    pub events: heapless::Vec<Event, MAX_EVENTS>,
+}
+
+/// Controller → plant: the torques to apply during one plant step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TorqueFrame {
+    /// Sequence number: strictly increasing over the frames one sender sends.
+    pub sequence: u64,
+    /// The plant step these torques are meant for: applied while stepping from `step` to
+    /// `step + 1` (in lockstep the plant waits for exactly this step; in real time it applies the
+    /// newest frame it has).
+    pub step: u64,
+    /// Flags.
+    pub flags: TorqueFlags,
+    /// Joint torques, N·m, at most [`MAX_JOINTS`].
+    pub torques_nm: heapless::Vec<f64, MAX_JOINTS>,
+}
+
+impl StateFrame {
+    /// A frame with no joints, no events and no flags.
+    pub const fn new(sequence: u64, step: u64, sim_time_s: f64) -> Self {
+        Self {
+            sequence,
+            step,
+            sim_time_s,
+            step_cost_ns: 0,
+            flags: StateFlags::NONE,
+            joints: heapless::Vec::new(),
+            events: heapless::Vec::new(),
+        }
+    }
+
+    /// Appends a joint; gives it back when [`MAX_JOINTS`] are there already.
+    pub fn push_joint(&mut self, joint: JointState) -> Result<(), JointState> {
+        self.joints.push(joint)
+    }
+
+    /// Appends an event; gives it back when [`MAX_EVENTS`] are there already.
+    pub fn push_event(&mut self, event: Event) -> Result<(), Event> {
+        self.events.push(event)
+    }
+
+    /// Writes the frame into the start of `buf` and returns the number of bytes written
+    /// ([`STATE_FRAME_LEN`]).
+    pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        let mut w = Writer::start(buf, FrameKind::State)?;
+        w.u64(self.sequence);
+        w.u64(self.step);
+        w.f64(self.sim_time_s);
+        w.u64(self.step_cost_ns);
+        w.u8(count_u8(self.joints.len()));
+        w.u8(count_u8(self.events.len()));
+        w.u16(self.flags.0);
+        w.u32(0);
+        for j in 0..MAX_JOINTS {
+            let s = self.joints.get(j).copied().unwrap_or_default();
+            w.f64(s.position_rad);
+            w.f64(s.velocity_rad_s);
+        }
+        for e in 0..MAX_EVENTS {
+            w.bytes(&self.events.get(e).map_or([0; EVENT_LEN], |e| e.to_wire()));
+        }
+        Ok(w.finish())
+    }
+
+    /// Reads a frame from exactly `bytes` (one whole datagram).
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::start(bytes, FrameKind::State)?;
+        let sequence = r.u64();
+        let step = r.u64();
+        let sim_time_s = finite(r.f64(), Field::SimTime)?;
+        let step_cost_ns = r.u64();
+        let joint_count = r.u8();
+        let event_count = r.u8();
+        let flags = r.u16();
+        r.zeros(4)?;
+        if usize::from(joint_count) > MAX_JOINTS {
+            return Err(DecodeError::JointCountOutOfRange {
+                count: joint_count,
+                max: MAX_JOINTS,
+            });
+        }
+        if usize::from(event_count) > MAX_EVENTS {
+            return Err(DecodeError::EventCountOutOfRange {
+                count: event_count,
+                max: MAX_EVENTS,
+            });
+        }
+        if flags & !StateFlags::KNOWN != 0 {
+            return Err(DecodeError::UnknownFlags {
+                bits: u32::from(flags),
+            });
+        }
+        let mut joints = heapless::Vec::new();
+        for j in 0..joint_count {
+            let position_rad = finite(r.f64(), Field::Position { joint: j })?;
+            let velocity_rad_s = finite(r.f64(), Field::Velocity { joint: j })?;
+            // At most MAX_JOINTS iterations (checked above): the push cannot fail.
+            let _ = joints.push(JointState {
+                position_rad,
+                velocity_rad_s,
+            });
+        }
+        r.zeros((MAX_JOINTS - usize::from(joint_count)) * 16)?;
+        let mut events = heapless::Vec::new();
+        for index in 0..event_count {
+            let raw = r.array::<EVENT_LEN>();
+            let event =
+                Event::from_wire(raw).ok_or(DecodeError::BadEvent { index, tag: raw[0] })?;
+            let _ = events.push(event);
+        }
+        r.zeros((MAX_EVENTS - usize::from(event_count)) * EVENT_LEN)?;
+        Ok(Self {
+            sequence,
+            step,
+            sim_time_s,
+            step_cost_ns,
+            flags: StateFlags(flags),
+            joints,
+            events,
+        })
+    }
+}
+
+impl TorqueFrame {
+    /// A frame with no joints and no flags.
+    pub const fn new(sequence: u64, step: u64) -> Self {
+        Self {
+            sequence,
+            step,
+            flags: TorqueFlags::NONE,
+            torques_nm: heapless::Vec::new(),
+        }
+    }
+
+    /// Appends a joint torque (N·m); gives it back when [`MAX_JOINTS`] are there already.
+    pub fn push_torque(&mut self, torque_nm: f64) -> Result<(), f64> {
+        self.torques_nm.push(torque_nm)
+    }
+
+    /// Writes the frame into the start of `buf` and returns the number of bytes written
+    /// ([`TORQUE_FRAME_LEN`]).
+    pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EncodeError> {
+        let mut w = Writer::start(buf, FrameKind::Torque)?;
+        w.u64(self.sequence);
+        w.u64(self.step);
+        w.u32(self.flags.0);
+        w.u8(count_u8(self.torques_nm.len()));
+        w.bytes(&[0; 3]);
+        for j in 0..MAX_JOINTS {
+            w.f64(self.torques_nm.get(j).copied().unwrap_or(0.0));
+        }
+        Ok(w.finish())
+    }
+
+    /// Reads a frame from exactly `bytes` (one whole datagram).
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::start(bytes, FrameKind::Torque)?;
+        let sequence = r.u64();
+        let step = r.u64();
+        let flags = r.u32();
+        let joint_count = r.u8();
+        r.zeros(3)?;
+        if usize::from(joint_count) > MAX_JOINTS {
+            return Err(DecodeError::JointCountOutOfRange {
+                count: joint_count,
+                max: MAX_JOINTS,
+            });
+        }
+        if flags & !TorqueFlags::KNOWN != 0 {
+            return Err(DecodeError::UnknownFlags { bits: flags });
+        }
+        let mut torques_nm = heapless::Vec::new();
+        for j in 0..joint_count {
+            let _ = torques_nm.push(finite(r.f64(), Field::Torque { joint: j })?);
+        }
+        r.zeros((MAX_JOINTS - usize::from(joint_count)) * 8)?;
+        Ok(Self {
+            sequence,
+            step,
+            flags: TorqueFlags(flags),
+            torques_nm,
+        })
+    }
+}
+
+/// Reads which kind of frame `bytes` claims to be, checking only magic, version and kind (to
+/// dispatch a datagram before decoding it).
+pub fn peek_kind(bytes: &[u8]) -> Result<FrameKind, DecodeError> {
+    let header = read_header(bytes)?;
+    match header.kind {
+        1 => Ok(FrameKind::State),
+        2 => Ok(FrameKind::Torque),
+        found => Err(DecodeError::UnknownKind { found }),
+    }
+}
+
+/// A frame type that travels with a sequence number: what [`FrameGuard`] can check.
+pub trait SequencedFrame: Sized {
+    /// Decodes one whole datagram.
+    fn decode_frame(bytes: &[u8]) -> Result<Self, DecodeError>;
+    /// The frame's sequence number.
+    fn sequence(&self) -> u64;
+}
+
+impl SequencedFrame for StateFrame {
+    fn decode_frame(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::decode(bytes)
+    }
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+}
+
+impl SequencedFrame for TorqueFrame {
+    fn decode_frame(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::decode(bytes)
+    }
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// A value in a frame, named for error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// [`StateFrame::sim_time_s`].
+    SimTime,
+    /// Position of joint `joint` in a state frame.
+    Position {
+        /// Joint index.
+        joint: u8,
+    },
+    /// Velocity of joint `joint` in a state frame.
+    Velocity {
+        /// Joint index.
+        joint: u8,
+    },
+    /// Torque of joint `joint` in a torque frame.
+    Torque {
+        /// Joint index.
+        joint: u8,
+    },
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SimTime => f.write_str("sim_time_s"),
+            Self::Position { joint } => write!(f, "joints[{joint}].position_rad"),
+            Self::Velocity { joint } => write!(f, "joints[{joint}].velocity_rad_s"),
+            Self::Torque { joint } => write!(f, "torques_nm[{joint}]"),
+        }
+    }
+}
+
+/// Why a byte string was not accepted as a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// Fewer bytes than a header.
+    TooShort {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes received.
+        got: usize,
+    },
+    /// The frame does not start with [`MAGIC`].
+    BadMagic {
+        /// The first four bytes.
+        found: [u8; 4],
+    },
+    /// A layout version this decoder does not speak.
+    WrongVersion {
+        /// Version in the header.
+        found: u8,
+        /// [`VERSION`].
+        expected: u8,
+    },
+    /// The header's kind byte names no known frame kind.
+    UnknownKind {
+        /// Kind byte in the header.
+        found: u8,
+    },
+    /// A valid frame of the other kind.
+    WrongKind {
+        /// Kind in the header.
+        found: FrameKind,
+        /// Kind the decoder was asked for.
+        expected: FrameKind,
+    },
+    /// The header's length, the kind's length and the bytes received disagree.
+    BadLength {
+        /// Length in the header.
+        declared: u16,
+        /// Length of this kind of frame.
+        expected: usize,
+        /// Bytes received.
+        received: usize,
+    },
+    /// The CRC-32 carried in the frame is not the CRC-32 of its bytes.
+    ChecksumMismatch {
+        /// CRC-32 computed over the received bytes.
+        computed: u32,
+        /// CRC-32 carried by the frame.
+        carried: u32,
+    },
+    /// More joints than [`MAX_JOINTS`].
+    JointCountOutOfRange {
+        /// Joint count in the frame.
+        count: u8,
+        /// [`MAX_JOINTS`].
+        max: usize,
+    },
+    /// More events than [`MAX_EVENTS`].
+    EventCountOutOfRange {
+        /// Event count in the frame.
+        count: u8,
+        /// [`MAX_EVENTS`].
+        max: usize,
+    },
+    /// A NaN or infinite value.
+    NonFinite {
+        /// Which value.
+        field: Field,
+    },
+    /// An event slot that decodes to no known event (unknown tag or body kind, or a ball
+    /// crossing that names a weight).
+    BadEvent {
+        /// Event index in the frame.
+        index: u8,
+        /// Tag byte of the slot.
+        tag: u8,
+    },
+    /// Flag bits this version does not define.
+    UnknownFlags {
+        /// The flags field.
+        bits: u32,
+    },
+    /// A reserved byte or an unused slot is not zero.
+    NonZeroPadding {
+        /// Offset of the first non-zero byte in the frame.
+        offset: usize,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::TooShort { needed, got } => {
+                write!(f, "frame too short: {got} bytes, need at least {needed}")
+            }
+            Self::BadMagic { found } => write!(f, "bad magic {found:02x?}, expected {MAGIC:02x?}"),
+            Self::WrongVersion { found, expected } => {
+                write!(f, "wrong frame version {found}, expected {expected}")
+            }
+            Self::UnknownKind { found } => write!(f, "unknown frame kind {found}"),
+            Self::WrongKind { found, expected } => {
+                write!(f, "wrong frame kind {found:?}, expected {expected:?}")
+            }
+            Self::BadLength {
+                declared,
+                expected,
+                received,
+            } => write!(
+                f,
+                "bad frame length: header says {declared}, kind needs {expected}, received {received}"
+            ),
+            Self::ChecksumMismatch { computed, carried } => write!(
+                f,
+                "checksum mismatch: frame carries {carried:#010x}, bytes give {computed:#010x}"
+            ),
+            Self::JointCountOutOfRange { count, max } => {
+                write!(f, "joint count {count} out of range (max {max})")
+            }
+            Self::EventCountOutOfRange { count, max } => {
+                write!(f, "event count {count} out of range (max {max})")
+            }
+            Self::NonFinite { field } => write!(f, "non-finite value in {field}"),
+            Self::BadEvent { index, tag } => write!(f, "bad event {index} (tag {tag})"),
+            Self::UnknownFlags { bits } => write!(f, "unknown flag bits {bits:#x}"),
+            Self::NonZeroPadding { offset } => {
+                write!(f, "non-zero reserved or unused byte at offset {offset}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for DecodeError {}
+
+/// Why a frame could not be encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The output buffer is smaller than the frame.
+    BufferTooSmall {
+        /// Bytes the frame needs.
+        needed: usize,
+        /// Bytes the buffer has.
+        got: usize,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::BufferTooSmall { needed, got } => {
+                write!(f, "buffer too small for frame: {got} bytes, need {needed}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for EncodeError {}
+
+// ---------------------------------------------------------------------------------------------
+// Receive-side guard
+
+/// Why [`FrameGuard`] turned a datagram away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rejected {
+    /// The bytes are not a valid frame.
+    Malformed(DecodeError),
+    /// A valid frame older than one already accepted.
+    Stale {
+        /// The frame's sequence number.
+        sequence: u64,
+        /// The newest sequence number accepted so far.
+        newest: u64,
+    },
+    /// A valid frame with the sequence number of the newest accepted one.
+    Repeated {
+        /// The repeated sequence number.
+        sequence: u64,
+    },
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Malformed(e) => write!(f, "malformed frame: {e}"),
+            Self::Stale { sequence, newest } => {
+                write!(f, "stale frame: sequence {sequence} after {newest}")
+            }
+            Self::Repeated { sequence } => write!(f, "repeated frame: sequence {sequence}"),
+        }
+    }
+}
+
+impl core::error::Error for Rejected {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Self::Malformed(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Rejections counted by reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RejectCounts {
+    /// Too short, or header length disagreeing with the bytes or the kind.
+    pub bad_length: u64,
+    /// Bad magic.
+    pub bad_magic: u64,
+    /// Unsupported version.
+    pub wrong_version: u64,
+    /// Unknown kind or the other direction's kind.
+    pub wrong_kind: u64,
+    /// CRC-32 mismatch.
+    pub checksum: u64,
+    /// Joint or event count out of range, bad event, unknown flags, non-zero padding.
+    pub bad_content: u64,
+    /// NaN or infinite values.
+    pub non_finite: u64,
+    /// Sequence number older than the newest accepted.
+    pub stale: u64,
+    /// Sequence number equal to the newest accepted.
+    pub repeated: u64,
+}
+
+impl RejectCounts {
+    /// All rejections.
+    pub const fn total(&self) -> u64 {
+        self.bad_length
+            .wrapping_add(self.bad_magic)
+            .wrapping_add(self.wrong_version)
+            .wrapping_add(self.wrong_kind)
+            .wrapping_add(self.checksum)
+            .wrapping_add(self.bad_content)
+            .wrapping_add(self.non_finite)
+            .wrapping_add(self.stale)
+            .wrapping_add(self.repeated)
+    }
+
+    fn count(&mut self, why: &Rejected) {
+        let slot = match why {
+            Rejected::Malformed(e) => match e {
+                DecodeError::TooShort { .. } | DecodeError::BadLength { .. } => {
+                    &mut self.bad_length
+                }
+                DecodeError::BadMagic { .. } => &mut self.bad_magic,
+                DecodeError::WrongVersion { .. } => &mut self.wrong_version,
+                DecodeError::UnknownKind { .. } | DecodeError::WrongKind { .. } => {
+                    &mut self.wrong_kind
+                }
+                DecodeError::ChecksumMismatch { .. } => &mut self.checksum,
+                DecodeError::NonFinite { .. } => &mut self.non_finite,
+                DecodeError::JointCountOutOfRange { .. }
+                | DecodeError::EventCountOutOfRange { .. }
+                | DecodeError::BadEvent { .. }
+                | DecodeError::UnknownFlags { .. }
+                | DecodeError::NonZeroPadding { .. } => &mut self.bad_content,
+            },
+            Rejected::Stale { .. } => &mut self.stale,
+            Rejected::Repeated { .. } => &mut self.repeated,
+        };
+        *slot = slot.wrapping_add(1);
+    }
+}
+
+/// The receive side of one frame stream: decodes, refuses stale and repeated sequence numbers,
+/// and counts every rejection by reason. Use one guard per direction and peer.
+///
+/// Gaps (sequence numbers skipped) are not rejections: the frame is accepted and the number of
+/// skipped frames is added to [`FrameGuard::skipped`].
+#[derive(Debug, Clone, Default)]
+pub struct FrameGuard {
+    newest: Option<u64>,
+    accepted: u64,
+    skipped: u64,
+    rejected: RejectCounts,
+}
+
+impl FrameGuard {
+    /// A guard that has accepted nothing yet (the first valid frame is accepted whatever its
+    /// sequence number).
+    pub const fn new() -> Self {
+        Self {
+            newest: None,
+            accepted: 0,
+            skipped: 0,
+            rejected: RejectCounts {
+                bad_length: 0,
+                bad_magic: 0,
+                wrong_version: 0,
+                wrong_kind: 0,
+                checksum: 0,
+                bad_content: 0,
+                non_finite: 0,
+                stale: 0,
+                repeated: 0,
+            },
+        }
+    }
+
+    /// Decodes `bytes` as an `F` and accepts it if its sequence number is newer than every one
+    /// accepted before; otherwise counts and returns why not.
+    pub fn accept<F: SequencedFrame>(&mut self, bytes: &[u8]) -> Result<F, Rejected> {
+        let verdict = F::decode_frame(bytes)
+            .map_err(Rejected::Malformed)
+            .and_then(|frame| {
+                let sequence = frame.sequence();
+                match self.newest {
+                    Some(newest) if sequence < newest => Err(Rejected::Stale { sequence, newest }),
+                    Some(newest) if sequence == newest => Err(Rejected::Repeated { sequence }),
+                    Some(newest) => {
+                        self.skipped = self
+                            .skipped
+                            .wrapping_add(sequence.wrapping_sub(newest).wrapping_sub(1));
+                        Ok(frame)
+                    }
+                    None => Ok(frame),
+                }
+            });
+        match &verdict {
+            Ok(frame) => {
+                self.newest = Some(frame.sequence());
+                self.accepted = self.accepted.wrapping_add(1);
+            }
+            Err(why) => self.rejected.count(why),
+        }
+        verdict
+    }
+
+    /// Rejections so far, by reason.
+    pub const fn rejected(&self) -> &RejectCounts {
+        &self.rejected
+    }
+
+    /// Frames accepted so far.
+    pub const fn accepted(&self) -> u64 {
+        self.accepted
+    }
+
+    /// Sequence numbers skipped between accepted frames (lost or dropped frames).
+    pub const fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The newest sequence number accepted, if any.
+    pub const fn newest_sequence(&self) -> Option<u64> {
+        self.newest
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte-level helpers
+
+fn count_u8(n: usize) -> u8 {
+    // Lengths of vectors of capacity MAX_JOINTS / MAX_EVENTS (≤ 255, asserted above).
+    u8::try_from(n).unwrap_or(u8::MAX)
+}
+
+fn finite(value: f64, field: Field) -> Result<f64, DecodeError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(DecodeError::NonFinite { field })
+    }
+}
+
+struct Header {
+    kind: u8,
+    length: u16,
+}
+
+fn read_header(bytes: &[u8]) -> Result<Header, DecodeError> {
+    let Some(&[m0, m1, m2, m3, version, kind, l0, l1]) = bytes.first_chunk::<HEADER_LEN>() else {
+        return Err(DecodeError::TooShort {
+            needed: HEADER_LEN,
+            got: bytes.len(),
+        });
+    };
+    if [m0, m1, m2, m3] != MAGIC {
+        return Err(DecodeError::BadMagic {
+            found: [m0, m1, m2, m3],
+        });
+    }
+    if version != VERSION {
+        return Err(DecodeError::WrongVersion {
+            found: version,
+            expected: VERSION,
+        });
+    }
+    Ok(Header {
+        kind,
+        length: u16::from_le_bytes([l0, l1]),
+    })
+}
+
+/// Writes little-endian fields one after the other into a buffer already checked to be long
+/// enough; a write past the end is dropped (it cannot happen: every frame's layout is checked at
+/// compile time against its length).
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl<'a> Writer<'a> {
+    fn start(buf: &'a mut [u8], kind: FrameKind) -> Result<Self, EncodeError> {
+        let len = kind.len();
+        let got = buf.len();
+        let buf = buf
+            .get_mut(..len)
+            .ok_or(EncodeError::BufferTooSmall { needed: len, got })?;
+        let mut w = Self { buf, at: 0 };
+        w.bytes(&MAGIC);
+        w.u8(VERSION);
+        w.u8(kind as u8);
+        w.u16(u16::try_from(len).unwrap_or(u16::MAX));
+        Ok(w)
+    }
+
+    fn bytes(&mut self, src: &[u8]) {
+        let end = self.at.saturating_add(src.len());
+        if let Some(dst) = self.buf.get_mut(self.at..end) {
+            dst.copy_from_slice(src);
+        }
+        self.at = end;
+    }
+
+    fn u8(&mut self, v: u8) {
+        self.bytes(&[v]);
+    }
+    fn u16(&mut self, v: u16) {
+        self.bytes(&v.to_le_bytes());
+    }
+    fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+    fn f64(&mut self, v: f64) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    /// Appends the CRC-32 of everything written and returns the frame length.
+    fn finish(mut self) -> usize {
+        let body_len = self.buf.len().saturating_sub(CRC_LEN);
+        let crc = crc32(self.buf.get(..body_len).unwrap_or(&[]));
+        self.at = body_len;
+        self.u32(crc);
+        self.buf.len()
+    }
+}
+
+/// Reads little-endian fields from a frame whose header, length and checksum are already
+/// checked; a read past the end yields zeros (it cannot happen for the same reason as above).
+struct Reader<'a> {
+    frame: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Checks header, length and checksum, and positions the reader after the header.
+    fn start(bytes: &'a [u8], expected: FrameKind) -> Result<Self, DecodeError> {
+        let header = read_header(bytes)?;
+        let found = match header.kind {
+            1 => FrameKind::State,
+            2 => FrameKind::Torque,
+            found => return Err(DecodeError::UnknownKind { found }),
+        };
+        if found != expected {
+            return Err(DecodeError::WrongKind { found, expected });
+        }
+        let len = expected.len();
+        if usize::from(header.length) != len || bytes.len() != len {
+            return Err(DecodeError::BadLength {
+                declared: header.length,
+                expected: len,
+                received: bytes.len(),
+            });
+        }
+        let (body, crc) = bytes.split_at(len - CRC_LEN);
+        let carried = crc
+            .first_chunk::<CRC_LEN>()
+            .map_or(0, |c| u32::from_le_bytes(*c));
+        let computed = crc32(body);
+        if computed != carried {
+            return Err(DecodeError::ChecksumMismatch { computed, carried });
+        }
+        Ok(Self {
+            frame: body,
+            at: HEADER_LEN,
+        })
+    }
+
+    fn array<const N: usize>(&mut self) -> [u8; N] {
+        let end = self.at.saturating_add(N);
+        let out = self
+            .frame
+            .get(self.at..end)
+            .and_then(|s| s.first_chunk::<N>())
+            .copied()
+            .unwrap_or([0; N]);
+        self.at = end;
+        out
+    }
+
+    fn u8(&mut self) -> u8 {
+        u8::from_le_bytes(self.array())
+    }
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.array())
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.array())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.array())
+    }
+    fn f64(&mut self) -> f64 {
+        f64::from_le_bytes(self.array())
+    }
+
+    /// Skips `n` bytes that must all be zero.
+    fn zeros(&mut self, n: usize) -> Result<(), DecodeError> {
+        let start = self.at;
+        let end = start.saturating_add(n);
+        self.at = end;
+        let region = self.frame.get(start..end).unwrap_or(&[]);
+        match region.iter().position(|&b| b != 0) {
+            Some(i) => Err(DecodeError::NonZeroPadding { offset: start + i }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample_state(sequence: u64) -> StateFrame {
+        let mut f = StateFrame::new(sequence, 41, 0.205);
+        f.step_cost_ns = 12_345;
+        f.flags = StateFlags::FINAL;
+        f.push_joint(JointState {
+            position_rad: 1.25,
+            velocity_rad_s: -0.5,
+        })
+        .unwrap();
+        f.push_event(Event::ContactBegan {
+            body: BodyId::Ball(3),
+        })
+        .unwrap();
+        f.push_event(Event::ContactEnded {
+            body: BodyId::Weight(65535),
+        })
+        .unwrap();
+        f.push_event(Event::BallCrossedPlane { ball: 7 }).unwrap();
+        f
+    }
+
+    fn sample_torque(sequence: u64) -> TorqueFrame {
+        let mut f = TorqueFrame::new(sequence, 41);
+        f.flags = TorqueFlags::SAFE_STATE;
+        f.push_torque(-3.5).unwrap();
+        f.push_torque(0.25).unwrap();
+        f
+    }
+
+    fn encoded_state(f: &StateFrame) -> [u8; STATE_FRAME_LEN] {
+        let mut buf = [0u8; STATE_FRAME_LEN];
+        assert_eq!(f.encode(&mut buf), Ok(STATE_FRAME_LEN));
+        buf
+    }
+
+    fn encoded_torque(f: &TorqueFrame) -> [u8; TORQUE_FRAME_LEN] {
+        let mut buf = [0u8; TORQUE_FRAME_LEN];
+        assert_eq!(f.encode(&mut buf), Ok(TORQUE_FRAME_LEN));
+        buf
+    }
+
+    /// Rewrites the checksum so that a deliberately altered body passes the CRC check and
+    /// reaches the deeper checks.
+    fn reseal(buf: &mut [u8]) {
+        let n = buf.len() - CRC_LEN;
+        let crc = crc32(&buf[..n]);
+        buf[n..].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn state_frame_round_trips() {
+        let f = sample_state(9);
+        assert_eq!(StateFrame::decode(&encoded_state(&f)), Ok(f));
+        let full = {
+            let mut f = StateFrame::new(u64::MAX, u64::MAX, f64::MAX);
+            for j in 0..MAX_JOINTS {
+                f.push_joint(JointState {
+                    position_rad: j as f64,
+                    velocity_rad_s: -(j as f64),
+                })
+                .unwrap();
+            }
+            for e in 0..MAX_EVENTS {
+                f.push_event(Event::BallCrossedPlane { ball: e as u16 })
+                    .unwrap();
+            }
+            assert!(f.push_joint(JointState::default()).is_err());
+            assert!(f.push_event(Event::BallCrossedPlane { ball: 0 }).is_err());
+            f
+        };
+        assert_eq!(StateFrame::decode(&encoded_state(&full)), Ok(full));
+    }
+
+    #[test]
+    fn torque_frame_round_trips() {
+        let f = sample_torque(9);
+        assert_eq!(TorqueFrame::decode(&encoded_torque(&f)), Ok(f));
+        assert_eq!(
+            peek_kind(&encoded_torque(&sample_torque(1))),
+            Ok(FrameKind::Torque)
+        );
+    }
+
+    #[test]
+    fn encoding_into_a_short_buffer_is_refused() {
+        let mut buf = [0u8; STATE_FRAME_LEN - 1];
+        assert_eq!(
+            sample_state(1).encode(&mut buf),
+            Err(EncodeError::BufferTooSmall {
+                needed: STATE_FRAME_LEN,
+                got: STATE_FRAME_LEN - 1
+            })
+        );
+    }
+
+    #[test]
+    fn each_kind_of_damage_gets_its_own_error() {
+        let good = encoded_state(&sample_state(1));
+        assert!(matches!(
+            StateFrame::decode(&good[..5]),
+            Err(DecodeError::TooShort { .. })
+        ));
+        assert!(matches!(
+            StateFrame::decode(&good[..100]),
+            Err(DecodeError::BadLength { received: 100, .. })
+        ));
+        let mut b = good;
+        b[0] = b'X';
+        assert!(matches!(
+            StateFrame::decode(&b),
+            Err(DecodeError::BadMagic { .. })
+        ));
+        let mut b = good;
+        b[4] = 2;
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::WrongVersion {
+                found: 2,
+                expected: 1
+            })
+        );
+        assert_eq!(
+            TorqueFrame::decode(&good),
+            Err(DecodeError::WrongKind {
+                found: FrameKind::State,
+                expected: FrameKind::Torque
+            })
+        );
+        let mut b = good;
+        b[5] = 9;
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::UnknownKind { found: 9 })
+        );
+        let mut b = good;
+        b[30] ^= 0x10;
+        assert!(matches!(
+            StateFrame::decode(&b),
+            Err(DecodeError::ChecksumMismatch { .. })
+        ));
+        let mut b = good;
+        b[40] = 9;
+        reseal(&mut b);
+        assert!(matches!(
+            StateFrame::decode(&b),
+            Err(DecodeError::JointCountOutOfRange { count: 9, .. })
+        ));
+        let mut b = good;
+        b[41] = 200;
+        reseal(&mut b);
+        assert!(matches!(
+            StateFrame::decode(&b),
+            Err(DecodeError::EventCountOutOfRange { count: 200, .. })
+        ));
+        let mut b = good;
+        b[STATE_EVENTS_AT] = 77;
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::BadEvent { index: 0, tag: 77 })
+        );
+        let mut b = good;
+        b[42] = 0x80;
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::UnknownFlags { bits: 0x80 })
+        );
+        let mut b = good;
+        b[STATE_JOINTS_AT + 16] = 1; // joint 1 is unused in the sample
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::NonZeroPadding {
+                offset: STATE_JOINTS_AT + 16
+            })
+        );
+    }
+
+    #[test]
+    fn non_finite_values_are_named() {
+        let mut f = sample_state(1);
+        f.joints[0].velocity_rad_s = f64::NAN;
+        assert_eq!(
+            StateFrame::decode(&encoded_state(&f)),
+            Err(DecodeError::NonFinite {
+                field: Field::Velocity { joint: 0 }
+            })
+        );
+        let mut f = sample_state(1);
+        f.sim_time_s = f64::INFINITY;
+        assert_eq!(
+            StateFrame::decode(&encoded_state(&f)),
+            Err(DecodeError::NonFinite {
+                field: Field::SimTime
+            })
+        );
+        let mut f = sample_torque(1);
+        f.torques_nm[1] = f64::NEG_INFINITY;
+        let e = TorqueFrame::decode(&encoded_torque(&f)).unwrap_err();
+        assert_eq!(
+            e,
+            DecodeError::NonFinite {
+                field: Field::Torque { joint: 1 }
+            }
+        );
+        assert_eq!(e.to_string(), "non-finite value in torques_nm[1]");
+    }
+
+    #[test]
+    fn the_guard_rejects_and_counts_each_reason() {
+        let mut g = FrameGuard::new();
+        assert!(
+            g.accept::<StateFrame>(&encoded_state(&sample_state(5)))
+                .is_ok()
+        );
+        // Repeated.
+        assert_eq!(
+            g.accept::<StateFrame>(&encoded_state(&sample_state(5))),
+            Err(Rejected::Repeated { sequence: 5 })
+        );
+        // Stale.
+        assert_eq!(
+            g.accept::<StateFrame>(&encoded_state(&sample_state(4))),
+            Err(Rejected::Stale {
+                sequence: 4,
+                newest: 5
+            })
+        );
+        // Corrupted checksum.
+        let mut b = encoded_state(&sample_state(6));
+        b[STATE_FRAME_LEN - 1] ^= 0xFF;
+        assert!(matches!(
+            g.accept::<StateFrame>(&b),
+            Err(Rejected::Malformed(DecodeError::ChecksumMismatch { .. }))
+        ));
+        // Wrong version.
+        let mut b = encoded_state(&sample_state(6));
+        b[4] = 0;
+        assert!(g.accept::<StateFrame>(&b).is_err());
+        // NaN.
+        let mut f = sample_state(6);
+        f.joints[0].position_rad = f64::NAN;
+        assert!(g.accept::<StateFrame>(&encoded_state(&f)).is_err());
+        // A gap is accepted and noted.
+        assert!(
+            g.accept::<StateFrame>(&encoded_state(&sample_state(9)))
+                .is_ok()
+        );
+        let c = *g.rejected();
+        assert_eq!(
+            c,
+            RejectCounts {
+                checksum: 1,
+                wrong_version: 1,
+                non_finite: 1,
+                stale: 1,
+                repeated: 1,
+                ..RejectCounts::default()
+            }
+        );
+        assert_eq!(c.total(), 5);
+        assert_eq!(g.accepted(), 2);
+        assert_eq!(g.skipped(), 3);
+        assert_eq!(g.newest_sequence(), Some(9));
+    }
+
+    #[test]
+    fn the_guard_works_for_torque_frames_too() {
+        let mut g = FrameGuard::new();
+        assert!(
+            g.accept::<TorqueFrame>(&encoded_torque(&sample_torque(0)))
+                .is_ok()
+        );
+        assert!(
+            g.accept::<TorqueFrame>(&encoded_torque(&sample_torque(0)))
+                .is_err()
+        );
+        assert!(
+            g.accept::<TorqueFrame>(&encoded_state(&sample_state(1)))
+                .is_err()
+        );
+        assert_eq!(g.rejected().repeated, 1);
+        assert_eq!(g.rejected().wrong_kind, 1);
+    }
+
+    #[test]
+    fn errors_display_their_reason() {
+        let e = Rejected::Malformed(DecodeError::WrongVersion {
+            found: 7,
+            expected: 1,
+        });
+        assert_eq!(
+            e.to_string(),
+            "malformed frame: wrong frame version 7, expected 1"
+        );
+        assert!(core::error::Error::source(&e).is_some());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// The fuzz target: arbitrary bytes through every decoder and the guard never panic.
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = StateFrame::decode(&bytes);
+            let _ = TorqueFrame::decode(&bytes);
+            let _ = peek_kind(&bytes);
+            let mut g = FrameGuard::new();
+            let _ = g.accept::<StateFrame>(&bytes);
+            let _ = g.accept::<TorqueFrame>(&bytes);
+        }
+
+        /// Arbitrary bytes behind a valid header and checksum reach the content checks, which
+        /// either accept a frame that re-encodes to the same bytes or reject it.
+        #[test]
+        fn sealed_arbitrary_bodies_decode_or_are_rejected(
+            body in proptest::collection::vec(any::<u8>(), STATE_FRAME_LEN),
+            state in any::<bool>(),
+        ) {
+            let kind = if state { FrameKind::State } else { FrameKind::Torque };
+            let len = kind.len();
+            let mut b = body[..len].to_vec();
+            b[..4].copy_from_slice(&MAGIC);
+            b[4] = VERSION;
+            b[5] = kind as u8;
+            b[6..8].copy_from_slice(&(len as u16).to_le_bytes());
+            reseal(&mut b);
+            let mut out = [0u8; MAX_FRAME_LEN];
+            if state {
+                if let Ok(f) = StateFrame::decode(&b) {
+                    f.encode(&mut out).unwrap();
+                    prop_assert_eq!(&out[..len], &b[..]);
+                }
+            } else if let Ok(f) = TorqueFrame::decode(&b) {
+                f.encode(&mut out).unwrap();
+                prop_assert_eq!(&out[..len], &b[..]);
+            }
+        }
+
+        /// Flipping any one bit of a valid frame gets it rejected (CRC-32 catches every
+        /// single-bit error).
+        #[test]
+        fn any_single_bit_flip_is_rejected(bit in 0..STATE_FRAME_LEN * 8) {
+            let mut b = encoded_state(&sample_state(3));
+            b[bit / 8] ^= 1 << (bit % 8);
+            prop_assert!(StateFrame::decode(&b).is_err());
+        }
+
+        #[test]
+        fn finite_frames_round_trip(
+            seq in any::<u64>(), step in any::<u64>(), t in -1e9f64..1e9,
+            joints in proptest::collection::vec((-1e6f64..1e6, -1e6f64..1e6), 0..=MAX_JOINTS),
+            torques in proptest::collection::vec(-1e6f64..1e6, 0..=MAX_JOINTS),
+            ids in proptest::collection::vec((0u8..3, any::<u16>(), any::<bool>()), 0..=MAX_EVENTS),
+        ) {
+            let mut s = StateFrame::new(seq, step, t);
+            for (p, v) in joints {
+                s.push_joint(JointState { position_rad: p, velocity_rad_s: v }).unwrap();
+            }
+            for (tag, id, ball) in ids {
+                let body = if ball { BodyId::Ball(id) } else { BodyId::Weight(id) };
+                let e = match tag {
+                    0 => Event::ContactBegan { body },
+                    1 => Event::ContactEnded { body },
+                    _ => Event::BallCrossedPlane { ball: id },
+                };
+                s.push_event(e).unwrap();
+            }
+            prop_assert_eq!(StateFrame::decode(&encoded_state(&s)), Ok(s));
+            let mut t = TorqueFrame::new(seq, step);
+            for x in torques {
+                t.push_torque(x).unwrap();
+            }
+            prop_assert_eq!(TorqueFrame::decode(&encoded_torque(&t)), Ok(t));
+        }
+    }
+}

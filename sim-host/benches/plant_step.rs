@@ -1,0 +1,130 @@
+//! Plant step cost and lockstep speed.
+//!
+//! - `plant_step/arm_alone`: one physics step of the arm scene, in process.
+//! - `plant_step/arm_4_balls_2_weights`: the same with four balls and two 10 kg weights in
+//!   flight (spawned together, hitting the arm and each other; a fresh plant every 200 steps so
+//!   that they stay in flight).
+//! - `lockstep/binary_*`: one lockstep round through the real `sim-host` process over a
+//!   socketpair (send the torque frame for step k, receive the state of step k + 1): the time
+//!   per simulated step of a lockstep run, so speed × real time = dt / this. `same_cpu` pins the
+//!   plant (`--cpu 0`) and this thread to CPU 0; `any_cpu` leaves placement to the scheduler.
+//!
+//! Run: `CARGO_TARGET_DIR=/work/targets/sim cargo bench -p sim-host`
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use control_core::frames::{MAX_FRAME_LEN, TORQUE_FRAME_LEN, TorqueFrame};
+use criterion::{Criterion, criterion_group, criterion_main};
+use sim_host::host::pin_to_cpu;
+use sim_host::{ArmSpec, BallSpawn, Plant, Scene, WeightDrop, WeightShape};
+use transport::{FrameTransport, SeqPacket};
+
+fn busy_scene() -> Scene {
+    let mut s = Scene::new(ArmSpec::BALL_BLOCKING, 1e6);
+    for (i, (x, y)) in [(0.0, -0.3), (0.0, -0.6), (0.0, -0.9), (0.4, -0.5)]
+        .into_iter()
+        .enumerate()
+    {
+        s.balls
+            .push(BallSpawn::aimed(i as u16, [x, y], 0.3, 0.3, 0.05, 0.2, 9.8));
+    }
+    for (i, x) in [0.05, -0.05].into_iter().enumerate() {
+        s.weights.push(WeightDrop {
+            id: i as u16,
+            spawn_time_s: 0.0,
+            position_m: [x, 0.3 + 0.2 * i as f64, 0.0],
+            velocity_m_s: [0.0; 3],
+            shape: WeightShape::Box {
+                half_extents_m: [0.08; 3],
+            },
+            mass_kg: 10.0,
+        });
+    }
+    s
+}
+
+fn plant_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("plant_step");
+    let mut plant = Plant::new(&Scene::new(ArmSpec::BALL_BLOCKING, 1e6)).expect("scene");
+    g.bench_function("arm_alone", |b| {
+        b.iter(|| black_box(plant.step(black_box(&[0.5]))));
+    });
+    let scene = busy_scene();
+    g.bench_function("arm_4_balls_2_weights", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let mut p = Plant::new(&scene).expect("scene");
+                p.step(&[0.0]); // spawn everything
+                let n = left.min(200);
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    black_box(p.step(black_box(&[0.5])));
+                }
+                total += t0.elapsed();
+                left -= n;
+            }
+            total
+        });
+    });
+    g.finish();
+}
+
+fn lockstep(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("sim-host-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("scene.json");
+    let scene = Scene::new(ArmSpec::BALL_BLOCKING, 1e6);
+    std::fs::write(&path, serde_json::to_string(&scene).expect("json")).expect("write");
+    let mut g = c.benchmark_group("lockstep");
+    for (name, cpu) in [("binary_same_cpu", Some(0usize)), ("binary_any_cpu", None)] {
+        let (ours, theirs) = SeqPacket::pair().expect("socketpair");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sim-host"));
+        let fd = theirs.inherit_into(&mut cmd);
+        cmd.arg("--scene")
+            .arg(&path)
+            .args(["--fd", &fd.to_string(), "--mode", "lockstep"])
+            .stderr(Stdio::null());
+        if let Some(cpu) = cpu {
+            cmd.args(["--cpu", &cpu.to_string()]);
+            pin_to_cpu(cpu).expect("pin");
+        }
+        let mut child = cmd.spawn().expect("spawn sim-host");
+        drop(theirs);
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        ours.recv(&mut buf).expect("state 0");
+        let mut k = 0u64;
+        let mut out = [0u8; TORQUE_FRAME_LEN];
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut f = TorqueFrame::new(k, k);
+                let _ = f.push_torque(0.5);
+                f.encode(&mut out).expect("encode");
+                ours.send(&out).expect("send");
+                black_box(ours.recv(&mut buf).expect("recv"));
+                k += 1;
+            });
+        });
+        drop(ours);
+        child.wait().expect("sim-host exit");
+        if cpu.is_some() {
+            // Undo the pin for the next variant.
+            // SAFETY: a zeroed cpu_set_t is a valid empty set, CPU_SET writes inside it.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for i in 0..64 {
+                    libc::CPU_SET(i, &mut set);
+                }
+                libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+            }
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, plant_step, lockstep);
+criterion_main!(benches);

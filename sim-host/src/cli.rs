@@ -1,0 +1,112 @@
+//! The plant process's command line, `sim-host --scene FILE --fd N --mode lockstep|realtime
+//! [--cpu N] [--quiet]`, as a library function: the `sim-host` binary is a one-line shell around [`main`],
+//! and a harness binary can serve as the plant process itself by calling it (re-executing itself
+//! with a subcommand), so that one `cargo run` builds everything.
+//!
+//! Exit codes: 0 when the scene ends or the controller closes its end; 2 on a bad command line or
+//! scene file; 1 on a transport or protocol error. One summary line goes to stderr at the end
+//! (unless `--quiet`); errors always do.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use transport::SeqPacket;
+
+use crate::host::{self, Mode};
+use crate::{Plant, Scene};
+
+/// One line of usage.
+pub const USAGE: &str =
+    "usage: sim-host --scene FILE --fd N --mode lockstep|realtime [--cpu N] [--quiet]";
+
+struct Args {
+    scene: PathBuf,
+    fd: i32,
+    mode: Mode,
+    cpu: Option<usize>,
+    quiet: bool,
+}
+
+fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+    let (mut scene, mut fd, mut mode, mut cpu) = (None, None, None, None);
+    let mut quiet = false;
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--scene" => scene = Some(PathBuf::from(value()?)),
+            "--fd" => fd = Some(value()?.parse().map_err(|e| format!("--fd: {e}"))?),
+            "--mode" => mode = Some(value()?.parse::<Mode>()?),
+            "--cpu" => cpu = Some(value()?.parse().map_err(|e| format!("--cpu: {e}"))?),
+            "--quiet" => quiet = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(Args {
+        scene: scene.ok_or("--scene is required")?,
+        fd: fd.ok_or("--fd is required")?,
+        mode: mode.ok_or("--mode is required")?,
+        cpu,
+        quiet,
+    })
+}
+
+/// Runs the plant process with `args` (without the program name) and returns its exit code.
+///
+/// # Safety
+/// Call it as the entry point of a process, once: it takes ownership of the descriptor named by
+/// `--fd`, which must be open and owned by nothing else in the process (true of a descriptor the
+/// process inherited for this purpose).
+pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
+    let args = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("sim-host: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut plant = match Scene::load(&args.scene).and_then(|s| Plant::new(&s)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("sim-host: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(cpu) = args.cpu
+        && let Err(e) = host::pin_to_cpu(cpu)
+    {
+        eprintln!("sim-host: cannot pin to CPU {cpu}: {e}");
+        return ExitCode::from(2);
+    }
+    // SAFETY: the caller guarantees (this function's contract) that the `--fd` descriptor is
+    // open and owned by nothing else; it is adopted exactly once, here.
+    let link = match unsafe { SeqPacket::from_inherited_fd(args.fd) } {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!(
+                "sim-host: --fd {}: not a usable SEQPACKET socket: {e}",
+                args.fd
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let result = match args.mode {
+        Mode::Lockstep => host::run_lockstep(&mut plant, &link),
+        Mode::Realtime => host::run_realtime(&mut plant, &link),
+    };
+    match result {
+        Ok(summary) => {
+            if !args.quiet {
+                eprintln!("sim-host: {summary}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sim-host: {e} (at step {})", plant.step_index());
+            ExitCode::from(1)
+        }
+    }
+}

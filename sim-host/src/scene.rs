@@ -1,0 +1,482 @@
+//! What the plant simulates: the scene description the harness writes to a JSON file and hands
+//! to `sim-host --scene FILE`.
+//!
+//! Everything random (where balls fly, where weights fall) is resolved by the harness before it
+//! writes the file: the plant is a deterministic function of its scene and the torques it
+//! receives. Loading never panics on a bad file: [`SceneError`] names the file, the field and the
+//! reason.
+//!
+//! Frame of reference (the convention of `control_core::model`): the shoulder hinge is the +z axis
+//! through the origin, the arm swings in the x–y plane, θ = 0 points the arm along +x and grows
+//! counter-clockwise seen from +z, gravity points along −y. Balls fly along +z through the arm's
+//! plane z = 0.
+//!
+//! ```
+//! use sim_host::scene::{ArmSpec, BallSpawn, Scene};
+//! let mut scene = Scene::new(ArmSpec::BALL_BLOCKING, 4.0);
+//! // A ball that crosses the arm's plane at (0, -0.6) at t = 1.5 s after 0.4 s of flight.
+//! scene.balls.push(BallSpawn::aimed(0, [0.0, -0.6], 1.5, 0.4, 0.05, 0.2, 9.8));
+//! let json = serde_json::to_string(&scene).unwrap();
+//! assert_eq!(Scene::from_json_str(&json, "inline".as_ref()).unwrap(), scene);
+//! ```
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use control_core::model::ArmModel;
+use serde::{Deserialize, Serialize};
+
+/// The default physics step, s.
+pub const DEFAULT_DT_S: f64 = 0.005;
+/// Balls are removed this long after they crossed the arm's plane, s (default).
+pub const DEFAULT_LINGER_AFTER_CROSSING_S: f64 = 3.0;
+/// Bodies whose centre falls below this height are removed, m (default).
+pub const DEFAULT_REMOVE_BELOW_Y_M: f64 = -5.0;
+
+/// Speed along +z of the balls [`BallSpawn::aimed`] makes, m/s.
+pub const AIMED_BALL_SPEED_Z_M_S: f64 = 5.0;
+
+/// A whole plant run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scene {
+    /// Physics step, s (default 0.005).
+    #[serde(default = "default_dt")]
+    pub dt_s: f64,
+    /// The plant stops after the step that reaches this simulated time, s (rounded to a whole
+    /// number of steps).
+    pub end_time_s: f64,
+    /// The arm and its start state. Its `gravity_m_s2` is the scene's gravity (along −y).
+    pub arm: ArmSpec,
+    /// Balls thrown through the arm's plane.
+    #[serde(default)]
+    pub balls: Vec<BallSpawn>,
+    /// Weights dropped on the arm.
+    #[serde(default)]
+    pub weights: Vec<WeightDrop>,
+    /// Balls are removed this long after crossing z = 0, s (default 3).
+    #[serde(default = "default_linger")]
+    pub linger_after_crossing_s: f64,
+    /// Balls and weights whose centre falls below this y are removed, m (default −5).
+    #[serde(default = "default_remove_below")]
+    pub remove_below_y_m: f64,
+}
+
+fn default_dt() -> f64 {
+    DEFAULT_DT_S
+}
+fn default_linger() -> f64 {
+    DEFAULT_LINGER_AFTER_CROSSING_S
+}
+fn default_remove_below() -> f64 {
+    DEFAULT_REMOVE_BELOW_Y_M
+}
+
+/// The arm: the fields of [`ArmModel`] plus its state at t = 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmSpec {
+    /// Length from the hinge axis to the tip, m.
+    pub length_m: f64,
+    /// Side of the square cross-section, m.
+    pub thickness_m: f64,
+    /// Mass, kg.
+    pub mass_kg: f64,
+    /// Magnitude of gravity, m/s² (acts along −y on every body of the scene).
+    pub gravity_m_s2: f64,
+    /// Joint angle at t = 0, rad.
+    #[serde(default)]
+    pub initial_angle_rad: f64,
+    /// Joint angular velocity at t = 0, rad/s.
+    #[serde(default)]
+    pub initial_velocity_rad_s: f64,
+}
+
+impl ArmSpec {
+    /// [`ArmModel::BALL_BLOCKING`] hanging straight down at rest.
+    pub const BALL_BLOCKING: Self =
+        Self::from_model(ArmModel::BALL_BLOCKING, -core::f64::consts::FRAC_PI_2, 0.0);
+
+    /// The arm of `model`, starting at `initial_angle_rad` with `initial_velocity_rad_s`.
+    pub const fn from_model(
+        model: ArmModel,
+        initial_angle_rad: f64,
+        initial_velocity_rad_s: f64,
+    ) -> Self {
+        Self {
+            length_m: model.length_m,
+            thickness_m: model.thickness_m,
+            mass_kg: model.mass_kg,
+            gravity_m_s2: model.gravity_m_s2,
+            initial_angle_rad,
+            initial_velocity_rad_s,
+        }
+    }
+
+    /// The mass properties the controller feeds forward from.
+    pub const fn model(&self) -> ArmModel {
+        ArmModel {
+            length_m: self.length_m,
+            thickness_m: self.thickness_m,
+            mass_kg: self.mass_kg,
+            gravity_m_s2: self.gravity_m_s2,
+        }
+    }
+}
+
+/// A ball that appears at `spawn_time_s` at `position_m` with `velocity_m_s` and then flies
+/// freely (gravity, collisions).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BallSpawn {
+    /// Id reported in events (unique among balls).
+    pub id: u16,
+    /// When it appears, s (rounded to the nearest step).
+    pub spawn_time_s: f64,
+    /// Centre at spawn, m.
+    pub position_m: [f64; 3],
+    /// Velocity at spawn, m/s.
+    pub velocity_m_s: [f64; 3],
+    /// Radius, m.
+    pub radius_m: f64,
+    /// Mass, kg.
+    pub mass_kg: f64,
+}
+
+impl BallSpawn {
+    /// A ball whose centre crosses the arm's plane z = 0 at `(x, y) = target_m` at
+    /// `crossing_time_s`, after `flight_time_s` of free flight along +z under gravity
+    /// `gravity_m_s2`, thrown with vertical velocity 0 at the crossing (the top of its arc). The
+    /// ball spawns at `crossing_time_s − flight_time_s` and flies along +z at
+    /// [`AIMED_BALL_SPEED_Z_M_S`].
+    pub fn aimed(
+        id: u16,
+        target_m: [f64; 2],
+        crossing_time_s: f64,
+        flight_time_s: f64,
+        radius_m: f64,
+        mass_kg: f64,
+        gravity_m_s2: f64,
+    ) -> Self {
+        let [x, y] = target_m;
+        let t = flight_time_s;
+        // z: from −z0 to 0 at constant speed vz; y: up to the apex, vy = g t, y0 = y − g t²/2.
+        let vz = AIMED_BALL_SPEED_Z_M_S;
+        Self {
+            id,
+            spawn_time_s: crossing_time_s - t,
+            position_m: [x, y - 0.5 * gravity_m_s2 * t * t, -vz * t],
+            velocity_m_s: [0.0, gravity_m_s2 * t, vz],
+            radius_m,
+            mass_kg,
+        }
+    }
+}
+
+/// The shape of a dropped weight.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum WeightShape {
+    /// A sphere.
+    Sphere {
+        /// Radius, m.
+        radius_m: f64,
+    },
+    /// A box aligned with the world axes at spawn.
+    Box {
+        /// Half of each side, m.
+        half_extents_m: [f64; 3],
+    },
+}
+
+/// A weight that appears at `spawn_time_s` at `position_m` (usually above the arm, at rest) and
+/// falls.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightDrop {
+    /// Id reported in events (unique among weights).
+    pub id: u16,
+    /// When it appears, s (rounded to the nearest step).
+    pub spawn_time_s: f64,
+    /// Centre at spawn, m.
+    pub position_m: [f64; 3],
+    /// Velocity at spawn, m/s (default 0).
+    #[serde(default)]
+    pub velocity_m_s: [f64; 3],
+    /// Shape.
+    pub shape: WeightShape,
+    /// Mass, kg.
+    pub mass_kg: f64,
+}
+
+impl Scene {
+    /// A scene with the arm only, the default step and removal rules.
+    pub fn new(arm: ArmSpec, end_time_s: f64) -> Self {
+        Self {
+            dt_s: DEFAULT_DT_S,
+            end_time_s,
+            arm,
+            balls: Vec::new(),
+            weights: Vec::new(),
+            linger_after_crossing_s: DEFAULT_LINGER_AFTER_CROSSING_S,
+            remove_below_y_m: DEFAULT_REMOVE_BELOW_Y_M,
+        }
+    }
+
+    /// Number of physics steps of the run: `end_time_s / dt_s`, rounded.
+    pub fn total_steps(&self) -> u64 {
+        steps_for(self.end_time_s, self.dt_s)
+    }
+
+    /// Reads and checks a scene file.
+    pub fn load(path: &Path) -> Result<Self, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
+            file: path.to_path_buf(),
+            field: String::from("(file)"),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Self::from_json_str(&text, path)
+    }
+
+    /// Parses and checks a scene given as JSON text; `file` names it in errors.
+    pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let scene: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            SceneError {
+                file: file.to_path_buf(),
+                field: if path == "." || path == "?" {
+                    String::from("(document)")
+                } else {
+                    path
+                },
+                reason: e.into_inner().to_string(),
+            }
+        })?;
+        scene.validate().map_err(|(field, reason)| SceneError {
+            file: file.to_path_buf(),
+            field,
+            reason,
+        })?;
+        Ok(scene)
+    }
+
+    /// Checks every value against what the plant can simulate; on failure returns the field
+    /// (as a path, `balls[2].radius_m`) and the reason.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let mut c = Checker::default();
+        c.range("dt_s", self.dt_s, 1e-5, 0.1);
+        c.range("end_time_s", self.end_time_s, 0.0, 1e7);
+        if c.ok() && steps_for(self.end_time_s, self.dt_s) > 1 << 40 {
+            c.fail("end_time_s", String::from("too many steps for this dt_s"));
+        }
+        c.range("arm.length_m", self.arm.length_m, 1e-3, 100.0);
+        c.range("arm.thickness_m", self.arm.thickness_m, 1e-4, 10.0);
+        c.range("arm.mass_kg", self.arm.mass_kg, 1e-4, 1e5);
+        c.range("arm.gravity_m_s2", self.arm.gravity_m_s2, 0.0, 1000.0);
+        c.range(
+            "arm.initial_angle_rad",
+            self.arm.initial_angle_rad,
+            -1e3,
+            1e3,
+        );
+        c.range(
+            "arm.initial_velocity_rad_s",
+            self.arm.initial_velocity_rad_s,
+            -1e3,
+            1e3,
+        );
+        c.range(
+            "linger_after_crossing_s",
+            self.linger_after_crossing_s,
+            0.0,
+            1e7,
+        );
+        c.range("remove_below_y_m", self.remove_below_y_m, -1e6, 1e6);
+        let mut ids = HashSet::new();
+        for (i, b) in self.balls.iter().enumerate() {
+            let f = |name: &str| format!("balls[{i}].{name}");
+            if !ids.insert(b.id) {
+                c.fail(&f("id"), format!("id {} is used by another ball", b.id));
+            }
+            c.range(&f("spawn_time_s"), b.spawn_time_s, 0.0, 1e7);
+            c.vec3(&f("position_m"), b.position_m);
+            c.vec3(&f("velocity_m_s"), b.velocity_m_s);
+            c.range(&f("radius_m"), b.radius_m, 1e-3, 10.0);
+            c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
+        }
+        ids.clear();
+        for (i, w) in self.weights.iter().enumerate() {
+            let f = |name: &str| format!("weights[{i}].{name}");
+            if !ids.insert(w.id) {
+                c.fail(&f("id"), format!("id {} is used by another weight", w.id));
+            }
+            c.range(&f("spawn_time_s"), w.spawn_time_s, 0.0, 1e7);
+            c.vec3(&f("position_m"), w.position_m);
+            c.vec3(&f("velocity_m_s"), w.velocity_m_s);
+            match w.shape {
+                WeightShape::Sphere { radius_m } => {
+                    c.range(&f("shape.sphere.radius_m"), radius_m, 1e-3, 10.0);
+                }
+                WeightShape::Box { half_extents_m } => {
+                    for (k, h) in half_extents_m.into_iter().enumerate() {
+                        c.range(&f(&format!("shape.box.half_extents_m[{k}]")), h, 1e-3, 10.0);
+                    }
+                }
+            }
+            c.range(&f("mass_kg"), w.mass_kg, 1e-4, 1e5);
+        }
+        c.result()
+    }
+}
+
+fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
+    // Validated finite and non-negative; `as` saturates anything else to a harmless value.
+    (end_time_s / dt_s).round() as u64
+}
+
+/// Collects the first failed check.
+#[derive(Default)]
+struct Checker {
+    first: Option<(String, String)>,
+}
+
+impl Checker {
+    fn fail(&mut self, field: &str, reason: String) {
+        if self.first.is_none() {
+            self.first = Some((field.to_owned(), reason));
+        }
+    }
+
+    fn ok(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn range(&mut self, field: &str, v: f64, lo: f64, hi: f64) {
+        if !v.is_finite() {
+            self.fail(field, format!("must be a finite number, got {v}"));
+        } else if v < lo || v > hi {
+            self.fail(field, format!("must be between {lo} and {hi}, got {v}"));
+        }
+    }
+
+    fn vec3(&mut self, field: &str, v: [f64; 3]) {
+        for (k, x) in v.into_iter().enumerate() {
+            self.range(&format!("{field}[{k}]"), x, -1e6, 1e6);
+        }
+    }
+
+    fn result(self) -> Result<(), (String, String)> {
+        self.first.map_or(Ok(()), Err)
+    }
+}
+
+/// A scene file that cannot be used: which file, which field, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SceneError {
+    /// The file.
+    pub file: PathBuf,
+    /// The field, as a path into the document (`balls[0].radius_m`).
+    pub field: String,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+impl fmt::Display for SceneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "bad scene file {}: field `{}`: {}",
+            self.file.display(),
+            self.field,
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for SceneError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(json: &str) -> SceneError {
+        Scene::from_json_str(json, Path::new("s.json")).unwrap_err()
+    }
+
+    const ARM: &str =
+        r#""arm": {"length_m": 1, "thickness_m": 0.1, "mass_kg": 2, "gravity_m_s2": 9.8}"#;
+
+    #[test]
+    fn a_minimal_file_gets_the_defaults() {
+        let s = Scene::from_json_str(&format!(r#"{{"end_time_s": 1, {ARM}}}"#), Path::new("s"))
+            .unwrap();
+        assert_eq!(s.dt_s, 0.005);
+        assert_eq!(s.total_steps(), 200);
+        assert_eq!(s.arm.model(), ArmModel::BALL_BLOCKING);
+    }
+
+    #[test]
+    fn errors_name_file_field_and_reason() {
+        let e = err(&format!(
+            r#"{{"end_time_s": 1, {ARM}, "balls": [{{"id": 1, "spawn_time_s": 0, "position_m": [0,0,0], "velocity_m_s": [0,0,0], "radius_m": -1, "mass_kg": 1}}]}}"#
+        ));
+        assert_eq!(e.field, "balls[0].radius_m");
+        assert_eq!(
+            e.to_string(),
+            "bad scene file s.json: field `balls[0].radius_m`: must be between 0.001 and 10, got -1"
+        );
+        let e = err(&format!(r#"{{"end_time_s": "soon", {ARM}}}"#));
+        assert_eq!(e.field, "end_time_s");
+        assert!(e.reason.contains("invalid type"), "{e}");
+        let e = err(r#"{"end_time_s": 1, "arm": {"length_m": 1}}"#);
+        assert_eq!(e.field, "arm");
+        assert!(e.reason.contains("missing field `thickness_m`"), "{e}");
+        let e = err(&format!(r#"{{"end_time_s": 1, {ARM}, "gravity": 3}}"#));
+        assert!(e.reason.contains("unknown field `gravity`"), "{e}");
+        let e = err(&format!(r#"{{"end_time_s": 1, "dt_s": 0, {ARM}}}"#));
+        assert_eq!(e.field, "dt_s");
+        let e = err("{");
+        assert!(
+            e.to_string()
+                .starts_with("bad scene file s.json: field `(document)`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_example_scene_file_is_valid() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/example.json"));
+        let s = Scene::load(path).unwrap();
+        assert_eq!(
+            (s.balls.len(), s.weights.len(), s.total_steps()),
+            (1, 2, 1200)
+        );
+        assert_eq!(
+            Scene::load(Path::new("/nonexistent/scene.json"))
+                .unwrap_err()
+                .field,
+            "(file)"
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_refused() {
+        let mut s = Scene::new(ArmSpec::BALL_BLOCKING, 1.0);
+        let b = BallSpawn::aimed(3, [0.5, 0.0], 1.0, 0.5, 0.05, 0.1, 9.8);
+        s.balls.push(b);
+        s.balls.push(b);
+        assert_eq!(s.validate().unwrap_err().0, "balls[1].id");
+    }
+
+    #[test]
+    fn an_aimed_ball_reaches_its_target_in_free_flight() {
+        let g = 9.8;
+        let b = BallSpawn::aimed(0, [0.3, -0.7], 2.0, 0.4, 0.05, 0.1, g);
+        let t = 2.0 - b.spawn_time_s;
+        let y = b.position_m[1] + b.velocity_m_s[1] * t - 0.5 * g * t * t;
+        let z = b.position_m[2] + b.velocity_m_s[2] * t;
+        assert!((y + 0.7).abs() < 1e-12 && z.abs() < 1e-12);
+    }
+}
