@@ -33,7 +33,7 @@
 //! | 32..40 | measured cost of the step, ns (u64) |
 //! | 40, 41 | joint count, event count (u8) |
 //! | 42..44 | flags (u16, [`StateFlags`]) |
-//! | 44..48 | reserved |
+//! | 44..48 | sequence of the torque frame that drove the step, low 32 bits (u32, 0: none) |
 //! | 48..176 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
 //! | 176..240 | [`MAX_EVENTS`] × 8-byte event: tag, body kind, id (u16), 4 reserved |
 //! | 240..244 | CRC-32 |
@@ -317,6 +317,11 @@ pub struct StateFrame {
     pub step_cost_ns: u64,
     /// Flags.
     pub flags: StateFlags,
+    /// The low 32 bits of the sequence number of the torque frame whose torques drove the step
+    /// that produced this state (0: none, e.g. step 0 or zero torque held from the start). Lets
+    /// the controller measure the round trip exactly, in real time too, where the plant holds the
+    /// newest torques.
+    pub applied_torque_sequence: u32,
     /// Joint states, at most [`MAX_JOINTS`].
     pub joints: heapless::Vec<JointState, MAX_JOINTS>,
     /// Events of the step, at most [`MAX_EVENTS`].
@@ -347,6 +352,7 @@ impl StateFrame {
             sim_time_s,
             step_cost_ns: 0,
             flags: StateFlags::NONE,
+            applied_torque_sequence: 0,
             joints: heapless::Vec::new(),
             events: heapless::Vec::new(),
         }
@@ -373,7 +379,7 @@ impl StateFrame {
         w.u8(count_u8(self.joints.len()));
         w.u8(count_u8(self.events.len()));
         w.u16(self.flags.0);
-        w.u32(0);
+        w.u32(self.applied_torque_sequence);
         for j in 0..MAX_JOINTS {
             let s = self.joints.get(j).copied().unwrap_or_default();
             w.f64(s.position_rad);
@@ -395,7 +401,7 @@ impl StateFrame {
         let joint_count = r.u8();
         let event_count = r.u8();
         let flags = r.u16();
-        r.zeros(4)?;
+        let applied_torque_sequence = r.u32();
         if usize::from(joint_count) > MAX_JOINTS {
             return Err(DecodeError::JointCountOutOfRange {
                 count: joint_count,
@@ -438,6 +444,7 @@ impl StateFrame {
             sim_time_s,
             step_cost_ns,
             flags: StateFlags(flags),
+            applied_torque_sequence,
             joints,
             events,
         })
@@ -1123,6 +1130,7 @@ mod tests {
         let mut f = StateFrame::new(sequence, 41, 0.205);
         f.step_cost_ns = 12_345;
         f.flags = StateFlags::FINAL;
+        f.applied_torque_sequence = 0xDEAD_BEEF;
         f.push_joint(JointState {
             position_rad: 1.25,
             velocity_rad_s: -0.5,

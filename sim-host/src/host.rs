@@ -172,8 +172,8 @@ impl<'a, T: FrameTransport> Loop<'a, T> {
         }
     }
 
-    fn step(&mut self, torques: &[f64]) -> StateFrame {
-        let frame = self.plant.step(torques);
+    fn step(&mut self, torques: &[f64], torque_sequence: u64) -> StateFrame {
+        let frame = self.plant.step_driven_by(torques, torque_sequence);
         self.steps += 1;
         self.cost_ns = self.cost_ns.saturating_add(frame.step_cost_ns);
         frame
@@ -204,7 +204,7 @@ pub fn run_lockstep<T: FrameTransport>(
     }
     while !l.plant.is_finished() {
         let k = l.plant.step_index();
-        let torques = loop {
+        let (torques, torque_sequence) = loop {
             let n = match l.link.recv(&mut l.buf) {
                 Ok(n) => n,
                 Err(TransportError::PeerClosed) => return Ok(l.summary(RunEnd::PeerClosed)),
@@ -214,7 +214,7 @@ pub fn run_lockstep<T: FrameTransport>(
                 continue;
             };
             if frame.step == k {
-                break frame.torques_nm;
+                break (frame.torques_nm, frame.sequence);
             }
             if frame.step > k {
                 return Err(HostError::Protocol(format!(
@@ -225,7 +225,7 @@ pub fn run_lockstep<T: FrameTransport>(
             // An accepted frame for an earlier step: late, dropped.
             l.late_frames += 1;
         };
-        let state = l.step(&torques);
+        let state = l.step(&torques, torque_sequence);
         if l.send(state)?.is_none() {
             return Ok(l.summary(RunEnd::PeerClosed));
         }
@@ -247,6 +247,7 @@ pub fn run_realtime<T: FrameTransport>(
     let lead_ns = (dt_ns / 10).max(REALTIME_LEAD_MIN_NS).min(dt_ns);
     let mut l = Loop::new(plant, link);
     let mut held: heapless::Vec<f64, { control_core::frames::MAX_JOINTS }> = heapless::Vec::new();
+    let mut held_sequence = 0u64;
     let t0 = clock::now_ns();
     let first = l.plant.state_frame();
     if l.send(first)?.is_none() {
@@ -263,6 +264,7 @@ pub fn run_realtime<T: FrameTransport>(
                 Ok(Some(n)) => {
                     if let Ok(f) = l.guard.accept::<TorqueFrame>(l.buf.get(..n).unwrap_or(&[])) {
                         held = f.torques_nm;
+                        held_sequence = f.sequence;
                     }
                 }
                 Ok(None) => break,
@@ -270,7 +272,7 @@ pub fn run_realtime<T: FrameTransport>(
                 Err(e) => return Err(HostError::Transport(e)),
             }
         }
-        let state = l.step(&held);
+        let state = l.step(&held, held_sequence);
         if clock::now_ns() > deadline {
             l.late += 1;
         } else {

@@ -299,6 +299,13 @@ impl Plant {
     /// Steps the world by dt with joint torques `torques_nm` (N·m; a missing joint gets 0, extra
     /// entries are ignored) held for the whole step, and returns the new state's frame.
     pub fn step(&mut self, torques_nm: &[f64]) -> StateFrame {
+        self.step_driven_by(torques_nm, 0)
+    }
+
+    /// [`Self::step`] with the torques of the torque frame with sequence number
+    /// `torque_sequence` (0: none), which the new state's frame names
+    /// ([`StateFrame::applied_torque_sequence`], low 32 bits).
+    pub fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
         let t0 = Instant::now();
         self.spawn_due();
         let tau = torques_nm.first().copied().unwrap_or(0.0) as Real;
@@ -315,7 +322,10 @@ impl Plant {
         self.detect_crossings(&before);
         self.remove_finished();
         self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.state_frame()
+        let mut frame = self.state_frame();
+        // The low 32 bits, as the frame documents.
+        frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
+        frame
     }
 
     fn spawn_due(&mut self) {

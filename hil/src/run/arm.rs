@@ -254,7 +254,10 @@ impl ArmController {
 
 /// The fixed gains: the analytic gains for the first target from the initial state at rest
 /// (what a careful hand-tuning for the first ball converges to), then never changed.
-fn tuned_fixed_gains(scenario: &Scenario, tolerance_rad: f64) -> Result<CriticalGains, ConfigError> {
+fn tuned_fixed_gains(
+    scenario: &Scenario,
+    tolerance_rad: f64,
+) -> Result<CriticalGains, ConfigError> {
     let first = scenario
         .targets
         .first()

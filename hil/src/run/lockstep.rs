@@ -10,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use control_core::frames::{
-    BodyId, Event, MAX_FRAME_LEN, RejectCounts, StateFlags, StateFrame, TORQUE_FRAME_LEN, TorqueFlags,
-    TorqueFrame,
+    BodyId, Event, MAX_FRAME_LEN, RejectCounts, StateFlags, StateFrame, TORQUE_FRAME_LEN,
+    TorqueFlags, TorqueFrame,
 };
 use transport::{FrameTransport, TransportError};
 
@@ -243,10 +243,7 @@ pub fn run<T: FrameTransport>(
         sequence += 1;
         if let Err(e) = send_command(link, sequence, &cmd) {
             lost = Some(PlantLost {
-                reason: format!(
-                    "cannot send torques at t = {:.3} s: {e}",
-                    state.sim_time_s
-                ),
+                reason: format!("cannot send torques at t = {:.3} s: {e}", state.sim_time_s),
                 at_s: state.sim_time_s,
             });
             break;

@@ -54,7 +54,7 @@ pub struct RunArgs {
     /// Run only these controllers (default: all three).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<ControllerArg>,
-    /// The plant is declared lost after this long without a state, ms (lockstep).
+    /// The plant is declared lost after this long without a state, ms.
     #[arg(long, default_value_t = 500)]
     pub watchdog_ms: u64,
     /// Real time: the control thread is put in the safe state after this many ticks without a
@@ -154,8 +154,11 @@ fn run_scenario(
     std::fs::create_dir_all(&out)
         .map_err(|e| format!("cannot create output folder {}: {e}", out.display()))?;
     let scene_file = out.join("scene.json");
-    std::fs::write(&scene_file, serde_json::to_string_pretty(&scenario.scene())?)
-        .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
+    std::fs::write(
+        &scene_file,
+        serde_json::to_string_pretty(&scenario.scene())?,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
     let binary = plant::sim_host_binary()?;
     let mode = match args.mode {
         ModeArg::Lockstep => PlantMode::Lockstep,
@@ -237,7 +240,7 @@ fn run_one(
                 priority: args.priority,
                 cpu: args.cpu,
                 watchdog_ticks: args.watchdog_ticks,
-                end_s: scenario.end_s,
+                plant_timeout: Duration::from_millis(args.watchdog_ms),
             },
             progress,
         )?,

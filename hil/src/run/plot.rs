@@ -11,10 +11,19 @@ use super::scenario::Target;
 
 type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
-const COLOURS: [RGBColor; 3] = [RGBColor(0, 90, 200), RGBColor(220, 50, 32), RGBColor(0, 150, 60)];
+const COLOURS: [RGBColor; 3] = [
+    RGBColor(0, 90, 200),
+    RGBColor(220, 50, 32),
+    RGBColor(0, 150, 60),
+];
 
 /// `angle.svg`: θ(t) per controller, targets as circles, weight hits as ticks on the time axis.
-pub fn angle_plot(path: &Path, title: &str, runs: &[ControllerRun], targets: &[Target]) -> PlotResult {
+pub fn angle_plot(
+    path: &Path,
+    title: &str,
+    runs: &[ControllerRun],
+    targets: &[Target],
+) -> PlotResult {
     let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let t_max = runs
@@ -27,8 +36,14 @@ pub fn angle_plot(path: &Path, title: &str, runs: &[ControllerRun], targets: &[T
         .flat_map(|r| r.samples.iter().map(|s| s.angle_rad))
         .chain(targets.iter().map(|t| t.angle_rad))
         .filter(|a| a.is_finite());
-    let (lo, hi) = angles.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), a| (lo.min(a), hi.max(a)));
-    let (lo, hi) = if lo <= hi { (lo - 0.1, hi + 0.1) } else { (-1.0, 1.0) };
+    let (lo, hi) = angles.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), a| {
+        (lo.min(a), hi.max(a))
+    });
+    let (lo, hi) = if lo <= hi {
+        (lo - 0.1, hi + 0.1)
+    } else {
+        (-1.0, 1.0)
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
@@ -48,18 +63,29 @@ pub fn angle_plot(path: &Path, title: &str, runs: &[ControllerRun], targets: &[T
                 colour.stroke_width(2),
             ))?
             .label(run.name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
         chart.draw_series(run.weight_contacts_s.iter().map(|t| {
-            PathElement::new(vec![(*t, lo), (*t, lo + 0.04 * (hi - lo))], colour.stroke_width(2))
+            PathElement::new(
+                vec![(*t, lo), (*t, lo + 0.04 * (hi - lo))],
+                colour.stroke_width(2),
+            )
         }))?;
     }
     chart
-        .draw_series(targets.iter().map(|t| {
-            PathElement::new(vec![(t.time_s, lo), (t.time_s, hi)], BLACK.mix(0.25))
-        }))?
+        .draw_series(
+            targets
+                .iter()
+                .map(|t| PathElement::new(vec![(t.time_s, lo), (t.time_s, hi)], BLACK.mix(0.25))),
+        )?
         .label("target instant");
     chart
-        .draw_series(targets.iter().map(|t| Circle::new((t.time_s, t.angle_rad), 7, BLACK.stroke_width(2))))?
+        .draw_series(
+            targets
+                .iter()
+                .map(|t| Circle::new((t.time_s, t.angle_rad), 7, BLACK.stroke_width(2))),
+        )?
         .label("target pose (ball crossing)")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.stroke_width(2)));
     chart
@@ -77,8 +103,16 @@ pub fn angle_plot(path: &Path, title: &str, runs: &[ControllerRun], targets: &[T
 pub fn latency_histogram(path: &Path, title: &str, values_us: &[f64]) -> PlotResult {
     let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
     root.fill(&WHITE)?;
-    let finite: Vec<f64> = values_us.iter().copied().filter(|v| v.is_finite() && *v > 0.0).collect();
-    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min).max(0.1);
+    let finite: Vec<f64> = values_us
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let lo = finite
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .max(0.1);
     let hi = finite.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
     const BINS: usize = 40;
     let (llo, lhi) = (lo.log10(), hi.log10() + 1e-9);
@@ -93,13 +127,26 @@ pub fn latency_histogram(path: &Path, title: &str, values_us: &[f64]) -> PlotRes
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(52)
-        .build_cartesian_2d((lo..hi).log_scale(), (0.8..(max_count as f64 * 2.0)).log_scale())?;
-    chart.configure_mesh().x_desc("µs (log)").y_desc("ticks (log)").draw()?;
-    chart.draw_series(counts.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| {
-        let a = 10f64.powf(llo + (lhi - llo) * i as f64 / BINS as f64);
-        let b = 10f64.powf(llo + (lhi - llo) * (i + 1) as f64 / BINS as f64);
-        Rectangle::new([(a, 0.8), (b, *c as f64)], COLOURS[0].filled())
-    }))?;
+        .build_cartesian_2d(
+            (lo..hi).log_scale(),
+            (0.8..(max_count as f64 * 2.0)).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("µs (log)")
+        .y_desc("ticks (log)")
+        .draw()?;
+    chart.draw_series(
+        counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| {
+                let a = 10f64.powf(llo + (lhi - llo) * i as f64 / BINS as f64);
+                let b = 10f64.powf(llo + (lhi - llo) * (i + 1) as f64 / BINS as f64);
+                Rectangle::new([(a, 0.8), (b, *c as f64)], COLOURS[0].filled())
+            }),
+    )?;
     root.present()?;
     Ok(())
 }

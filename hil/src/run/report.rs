@@ -151,6 +151,10 @@ pub struct Timing {
     pub round_trip_us: Percentiles,
     /// Whether the control thread ran SCHED_FIFO (real-time mode).
     pub sched_fifo: Option<bool>,
+    /// What the real-time setup could not do (SCHED_FIFO refused, mlockall failed, …), said
+    /// once here rather than silently.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Wake latencies in µs, for the histogram (not serialised).
     #[serde(skip)]
     pub wake_latencies_us: Vec<f64>,
@@ -349,13 +353,19 @@ mod tests {
     fn percentiles_use_nearest_rank() {
         let mut v: Vec<f64> = (1..=1000).map(f64::from).collect();
         let p = Percentiles::of(&mut v);
-        assert_eq!((p.min, p.p50, p.p99, p.p999, p.max), (1.0, 500.0, 990.0, 999.0, 1000.0));
+        assert_eq!(
+            (p.min, p.p50, p.p99, p.p999, p.max),
+            (1.0, 500.0, 990.0, 999.0, 1000.0)
+        );
         assert_eq!(Percentiles::of(&mut []).count, 0);
     }
 
     #[test]
     fn a_ball_is_blocked_only_by_a_contact_before_its_crossing() {
-        let b = |c, x| BallOutcome { contact_s: c, crossed_s: x };
+        let b = |c, x| BallOutcome {
+            contact_s: c,
+            crossed_s: x,
+        };
         assert!(b(Some(1.0), Some(1.1)).blocked());
         assert!(b(Some(1.0), None).blocked());
         assert!(!b(Some(1.2), Some(1.1)).blocked());
@@ -378,10 +388,16 @@ mod tests {
         let run = ControllerRun {
             name: "analytic",
             samples: vec![sample(0.995, 0.40), sample(1.0, 0.49), sample(1.005, 0.6)],
-            balls: vec![BallOutcome { contact_s: Some(0.97), crossed_s: Some(1.0) }],
+            balls: vec![BallOutcome {
+                contact_s: Some(0.97),
+                crossed_s: Some(1.0),
+            }],
             ..ControllerRun::default()
         };
-        let o = run.outcome(&[Target { time_s: 1.0, angle_rad: 0.5 }]);
+        let o = run.outcome(&[Target {
+            time_s: 1.0,
+            angle_rad: 0.5,
+        }]);
         assert!((o.arrival_error_rad[0] - 0.01).abs() < 1e-12);
         assert_eq!(o.blocked, 1);
     }
