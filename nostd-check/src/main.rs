@@ -6,6 +6,10 @@
 use core::hint::black_box;
 use core::panic::PanicInfo;
 
+use control_core::frames::{
+    FrameGuard, JointState as WireJoint, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN,
+    TorqueFrame,
+};
 use control_core::gains::{ArrivalProblem, solve_arrival_gains};
 use control_core::lambert_w;
 use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
@@ -14,6 +18,13 @@ use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, Ser
 fn panic(_info: &PanicInfo) -> ! {
     loop {}
 }
+
+// memcpy, memset and memcmp, which `core` calls for large copies, come from the C library here,
+// as they come from any bare-metal runtime elsewhere. Linking it weakens neither proof: std
+// would still clash on the `panic_impl` lang item, and Rust's `alloc` still needs a
+// `#[global_allocator]` whatever malloc the C library has.
+#[link(name = "c")]
+unsafe extern "C" {}
 
 /// The precompiled `core` of this target is built with `panic = "unwind"` and so references the
 /// personality function, which std would provide (rust-lang/rust#106864). With
@@ -50,6 +61,24 @@ pub extern "C" fn _start() -> ! {
         if servo.set_plan(plan, 0.0).is_ok() {
             acc += servo.tick(0.0, JointState::default(), 0.0).torque_nm;
         }
+    }
+    let mut state = StateFrame::new(1, 1, 0.005);
+    let _ = state.push_joint(WireJoint {
+        position_rad: acc,
+        velocity_rad_s: 0.0,
+    });
+    let mut buf = [0u8; STATE_FRAME_LEN];
+    if let Ok(n) = state.encode(&mut buf) {
+        let mut guard = FrameGuard::new();
+        if let Ok(f) = guard.accept::<StateFrame>(buf.get(..n).unwrap_or(&[])) {
+            acc += f.sim_time_s;
+        }
+    }
+    let mut torque = TorqueFrame::new(1, 1);
+    let _ = torque.push_torque(acc);
+    let mut tbuf = [0u8; TORQUE_FRAME_LEN];
+    if let Ok(n) = torque.encode(&mut tbuf) {
+        acc += TorqueFrame::decode(tbuf.get(..n).unwrap_or(&[])).map_or(0.0, |f| f.step as f64);
     }
     black_box(acc);
     loop {}
