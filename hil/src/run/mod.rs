@@ -117,7 +117,9 @@ impl From<ControllerArg> for ControllerKind {
 /// Run `hil run`; the exit code is 0 on a complete run, 1 when a plant was lost or outputs could
 /// not be written, 2 on a bad scenario or command line.
 pub fn run(args: &RunArgs) -> ExitCode {
-    let (scenario, file) = match Scenario::load(args.scenario.as_deref()) {
+    let (scenario, file) = match Scenario::load(args.scenario.as_deref())
+        .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hil: {e}");
@@ -135,6 +137,28 @@ pub fn run(args: &RunArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// In lockstep the controller ticks once per plant step: its period is the physics step.
+fn check_mode(
+    scenario: &Scenario,
+    file: &str,
+    mode: ModeArg,
+) -> Result<(), scenario::ScenarioError> {
+    let mismatch = (scenario.control_period_s() - scenario.physics_dt_s).abs()
+        > 1e-9 * scenario.physics_dt_s;
+    if mode == ModeArg::Lockstep && mismatch {
+        return Err(scenario::ScenarioError {
+            file: file.to_string(),
+            field: "control_rate_hz".into(),
+            reason: format!(
+                "in lockstep the controller ticks once per plant step, so the control rate must be 1/physics_dt_s = {} Hz (got {} Hz); use --mode realtime for other rates",
+                1.0 / scenario.physics_dt_s,
+                scenario.control_rate_hz
+            ),
+        });
+    }
+    Ok(())
 }
 
 enum Outcome {

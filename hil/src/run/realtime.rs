@@ -62,10 +62,11 @@ impl Controller for RealTimeArm {
     }
 }
 
-/// Send instants of recent torque frames, by sequence number modulo its length (I/O threads
-/// only).
+/// Send instants of recent torque frames, and the plant step each was computed for, by sequence
+/// number modulo their length (I/O threads only).
 struct SendTimes {
     slots: Vec<AtomicU64>,
+    steps: Vec<AtomicU64>,
     start: Instant,
 }
 
@@ -75,20 +76,32 @@ impl SendTimes {
     fn new(start: Instant) -> Self {
         Self {
             slots: (0..Self::SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            steps: (0..Self::SLOTS).map(|_| AtomicU64::new(0)).collect(),
             start,
         }
     }
 
-    fn slot(&self, sequence: u64) -> Option<&AtomicU64> {
-        self.slots
-            .get(usize::try_from(sequence % Self::SLOTS as u64).unwrap_or(0))
+    fn index(sequence: u64) -> usize {
+        usize::try_from(sequence % Self::SLOTS as u64).unwrap_or(0)
     }
 
-    fn sent(&self, sequence: u64) {
+    fn slot(&self, sequence: u64) -> Option<&AtomicU64> {
+        self.slots.get(Self::index(sequence))
+    }
+
+    fn sent(&self, sequence: u64, step: u64) {
         let ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Some(s) = self.steps.get(Self::index(sequence)) {
+            s.store(step, Ordering::Release);
+        }
         if let Some(s) = self.slot(sequence) {
             s.store(ns, Ordering::Release);
         }
+    }
+
+    /// The plant step torque frame `sequence` was computed for.
+    fn step_of(&self, sequence: u64) -> Option<u64> {
+        Some(self.steps.get(Self::index(sequence))?.load(Ordering::Acquire))
     }
 
     /// Time since torque frame `sequence` was sent, if it was sent recently.
@@ -143,7 +156,7 @@ pub fn run<T: FrameTransport + Sync>(
     let done = AtomicBool::new(false);
     let send_failed = AtomicBool::new(false);
 
-    let (samples, outcome) = std::thread::scope(|scope| {
+    let (samples, outcome, stale_torque_steps) = std::thread::scope(|scope| {
         // Sender: torques from the control thread to the plant.
         let sender = scope.spawn(|| {
             let mut outputs = io.outputs;
@@ -162,7 +175,7 @@ pub fn run<T: FrameTransport + Sync>(
                 if send_command(link, sequence, &cmd).is_err() {
                     send_failed.store(true, Ordering::Release);
                 }
-                send_times.sent(sequence);
+                send_times.sent(sequence, cmd.step);
                 // One record per plant state (a repeated state gives a repeated command), and
                 // every safe-state output.
                 if last_step != Some(cmd.step) || cmd.safe {
@@ -176,6 +189,7 @@ pub fn run<T: FrameTransport + Sync>(
         // Receiver (this thread): states from the plant to the control thread.
         let mut states = io.states;
         let mut last_applied = 0u32;
+        let mut stale_torque_steps = 0u64;
         loop {
             let n = match link.recv_timeout(&mut buf, settings.plant_timeout) {
                 Ok(n) => n,
@@ -198,12 +212,22 @@ pub fn run<T: FrameTransport + Sync>(
             let Ok(frame) = guard.accept::<StateFrame>(buf.get(..n).unwrap_or(&buf)) else {
                 continue;
             };
-            if frame.applied_torque_sequence != 0 && frame.applied_torque_sequence != last_applied
-            {
-                last_applied = frame.applied_torque_sequence;
-                // Our sequence numbers stay far below 2^32 in any run.
-                if let Some(d) = send_times.since(u64::from(frame.applied_torque_sequence)) {
-                    rec.round_trip(d);
+            // Our sequence numbers stay far below 2^32 in any run.
+            let applied = u64::from(frame.applied_torque_sequence);
+            if applied != 0 {
+                // The step that produced this state started from state `frame.step − 1`: a torque
+                // computed from an older state drove it (it arrived too late, or none came).
+                if send_times
+                    .step_of(applied)
+                    .is_some_and(|s| s.saturating_add(1) < frame.step)
+                {
+                    stale_torque_steps += 1;
+                }
+                if frame.applied_torque_sequence != last_applied {
+                    last_applied = frame.applied_torque_sequence;
+                    if let Some(d) = send_times.since(applied) {
+                        rec.round_trip(d);
+                    }
                 }
             }
             let Some(state) = rec.state(&frame) else {
@@ -226,7 +250,7 @@ pub fn run<T: FrameTransport + Sync>(
         let outcome = handle.stop();
         done.store(true, Ordering::Release);
         let samples = sender.join().unwrap_or_default();
-        (samples, outcome)
+        (samples, outcome, stale_torque_steps)
     });
     let outcome = outcome.map_err(|_| "the control thread panicked")?;
     for cmd in &samples {
@@ -251,6 +275,7 @@ pub fn run<T: FrameTransport + Sync>(
         deadline_misses: Some(counters.deadline_misses),
         skipped_releases: Some(counters.skipped_releases),
         sched_fifo: Some(report.sched_fifo),
+        stale_torque_steps: Some(stale_torque_steps),
         wake_latencies_us: outcome
             .log
             .iter()

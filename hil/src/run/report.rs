@@ -151,6 +151,9 @@ pub struct Timing {
     pub round_trip_us: Percentiles,
     /// Whether the control thread ran SCHED_FIFO (real-time mode).
     pub sched_fifo: Option<bool>,
+    /// Plant steps driven by torques computed from an older state than the one the step
+    /// started from (real time: the torque came too late for its step, or none came).
+    pub stale_torque_steps: Option<u64>,
     /// What the real-time setup could not do (SCHED_FIFO refused, mlockall failed, …), said
     /// once here rather than silently.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -329,11 +332,13 @@ pub fn summary_table(report: &Report) -> String {
     ));
     if let Some(w) = &t.wake_latency_us {
         s.push_str(&format!(
-            "; wake latency µs p50 {:.1} p99 {:.1} max {:.1}; deadline misses {}",
+            "; wake latency µs p50 {:.1} p99 {:.1} max {:.1}; deadline misses {}; plant steps on stale torques {}; SCHED_FIFO {}",
             w.p50,
             w.p99,
             w.max,
-            t.deadline_misses.unwrap_or(0)
+            t.deadline_misses.unwrap_or(0),
+            t.stale_torque_steps.unwrap_or(0),
+            t.sched_fifo.unwrap_or(false)
         ));
     }
     s.push('\n');
