@@ -1,0 +1,142 @@
+//! Real-time setup of the calling thread: SCHED_FIFO check, CPU affinity, `mlockall`, stack
+//! pre-faulting, and holding `/dev/cpu_dma_latency` at 0.
+//!
+//! Runs once on the control thread before its loop starts (it may allocate then), never inside the
+//! loop. Every step that the OS refuses is recorded in [`RtSetup`] with the reason, never ignored.
+
+use std::fs::File;
+use std::io::Write;
+
+use serde::Serialize;
+
+/// Bytes of stack touched before the loop starts, so the loop never faults a fresh stack page.
+pub const STACK_PREFAULT_BYTES: usize = 256 * 1024;
+/// Stack size given to the control thread (must exceed [`STACK_PREFAULT_BYTES`] comfortably).
+pub const CONTROL_STACK_BYTES: usize = 2 * 1024 * 1024;
+
+/// What the real-time setup asked for and what it actually got.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RtSetup {
+    /// SCHED_FIFO priority asked for (`None`: normal scheduling was asked for).
+    pub requested_priority: Option<u8>,
+    /// The control thread really runs SCHED_FIFO (read back with `sched_getscheduler`).
+    pub sched_fifo: bool,
+    /// Why SCHED_FIFO was refused, if it was.
+    pub priority_error: Option<String>,
+    /// CPU the thread is pinned to.
+    pub cpu: Option<usize>,
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE)` succeeded (process-wide; left locked afterwards).
+    pub mlockall: bool,
+    /// Why `mlockall` failed, if it did.
+    pub mlockall_error: Option<String>,
+    /// Stack bytes pre-faulted before the loop.
+    pub stack_prefaulted_bytes: usize,
+    /// `/dev/cpu_dma_latency` was held open at 0 for the whole run.
+    pub dma_latency_held: bool,
+    /// Why it could not be, if it could not.
+    pub dma_latency_error: Option<String>,
+}
+
+impl RtSetup {
+    /// One line per thing that did not go as asked, for the report (empty when all went well).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(p) = self.requested_priority
+            && !self.sched_fifo
+        {
+            w.push(format!(
+                "SCHED_FIFO priority {p} was refused ({}): the control thread ran at NORMAL priority (SCHED_OTHER)",
+                self.priority_error.as_deref().unwrap_or("unknown reason")
+            ));
+        }
+        if let Some(e) = &self.mlockall_error {
+            w.push(format!("mlockall failed ({e}): memory is not locked"));
+        }
+        if let Some(e) = &self.dma_latency_error {
+            w.push(format!("/dev/cpu_dma_latency not held at 0 ({e})"));
+        }
+        w
+    }
+}
+
+/// Whether the calling thread runs SCHED_FIFO.
+pub fn current_thread_is_fifo() -> bool {
+    // SAFETY: sched_getscheduler(0) only reads the calling thread's policy; no pointers involved.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
+/// Pins the calling thread to `cpu` with `sched_setaffinity`.
+pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is beyond CPU_SETSIZE"),
+        ));
+    }
+    // SAFETY: cpu_set_t is a plain bit array for which all-zeroes is the valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET writes inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 means the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Locks all current and future pages of the process in RAM.
+pub fn lock_memory() -> std::io::Result<()> {
+    // SAFETY: mlockall takes only flags and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Touches [`STACK_PREFAULT_BYTES`] of the calling thread's stack so that its pages exist (and,
+/// after `mlockall`, stay) before the loop starts.
+#[inline(never)]
+pub fn prefault_stack() -> usize {
+    let mut buf = [0_u8; STACK_PREFAULT_BYTES];
+    std::hint::black_box(&mut buf);
+    STACK_PREFAULT_BYTES
+}
+
+/// Opens `/dev/cpu_dma_latency` and writes 0 (no C-state exit latency allowed). The request holds
+/// while the returned file stays open.
+pub fn hold_cpu_dma_latency_zero() -> std::io::Result<File> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")?;
+    f.write_all(&0_i32.to_ne_bytes())?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_name_each_refusal_once() {
+        let s = RtSetup {
+            requested_priority: Some(80),
+            priority_error: Some("EPERM".into()),
+            dma_latency_error: Some("ENOENT".into()),
+            ..RtSetup::default()
+        };
+        let w = s.warnings();
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("NORMAL priority"));
+        assert!(RtSetup::default().warnings().is_empty());
+    }
+
+    #[test]
+    fn pinning_to_an_impossible_cpu_is_an_error() {
+        assert!(pin_current_thread(1 << 20).is_err());
+        assert!(prefault_stack() > 0);
+    }
+}
