@@ -7,7 +7,9 @@ fn assert_outcome(report: &serde_json::Value, max_analytic_error_rad: f64) {
     let analytic = controller(report, "analytic");
     assert_eq!(analytic["targets"], 4);
     assert_eq!(analytic["blocked"], 4, "analytic: {analytic:#}");
-    let max = analytic["max_arrival_error_rad"].as_f64().unwrap_or(f64::NAN);
+    let max = analytic["max_arrival_error_rad"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
     assert!(
         max <= max_analytic_error_rad,
         "analytic max arrival error {max} rad > {max_analytic_error_rad}"
@@ -17,10 +19,21 @@ fn assert_outcome(report: &serde_json::Value, max_analytic_error_rad: f64) {
         .as_array()
         .map(|a| a.iter().map(|b| b.as_bool() == Some(true)).collect())
         .unwrap_or_default();
-    assert_eq!(blocked.first(), Some(&true), "fixed gain blocks the first ball");
+    assert_eq!(
+        blocked.first(),
+        Some(&true),
+        "fixed gain blocks the first ball"
+    );
     let missed_later = blocked.iter().skip(1).filter(|b| !**b).count();
-    assert!(missed_later >= 2, "fixed gain misses {missed_later} later balls: {fixed:#}");
-    assert!(report["controllers"].as_array().is_some_and(|c| c.len() == 3));
+    assert!(
+        missed_later >= 2,
+        "fixed gain misses {missed_later} later balls: {fixed:#}"
+    );
+    assert!(
+        report["controllers"]
+            .as_array()
+            .is_some_and(|c| c.len() == 3)
+    );
     assert_eq!(report["faults"]["plant_lost"], false);
     assert_eq!(report["faults"]["rejected_frames"], 0);
 }
@@ -31,7 +44,11 @@ fn assert_outcome(report: &serde_json::Value, max_analytic_error_rad: f64) {
 fn default_scenario_in_lockstep_reaches_the_outcome() {
     let out = out_dir("default");
     let run = hil_run(&[], &out);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let r = report(&out);
     assert_eq!(r["mode"], "lockstep");
     assert_eq!(r["control_rate_hz"], 200.0);
@@ -47,7 +64,11 @@ fn no_weights_scenario_in_lockstep_reaches_the_outcome() {
     let out = out_dir("no_weights");
     let file = workspace_root().join("scenarios/ball_blocking_no_weights.toml");
     let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     assert_outcome(&report(&out), 5e-3);
 }
 
@@ -57,10 +78,41 @@ fn lockstep_runs_are_bit_identical() {
     let (a, b) = (out_dir("replay_a"), out_dir("replay_b"));
     for out in [&a, &b] {
         let run = hil_run(&[], out);
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
     }
     let read = |d: &std::path::Path| std::fs::read(d.join("trajectory.csv")).unwrap_or_default();
     let (ta, tb) = (read(&a), read(&b));
     assert!(ta.len() > 10_000, "trajectory has {} bytes", ta.len());
-    assert!(ta == tb, "trajectory.csv differs between two runs of the same seed");
+    assert!(
+        ta == tb,
+        "trajectory.csv differs between two runs of the same seed"
+    );
+}
+
+/// Real time: the controller on its SCHED_FIFO thread against the wall-clock plant blocks every
+/// ball too. Timing is recorded (one wake-up latency per tick), never asserted.
+#[test]
+fn realtime_mode_runs_the_control_thread_and_blocks_every_ball() {
+    let out = out_dir("realtime");
+    let run = hil_run(&["--mode", "realtime", "--only", "analytic"], &out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&out);
+    assert_eq!(r["mode"], "realtime");
+    let analytic = controller(&r, "analytic");
+    assert_eq!(analytic["blocked"], 4, "{analytic:#}");
+    let timing = &r["timing"];
+    assert!(timing["sched_fifo"].is_boolean());
+    let ticks = timing["wake_latency_us"]["count"].as_u64().unwrap_or(0);
+    // 4 s at 200 Hz: about 800 ticks (the loop stops at the plant's final state).
+    assert!((700..=900).contains(&ticks), "{ticks} ticks recorded");
+    assert!(timing["round_trip_us"]["count"].as_u64().unwrap_or(0) > 0);
+    assert_eq!(r["faults"]["plant_lost"], false);
 }

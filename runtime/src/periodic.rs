@@ -47,6 +47,27 @@ pub enum StopReason {
     Overrun,
 }
 
+/// The first release: one period after `start_ns`, moved forward onto the grid
+/// `anchor + k·T` when an anchor is given (less than one period later).
+fn first_release_ns(start_ns: u64, period_ns: u64, anchor_ns: Option<u64>) -> u64 {
+    let earliest = start_ns.saturating_add(period_ns);
+    let Some(anchor) = anchor_ns else {
+        return earliest;
+    };
+    let period = period_ns.max(1);
+    if anchor >= earliest {
+        // An anchor in the future: the grid point just at or after `earliest`, going back.
+        let back = (anchor - earliest) / period;
+        return anchor - back * period;
+    }
+    let behind = (earliest - anchor) % period;
+    if behind == 0 {
+        earliest
+    } else {
+        earliest.saturating_add(period - behind)
+    }
+}
+
 /// Loop parameters (what [`PeriodicBuilder`] validated).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoopConfig {
@@ -58,6 +79,9 @@ pub struct LoopConfig {
     pub overrun: OverrunPolicy,
     /// Trip the watchdog after this many ticks without fresh state (`None`: no watchdog).
     pub watchdog_ticks: Option<u64>,
+    /// Put the releases on the grid `anchor + k·T` (`CLOCK_MONOTONIC` ns): the first release is
+    /// the earliest grid instant at least one period after the start. `None`: start + T.
+    pub phase_anchor_ns: Option<u64>,
     /// End after this many ticks (`None`: until stopped).
     pub max_ticks: Option<u64>,
 }
@@ -139,7 +163,7 @@ pub fn run_loop<C: Clock, K: Controller>(
 ) -> LoopEnd {
     let start = clock.now_ns();
     let sched = ReleaseSchedule::new(
-        start.saturating_add(cfg.period_ns),
+        first_release_ns(start, cfg.period_ns, cfg.phase_anchor_ns),
         cfg.period_ns,
         cfg.deadline_ns,
     );
@@ -308,6 +332,7 @@ pub struct PeriodicBuilder {
     cpu: Option<usize>,
     overrun: OverrunPolicy,
     watchdog_ticks: Option<u64>,
+    phase_anchor_ns: Option<u64>,
     log_capacity: usize,
     max_ticks: Option<u64>,
     lock_memory: bool,
@@ -326,6 +351,7 @@ impl PeriodicBuilder {
             cpu: None,
             overrun: OverrunPolicy::Skip,
             watchdog_ticks: None,
+            phase_anchor_ns: None,
             log_capacity: DEFAULT_LOG_CAPACITY,
             max_ticks: None,
             lock_memory: true,
@@ -372,6 +398,15 @@ impl PeriodicBuilder {
     /// Trip the watchdog (safe output) after `n` ticks (≥ 1) without fresh state.
     pub fn watchdog_ticks(mut self, n: u64) -> Self {
         self.watchdog_ticks = Some(n.max(1));
+        self
+    }
+
+    /// Release on the grid `anchor_ns + k·T` (`CLOCK_MONOTONIC` ns), e.g. a little after the
+    /// instant a periodic plant's state arrives, so that every tick reads a fresh state and its
+    /// output reaches the plant in time; the first release is the earliest grid instant at least
+    /// one period after the thread starts.
+    pub fn phase_anchor_ns(mut self, anchor_ns: u64) -> Self {
+        self.phase_anchor_ns = Some(anchor_ns);
         self
     }
 
@@ -424,6 +459,7 @@ impl PeriodicBuilder {
             deadline_ns,
             overrun: self.overrun,
             watchdog_ticks: self.watchdog_ticks,
+            phase_anchor_ns: self.phase_anchor_ns,
             max_ticks: self.max_ticks,
         })
     }
@@ -792,8 +828,31 @@ mod tests {
             deadline_ns: period_ns,
             overrun: OverrunPolicy::Skip,
             watchdog_ticks: None,
+            phase_anchor_ns: None,
             max_ticks: Some(max_ticks),
         }
+    }
+
+    #[test]
+    fn a_phase_anchor_puts_every_release_on_its_grid() {
+        let t = 1_000_000;
+        // Without an anchor: start + T.
+        assert_eq!(first_release_ns(5_000_123, t, None), 6_000_123);
+        // Anchor in the past: the next grid point at or after start + T.
+        assert_eq!(first_release_ns(5_000_123, t, Some(250)), 6_000_250);
+        assert_eq!(first_release_ns(5_000_000, t, Some(0)), 6_000_000);
+        // Anchor in the future: the grid point just at or after start + T, going back.
+        assert_eq!(first_release_ns(5_000_123, t, Some(9_400_000)), 6_400_000);
+        assert_eq!(first_release_ns(5_000_123, t, Some(6_000_123)), 6_000_123);
+        // Through the loop, with the fake clock: every release k lands at 6_000_777 + k·T.
+        let clock = ManualClock::new(5_000_123);
+        let mut config = cfg(t, 50);
+        config.phase_anchor_ns = Some(777);
+        let mut c = Scripted::new(&clock, t, |_| 10_000);
+        c.t0 = 6_000_777;
+        let (end, _) = run(&clock, &config, &mut c, 64);
+        assert_eq!(end.t0_ns, 6_000_777);
+        assert_eq!((c.ticks, c.off_grid), (50, 0));
     }
 
     fn run(

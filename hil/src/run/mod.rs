@@ -145,8 +145,8 @@ fn check_mode(
     file: &str,
     mode: ModeArg,
 ) -> Result<(), scenario::ScenarioError> {
-    let mismatch = (scenario.control_period_s() - scenario.physics_dt_s).abs()
-        > 1e-9 * scenario.physics_dt_s;
+    let mismatch =
+        (scenario.control_period_s() - scenario.physics_dt_s).abs() > 1e-9 * scenario.physics_dt_s;
     if mode == ModeArg::Lockstep && mismatch {
         return Err(scenario::ScenarioError {
             file: file.to_string(),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use control_core::frames::{FrameGuard, MAX_FRAME_LEN, StateFlags, StateFrame};
 use runtime::exchange::StateSample;
-use runtime::{Controller, PeriodicBuilder, TickInfo};
+use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
 use transport::{FrameTransport, TransportError};
 
 use super::arm::{ArmCommand, ArmController, ArmState};
@@ -58,7 +58,8 @@ impl Controller for RealTimeArm {
         _tick: &TickInfo,
         last_state: Option<StateSample<ArmState>>,
     ) -> ArmCommand {
-        self.arm.safe(last_state.map(|s| s.value).unwrap_or_default())
+        self.arm
+            .safe(last_state.map(|s| s.value).unwrap_or_default())
     }
 }
 
@@ -101,7 +102,11 @@ impl SendTimes {
 
     /// The plant step torque frame `sequence` was computed for.
     fn step_of(&self, sequence: u64) -> Option<u64> {
-        Some(self.steps.get(Self::index(sequence))?.load(Ordering::Acquire))
+        Some(
+            self.steps
+                .get(Self::index(sequence))?
+                .load(Ordering::Acquire),
+        )
     }
 
     /// Time since torque frame `sequence` was sent, if it was sent recently.
@@ -138,13 +143,21 @@ pub fn run<T: FrameTransport + Sync>(
             break f;
         }
     };
+    let arrived_ns = MonotonicClock.now_ns();
     let first_state = rec
         .state(&first)
         .ok_or("the plant's first state has no joint")?;
 
     let (mut io, control) = runtime::channels::<ArmState, ArmCommand>(64);
     io.states.publish(first_state);
-    let mut builder = PeriodicBuilder::new(Duration::from_secs_f64(settings.period_s))
+    // Tick a little after each state arrives (the plant sends one per period on the same
+    // clock): every tick then reads a fresh state and its torque reaches the plant well before
+    // the step it is for.
+    let period = Duration::from_secs_f64(settings.period_s);
+    let offset_ns =
+        u64::try_from((period / 4).min(Duration::from_micros(500)).as_nanos()).unwrap_or(0);
+    let mut builder = PeriodicBuilder::new(period)
+        .phase_anchor_ns(arrived_ns.saturating_add(offset_ns))
         .priority(settings.priority)
         .watchdog_ticks(u64::from(settings.watchdog_ticks))
         .name("hil-control");
@@ -242,8 +255,7 @@ pub fn run<T: FrameTransport + Sync>(
         if lost.is_some() {
             // Let the watchdog put the controller in its safe state before stopping it.
             let wait = Instant::now();
-            while !handle.live().watchdog_tripped() && wait.elapsed() < Duration::from_millis(200)
-            {
+            while !handle.live().watchdog_tripped() && wait.elapsed() < Duration::from_millis(200) {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
