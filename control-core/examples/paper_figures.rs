@@ -4,6 +4,7 @@
 //!
 //! `cargo run --release -p control-core --example paper_figures`
 
+use control_core::gains::GainError;
 use control_core::paper::{self, DEADLINE_S, START_RAD, STATIC_TIME_CONSTANTS, TARGET_RAD};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,6 +24,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(g) => (
                 format!("{:.6}", g.damping_nms_per_rad),
                 format!("{:.12}", row.analytic_closed_form_rad),
+            ),
+            Err(GainError::Unreachable { limit_rad }) => (
+                "unreachable".to_string(),
+                format!("(reach ≤ {limit_rad:.4})"),
             ),
             Err(e) => ("infeasible".to_string(), format!("{e}")),
         };

@@ -152,7 +152,10 @@ mod tests {
     #[test]
     fn static_method_lands_near_the_target_only_from_rest() {
         let rest = sweep_row(0.0).unwrap();
-        assert!((rest.static_closed_form_rad - 1.045).abs() < 5e-4, "{rest:?}");
+        assert!(
+            (rest.static_closed_form_rad - 1.045).abs() < 5e-4,
+            "{rest:?}"
+        );
         // Moving away, its miss grows with the speed, and exceeds 0.1 rad by 1 rad/s.
         let mut last = (rest.static_closed_form_rad - TARGET_RAD).abs();
         for v in velocities().filter(|v| *v > 0.0) {
@@ -175,9 +178,15 @@ mod tests {
             if r <= c_of(v).exp() {
                 feasible += 1;
                 assert!(row.analytic_gains.is_ok(), "v {v}: {row:?}");
-                assert!((row.analytic_closed_form_rad - TARGET_RAD).abs() < 1e-12, "{row:?}");
+                assert!(
+                    (row.analytic_closed_form_rad - TARGET_RAD).abs() < 1e-12,
+                    "{row:?}"
+                );
                 // Re-solving every tick on the sampled loop arrives within 1e-3 rad.
-                assert!((row.analytic_servo_rad - TARGET_RAD).abs() < 1e-3, "{row:?}");
+                assert!(
+                    (row.analytic_servo_rad - TARGET_RAD).abs() < 1e-3,
+                    "{row:?}"
+                );
             } else {
                 assert!(
                     matches!(row.analytic_gains, Err(GainError::Unreachable { .. })),

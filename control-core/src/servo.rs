@@ -19,8 +19,8 @@
 use core::fmt;
 
 use crate::gains::{
-    ArrivalProblem, Branch, CriticalGains, GainError, GainLimit, Integrator,
-    closest_arrival_gains, solve_arrival_gains,
+    ArrivalProblem, Branch, CriticalGains, GainError, GainLimit, Integrator, closest_arrival_gains,
+    solve_arrival_gains,
 };
 
 /// Measured state of one joint.
@@ -493,7 +493,13 @@ impl JointServo for FixedGainServo {
         } else {
             ServoStatus::Tracking
         };
-        c.pd(&self.gains, plan.setpoint_rad, state, feedforward_nm, status)
+        c.pd(
+            &self.gains,
+            plan.setpoint_rad,
+            state,
+            feedforward_nm,
+            status,
+        )
     }
 
     fn safe_torque(&self, state: JointState) -> f64 {
@@ -590,11 +596,25 @@ mod tests {
     }
 
     /// Integrate the servo on a pure 1-DoF inertia, exactly between ticks (torque held).
-    fn run<S: JointServo>(servo: &mut S, m: f64, mut x: f64, mut v: f64, until_s: f64, h: f64) -> (f64, f64) {
+    fn run<S: JointServo>(
+        servo: &mut S,
+        m: f64,
+        mut x: f64,
+        mut v: f64,
+        until_s: f64,
+        h: f64,
+    ) -> (f64, f64) {
         let steps = (until_s / h).round() as usize;
         for i in 0..steps {
             let t = i as f64 * h;
-            let out = servo.tick(t, JointState { position_rad: x, velocity_rad_s: v }, 0.0);
+            let out = servo.tick(
+                t,
+                JointState {
+                    position_rad: x,
+                    velocity_rad_s: v,
+                },
+                0.0,
+            );
             let a = out.torque_nm / m;
             x += h * v + 0.5 * h * h * a;
             v += h * a;
@@ -624,22 +644,49 @@ mod tests {
         let m = cfg.inertia_kgm2;
         for (x0, v0, arrival) in [(1.0, 0.0, 0.05), (1.0, -0.5, 0.55)] {
             let mut servo = ArrivalServo::new(cfg).unwrap();
-            let plan = ArrivalPlan { setpoint_rad: 0.0, arrival_rad: arrival, deadline_s: 1.0 };
+            let plan = ArrivalPlan {
+                setpoint_rad: 0.0,
+                arrival_rad: arrival,
+                deadline_s: 1.0,
+            };
             servo.set_plan(plan, 0.0).unwrap();
-            let first = servo.tick(0.0, JointState { position_rad: x0, velocity_rad_s: v0 }, 0.0);
+            let first = servo.tick(
+                0.0,
+                JointState {
+                    position_rad: x0,
+                    velocity_rad_s: v0,
+                },
+                0.0,
+            );
             let g = first.damping_nms_per_rad;
             for t in [0.1, 0.4, 0.7, 0.95] {
                 let x = crate::closed_form::critically_damped_position(m, g, x0, v0, t);
                 let v = crate::closed_form::critically_damped_velocity(m, g, x0, v0, t);
-                let later = servo.tick(t, JointState { position_rad: x, velocity_rad_s: v }, 0.0);
+                let later = servo.tick(
+                    t,
+                    JointState {
+                        position_rad: x,
+                        velocity_rad_s: v,
+                    },
+                    0.0,
+                );
                 let end = crate::closed_form::critically_damped_position(
-                    m, later.damping_nms_per_rad, x, v, 1.0 - t,
+                    m,
+                    later.damping_nms_per_rad,
+                    x,
+                    v,
+                    1.0 - t,
                 );
                 assert!((end - arrival).abs() < 1e-9, "t {t}: arrives at {end}");
                 let solved = crate::gains::solve_arrival_gains(&ArrivalProblem {
-                    inertia_kgm2: m, position_rad: x0, velocity_rad_s: v0, setpoint_rad: 0.0,
-                    arrival_rad: arrival, time_to_go_s: 1.0,
-                }).unwrap();
+                    inertia_kgm2: m,
+                    position_rad: x0,
+                    velocity_rad_s: v0,
+                    setpoint_rad: 0.0,
+                    arrival_rad: arrival,
+                    time_to_go_s: 1.0,
+                })
+                .unwrap();
                 if solved.branch == Branch::Principal {
                     assert!((later.damping_nms_per_rad - g).abs() < 1e-9 * g, "t {t}");
                 }
@@ -664,7 +711,14 @@ mod tests {
     fn past_the_deadline_it_holds() {
         let mut servo = ArrivalServo::new(config()).unwrap();
         servo
-            .set_plan(ArrivalPlan { setpoint_rad: 1.0, arrival_rad: 0.95, deadline_s: 1.0 }, 0.0)
+            .set_plan(
+                ArrivalPlan {
+                    setpoint_rad: 1.0,
+                    arrival_rad: 0.95,
+                    deadline_s: 1.0,
+                },
+                0.0,
+            )
             .unwrap();
         let out = servo.tick(1.5, JointState::default(), 0.0);
         assert_eq!(out.status, ServoStatus::Holding);
@@ -678,26 +732,56 @@ mod tests {
         // every critically damped motion: unreachable, and the fallback holds the peak (u = 0
         // from rest: the softest gain).
         servo
-            .set_plan(ArrivalPlan { setpoint_rad: 1.0, arrival_rad: -0.5, deadline_s: 1.0 }, 0.0)
+            .set_plan(
+                ArrivalPlan {
+                    setpoint_rad: 1.0,
+                    arrival_rad: -0.5,
+                    deadline_s: 1.0,
+                },
+                0.0,
+            )
             .unwrap();
         let out = servo.tick(0.0, JointState::default(), 0.0);
-        assert!(matches!(out.status, ServoStatus::Infeasible(GainError::Unreachable { .. })));
+        assert!(matches!(
+            out.status,
+            ServoStatus::Infeasible(GainError::Unreachable { .. })
+        ));
         assert!(out.torque_nm.is_finite() && out.torque_nm >= 0.0);
         // Arriving past the setpoint from rest is a crossing that needs c < −1: no stable gain;
         // the fallback is the stiffest stable gain (closest to the setpoint side).
         servo
-            .set_plan(ArrivalPlan { setpoint_rad: 1.0, arrival_rad: 2.0, deadline_s: 1.0 }, 0.0)
+            .set_plan(
+                ArrivalPlan {
+                    setpoint_rad: 1.0,
+                    arrival_rad: 2.0,
+                    deadline_s: 1.0,
+                },
+                0.0,
+            )
             .unwrap();
         let out = servo.tick(0.0, JointState::default(), 0.0);
-        assert!(matches!(out.status, ServoStatus::Infeasible(GainError::NoStableGain { .. })));
-        assert_eq!(out.damping_nms_per_rad, servo.gain_limit().max_damping_nms_per_rad);
+        assert!(matches!(
+            out.status,
+            ServoStatus::Infeasible(GainError::NoStableGain { .. })
+        ));
+        assert_eq!(
+            out.damping_nms_per_rad,
+            servo.gain_limit().max_damping_nms_per_rad
+        );
     }
 
     #[test]
     fn near_the_deadline_gains_are_clamped_and_said_so() {
         let mut servo = ArrivalServo::new(config()).unwrap();
         servo
-            .set_plan(ArrivalPlan { setpoint_rad: 1.0, arrival_rad: 0.999, deadline_s: 1.0 }, 0.0)
+            .set_plan(
+                ArrivalPlan {
+                    setpoint_rad: 1.0,
+                    arrival_rad: 0.999,
+                    deadline_s: 1.0,
+                },
+                0.0,
+            )
             .unwrap();
         let out = servo.tick(0.9999, JointState::default(), 0.0);
         assert_eq!(out.status, ServoStatus::GainClamped);
@@ -706,9 +790,20 @@ mod tests {
 
     #[test]
     fn torque_limit_is_reported() {
-        let mut servo = ArrivalServo::new(ServoConfig { torque_limit_nm: 1.0, ..config() }).unwrap();
+        let mut servo = ArrivalServo::new(ServoConfig {
+            torque_limit_nm: 1.0,
+            ..config()
+        })
+        .unwrap();
         servo
-            .set_plan(ArrivalPlan { setpoint_rad: 1.0, arrival_rad: 0.95, deadline_s: 0.2 }, 0.0)
+            .set_plan(
+                ArrivalPlan {
+                    setpoint_rad: 1.0,
+                    arrival_rad: 0.95,
+                    deadline_s: 0.2,
+                },
+                0.0,
+            )
             .unwrap();
         let out = servo.tick(0.0, JointState::default(), 0.0);
         assert!(out.torque_limited);
@@ -719,22 +814,55 @@ mod tests {
     #[test]
     fn bad_state_gives_the_safe_torque() {
         let mut servo = ArrivalServo::new(config()).unwrap();
-        let out = servo.tick(0.0, JointState { position_rad: f64::NAN, velocity_rad_s: 1.0 }, 0.0);
+        let out = servo.tick(
+            0.0,
+            JointState {
+                position_rad: f64::NAN,
+                velocity_rad_s: 1.0,
+            },
+            0.0,
+        );
         assert_eq!(out.status, ServoStatus::BadState);
         assert!(out.torque_nm < 0.0, "damping opposes the motion");
-        let out = servo.tick(0.0, JointState { position_rad: 0.0, velocity_rad_s: f64::INFINITY }, 0.0);
+        let out = servo.tick(
+            0.0,
+            JointState {
+                position_rad: 0.0,
+                velocity_rad_s: f64::INFINITY,
+            },
+            0.0,
+        );
         assert_eq!(out.torque_nm, 0.0);
-        assert!(servo.set_plan(ArrivalPlan { setpoint_rad: f64::NAN, arrival_rad: 0.0, deadline_s: 1.0 }, 0.0).is_err());
+        assert!(
+            servo
+                .set_plan(
+                    ArrivalPlan {
+                        setpoint_rad: f64::NAN,
+                        arrival_rad: 0.0,
+                        deadline_s: 1.0
+                    },
+                    0.0
+                )
+                .is_err()
+        );
     }
 
     #[test]
     fn bad_configs_are_named() {
         assert_eq!(
-            ArrivalServo::new(ServoConfig { period_s: 0.0, ..config() }).err(),
+            ArrivalServo::new(ServoConfig {
+                period_s: 0.0,
+                ..config()
+            })
+            .err(),
             Some(ConfigError::Invalid("period_s"))
         );
         assert_eq!(
-            ArrivalServo::new(ServoConfig { stability_margin: 1.5, ..config() }).err(),
+            ArrivalServo::new(ServoConfig {
+                stability_margin: 1.5,
+                ..config()
+            })
+            .err(),
             Some(ConfigError::Invalid("stability_margin"))
         );
         assert!(StaticTimingServo::new(config(), 0.0).is_err());
@@ -742,10 +870,20 @@ mod tests {
 
     #[test]
     fn static_timing_from_rest_covers_all_but_its_fraction() {
-        let cfg = ServoConfig { period_s: 0.001, ..config() };
+        let cfg = ServoConfig {
+            period_s: 0.001,
+            ..config()
+        };
         let mut servo = StaticTimingServo::new(cfg, 5.0).unwrap();
         servo
-            .set_plan(ArrivalPlan { setpoint_rad: 1.0, arrival_rad: 1.0, deadline_s: 2.0 }, 0.0)
+            .set_plan(
+                ArrivalPlan {
+                    setpoint_rad: 1.0,
+                    arrival_rad: 1.0,
+                    deadline_s: 2.0,
+                },
+                0.0,
+            )
             .unwrap();
         let (x, _) = run(&mut servo, cfg.inertia_kgm2, 0.0, 0.0, 2.0, cfg.period_s);
         let expected = 1.0 - 6.0 * (-5.0f64).exp();
