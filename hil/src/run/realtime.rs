@@ -167,6 +167,9 @@ pub fn run<T: FrameTransport + Sync>(
     let handle = builder.spawn(RealTimeArm { arm: controller }, control)?;
     let send_times = SendTimes::new(started);
     let done = AtomicBool::new(false);
+    // Set once the plant's final state arrived: it closes its end then, so later sends fail
+    // by design and say nothing about the plant.
+    let plant_finished = AtomicBool::new(false);
     let send_failed = AtomicBool::new(false);
 
     let (samples, outcome, stale_torque_steps) = std::thread::scope(|scope| {
@@ -185,7 +188,9 @@ pub fn run<T: FrameTransport + Sync>(
                 };
                 let cmd = out.value;
                 sequence += 1;
-                if send_command(link, sequence, &cmd).is_err() {
+                if send_command(link, sequence, &cmd).is_err()
+                    && !plant_finished.load(Ordering::Acquire)
+                {
                     send_failed.store(true, Ordering::Release);
                 }
                 send_times.sent(sequence, cmd.step);
@@ -247,6 +252,7 @@ pub fn run<T: FrameTransport + Sync>(
                 continue;
             };
             if frame.flags.contains(StateFlags::FINAL) {
+                plant_finished.store(true, Ordering::Release);
                 break;
             }
             states.publish(state);
@@ -296,7 +302,12 @@ pub fn run<T: FrameTransport + Sync>(
         warnings: report.warnings.clone(),
         ..Timing::default()
     };
-    if send_failed.load(Ordering::Acquire) && lost.is_none() {
+    // A run that ended with the plant's final state is complete, whatever the sender saw
+    // after the plant closed (the final state may still have been unread when a send failed).
+    if send_failed.load(Ordering::Acquire)
+        && lost.is_none()
+        && !plant_finished.load(Ordering::Acquire)
+    {
         lost = Some(PlantLost {
             reason: "cannot send torques to the plant".into(),
             at_s: rec.last_state.map_or(0.0, |s| s.sim_time_s),
