@@ -30,6 +30,21 @@ pub fn critically_damped_velocity(
     (velocity_rad_s - a * t_s * (velocity_rad_s + a * offset_rad)) * libm::exp(-a * t_s)
 }
 
+/// One step of `h_s` of a pure inertia under a torque held constant over the step (the
+/// zero-order hold of a sampled controller), integrated exactly: acceleration a = τ/m,
+/// x ← x + h·v + h²a/2, v ← v + h·a. Returns (position, velocity).
+pub fn held_torque_step(
+    position_rad: f64,
+    velocity_rad_s: f64,
+    acceleration_rad_s2: f64,
+    h_s: f64,
+) -> (f64, f64) {
+    (
+        position_rad + h_s * velocity_rad_s + 0.5 * h_s * h_s * acceleration_rad_s2,
+        velocity_rad_s + h_s * acceleration_rad_s2,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,6 +60,16 @@ mod tests {
                 / (2.0 * h);
             assert!((fd - critically_damped_velocity(m, g, x0, v0, t)).abs() < 1e-7);
         }
+    }
+
+    #[test]
+    fn a_held_torque_step_is_exact_for_constant_acceleration() {
+        // x(t) = 1 + 2t + 1.5t², v(t) = 2 + 3t, over ten steps of 0.1 s.
+        let (mut x, mut v) = (1.0, 2.0);
+        for _ in 0..10 {
+            (x, v) = held_torque_step(x, v, 3.0, 0.1);
+        }
+        assert!((x - 4.5).abs() < 1e-12 && (v - 5.0).abs() < 1e-12);
     }
 
     #[test]

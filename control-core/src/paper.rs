@@ -14,7 +14,7 @@
 //!
 //! Never allocates or panics.
 
-use crate::closed_form::critically_damped_position;
+use crate::closed_form::{critically_damped_position, held_torque_step};
 use crate::gains::{ArrivalProblem, CriticalGains, GainError, solve_arrival_gains};
 use crate::servo::{
     ArrivalPlan, ArrivalServo, ConfigError, JointServo, JointState, ServoConfig, StaticTimingServo,
@@ -82,9 +82,7 @@ fn simulate<S: JointServo>(servo: &mut S, velocity_rad_s: f64) -> f64 {
             },
             0.0,
         );
-        let a = out.torque_nm / INERTIA_KGM2;
-        x += h * v + 0.5 * h * h * a;
-        v += h * a;
+        (x, v) = held_torque_step(x, v, out.torque_nm / INERTIA_KGM2, h);
         tick += 1;
         t = f64::from(tick) * h;
     }

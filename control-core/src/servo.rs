@@ -615,9 +615,7 @@ mod tests {
                 },
                 0.0,
             );
-            let a = out.torque_nm / m;
-            x += h * v + 0.5 * h * h * a;
-            v += h * a;
+            (x, v) = crate::closed_form::held_torque_step(x, v, out.torque_nm / m, h);
         }
         (x, v)
     }

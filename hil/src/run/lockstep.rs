@@ -27,6 +27,25 @@ pub struct PlantLost {
     pub at_s: f64,
 }
 
+impl PlantLost {
+    /// The plant lost because receiving its next state failed with `error` (after waiting
+    /// `timeout`): what happened, and when in simulated time.
+    pub fn from_receive(error: &TransportError, rec: &Recorder, timeout: Duration) -> Self {
+        let at_s = rec.last_state.map_or(0.0, |s| s.sim_time_s);
+        let reason = match error {
+            TransportError::PeerClosed => format!(
+                "the plant process closed its link before its final state (it exited or crashed) after t = {at_s:.3} s"
+            ),
+            TransportError::TimedOut => format!(
+                "no state from the plant for {} ms after t = {at_s:.3} s (hung)",
+                timeout.as_millis()
+            ),
+            other => format!("transport error after t = {at_s:.3} s: {other}"),
+        };
+        Self { reason, at_s }
+    }
+}
+
 /// Records plant events and per-tick figures into a [`ControllerRun`]; shared by both modes.
 #[derive(Debug)]
 pub struct Recorder {
@@ -204,21 +223,10 @@ pub fn run<T: FrameTransport>(
         let n = match link.recv_timeout(&mut buf, watchdog) {
             Ok(n) => n,
             Err(e) => {
-                let at_s = rec.last_state.map_or(0.0, |s| s.sim_time_s);
-                let reason = match e {
-                    TransportError::PeerClosed => format!(
-                        "the plant process closed its link before its final state (it exited or crashed) after t = {at_s:.3} s"
-                    ),
-                    TransportError::TimedOut => {
-                        faults.watchdog_trips += 1;
-                        format!(
-                            "no state from the plant for {} ms after t = {at_s:.3} s (hung)",
-                            watchdog.as_millis()
-                        )
-                    }
-                    other => format!("transport error after t = {at_s:.3} s: {other}"),
-                };
-                lost = Some(PlantLost { reason, at_s });
+                if matches!(e, TransportError::TimedOut) {
+                    faults.watchdog_trips += 1;
+                }
+                lost = Some(PlantLost::from_receive(&e, &rec, watchdog));
                 break;
             }
         };

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use control_core::frames::{FrameGuard, MAX_FRAME_LEN, StateFlags, StateFrame};
 use runtime::exchange::StateSample;
 use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
-use transport::{FrameTransport, TransportError};
+use transport::FrameTransport;
 
 use super::arm::{ArmCommand, ArmController, ArmState};
 use super::lockstep::{PlantLost, Recorder, count_rejections, send_command};
@@ -212,18 +212,7 @@ pub fn run<T: FrameTransport + Sync>(
             let n = match link.recv_timeout(&mut buf, settings.plant_timeout) {
                 Ok(n) => n,
                 Err(e) => {
-                    let at_s = rec.last_state.map_or(0.0, |s| s.sim_time_s);
-                    let reason = match e {
-                        TransportError::PeerClosed => format!(
-                            "the plant process closed its link before its final state (it exited or crashed) after t = {at_s:.3} s"
-                        ),
-                        TransportError::TimedOut => format!(
-                            "no state from the plant for {} ms after t = {at_s:.3} s (hung)",
-                            settings.plant_timeout.as_millis()
-                        ),
-                        other => format!("transport error after t = {at_s:.3} s: {other}"),
-                    };
-                    lost = Some(PlantLost { reason, at_s });
+                    lost = Some(PlantLost::from_receive(&e, &rec, settings.plant_timeout));
                     break;
                 }
             };
