@@ -8,6 +8,8 @@ well conditioned; the printed `// max rel err` is measured on 4000 points with t
 coefficients rounded to f64 and evaluated in f64 by Horner.
 
 Usage: python3 lambert_fit.py > /tmp/coeffs.rs
+
+The direct tables used by w0/wm1 outside the branch region come from lambert_direct.py.
 """
 import mpmath
 from mpmath import mp, mpf
