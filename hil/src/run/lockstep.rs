@@ -28,9 +28,9 @@ pub struct PlantLost {
 }
 
 impl PlantLost {
-    /// The plant lost because receiving its next state failed with `error` (after waiting
-    /// `timeout`): what happened, and when in simulated time.
-    pub fn from_receive(error: &TransportError, rec: &Recorder, timeout: Duration) -> Self {
+    /// The plant lost because talking to it failed with `error` (a receive that waited
+    /// `timeout`, or a send): what happened, and when in simulated time.
+    pub fn from_transport(error: &TransportError, rec: &Recorder, timeout: Duration) -> Self {
         let at_s = rec.last_state.map_or(0.0, |s| s.sim_time_s);
         let reason = match error {
             TransportError::PeerClosed => format!(
@@ -226,7 +226,7 @@ pub fn run<T: FrameTransport>(
                 if matches!(e, TransportError::TimedOut) {
                     faults.watchdog_trips += 1;
                 }
-                lost = Some(PlantLost::from_receive(&e, &rec, watchdog));
+                lost = Some(PlantLost::from_transport(&e, &rec, watchdog));
                 break;
             }
         };
@@ -250,10 +250,8 @@ pub fn run<T: FrameTransport>(
         rec.command(&cmd, Some(t0.elapsed()));
         sequence += 1;
         if let Err(e) = send_command(link, sequence, &cmd) {
-            lost = Some(PlantLost {
-                reason: format!("cannot send torques at t = {:.3} s: {e}", state.sim_time_s),
-                at_s: state.sim_time_s,
-            });
+            // A plant that died shows here as often as on the receive side.
+            lost = Some(PlantLost::from_transport(&e, &rec, watchdog));
             break;
         }
         last_send = Some(Instant::now());

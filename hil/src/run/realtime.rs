@@ -212,7 +212,7 @@ pub fn run<T: FrameTransport + Sync>(
             let n = match link.recv_timeout(&mut buf, settings.plant_timeout) {
                 Ok(n) => n,
                 Err(e) => {
-                    lost = Some(PlantLost::from_receive(&e, &rec, settings.plant_timeout));
+                    lost = Some(PlantLost::from_transport(&e, &rec, settings.plant_timeout));
                     break;
                 }
             };
