@@ -79,7 +79,8 @@ pub fn angle_plot(
                 .iter()
                 .map(|t| PathElement::new(vec![(t.time_s, lo), (t.time_s, hi)], BLACK.mix(0.25))),
         )?
-        .label("target instant");
+        .label("target instant")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.25)));
     chart
         .draw_series(
             targets

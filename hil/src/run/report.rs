@@ -185,7 +185,7 @@ pub struct ControllerOutcome {
     pub status_counts: std::collections::BTreeMap<&'static str, u64>,
     /// Ticks where the torque limit acted.
     pub torque_limited_ticks: u64,
-    /// Contacts between a weight and the arm.
+    /// Contacts that began between a weight and the arm (a bouncing weight counts each time).
     pub weight_hits: usize,
     /// Timing of this controller's run.
     pub timing: Timing,
@@ -305,8 +305,8 @@ pub fn summary_table(report: &Report) -> String {
         if report.weights { "on" } else { "off" }
     ));
     s.push_str(&format!(
-        "{:<14} {:>8}  {:<34} {:>10} {:>8}\n",
-        "controller", "blocked", "arrival error per target (rad)", "max (rad)", "weights"
+        "{:<14} {:>8}  {:<34} {:>10} {:>16}\n",
+        "controller", "blocked", "arrival error per target (rad)", "max (rad)", "weight contacts"
     ));
     for c in &report.controllers {
         let errors: Vec<String> = c
@@ -316,7 +316,7 @@ pub fn summary_table(report: &Report) -> String {
             .map(|(e, b)| format!("{e:.4}{}", if *b { "" } else { "✗" }))
             .collect();
         s.push_str(&format!(
-            "{:<14} {:>5}/{:<2}  {:<34} {:>10.2e} {:>8}\n",
+            "{:<14} {:>5}/{:<2}  {:<34} {:>10.2e} {:>16}\n",
             c.name,
             c.blocked,
             c.targets,
