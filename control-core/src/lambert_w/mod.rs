@@ -1,0 +1,302 @@
+//! Lambert W: both real branches, W₀ and W₋₁, in f64 and f32, to within 2 ulp.
+//!
+//! W(x) solves w·eʷ = x. The principal branch [`w0`] is defined for x ≥ −1/e (w ≥ −1); the
+//! lower branch [`wm1`] for −1/e ≤ x < 0 (w ≤ −1). Besides the plain entry points there are
+//! entry points that take the distance to the branch point q = x + 1/e
+//! ([`w0_from_branch_distance`], [`wm1_from_branch_distance`]) for callers that can form q without
+//! cancellation, and entry points that take ln|x| ([`w0_of_exp`], [`wm1_of_neg_exp`]) for arguments
+//! that over- or underflow f64.
+//!
+//! This module never allocates, never blocks and never panics: every function is loop-free
+//! arithmetic on `f64` plus `libm` calls, and every input (NaN, ±∞, ±0, subnormals, values outside
+//! the domain) yields `Some(value)` or `None`.
+//!
+//! # Method
+//!
+//! [`w0`] and [`wm1`] evaluate W directly, without an iteration, everywhere except right at the
+//! branch point: W = (k0 + k0_lo) + t·P(t) on one piece of a table, P of degree 8 (Estrin), t a
+//! small local variable formed exactly (or with one rounding far below an ulp of W), k0 + k0_lo
+//! = W at the piece centre as a double-double. Each piece's approximation error (with its
+//! coefficients rounded to f64) is below 8e−18 relative, |t·P| ≤ ~|W|/8, so the result is within
+//! ~0.5 ulp (final rounding) plus a few hundredths. Within a region the piece is chosen from the
+//! bits of a double (binade and top fraction bits, or the binary exponent), not by comparisons. With
+//! q = x + 1/e formed as `(x + INV_E_HI) + INV_E_LO` (the first sum is exact near the branch
+//! point by Sterbenz' lemma, so q carries no cancellation):
+//!
+//! - **Near the branch point** (q < 2⁻¹⁴, i.e. |1 + w| ≲ 0.02, both branches; q < 0.0101,
+//!   |1 + w| ≲ 0.25, in the q entry points): the unknown is u = 1 + w. h(u) = 1 − (1 − u)eᵘ = e·q exactly; with eᵘ = 1 + u + u²P(u) (P a degree-11
+//!   near-minimax polynomial for |u| ≤ 0.27) h(u) = u²(1 − (1 − u)P(u)) has no cancellation, so
+//!   one Halley step on h(u) − e·q (e·q with e as a double-double) from a start u₀ = ±p·C(p),
+//!   p = √(2eq), C a degree-6 polynomial (error < 1e−10), gives u to a relative ~1e−16 and
+//!   w = −1 + u is rounded once.
+//! - **x < −0.3, q ≥ 2⁻¹⁴** (both branches): tables in q (`W0_Q`, `WM1_Q`), 8–16 pieces per
+//!   binade of q, t = (qh − c) + `INV_E_LO` with qh = x + `INV_E_HI` exact.
+//! - **Near zero** (|x| ≤ 1e−4, W₀ only): the Taylor series w = x + x²(−1 + 3x/2 − 8x²/3 +
+//!   125x³/24), one final rounding; exact for subnormals and ±0.
+//! - **W₀, −0.3 ≤ x < 16384** (outside the Taylor range): tables in |x| (`W0_NEG`, `W0_POS`),
+//!   4–64 pieces per binade, t = |x| − c exact.
+//! - **W₀, x ≥ 16384**: L = ln x (below) and the table `W0_L` in L, one piece per run of binary
+//!   exponents of x.
+//! - **W₋₁, −0.3 ≤ x ≤ −2⁻¹⁰**: table in −x (`WM1_NEG`), 16–32 pieces per binade.
+//! - **W₋₁, −2⁻¹⁰ < x < 0** (subnormals included): M = −ln(−x) and the table `WM1_M` in M, one
+//!   piece per run of binary exponents of x.
+//!
+//! ln v is formed as head + tail (absolute error < 1e−18) by `ln_dd`: v = 2ᵉ·m, a 128-entry table
+//! at m_j = 1 + (j + ½)/128 (1/m_j and ln m_j as a double-double), t = (m − m_j)/m_j (m − m_j
+//! exact, |t| ≤ 2⁻⁸) and ln(1 + t) to t⁷; head = e·ln2_hi + (ln m_j)_hi is exact. The L/M piece
+//! depends only on e, so its row is loaded while the log is computed, and t = (head − c) + tail
+//! (head − c exact).
+//!
+//! The q entry points ([`w0_from_branch_distance`], [`wm1_from_branch_distance`]), which see x as
+//! a double-double, use the previous method outside the branch region: a start value from a
+//! piecewise polynomial (relative error < 1e−6; in x for −0.3 ≤ x < 8, in p for x < −0.3, in a
+//! cheap L = ln x (x ≥ 8) or M = −ln(−x) (W₋₁, x ≥ −e^(−2)) otherwise) and one Halley step on
+//! f(w) = w − x·e^(−w), whose residual is computed almost exactly: e^(−w) = 2ᵏ·t_j·(1 + σ) with
+//! a 128-entry table t_j ≈ 2^(j/128) rounded to 26 significant bits plus its relative remainder,
+//! |r| ≤ ln2/256 and eʳ − 1 from a degree-5 Taylor polynomial; x·2ᵏ·t_j is an exact two-product
+//! (one Dekker split, no FMA needed), so the residual's error is ~0.01 ulp(w); the only rounding
+//! of size 0.5 ulp is the final `w − δ`. For very large |w| (W₋₁ for x > −1e−290 there, and
+//! [`w0_of_exp`] / [`wm1_of_neg_exp`] where e^L over/underflows) one Newton step on the log form
+//! w + ln(±w) = L, whose residual (w − L) + ln(±w) is exact up to the rounding of ln.
+//!
+//! f32 entry points evaluate the f64 path and round once (≤ 0.5 f32 ulp + a f64 ulp).
+//!
+//! # Layout
+//!
+//! This file holds the entry points and their dispatch; `methods.rs` the evaluation code (table
+//! evaluation, `ln_dd`, the branch-point step, the Halley and Newton steps and their start
+//! values); `generated/` the tables, each file written whole by a tool named on its first line:
+//! the direct tables (`Table`, `ExpTable`, the log table) by `control-core/tools/lambert_direct.py`,
+//! the constants, start polynomials, Halley-step tables and branch-point polynomials by
+//! `control-core/tools/lambert_fit.py`. `scripts/check-lambert-tables.sh` regenerates them all and
+//! diffs. Accuracy is checked against mpmath by `control-core/tests/lambert_accuracy.rs`
+//! (`tools/lambert_reference.py`, and `tools/lambert_dense.py` densely at every table boundary).
+
+mod generated;
+mod methods;
+#[cfg(test)]
+mod tests;
+
+pub use generated::{E_HI, E_LO, INV_E_HI, INV_E_LO};
+use generated::{W0_L, W0_NEG, W0_POS, W0_Q, WM1_M, WM1_NEG, WM1_Q};
+use methods::{
+    branch, halley_exp, ln_dd, minus_inv_e, newton_log_neg, w0_start, w0_taylor, wm1_general,
+};
+
+/// The branch point −1/e as the nearest f64. That double lies 1.24e−17 *below* the true −1/e, so
+/// it is outside both domains: `w0(BRANCH_POINT)` and `wm1(BRANCH_POINT)` are `None`. Use
+/// `w0_from_branch_distance(0.0)` (= −1) for the branch point itself.
+pub const BRANCH_POINT: f64 = -INV_E_HI;
+
+/// Below this distance to the branch point the q entry points use the u-form (see the module docs).
+const Q_BRANCH: f64 = 0.0101;
+/// [`w0`] and [`wm1`] use the q tables ([`W0_Q`], [`WM1_Q`]) for x < −0.3 and q = x + 1/e at or
+/// above this (2⁻¹⁴), the branch-point Halley step below it.
+const Q_TABLE: f64 = 0.000_061_035_156_25;
+/// Below this |x| the Taylor series of W₀ at 0 is used.
+const X_TAYLOR: f64 = 1e-4;
+/// From this x on, W₀ is evaluated from L = ln x ([`W0_L`]); below it from x ([`W0_POS`]).
+const X_LOG: f64 = 16384.0;
+/// Below this −x, W₋₁ is evaluated from M = −ln(−x) ([`WM1_M`]); above it from −x ([`WM1_NEG`]).
+const WM1_X_MIN: f64 = 0.000_976_562_5;
+/// Beyond this M = −ln(−x) (x > −1e−290) W₋₁ uses the log form (e^M would overflow the scaling).
+const M_LOG_FORM: f64 = 667.0;
+
+/// W₀(x), the principal branch: the w ≥ −1 with w·eʷ = x.
+///
+/// `None` for NaN and for x < −1/e. Note that the f64 nearest −1/e ([`BRANCH_POINT`]) is below
+/// −1/e, so it yields `None`; the smallest valid input is the next double up. W₀(+∞) = +∞,
+/// W₀(±0) = ±0, and subnormal x give x exactly (W₀(x) = x − x² + …).
+#[inline]
+pub fn w0(x: f64) -> Option<f64> {
+    if x.is_nan() || x < -INV_E_HI {
+        return None;
+    }
+    if x < -0.3 {
+        let q = (x + INV_E_HI) + INV_E_LO;
+        if q < 0.0 {
+            return None; // x = BRANCH_POINT, below −1/e
+        }
+        if q < Q_TABLE {
+            return Some(branch(q, 1.0));
+        }
+        // q = qh + INV_E_LO with qh = x + INV_E_HI exact (Sterbenz).
+        return Some(W0_Q.eval(x + INV_E_HI, INV_E_LO));
+    }
+    let a = x.abs();
+    if a <= X_TAYLOR {
+        return Some(w0_taylor(x));
+    }
+    if x < X_LOG {
+        let table_w = if x < 0.0 {
+            W0_NEG.eval(a, 0.0)
+        } else {
+            W0_POS.eval(a, 0.0)
+        };
+        return Some(table_w);
+    }
+    if x == f64::INFINITY {
+        return Some(f64::INFINITY);
+    }
+    let (e, head, tail) = ln_dd(x);
+    Some(W0_L.eval(e, head, tail))
+}
+
+/// W₋₁(x), the lower branch: the w ≤ −1 with w·eʷ = x.
+///
+/// `None` for NaN, for x < −1/e (including [`BRANCH_POINT`], which is below −1/e), for x = +0.0
+/// and for x > 0. `wm1(-0.0)` is `Some(f64::NEG_INFINITY)`, the limit as x → 0⁻. Subnormal x
+/// (down to −5e−324, w ≈ −745) are handled through the log form.
+#[inline]
+pub fn wm1(x: f64) -> Option<f64> {
+    if x.is_nan() || x >= 0.0 {
+        if x == 0.0 && x.is_sign_negative() {
+            return Some(f64::NEG_INFINITY);
+        }
+        return None; // NaN, +0, positive
+    }
+    if x < -0.3 {
+        if x < -INV_E_HI {
+            return None;
+        }
+        let q = (x + INV_E_HI) + INV_E_LO;
+        if q < 0.0 {
+            return None; // x = BRANCH_POINT, below −1/e
+        }
+        if q < Q_TABLE {
+            return Some(branch(q, -1.0));
+        }
+        return Some(WM1_Q.eval(x + INV_E_HI, INV_E_LO));
+    }
+    if x <= -WM1_X_MIN {
+        return Some(WM1_NEG.eval(-x, 0.0));
+    }
+    // M = −ln(−x) > 6.9 as −(head + tail).
+    let (e, head, tail) = ln_dd(-x);
+    Some(WM1_M.eval(-e, -head, -tail))
+}
+
+/// W₀ at x = q − 1/e, for a caller who knows the distance q ≥ 0 to the branch point more accurately
+/// than x itself (x + 1/e cancels near the branch point; q does not).
+///
+/// `None` for NaN and q < 0; `w0_from_branch_distance(0.0)` = −1; +∞ gives +∞. Accuracy is the
+/// same 2-ulp bound as [`w0`], relative to the exact W₀(q − 1/e) for the given q.
+#[inline]
+pub fn w0_from_branch_distance(q: f64) -> Option<f64> {
+    if q.is_nan() || q < 0.0 {
+        return None;
+    }
+    if q < Q_BRANCH {
+        return Some(branch(q, 1.0));
+    }
+    if q == f64::INFINITY {
+        return Some(f64::INFINITY);
+    }
+    // x = q − 1/e as xh + xl exactly enough: rounding x to one double would cost up to
+    // ~|w|/(2|1 + w|) ulp, which is several ulp just outside the branch region.
+    let (xh, xl) = minus_inv_e(q);
+    if xh.abs() <= X_TAYLOR {
+        let t = -1.0 + xh * (1.5 + xh * (-8.0 / 3.0 + xh * (125.0 / 24.0)));
+        return Some(xh + (xl + (xh * xh) * t));
+    }
+    Some(halley_exp(w0_start(xh), xh, xl))
+}
+
+/// W₋₁ at x = q − 1/e, for 0 ≤ q ≤ 1/e (q is the distance to the branch point).
+///
+/// `None` for NaN, q < 0 and q above 1/e. q = [`INV_E_HI`] (the f64 nearest 1/e, which is
+/// 1.24e−17 above 1/e) is taken as x = 0⁻ and gives −∞. Near q = 1/e the q-form is poorly
+/// conditioned for the caller: x = q − 1/e cancels, so pass x to [`wm1`] (or ln(−x) to
+/// [`wm1_of_neg_exp`]) there instead.
+#[inline]
+pub fn wm1_from_branch_distance(q: f64) -> Option<f64> {
+    if q.is_nan() || q < 0.0 {
+        return None;
+    }
+    if q < Q_BRANCH {
+        return Some(branch(q, -1.0));
+    }
+    if q >= INV_E_HI {
+        return if q == INV_E_HI {
+            Some(f64::NEG_INFINITY)
+        } else {
+            None
+        };
+    }
+    let (xh, xl) = minus_inv_e(q);
+    let x = xh + xl;
+    if x >= 0.0 {
+        return Some(f64::NEG_INFINITY);
+    }
+    Some(wm1_general(xh, xl))
+}
+
+/// W₀(e^L) for any L (−∞ gives 0, +∞ gives +∞, NaN gives `None`): the principal branch for
+/// arguments beyond the f64 range, given their natural log. Accuracy: a few ulp (for L ≤ 709
+/// the rounding of e^L to f64 adds up to ~1 ulp; beyond, one Newton step on w + ln w = L).
+#[inline]
+pub fn w0_of_exp(ln_x: f64) -> Option<f64> {
+    if ln_x.is_nan() {
+        return None;
+    }
+    if ln_x <= 709.0 {
+        return w0(libm::exp(ln_x));
+    }
+    if ln_x == f64::INFINITY {
+        return Some(f64::INFINITY);
+    }
+    // w = L − ln w, iterated twice from w = L (error ~ (ln L)²/L² < 1e−4 for L > 709).
+    let w = ln_x - libm::log(ln_x - libm::log(ln_x));
+    // Newton on g(w) = w + ln w − L; (w − L) is exact by Sterbenz.
+    let g = (w - ln_x) + libm::log(w);
+    Some(w - g * (w / (1.0 + w)))
+}
+
+/// W₋₁(−e^L) for L ≤ −1: the lower branch for arguments below the f64 range (or just given by their
+/// log). `None` for NaN and L > −1; L = −1 gives −1, L = −∞ gives −∞.
+///
+/// Accuracy: a few ulp. For L ≥ −2 the distance to the branch point is formed as
+/// q = −e^(−1)·expm1(L + 1), which is accurate, so near L = −1 the result is about as good as
+/// [`wm1_from_branch_distance`]; for L < −680 one Newton step on w + ln(−w) = L.
+#[inline]
+pub fn wm1_of_neg_exp(ln_neg_x: f64) -> Option<f64> {
+    let l = ln_neg_x;
+    if l.is_nan() || l > -1.0 {
+        return None;
+    }
+    if l >= -2.0 {
+        let q = -(INV_E_HI * libm::expm1(l + 1.0));
+        return wm1_from_branch_distance(q.max(0.0));
+    }
+    if l >= -M_LOG_FORM {
+        return wm1(-libm::exp(l));
+    }
+    if l == f64::NEG_INFINITY {
+        return Some(f64::NEG_INFINITY);
+    }
+    // −w = M + ln(−w), iterated twice from −w = M (error ~ (ln M)²/M² < 1e−4 for M > 667).
+    let m = -l;
+    let w = -(m + libm::log(m + libm::log(m)));
+    Some(newton_log_neg(w, m))
+}
+
+/// W₀ in f32: the f64 path rounded once. Same contract as [`w0`].
+#[inline]
+pub fn w0_f32(x: f32) -> Option<f32> {
+    w0(f64::from(x)).map(to_f32)
+}
+
+/// W₋₁ in f32: the f64 path rounded once. Same contract as [`wm1`] (−0.0 gives −∞).
+#[inline]
+pub fn wm1_f32(x: f32) -> Option<f32> {
+    wm1(f64::from(x)).map(to_f32)
+}
+
+/// Rounds to the nearest f32 (results of W for f32 inputs are always within f32 range).
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)]
+fn to_f32(w: f64) -> f32 {
+    // f64 → f32 `as` rounds to nearest; it cannot saturate here because |W| < 100 for f32 inputs
+    // (±∞ maps to ±∞ exactly).
+    w as f32
+}
