@@ -1,9 +1,24 @@
 //! Lambert W: `control_core::lambert_w` against the `lambert_w` crate (Fukushima's piecewise
-//! minimax, 2.x) on the same fixed inputs.
+//! minimax, 2.x), side by side on the same fixed inputs, one criterion group per region and
+//! branch, f64 and f32.
 //!
-//! Each benchmark evaluates a batch of 1024 inputs spread over the branch's domain; ns per call =
-//! reported time / 1024. Run: `cargo bench -p control-core --bench lambert_w`
-//! (and with `RUSTFLAGS="-C target-cpu=native"`).
+//! Each benchmark evaluates a batch of 1024 inputs; criterion reports the time per batch and the
+//! throughput (ns per call = time / 1024). Groups (`<branch>_<precision>/<region>`, functions
+//! `ours` and `lambert_w`):
+//!
+//! - `branch`: x = −1/e + d, d log-uniform in [1e−16, 1e−3] (f32: [1e−7, 1e−3], f32 cannot get
+//!   closer);
+//! - `mid`: W₀ half uniform in (−1/e + 1e−3, −1e−3), half log-uniform in [1e−3, 1e3]; W₋₁
+//!   uniform in (−1/e + 1e−3, −1e−3);
+//! - `small`: W₀ ±(log-uniform in [1e−300, 1e−3]) (f32: [1e−37, 1e−3]); W₋₁ −(log-uniform in
+//!   [1e−300, 1e−3]) (f32: [1e−37, 1e−3]);
+//! - `tiny` (W₋₁ only): −(log-uniform in [4.9e−324, 1e−300]), two thirds subnormal (f32:
+//!   [1.4e−45, 1e−37], three quarters subnormal);
+//! - `large` (W₀ only): log-uniform in [1e3, 1e300] (f32: [1e3, 3e38]);
+//! - `mixed`: the regions of the branch interleaved, equally weighted (the whole domain).
+//!
+//! Run: `cargo bench -p control-core --bench lambert_w` (shorter: append
+//! `-- --warm-up-time 1 --measurement-time 3`; one group: append `-- wm1_f64/tiny`).
 
 #![allow(missing_docs)] // criterion_group!/criterion_main! generate undocumented items
 
@@ -24,106 +39,196 @@ impl Lcg {
             .wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
+    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + self.next() * (hi - lo)
+    }
     fn log_uniform(&mut self, lo: f64, hi: f64) -> f64 {
         (lo.ln() + self.next() * (hi.ln() - lo.ln())).exp()
     }
 }
 
-/// W₀ inputs: 25% uniform in (−1/e, 0), 50% log-uniform in [1e−4, 1e4], 25% log-uniform in
-/// [1e4, 1e300].
-fn w0_inputs() -> Vec<f64> {
-    let mut g = Lcg(1);
-    (0..N)
-        .map(|i| match i % 4 {
-            0 => -INV_E * (1.0 - g.next()) * 0.999_999,
-            1 | 2 => g.log_uniform(1e-4, 1e4),
-            _ => g.log_uniform(1e4, 1e300),
-        })
-        .collect()
+/// Which branch and precision a set of inputs is for.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    W0,
+    Wm1,
 }
 
-/// W₋₁ inputs: 50% uniform in (−1/e, 0), 50% −(log-uniform in [1e−300, 1e−1]).
-fn wm1_inputs() -> Vec<f64> {
-    let mut g = Lcg(2);
-    (0..N)
-        .map(|i| match i % 2 {
-            0 => -INV_E * (1.0 - g.next()) * 0.999_999,
-            _ => -g.log_uniform(1e-300, 1e-1),
-        })
-        .collect()
+/// The regions of one branch: (name, generator of one input). f32 inputs use `single`.
+fn regions(kind: Kind, single: bool) -> Vec<(&'static str, Box<dyn Fn(&mut Lcg) -> f64>)> {
+    let mut out: Vec<(&'static str, Box<dyn Fn(&mut Lcg) -> f64>)> = Vec::new();
+    let d_min = if single { 1e-7 } else { 1e-16 };
+    out.push((
+        "branch",
+        Box::new(move |g: &mut Lcg| -INV_E + g.log_uniform(d_min, 1e-3)),
+    ));
+    match kind {
+        Kind::W0 => out.push((
+            "mid",
+            Box::new(|g: &mut Lcg| {
+                if g.next() < 0.5 {
+                    g.uniform(-INV_E + 1e-3, -1e-3)
+                } else {
+                    g.log_uniform(1e-3, 1e3)
+                }
+            }),
+        )),
+        Kind::Wm1 => out.push((
+            "mid",
+            Box::new(|g: &mut Lcg| g.uniform(-INV_E + 1e-3, -1e-3)),
+        )),
+    }
+    let s_min = if single { 1e-37 } else { 1e-300 };
+    match kind {
+        Kind::W0 => out.push((
+            "small",
+            Box::new(move |g: &mut Lcg| {
+                let s = if g.next() < 0.5 { -1.0 } else { 1.0 };
+                s * g.log_uniform(s_min, 1e-3)
+            }),
+        )),
+        Kind::Wm1 => out.push((
+            "small",
+            Box::new(move |g: &mut Lcg| -g.log_uniform(s_min, 1e-3)),
+        )),
+    }
+    match kind {
+        Kind::W0 => {
+            let hi = if single { 3e38 } else { 1e300 };
+            out.push(("large", Box::new(move |g: &mut Lcg| g.log_uniform(1e3, hi))));
+        }
+        Kind::Wm1 => {
+            let (lo, hi) = if single {
+                (1.4e-45, 1e-37)
+            } else {
+                (4.9e-324, 1e-300)
+            };
+            out.push(("tiny", Box::new(move |g: &mut Lcg| -g.log_uniform(lo, hi))));
+        }
+    }
+    out
 }
 
-fn f32_of(v: &[f64]) -> Vec<f32> {
+/// 1024 inputs from one generator; f32 inputs rounded to f32 and kept inside the domain.
+fn inputs(f: &dyn Fn(&mut Lcg) -> f64, seed: u64) -> Vec<f64> {
+    let mut g = Lcg(seed);
+    (0..N).map(|_| f(&mut g)).collect()
+}
+
+fn to_f32(v: &[f64], kind: Kind) -> Vec<f32> {
     v.iter()
-        .map(|&x| (x as f32).clamp(-0.367_879_4, f32::MAX))
+        .map(|&x| {
+            // The f32 nearest −1/e (0xbebc5ab2) is below −1/e: keep to the next one up.
+            let y = (x as f32).max(f32::from_bits(0xbebc_5ab1));
+            if kind == Kind::Wm1 { y.min(-1e-45) } else { y }
+        })
         .collect()
 }
 
 fn bench(c: &mut Criterion) {
-    let x0 = w0_inputs();
-    let xm = wm1_inputs();
-    let x0f = f32_of(&x0);
-    let xmf: Vec<f32> = f32_of(&xm).into_iter().map(|x| x.min(-1e-38)).collect();
-
-    let mut g = c.benchmark_group("lambert_w");
-    g.throughput(Throughput::Elements(N as u64));
-    g.bench_function("w0_f64/ours", |b| {
-        b.iter(|| {
-            for &x in black_box(&x0) {
-                black_box(control_core::lambert_w::w0(x).unwrap_or(f64::NAN));
+    for kind in [Kind::W0, Kind::Wm1] {
+        let name = if kind == Kind::W0 { "w0" } else { "wm1" };
+        for single in [false, true] {
+            let regs = regions(kind, single);
+            let mut sets: Vec<(&str, Vec<f64>)> = regs
+                .iter()
+                .enumerate()
+                .map(|(i, (r, f))| (*r, inputs(f.as_ref(), 1 + i as u64)))
+                .collect();
+            // The whole domain: the regions interleaved.
+            let k = sets.len();
+            let mixed: Vec<f64> = (0..N).map(|i| sets[i % k].1[i / k]).collect();
+            sets.push(("mixed", mixed));
+            for (region, xs) in &sets {
+                let mut g = c.benchmark_group(format!(
+                    "{name}_{}/{region}",
+                    if single { "f32" } else { "f64" }
+                ));
+                g.throughput(Throughput::Elements(N as u64));
+                if single {
+                    let xs = to_f32(xs, kind);
+                    match kind {
+                        Kind::W0 => {
+                            g.bench_function("ours", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(&xs) {
+                                        black_box(
+                                            control_core::lambert_w::w0_f32(x).unwrap_or(f32::NAN),
+                                        );
+                                    }
+                                })
+                            });
+                            g.bench_function("lambert_w", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(&xs) {
+                                        black_box(lambert_w::lambert_w0f(x));
+                                    }
+                                })
+                            });
+                        }
+                        Kind::Wm1 => {
+                            g.bench_function("ours", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(&xs) {
+                                        black_box(
+                                            control_core::lambert_w::wm1_f32(x).unwrap_or(f32::NAN),
+                                        );
+                                    }
+                                })
+                            });
+                            g.bench_function("lambert_w", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(&xs) {
+                                        black_box(lambert_w::lambert_wm1f(x));
+                                    }
+                                })
+                            });
+                        }
+                    }
+                } else {
+                    match kind {
+                        Kind::W0 => {
+                            g.bench_function("ours", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(xs) {
+                                        black_box(
+                                            control_core::lambert_w::w0(x).unwrap_or(f64::NAN),
+                                        );
+                                    }
+                                })
+                            });
+                            g.bench_function("lambert_w", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(xs) {
+                                        black_box(lambert_w::lambert_w0(x));
+                                    }
+                                })
+                            });
+                        }
+                        Kind::Wm1 => {
+                            g.bench_function("ours", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(xs) {
+                                        black_box(
+                                            control_core::lambert_w::wm1(x).unwrap_or(f64::NAN),
+                                        );
+                                    }
+                                })
+                            });
+                            g.bench_function("lambert_w", |b| {
+                                b.iter(|| {
+                                    for &x in black_box(xs) {
+                                        black_box(lambert_w::lambert_wm1(x));
+                                    }
+                                })
+                            });
+                        }
+                    }
+                }
+                g.finish();
             }
-        })
-    });
-    g.bench_function("w0_f64/lambert_w", |b| {
-        b.iter(|| {
-            for &x in black_box(&x0) {
-                black_box(lambert_w::lambert_w0(x));
-            }
-        })
-    });
-    g.bench_function("wm1_f64/ours", |b| {
-        b.iter(|| {
-            for &x in black_box(&xm) {
-                black_box(control_core::lambert_w::wm1(x).unwrap_or(f64::NAN));
-            }
-        })
-    });
-    g.bench_function("wm1_f64/lambert_w", |b| {
-        b.iter(|| {
-            for &x in black_box(&xm) {
-                black_box(lambert_w::lambert_wm1(x));
-            }
-        })
-    });
-    g.bench_function("w0_f32/ours", |b| {
-        b.iter(|| {
-            for &x in black_box(&x0f) {
-                black_box(control_core::lambert_w::w0_f32(x).unwrap_or(f32::NAN));
-            }
-        })
-    });
-    g.bench_function("w0_f32/lambert_w", |b| {
-        b.iter(|| {
-            for &x in black_box(&x0f) {
-                black_box(lambert_w::lambert_w0f(x));
-            }
-        })
-    });
-    g.bench_function("wm1_f32/ours", |b| {
-        b.iter(|| {
-            for &x in black_box(&xmf) {
-                black_box(control_core::lambert_w::wm1_f32(x).unwrap_or(f32::NAN));
-            }
-        })
-    });
-    g.bench_function("wm1_f32/lambert_w", |b| {
-        b.iter(|| {
-            for &x in black_box(&xmf) {
-                black_box(lambert_w::lambert_wm1f(x));
-            }
-        })
-    });
-    g.finish();
+        }
+    }
 }
 
 criterion_group! {

@@ -170,14 +170,58 @@ pub(super) fn log_parts(v: f64) -> (i64, f64, f64) {
 /// ln 2.
 const LN_2: f64 = core::f64::consts::LN_2;
 
-/// q − 1/e as an unevaluated sum xh + xl (TwoSum of q and −`INV_E_HI`, then −`INV_E_LO`).
+/// x = q − 1/e as a normalised double-double xh + xl (|xl| ≤ ulp(xh)/2, xh = x rounded once),
+/// exact to ~1e−33 absolute: TwoSum of q and −`INV_E_HI` (exact by Sterbenz for q in
+/// [0.184, 0.73]), then −`INV_E_LO`, then Fast2Sum. Without the renormalisation xl would be
+/// `−INV_E_LO` = 1.2e−17 next to an xh of only ~5e−17 when q is within a few ulps of 1/e, and the
+/// Halley step, which takes xl as a small correction, was off by up to 7e11 ulp there.
 #[inline(always)]
 pub(super) fn minus_inv_e(q: f64) -> (f64, f64) {
-    let xh = q - INV_E_HI;
-    let qv = xh + INV_E_HI;
-    let cv = xh - qv;
+    let s = q - INV_E_HI;
+    let qv = s + INV_E_HI;
+    let cv = s - qv;
     let err = (q - qv) + (-INV_E_HI - cv);
-    (xh, err - INV_E_LO)
+    // |err| ≤ ulp(s)/2; −INV_E_LO adds 1.2e−17 (exact when err = 0, which it is near 1/e).
+    let lo = err - INV_E_LO;
+    // |s| ≥ |lo| unless s = 0 (q = INV_E_HI), where xh = lo and xl = 0: Fast2Sum is exact.
+    let xh = s + lo;
+    (xh, lo - (xh - s))
+}
+
+/// W₀ at xh + xl for |xh| ≤ 1e−4 (|xl| ≤ ulp(xh)/2): the Taylor series at 0,
+/// x − x² + 3x³/2 − 8x⁴/3 + 125x⁵/24 (truncation < 1e−19 relative), one final rounding.
+#[inline(always)]
+pub(super) fn w0_taylor_dd(xh: f64, xl: f64) -> f64 {
+    let t = -1.0 + xh * (1.5 + xh * (-8.0 / 3.0 + xh * (125.0 / 24.0)));
+    xh + (xl + (xh * xh) * t)
+}
+
+/// e^L·2^s as a normalised double-double (xh, xl) (|xl| ≤ ulp(xh)/2), relative error < 1e−18,
+/// for L with e^L·2^s normal, −745.2 ≤ L ≤ 709 (s = 128 lifts results below the normal range).
+///
+/// L = (kd/128)·ln2 + r, |r| ≤ ln2/256, with r = (L − kd·`LN2_N_HI`) − kd·`LN2_N_LO` (the product
+/// and the difference are exact), e^L = 2^k·t_j·(1 + σ) from the Halley step's table (t_j with
+/// 26 bits, (1 + τ_j) its remainder) and σ = (1 + τ)eʳ − 1 from the Taylor series of eʳ to r⁵.
+#[inline(always)]
+pub(super) fn exp_dd(l: f64, s: i64) -> (f64, f64) {
+    let z = l * INV_LN2_N;
+    let t = z + SHIFTER;
+    let kd = t - SHIFTER;
+    let ki = t.to_bits().wrapping_sub(SHIFTER.to_bits()); // kd as two's complement
+    let r = (l - kd * LN2_N_HI) - kd * LN2_N_LO;
+    let [th, tau] = EXP_TABLE
+        .get(table_index(ki))
+        .copied()
+        .unwrap_or([1.0, 0.0]);
+    let k = (ki.cast_signed() >> 7).wrapping_add(s);
+    let scale = f64::from_bits((k.wrapping_add(1023).cast_unsigned() & 0x7ff) << 52);
+    let r2 = r * r;
+    let head = tau + (r + tau * (r + r2 * (0.5 + r * (1.0 / 6.0))));
+    let sigma = head + r2 * ((0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0)));
+    let hi = th * scale;
+    let lo = hi * sigma;
+    let xh = hi + lo;
+    (xh, lo - (xh - hi))
 }
 
 /// W₋₁ for x + xl (|xl| ≤ 1e−16·|x|, nonzero only from the q entry point) in [−0.3579, 0),

@@ -80,7 +80,8 @@ mod tests;
 pub use generated::{E_HI, E_LO, INV_E_HI, INV_E_LO};
 use generated::{W0_L, W0_NEG, W0_POS, W0_Q, WM1_M, WM1_NEG, WM1_Q};
 use methods::{
-    branch, halley_exp, ln_dd, minus_inv_e, newton_log_neg, w0_start, w0_taylor, wm1_general,
+    branch, exp_dd, halley_exp, ln_dd, minus_inv_e, newton_log_neg, w0_start, w0_taylor,
+    w0_taylor_dd, wm1_general,
 };
 
 /// The branch point −1/e as the nearest f64. That double lies 1.24e−17 *below* the true −1/e, so
@@ -93,6 +94,19 @@ const Q_BRANCH: f64 = 0.0101;
 /// [`w0`] and [`wm1`] use the q tables ([`W0_Q`], [`WM1_Q`]) for x < −0.3 and q = x + 1/e at or
 /// above this (2⁻¹⁴), the branch-point Halley step below it.
 const Q_TABLE: f64 = 0.000_061_035_156_25;
+/// [`w0_of_exp`] reads W₀ off the table in L ([`W0_L`]) from this L = 14·ln2 (x = 2¹⁴) on.
+const L_W0_TABLE: f64 = 9.704_060_527_839_234;
+/// 1024·ln2, rounded down: e^L overflows f64 above it; [`W0_L`] reaches it.
+const L_OVERFLOW: f64 = 709.782_712_893_384;
+/// [`w0_of_exp`] forms e^L as a normal double-double from this L on.
+const L_NORMAL: f64 = -708.0;
+/// Below this L, e^L < 2⁻¹⁰⁷⁶ and W₀(e^L) rounds to zero.
+const L_UNDERFLOW: f64 = -746.0;
+/// log₂ e.
+const LOG2_E: f64 = core::f64::consts::LOG2_E;
+/// 2¹²⁸ and 2⁻¹²⁸.
+const TWO_128: f64 = 340_282_366_920_938_463_463_374_607_431_768_211_456.0;
+const TWO_M128: f64 = 1.0 / TWO_128;
 /// Below this |x| the Taylor series of W₀ at 0 is used.
 const X_TAYLOR: f64 = 1e-4;
 /// From this x on, W₀ is evaluated from L = ln x ([`W0_L`]); below it from x ([`W0_POS`]).
@@ -196,8 +210,7 @@ pub fn w0_from_branch_distance(q: f64) -> Option<f64> {
     // ~|w|/(2|1 + w|) ulp, which is several ulp just outside the branch region.
     let (xh, xl) = minus_inv_e(q);
     if xh.abs() <= X_TAYLOR {
-        let t = -1.0 + xh * (1.5 + xh * (-8.0 / 3.0 + xh * (125.0 / 24.0)));
-        return Some(xh + (xl + (xh * xh) * t));
+        return Some(w0_taylor_dd(xh, xl));
     }
     Some(halley_exp(w0_start(xh), xh, xl))
 }
@@ -223,53 +236,93 @@ pub fn wm1_from_branch_distance(q: f64) -> Option<f64> {
             None
         };
     }
+    // x = xh + xl ≤ −4.3e−17 (q ≤ the double below INV_E_HI): W₋₁ ≥ −41.
     let (xh, xl) = minus_inv_e(q);
-    let x = xh + xl;
-    if x >= 0.0 {
+    if xh >= 0.0 {
         return Some(f64::NEG_INFINITY);
     }
     Some(wm1_general(xh, xl))
 }
 
 /// W₀(e^L) for any L (−∞ gives 0, +∞ gives +∞, NaN gives `None`): the principal branch for
-/// arguments beyond the f64 range, given their natural log. Accuracy: a few ulp (for L ≤ 709
-/// the rounding of e^L to f64 adds up to ~1 ulp; beyond, one Newton step on w + ln w = L).
+/// arguments beyond the f64 range, given their natural log. Same 2-ulp bound as [`w0`], relative
+/// to the exact W₀(e^L) for the given L (e^L is never rounded to one double on the way).
 #[inline]
 pub fn w0_of_exp(ln_x: f64) -> Option<f64> {
-    if ln_x.is_nan() {
+    let l = ln_x;
+    if l.is_nan() {
         return None;
     }
-    if ln_x <= 709.0 {
-        return w0(libm::exp(ln_x));
+    if l >= L_W0_TABLE {
+        if l < L_OVERFLOW {
+            // x = e^L = 2ⁿ·m with n = ⌊L/ln2⌋ in [14, 1023] (the pieces overlap by 1e−9 in L,
+            // so the rounding of L·log₂e does not matter), and L itself is exact.
+            #[allow(clippy::cast_possible_truncation)]
+            let n = (l * LOG2_E) as i64; // truncation = floor for L > 0; `as` saturates
+            return Some(W0_L.eval(n, l, 0.0));
+        }
+        if l == f64::INFINITY {
+            return Some(f64::INFINITY);
+        }
+        // w = L − ln w, iterated twice from w = L (error ~ (ln L)²/L² < 1e−4 for L > 709).
+        let w = l - libm::log(l - libm::log(l));
+        // Newton on g(w) = w + ln w − L; (w − L) is exact by Sterbenz.
+        let g = (w - l) + libm::log(w);
+        return Some(w - g * (w / (1.0 + w)));
     }
-    if ln_x == f64::INFINITY {
-        return Some(f64::INFINITY);
+    if l >= L_NORMAL {
+        let (xh, xl) = exp_dd(l, 0);
+        if xh <= X_TAYLOR {
+            return Some(w0_taylor_dd(xh, xl));
+        }
+        return Some(W0_POS.eval(xh, xl)); // 1e−4 < x ≤ 16384
     }
-    // w = L − ln w, iterated twice from w = L (error ~ (ln L)²/L² < 1e−4 for L > 709).
-    let w = ln_x - libm::log(ln_x - libm::log(ln_x));
-    // Newton on g(w) = w + ln w − L; (w − L) is exact by Sterbenz.
-    let g = (w - ln_x) + libm::log(w);
-    Some(w - g * (w / (1.0 + w)))
+    if l < L_UNDERFLOW {
+        return Some(0.0); // e^L < 2⁻¹⁰⁷⁶ (and −∞): W₀ rounds to +0
+    }
+    // e^L subnormal: W₀(x) = x·(1 − x + …) is x to 1e−307 relative, so the result is x rounded
+    // once to the subnormal grid: y = e^L·2¹²⁸ = yh + yl, r = yh·2⁻¹²⁸ rounded, yh − r·2¹²⁸ exact
+    // (Sterbenz), and the remainder, with yl, moves r by at most one step.
+    let (yh, yl) = exp_dd(l, 128);
+    let r = yh * TWO_M128;
+    Some(r + ((yh - r * TWO_128) + yl) * TWO_M128)
 }
 
 /// W₋₁(−e^L) for L ≤ −1: the lower branch for arguments below the f64 range (or just given by their
-/// log). `None` for NaN and L > −1; L = −1 gives −1, L = −∞ gives −∞.
+/// log). `None` for NaN and L > −1; L = −1 gives −1, L = −∞ gives −∞. Same 2-ulp bound as
+/// [`wm1`], relative to the exact W₋₁(−e^L) for the given L.
 ///
-/// Accuracy: a few ulp. For L ≥ −2 the distance to the branch point is formed as
-/// q = −e^(−1)·expm1(L + 1), which is accurate, so near L = −1 the result is about as good as
-/// [`wm1_from_branch_distance`]; for L < −680 one Newton step on w + ln(−w) = L.
+/// Near L = −1 (within 0.0278, |1 + w| ≤ 0.25) the distance to the branch point is formed as
+/// q = −(1/e)·expm1(L + 1) (L + 1 is exact), whose relative error moves w by only |1 + w|/2 times
+/// it; beyond, x = −e^L is formed as a double-double and the direct tables take it (q = x + 1/e
+/// from it below x = −0.3; M = −L, exact, for −x < 2⁻¹⁰); for L < −667 one Newton step on
+/// w + ln(−w) = L.
 #[inline]
 pub fn wm1_of_neg_exp(ln_neg_x: f64) -> Option<f64> {
     let l = ln_neg_x;
     if l.is_nan() || l > -1.0 {
         return None;
     }
-    if l >= -2.0 {
-        let q = -(INV_E_HI * libm::expm1(l + 1.0));
-        return wm1_from_branch_distance(q.max(0.0));
+    if l >= -1.03 {
+        let d = libm::expm1(l + 1.0); // in [−0.0296, 0]
+        let q = -(INV_E_HI * d + INV_E_LO * d);
+        if q < Q_BRANCH {
+            return Some(branch(q.max(0.0), -1.0));
+        }
     }
     if l >= -M_LOG_FORM {
-        return wm1(-libm::exp(l));
+        // −x = e^L = xh + xl, in [e^−667, 0.3576].
+        let (xh, xl) = exp_dd(l, 0);
+        if xh > 0.3 {
+            // q = 1/e − (xh + xl) ≥ 0.0101: INV_E_HI − xh is exact (Sterbenz).
+            return Some(WM1_Q.eval(INV_E_HI - xh, INV_E_LO - xl));
+        }
+        if xh >= WM1_X_MIN {
+            return Some(WM1_NEG.eval(xh, xl));
+        }
+        // M = −L exactly; the piece from the binary exponent of −x, −x = 2⁻ⁿ·m.
+        let n = 1023 - i64::from(u16::try_from(xh.to_bits() >> 52).unwrap_or(0));
+        return Some(WM1_M.eval(n, -l, 0.0));
     }
     if l == f64::NEG_INFINITY {
         return Some(f64::NEG_INFINITY);
