@@ -7,6 +7,10 @@
 //! the bytes were rejected. [`FrameGuard`] adds what one frame cannot know (stale and repeated
 //! sequence numbers) and counts every rejection by reason.
 //!
+//! The vocabulary is generic: a state frame names bodies of the scene by number ([`BodyId`]) and
+//! says what happened to them ([`Event`]); what a body is (a thrown ball, a dropped weight) is the
+//! scene's business, not the wire's.
+//!
 //! ```
 //! use control_core::frames::{JointState, StateFrame, STATE_FRAME_LEN};
 //! let mut frame = StateFrame::new(1, 0, 0.0);
@@ -17,7 +21,7 @@
 //! assert_eq!(StateFrame::decode(&buf), Ok(frame));
 //! ```
 //!
-//! # Layout (version 1, all integers and floats little-endian)
+//! # Layout (version 2, all integers and floats little-endian)
 //! Every frame starts with an 8-byte header: magic `b"HILF"`, version (u8), kind (u8: 1 state,
 //! 2 torque), total length in bytes (u16, including header and checksum). It ends with the
 //! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint and event slots
@@ -26,7 +30,7 @@
 //!
 //! | state frame bytes | field |
 //! |---|---|
-//! | 0..8 | header (kind 1, length 244) |
+//! | 0..8 | header (kind 1, length 252) |
 //! | 8..16 | sequence (u64) |
 //! | 16..24 | plant step index (u64) |
 //! | 24..32 | simulation time, s (f64) |
@@ -34,9 +38,11 @@
 //! | 40, 41 | joint count, event count (u8) |
 //! | 42..44 | flags (u16, [`StateFlags`]) |
 //! | 44..48 | sequence of the torque frame that drove the step, low 32 bits (u32, 0: none) |
-//! | 48..176 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
-//! | 176..240 | [`MAX_EVENTS`] × 8-byte event: tag, body kind, id (u16), 4 reserved |
-//! | 240..244 | CRC-32 |
+//! | 48..52 | torque frames the plant refused so far, all reasons (u32) |
+//! | 52..56 | of those, refused for a torque beyond the plant's limit (u32) |
+//! | 56..184 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
+//! | 184..248 | [`MAX_EVENTS`] × 8-byte event: tag, reserved (0), body id (u16), 4 reserved |
+//! | 248..252 | CRC-32 |
 //!
 //! | torque frame bytes | field |
 //! |---|---|
@@ -49,8 +55,14 @@
 //! | 32..96 | [`MAX_JOINTS`] × torque, N·m (f64) |
 //! | 96..100 | CRC-32 |
 //!
+//! Event tags: 1 contact began, 2 contact ended, 3 plane crossed. Version 1 (244-byte state
+//! frames, ball/weight body kinds, no plant counters) is refused as [`DecodeError::WrongVersion`].
+//!
 //! Encoding is faithful: it writes non-finite values as they are, so a receiver can see (and
 //! count) what a broken sender produced. Decoding rejects them.
+//!
+//! Never does: allocate, panic, or accept a frame with a non-finite value, an unknown flag, an
+//! unknown event or a non-zero reserved byte.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -72,11 +84,11 @@ pub const MAX_EVENTS: usize = 8;
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"HILF";
 /// The layout version this module writes and accepts.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Length of the common header (magic, version, kind, length), bytes.
 pub const HEADER_LEN: usize = 8;
 /// Encoded length of a [`StateFrame`], bytes.
-pub const STATE_FRAME_LEN: usize = 244;
+pub const STATE_FRAME_LEN: usize = 252;
 /// Encoded length of a [`TorqueFrame`], bytes.
 pub const TORQUE_FRAME_LEN: usize = 100;
 /// A buffer of this many bytes holds a frame of either kind.
@@ -84,7 +96,7 @@ pub const MAX_FRAME_LEN: usize = STATE_FRAME_LEN;
 
 const CRC_LEN: usize = 4;
 const EVENT_LEN: usize = 8;
-const STATE_JOINTS_AT: usize = 48;
+const STATE_JOINTS_AT: usize = 56;
 const STATE_EVENTS_AT: usize = STATE_JOINTS_AT + MAX_JOINTS * 16;
 const TORQUE_JOINTS_AT: usize = 32;
 
@@ -155,19 +167,15 @@ impl FrameKind {
     }
 }
 
-/// A body of the scene that events name (the arm itself is never named: every contact event is
-/// between the arm and this body).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BodyId {
-    /// A thrown ball, by its id in the scene description.
-    Ball(u16),
-    /// A dropped weight, by its id in the scene description.
-    Weight(u16),
-}
+/// A body of the scene, by its id in the scene description (ids are unique across the scene; the
+/// scene says what the body is). The arm itself is never named: every contact event is between
+/// the arm and this body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyId(pub u16);
 
 /// Something that happened in the plant during the step a state frame reports.
 ///
-/// Within one frame, contact events come before plane crossings, so a ball that touched the arm
+/// Within one frame, contact events come before plane crossings, so a body that touched the arm
 /// in the same step as it crossed the plane shows its contact first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -182,70 +190,46 @@ pub enum Event {
         /// The body the arm let go of.
         body: BodyId,
     },
-    /// The centre of ball `ball` crossed the arm's plane (z = 0) during the step.
-    BallCrossedPlane {
-        /// The ball's id in the scene description.
-        ball: u16,
+    /// The centre of `body` crossed the scene's crossing plane during the step.
+    PlaneCrossed {
+        /// The body that crossed.
+        body: BodyId,
     },
 }
 
 const TAG_CONTACT_BEGAN: u8 = 1;
 const TAG_CONTACT_ENDED: u8 = 2;
-const TAG_BALL_CROSSED_PLANE: u8 = 3;
-const BODY_BALL: u8 = 1;
-const BODY_WEIGHT: u8 = 2;
-
-impl BodyId {
-    const fn to_wire(self) -> (u8, u16) {
-        match self {
-            Self::Ball(id) => (BODY_BALL, id),
-            Self::Weight(id) => (BODY_WEIGHT, id),
-        }
-    }
-
-    const fn from_wire(kind: u8, id: u16) -> Option<Self> {
-        match kind {
-            BODY_BALL => Some(Self::Ball(id)),
-            BODY_WEIGHT => Some(Self::Weight(id)),
-            _ => None,
-        }
-    }
-}
+const TAG_PLANE_CROSSED: u8 = 3;
 
 impl Event {
     const fn to_wire(self) -> [u8; EVENT_LEN] {
-        let (tag, (kind, id)) = match self {
-            Self::ContactBegan { body } => (TAG_CONTACT_BEGAN, body.to_wire()),
-            Self::ContactEnded { body } => (TAG_CONTACT_ENDED, body.to_wire()),
-            Self::BallCrossedPlane { ball } => (TAG_BALL_CROSSED_PLANE, (BODY_BALL, ball)),
+        let (tag, body) = match self {
+            Self::ContactBegan { body } => (TAG_CONTACT_BEGAN, body),
+            Self::ContactEnded { body } => (TAG_CONTACT_ENDED, body),
+            Self::PlaneCrossed { body } => (TAG_PLANE_CROSSED, body),
         };
-        let id = id.to_le_bytes();
-        [tag, kind, id[0], id[1], 0, 0, 0, 0]
+        let id = body.0.to_le_bytes();
+        [tag, 0, id[0], id[1], 0, 0, 0, 0]
     }
 
-    fn from_wire(bytes: [u8; EVENT_LEN]) -> Option<Self> {
-        let [tag, kind, id0, id1, r0, r1, r2, r3] = bytes;
-        if (r0 | r1 | r2 | r3) != 0 {
+    const fn from_wire(bytes: [u8; EVENT_LEN]) -> Option<Self> {
+        let [tag, r0, id0, id1, r1, r2, r3, r4] = bytes;
+        if (r0 | r1 | r2 | r3 | r4) != 0 {
             return None;
         }
-        let body = BodyId::from_wire(kind, u16::from_le_bytes([id0, id1]))?;
-        match (tag, body) {
-            (TAG_CONTACT_BEGAN, body) => Some(Self::ContactBegan { body }),
-            (TAG_CONTACT_ENDED, body) => Some(Self::ContactEnded { body }),
-            (TAG_BALL_CROSSED_PLANE, BodyId::Ball(ball)) => Some(Self::BallCrossedPlane { ball }),
+        let body = BodyId(u16::from_le_bytes([id0, id1]));
+        match tag {
+            TAG_CONTACT_BEGAN => Some(Self::ContactBegan { body }),
+            TAG_CONTACT_ENDED => Some(Self::ContactEnded { body }),
+            TAG_PLANE_CROSSED => Some(Self::PlaneCrossed { body }),
             _ => None,
         }
     }
 }
 
-/// Position and velocity of one joint, in the plant's joint convention.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct JointState {
-    /// Joint angle, rad.
-    pub position_rad: f64,
-    /// Joint angular velocity, rad/s.
-    pub velocity_rad_s: f64,
-}
+/// Position and velocity of one joint, in the plant's joint convention: the servo's own type,
+/// so a decoded state feeds a servo as it is.
+pub use crate::servo::JointState;
 
 /// Flags of a [`StateFrame`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -322,6 +306,12 @@ pub struct StateFrame {
     /// the controller measure the round trip exactly, in real time too, where the plant holds the
     /// newest torques.
     pub applied_torque_sequence: u32,
+    /// The plant's running total of torque frames it refused since it started, for any reason
+    /// (malformed, oversize, stale, repeated, non-finite, over its torque limit), saturating.
+    pub plant_rejected_frames: u32,
+    /// The part of [`Self::plant_rejected_frames`] refused for a torque beyond the plant's
+    /// limit (the whole frame is refused, never clamped), saturating.
+    pub plant_over_limit_frames: u32,
     /// Joint states, at most [`MAX_JOINTS`].
     pub joints: heapless::Vec<JointState, MAX_JOINTS>,
     /// Events of the step, at most [`MAX_EVENTS`].
@@ -353,6 +343,8 @@ impl StateFrame {
             step_cost_ns: 0,
             flags: StateFlags::NONE,
             applied_torque_sequence: 0,
+            plant_rejected_frames: 0,
+            plant_over_limit_frames: 0,
             joints: heapless::Vec::new(),
             events: heapless::Vec::new(),
         }
@@ -380,6 +372,8 @@ impl StateFrame {
         w.u8(count_u8(self.events.len()));
         w.u16(self.flags.0);
         w.u32(self.applied_torque_sequence);
+        w.u32(self.plant_rejected_frames);
+        w.u32(self.plant_over_limit_frames);
         for j in 0..MAX_JOINTS {
             let s = self.joints.get(j).copied().unwrap_or_default();
             w.f64(s.position_rad);
@@ -402,6 +396,14 @@ impl StateFrame {
         let event_count = r.u8();
         let flags = r.u16();
         let applied_torque_sequence = r.u32();
+        let plant_rejected_frames = r.u32();
+        let plant_over_limit_frames = r.u32();
+        if plant_over_limit_frames > plant_rejected_frames {
+            return Err(DecodeError::CountsDisagree {
+                rejected: plant_rejected_frames,
+                over_limit: plant_over_limit_frames,
+            });
+        }
         if usize::from(joint_count) > MAX_JOINTS {
             return Err(DecodeError::JointCountOutOfRange {
                 count: joint_count,
@@ -445,6 +447,8 @@ impl StateFrame {
             step_cost_ns,
             flags: StateFlags(flags),
             applied_torque_sequence,
+            plant_rejected_frames,
+            plant_over_limit_frames,
             joints,
             events,
         })
@@ -656,8 +660,8 @@ pub enum DecodeError {
         /// Which value.
         field: Field,
     },
-    /// An event slot that decodes to no known event (unknown tag or body kind, or a ball
-    /// crossing that names a weight).
+    /// An event slot that decodes to no known event (unknown tag, or a non-zero reserved byte
+    /// in the slot).
     BadEvent {
         /// Event index in the frame.
         index: u8,
@@ -673,6 +677,14 @@ pub enum DecodeError {
     NonZeroPadding {
         /// Offset of the first non-zero byte in the frame.
         offset: usize,
+    },
+    /// A state frame whose count of torque frames refused over the limit exceeds its count of
+    /// all refused torque frames.
+    CountsDisagree {
+        /// [`StateFrame::plant_rejected_frames`].
+        rejected: u32,
+        /// [`StateFrame::plant_over_limit_frames`].
+        over_limit: u32,
     },
 }
 
@@ -714,6 +726,13 @@ impl fmt::Display for DecodeError {
             Self::NonZeroPadding { offset } => {
                 write!(f, "non-zero reserved or unused byte at offset {offset}")
             }
+            Self::CountsDisagree {
+                rejected,
+                over_limit,
+            } => write!(
+                f,
+                "plant counts {over_limit} torque frames refused over the limit but only {rejected} refused in all"
+            ),
         }
     }
 }
@@ -766,6 +785,13 @@ pub enum Rejected {
         /// The repeated sequence number.
         sequence: u64,
     },
+    /// A datagram longer than any frame (the transport had to cut it to fit a
+    /// [`MAX_FRAME_LEN`]-byte buffer, so its bytes were never decoded); counted by
+    /// [`FrameGuard::reject_oversize`] under [`RejectCounts::oversize`].
+    Oversize {
+        /// Length of the datagram, bytes.
+        datagram: usize,
+    },
 }
 
 impl fmt::Display for Rejected {
@@ -776,6 +802,10 @@ impl fmt::Display for Rejected {
                 write!(f, "stale frame: sequence {sequence} after {newest}")
             }
             Self::Repeated { sequence } => write!(f, "repeated frame: sequence {sequence}"),
+            Self::Oversize { datagram } => write!(
+                f,
+                "oversize datagram: {datagram} bytes, no frame is longer than {MAX_FRAME_LEN}"
+            ),
         }
     }
 }
@@ -792,7 +822,11 @@ impl core::error::Error for Rejected {
 /// Rejections counted by reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RejectCounts {
-    /// Too short, or header length disagreeing with the bytes or the kind.
+    /// Datagrams longer than [`MAX_FRAME_LEN`] (cut by the transport, never decoded). Not
+    /// included in `bad_length`.
+    pub oversize: u64,
+    /// Too short, or header length disagreeing with the bytes or the kind (for a datagram of
+    /// at most [`MAX_FRAME_LEN`] bytes).
     pub bad_length: u64,
     /// Bad magic.
     pub bad_magic: u64,
@@ -802,7 +836,8 @@ pub struct RejectCounts {
     pub wrong_kind: u64,
     /// CRC-32 mismatch.
     pub checksum: u64,
-    /// Joint or event count out of range, bad event, unknown flags, non-zero padding.
+    /// Joint or event count out of range, bad event, unknown flags, non-zero padding, plant
+    /// counts that disagree.
     pub bad_content: u64,
     /// NaN or infinite values.
     pub non_finite: u64,
@@ -815,7 +850,8 @@ pub struct RejectCounts {
 impl RejectCounts {
     /// All rejections.
     pub const fn total(&self) -> u64 {
-        self.bad_length
+        self.oversize
+            .wrapping_add(self.bad_length)
             .wrapping_add(self.bad_magic)
             .wrapping_add(self.wrong_version)
             .wrapping_add(self.wrong_kind)
@@ -843,10 +879,12 @@ impl RejectCounts {
                 | DecodeError::EventCountOutOfRange { .. }
                 | DecodeError::BadEvent { .. }
                 | DecodeError::UnknownFlags { .. }
-                | DecodeError::NonZeroPadding { .. } => &mut self.bad_content,
+                | DecodeError::NonZeroPadding { .. }
+                | DecodeError::CountsDisagree { .. } => &mut self.bad_content,
             },
             Rejected::Stale { .. } => &mut self.stale,
             Rejected::Repeated { .. } => &mut self.repeated,
+            Rejected::Oversize { .. } => &mut self.oversize,
         };
         *slot = slot.wrapping_add(1);
     }
@@ -874,6 +912,7 @@ impl FrameGuard {
             accepted: 0,
             skipped: 0,
             rejected: RejectCounts {
+                oversize: 0,
                 bad_length: 0,
                 bad_magic: 0,
                 wrong_version: 0,
@@ -914,6 +953,15 @@ impl FrameGuard {
             Err(why) => self.rejected.count(why),
         }
         verdict
+    }
+
+    /// Counts a datagram of `datagram` bytes that was too long to be any frame (a transport that
+    /// receives into a [`MAX_FRAME_LEN`]-byte buffer reports it instead of its bytes) and
+    /// returns the rejection. Leaves the sequence state as it was.
+    pub fn reject_oversize(&mut self, datagram: usize) -> Rejected {
+        let why = Rejected::Oversize { datagram };
+        self.rejected.count(&why);
+        why
     }
 
     /// Rejections so far, by reason.
@@ -1131,20 +1179,21 @@ mod tests {
         f.step_cost_ns = 12_345;
         f.flags = StateFlags::FINAL;
         f.applied_torque_sequence = 0xDEAD_BEEF;
+        f.plant_rejected_frames = 0x0102_0304;
+        f.plant_over_limit_frames = 0x0001_0203;
         f.push_joint(JointState {
             position_rad: 1.25,
             velocity_rad_s: -0.5,
         })
         .unwrap();
-        f.push_event(Event::ContactBegan {
-            body: BodyId::Ball(3),
-        })
-        .unwrap();
+        f.push_event(Event::ContactBegan { body: BodyId(3) })
+            .unwrap();
         f.push_event(Event::ContactEnded {
-            body: BodyId::Weight(65535),
+            body: BodyId(65535),
         })
         .unwrap();
-        f.push_event(Event::BallCrossedPlane { ball: 7 }).unwrap();
+        f.push_event(Event::PlaneCrossed { body: BodyId(7) })
+            .unwrap();
         f
     }
 
@@ -1196,11 +1245,18 @@ mod tests {
                 .unwrap();
             }
             for e in 0..MAX_EVENTS {
-                f.push_event(Event::BallCrossedPlane { ball: e as u16 })
-                    .unwrap();
+                f.push_event(Event::PlaneCrossed {
+                    body: BodyId(e as u16),
+                })
+                .unwrap();
             }
+            f.plant_rejected_frames = u32::MAX;
+            f.plant_over_limit_frames = u32::MAX;
             assert!(f.push_joint(JointState::default()).is_err());
-            assert!(f.push_event(Event::BallCrossedPlane { ball: 0 }).is_err());
+            assert!(
+                f.push_event(Event::PlaneCrossed { body: BodyId(0) })
+                    .is_err()
+            );
             f
         };
         assert_eq!(StateFrame::decode(&encoded_state(&full)), Ok(full));
@@ -1246,12 +1302,12 @@ mod tests {
             Err(DecodeError::BadMagic { .. })
         ));
         let mut b = good;
-        b[4] = 2;
+        b[4] = 1;
         assert_eq!(
             StateFrame::decode(&b),
             Err(DecodeError::WrongVersion {
-                found: 2,
-                expected: 1
+                found: 1,
+                expected: 2
             })
         );
         assert_eq!(
@@ -1293,6 +1349,25 @@ mod tests {
         assert_eq!(
             StateFrame::decode(&b),
             Err(DecodeError::BadEvent { index: 0, tag: 77 })
+        );
+        // The reserved byte between tag and body id (a version-1 body kind) must be zero.
+        let mut b = good;
+        b[STATE_EVENTS_AT + EVENT_LEN + 1] = 1;
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::BadEvent { index: 1, tag: 2 })
+        );
+        // More torque frames refused over the limit than refused in all.
+        let mut b = good;
+        b[52..56].copy_from_slice(&0x0102_0305u32.to_le_bytes());
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::CountsDisagree {
+                rejected: 0x0102_0304,
+                over_limit: 0x0102_0305
+            })
         );
         let mut b = good;
         b[42] = 0x80;
@@ -1401,6 +1476,48 @@ mod tests {
     }
 
     #[test]
+    fn the_plant_counters_sit_where_the_layout_table_says() {
+        let b = encoded_state(&sample_state(1));
+        assert_eq!(b[48..52], 0x0102_0304u32.to_le_bytes());
+        assert_eq!(b[52..56], 0x0001_0203u32.to_le_bytes());
+        assert_eq!(b[6..8], (STATE_FRAME_LEN as u16).to_le_bytes());
+        assert_eq!(STATE_FRAME_LEN, 252);
+        assert_eq!(MAX_FRAME_LEN, 252);
+        // Event 2 of the sample: plane crossed (tag 3), body 7.
+        let e = STATE_EVENTS_AT + 2 * EVENT_LEN;
+        assert_eq!(b[e..e + EVENT_LEN], [3, 0, 7, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn oversize_datagrams_are_counted_apart_and_leave_the_sequence_alone() {
+        let mut g = FrameGuard::new();
+        assert!(
+            g.accept::<StateFrame>(&encoded_state(&sample_state(5)))
+                .is_ok()
+        );
+        let why = g.reject_oversize(4096);
+        assert_eq!(why, Rejected::Oversize { datagram: 4096 });
+        assert_eq!(
+            why.to_string(),
+            "oversize datagram: 4096 bytes, no frame is longer than 252"
+        );
+        assert_eq!(
+            *g.rejected(),
+            RejectCounts {
+                oversize: 1,
+                ..RejectCounts::default()
+            }
+        );
+        assert_eq!(g.rejected().total(), 1);
+        assert_eq!(g.newest_sequence(), Some(5));
+        assert!(
+            g.accept::<StateFrame>(&encoded_state(&sample_state(6)))
+                .is_ok()
+        );
+        assert_eq!(g.skipped(), 0);
+    }
+
+    #[test]
     fn the_guard_works_for_torque_frames_too() {
         let mut g = FrameGuard::new();
         assert!(
@@ -1423,11 +1540,11 @@ mod tests {
     fn errors_display_their_reason() {
         let e = Rejected::Malformed(DecodeError::WrongVersion {
             found: 7,
-            expected: 1,
+            expected: 2,
         });
         assert_eq!(
             e.to_string(),
-            "malformed frame: wrong frame version 7, expected 1"
+            "malformed frame: wrong frame version 7, expected 2"
         );
         assert!(core::error::Error::source(&e).is_some());
     }
@@ -1487,18 +1604,21 @@ mod tests {
             seq in any::<u64>(), step in any::<u64>(), t in -1e9f64..1e9,
             joints in proptest::collection::vec((-1e6f64..1e6, -1e6f64..1e6), 0..=MAX_JOINTS),
             torques in proptest::collection::vec(-1e6f64..1e6, 0..=MAX_JOINTS),
-            ids in proptest::collection::vec((0u8..3, any::<u16>(), any::<bool>()), 0..=MAX_EVENTS),
+            ids in proptest::collection::vec((0u8..3, any::<u16>()), 0..=MAX_EVENTS),
+            (rejected, over_limit) in any::<u32>().prop_flat_map(|r| (Just(r), 0..=r)),
         ) {
             let mut s = StateFrame::new(seq, step, t);
+            s.plant_rejected_frames = rejected;
+            s.plant_over_limit_frames = over_limit;
             for (p, v) in joints {
                 s.push_joint(JointState { position_rad: p, velocity_rad_s: v }).unwrap();
             }
-            for (tag, id, ball) in ids {
-                let body = if ball { BodyId::Ball(id) } else { BodyId::Weight(id) };
+            for (tag, id) in ids {
+                let body = BodyId(id);
                 let e = match tag {
                     0 => Event::ContactBegan { body },
                     1 => Event::ContactEnded { body },
-                    _ => Event::BallCrossedPlane { ball: id },
+                    _ => Event::PlaneCrossed { body },
                 };
                 s.push_event(e).unwrap();
             }

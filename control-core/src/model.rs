@@ -21,14 +21,6 @@ pub struct ArmModel {
 }
 
 impl ArmModel {
-    /// The arm of our ball-blocking scene (the paper gives no dimensions; these are ours): 1 m long, 0.1 m thick, 2 kg, g = 9.8 m/s².
-    pub const BALL_BLOCKING: Self = Self {
-        length_m: 1.0,
-        thickness_m: 0.1,
-        mass_kg: 2.0,
-        gravity_m_s2: 9.8,
-    };
-
     /// Moment of inertia about the hinge axis (kg·m²): a box of length L and square side a turning
     /// about an axis through one end, perpendicular to its length: M(L²/3 + a²/12).
     pub fn inertia_about_hinge_kgm2(&self) -> f64 {
@@ -47,16 +39,24 @@ impl ArmModel {
 mod tests {
     use super::*;
 
+    /// A test arm: 1 m long, 0.1 m thick, 2 kg, g = 9.8 m/s².
+    const ARM: ArmModel = ArmModel {
+        length_m: 1.0,
+        thickness_m: 0.1,
+        mass_kg: 2.0,
+        gravity_m_s2: 9.8,
+    };
+
     #[test]
     fn gravity_pulls_a_horizontal_arm_down_and_spares_a_vertical_one() {
-        let arm = ArmModel::BALL_BLOCKING;
+        let arm = ARM;
         assert!((arm.gravity_torque_nm(0.0) + 9.8).abs() < 1e-12);
         assert!(arm.gravity_torque_nm(core::f64::consts::FRAC_PI_2).abs() < 1e-12);
     }
 
     #[test]
-    fn inertia_of_the_ball_blocking_arm() {
-        let i = ArmModel::BALL_BLOCKING.inertia_about_hinge_kgm2();
+    fn inertia_of_a_box_about_its_end() {
+        let i = ARM.inertia_about_hinge_kgm2();
         assert!((i - 2.0 * (1.0 / 3.0 + 0.01 / 12.0)).abs() < 1e-15);
     }
 }

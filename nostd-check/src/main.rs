@@ -7,8 +7,7 @@ use core::hint::black_box;
 use core::panic::PanicInfo;
 
 use control_core::frames::{
-    FrameGuard, JointState as WireJoint, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN,
-    TorqueFrame,
+    BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
 };
 use control_core::gains::{ArrivalProblem, solve_arrival_gains};
 use control_core::lambert_w;
@@ -62,17 +61,25 @@ pub extern "C" fn _start() -> ! {
             acc += servo.tick(0.0, JointState::default(), 0.0).torque_nm;
         }
     }
+    // The wire's joint state is the servo's: a decoded state feeds a servo as it is.
     let mut state = StateFrame::new(1, 1, 0.005);
-    let _ = state.push_joint(WireJoint {
+    let _ = state.push_joint(JointState {
         position_rad: acc,
         velocity_rad_s: 0.0,
     });
+    let _ = state.push_event(Event::PlaneCrossed {
+        body: BodyId(black_box(3)),
+    });
+    state.plant_rejected_frames = black_box(2);
+    state.plant_over_limit_frames = black_box(1);
     let mut buf = [0u8; STATE_FRAME_LEN];
     if let Ok(n) = state.encode(&mut buf) {
         let mut guard = FrameGuard::new();
         if let Ok(f) = guard.accept::<StateFrame>(buf.get(..n).unwrap_or(&[])) {
-            acc += f.sim_time_s;
+            acc += f.sim_time_s + f64::from(f.plant_rejected_frames);
         }
+        let _ = guard.reject_oversize(black_box(4096));
+        acc += guard.rejected().total() as f64;
     }
     let mut torque = TorqueFrame::new(1, 1);
     let _ = torque.push_torque(acc);
