@@ -23,7 +23,7 @@ use sim_host::{ArmSpec, BallSpawn, Plant, Scene, WeightDrop, WeightShape};
 use transport::{FrameTransport, SeqPacket};
 
 fn busy_scene() -> Scene {
-    let mut s = Scene::new(ArmSpec::BALL_BLOCKING, 1e6);
+    let mut s = Scene::new(ArmSpec::EXAMPLE, 1e6);
     for (i, (x, y)) in [(0.0, -0.3), (0.0, -0.6), (0.0, -0.9), (0.4, -0.5)]
         .into_iter()
         .enumerate()
@@ -33,7 +33,7 @@ fn busy_scene() -> Scene {
     }
     for (i, x) in [0.05, -0.05].into_iter().enumerate() {
         s.weights.push(WeightDrop {
-            id: i as u16,
+            id: 4 + i as u16, // after the balls' ids: one namespace
             spawn_time_s: 0.0,
             position_m: [x, 0.3 + 0.2 * i as f64, 0.0],
             velocity_m_s: [0.0; 3],
@@ -48,7 +48,7 @@ fn busy_scene() -> Scene {
 
 fn plant_step(c: &mut Criterion) {
     let mut g = c.benchmark_group("plant_step");
-    let mut plant = Plant::new(&Scene::new(ArmSpec::BALL_BLOCKING, 1e6)).expect("scene");
+    let mut plant = Plant::new(&Scene::new(ArmSpec::EXAMPLE, 1e6)).expect("scene");
     g.bench_function("arm_alone", |b| {
         b.iter(|| black_box(plant.step(black_box(&[0.5]))));
     });
@@ -78,7 +78,7 @@ fn lockstep(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("sim-host-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("scene.json");
-    let scene = Scene::new(ArmSpec::BALL_BLOCKING, 1e6);
+    let scene = Scene::new(ArmSpec::EXAMPLE, 1e6);
     std::fs::write(&path, serde_json::to_string(&scene).expect("json")).expect("write");
     let mut g = c.benchmark_group("lockstep");
     for (name, cpu) in [("binary_same_cpu", Some(0usize)), ("binary_any_cpu", None)] {

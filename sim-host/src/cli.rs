@@ -4,13 +4,14 @@
 //! with a subcommand), so that one `cargo run` builds everything.
 //!
 //! Exit codes: 0 when the scene ends or the controller closes its end; 2 on a bad command line or
-//! scene file; 1 on a transport or protocol error. One summary line goes to stderr at the end
-//! (unless `--quiet`); errors always do.
+//! scene file; 1 on a transport or protocol error (never on what a torque frame holds: refused
+//! frames are counted). One summary line goes to stderr at the end (unless `--quiet`), with the
+//! refused torque frames by kind; errors always do.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use transport::SeqPacket;
+use transport::{FrameLink, SeqPacket};
 
 use crate::host::{self, Mode};
 use crate::{Plant, Scene};
@@ -83,8 +84,8 @@ pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
     }
     // SAFETY: the caller guarantees (this function's contract) that the `--fd` descriptor is
     // open and owned by nothing else; it is adopted exactly once, here.
-    let link = match unsafe { SeqPacket::from_inherited_fd(args.fd) } {
-        Ok(l) => l,
+    let mut link = match unsafe { SeqPacket::from_inherited_fd(args.fd) } {
+        Ok(l) => FrameLink::new(l),
         Err(e) => {
             eprintln!(
                 "sim-host: --fd {}: not a usable SEQPACKET socket: {e}",
@@ -94,8 +95,8 @@ pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
         }
     };
     let result = match args.mode {
-        Mode::Lockstep => host::run_lockstep(&mut plant, &link),
-        Mode::Realtime => host::run_realtime(&mut plant, &link),
+        Mode::Lockstep => host::run_lockstep(&mut plant, &mut link),
+        Mode::Realtime => host::run_realtime(&mut plant, &mut link),
     };
     match result {
         Ok(summary) => {

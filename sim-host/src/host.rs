@@ -1,10 +1,12 @@
 //! The plant process's two loops: [`run_lockstep`] and [`run_realtime`], each driving a
-//! [`Plant`] over a [`FrameTransport`].
+//! [`Plant`] over a [`FrameLink`] (any [`FrameTransport`]).
 //!
 //! - Lockstep (bit-deterministic): send the state of step 0; then for each step k wait for the
 //!   torque frame meant for step k, step, send the state of step k + 1. Torque frames for earlier
 //!   steps are dropped (counted in [`RunSummary::late_torque_frames`]); one for a later step is a
-//!   protocol error.
+//!   protocol error. A frame for step k refused for its torque (below) still answers step k: the
+//!   plant steps with the torques it holds (those of the last frame it applied, zero before any)
+//!   and the state's `applied_torque_sequence` names that frame, not the refused one.
 //! - Real time: step against the wall clock at dt with absolute deadlines (CLOCK_MONOTONIC,
 //!   `clock_nanosleep(TIMER_ABSTIME)`). The state of step k + 1 is sent at its instant
 //!   t0 + (k + 1)·dt; the step that produces it is computed a short lead before (dt/10, at least
@@ -19,27 +21,52 @@
 //! depending on the load of the 2-vCPU VM.
 //!
 //! In both, the last state (at the scene's end time) carries `StateFlags::FINAL`; a peer that
-//! closes ends the run cleanly ([`RunEnd::PeerClosed`]). Malformed, stale and repeated torque
-//! frames are rejected, counted ([`RunSummary::rejected`]) and never applied.
+//! closes ends the run cleanly ([`RunEnd::PeerClosed`]). Torque frames that are malformed,
+//! oversize (longer than any frame), non-finite, stale or repeated are refused by the link and
+//! counted by reason ([`RunSummary::rejected`]); a frame with any torque beyond the scene's
+//! `arm.torque_limit_nm` (|τ| > limit) is refused whole and counted
+//! ([`RunSummary::over_limit_torque_frames`]). Every state frame carries both running totals
+//! (`plant_rejected_frames`: all refusals; `plant_over_limit_frames`: the over-limit ones), so
+//! the controller can report them from the newest state; the summary line says them too.
 //!
-//! Never does: apply a torque frame that failed its checks, block on the controller in real time.
+//! Never does: apply a torque frame that failed a check, clamp a torque, end a run because of
+//! what the controller sent (garbage is counted, not fatal; only a frame for a future step in
+//! lockstep is), block on the controller in real time.
 
 use std::fmt;
 
-use control_core::frames::{
-    FrameGuard, MAX_FRAME_LEN, RejectCounts, StateFlags, StateFrame, TorqueFrame,
-};
-use transport::{FrameTransport, TransportError};
+use control_core::frames::{MAX_JOINTS, RejectCounts, StateFlags, StateFrame, TorqueFrame};
+use transport::{FrameLink, FrameTransport, LinkError};
 
 use crate::plant::Plant;
 
-/// The two ways to run the loop (DESIGN.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The two ways to run the loop (DESIGN.md): the plant's and the harness's one mode type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Step only when the torques for the step have arrived; simulated time.
     Lockstep,
     /// Step against the wall clock, zero-order hold on torques.
     Realtime,
+}
+
+impl Mode {
+    /// Both modes, lockstep first.
+    pub const ALL: [Self; 2] = [Self::Lockstep, Self::Realtime];
+
+    /// The mode's name on command lines and in reports: `"lockstep"` or `"realtime"` (what
+    /// [`str::parse`] reads back).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Lockstep => "lockstep",
+            Self::Realtime => "realtime",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl std::str::FromStr for Mode {
@@ -69,14 +96,26 @@ pub struct RunSummary {
     pub end: RunEnd,
     /// Physics steps taken.
     pub steps: u64,
-    /// Torque frames refused, by reason.
+    /// Torque frames the link refused, by reason (oversize datagrams under `oversize`).
     pub rejected: RejectCounts,
+    /// Torque frames refused for a torque beyond the scene's limit (not in `rejected`).
+    pub over_limit_torque_frames: u64,
     /// Real time only: steps whose state was ready after its deadline.
     pub late_steps: u64,
     /// Lockstep only: valid torque frames for a step already taken (dropped).
     pub late_torque_frames: u64,
     /// Total wall-clock cost of the physics steps, ns.
     pub step_cost_total_ns: u64,
+}
+
+impl RunSummary {
+    /// Every torque frame refused, for any reason: what the last state frame's
+    /// `plant_rejected_frames` says (unless it saturated).
+    pub const fn refused_torque_frames(&self) -> u64 {
+        self.rejected
+            .total()
+            .saturating_add(self.over_limit_torque_frames)
+    }
 }
 
 impl fmt::Display for RunSummary {
@@ -88,13 +127,15 @@ impl fmt::Display for RunSummary {
         };
         write!(
             f,
-            "{} after {} steps; mean step cost {mean_us:.1} µs; rejected torque frames {}; late torque frames {}; late steps {}",
+            "{} after {} steps; mean step cost {mean_us:.1} µs; rejected torque frames {} (over the torque limit {}, oversize {}); late torque frames {}; late steps {}",
             match self.end {
                 RunEnd::EndOfScene => "end of scene",
                 RunEnd::PeerClosed => "controller closed the connection",
             },
             self.steps,
-            self.rejected.total(),
+            self.refused_torque_frames(),
+            self.over_limit_torque_frames,
+            self.rejected.oversize,
             self.late_torque_frames,
             self.late_steps
         )
@@ -105,8 +146,8 @@ impl fmt::Display for RunSummary {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum HostError {
-    /// The transport failed (other than the peer closing).
-    Transport(TransportError),
+    /// The link failed (other than the peer closing).
+    Link(LinkError),
     /// The controller broke the lockstep protocol.
     Protocol(String),
 }
@@ -114,7 +155,7 @@ pub enum HostError {
 impl fmt::Display for HostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Transport(e) => write!(f, "transport error: {e}"),
+            Self::Link(e) => write!(f, "link error: {e}"),
             Self::Protocol(m) => write!(f, "protocol error: {m}"),
         }
     }
@@ -123,7 +164,7 @@ impl fmt::Display for HostError {
 impl std::error::Error for HostError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Transport(e) => Some(e),
+            Self::Link(e) => Some(e),
             Self::Protocol(_) => None,
         }
     }
@@ -131,9 +172,11 @@ impl std::error::Error for HostError {
 
 struct Loop<'a, T: FrameTransport> {
     plant: &'a mut Plant,
-    link: &'a T,
-    guard: FrameGuard,
-    buf: [u8; MAX_FRAME_LEN],
+    link: &'a mut FrameLink<T>,
+    /// The torques of the last frame applied, and its sequence number (0: none yet).
+    held: heapless::Vec<f64, MAX_JOINTS>,
+    held_sequence: u64,
+    over_limit: u64,
     steps: u64,
     cost_ns: u64,
     late: u64,
@@ -144,12 +187,13 @@ struct Loop<'a, T: FrameTransport> {
 type Sent = Result<Option<()>, HostError>;
 
 impl<'a, T: FrameTransport> Loop<'a, T> {
-    fn new(plant: &'a mut Plant, link: &'a T) -> Self {
+    fn new(plant: &'a mut Plant, link: &'a mut FrameLink<T>) -> Self {
         Self {
             plant,
             link,
-            guard: FrameGuard::new(),
-            buf: [0; MAX_FRAME_LEN],
+            held: heapless::Vec::new(),
+            held_sequence: 0,
+            over_limit: 0,
             steps: 0,
             cost_ns: 0,
             late: 0,
@@ -157,23 +201,38 @@ impl<'a, T: FrameTransport> Loop<'a, T> {
         }
     }
 
+    /// Sends `frame` with the final flag (at the scene's end) and the running refusal counts.
     fn send(&mut self, mut frame: StateFrame) -> Sent {
         if self.plant.is_finished() {
             frame.flags = frame.flags.with(StateFlags::FINAL);
         }
-        let mut out = [0u8; MAX_FRAME_LEN];
-        let n = frame
-            .encode(&mut out)
-            .map_err(|e| HostError::Protocol(format!("cannot encode state: {e}")))?;
-        match self.link.send(out.get(..n).unwrap_or(&out)) {
+        let all = self.link.rejected().total().saturating_add(self.over_limit);
+        frame.plant_rejected_frames = u32::try_from(all).unwrap_or(u32::MAX);
+        frame.plant_over_limit_frames = u32::try_from(self.over_limit).unwrap_or(u32::MAX);
+        match self.link.send_state(&frame) {
             Ok(()) => Ok(Some(())),
-            Err(TransportError::PeerClosed) => Ok(None),
-            Err(e) => Err(HostError::Transport(e)),
+            Err(LinkError::PeerClosed) => Ok(None),
+            Err(e) => Err(HostError::Link(e)),
         }
     }
 
-    fn step(&mut self, torques: &[f64], torque_sequence: u64) -> StateFrame {
-        let frame = self.plant.step_driven_by(torques, torque_sequence);
+    /// Whether `frame`'s torques are within the scene's limit; counts it refused if not.
+    fn within_limit(&mut self, frame: &TorqueFrame) -> bool {
+        let ok = self.plant.check_torques(&frame.torques_nm).is_ok();
+        if !ok {
+            self.over_limit = self.over_limit.saturating_add(1);
+        }
+        ok
+    }
+
+    fn hold(&mut self, frame: TorqueFrame) {
+        self.held = frame.torques_nm;
+        self.held_sequence = frame.sequence;
+    }
+
+    /// One physics step with the held torques.
+    fn step(&mut self) -> StateFrame {
+        let frame = self.plant.step_driven_by(&self.held, self.held_sequence);
         self.steps += 1;
         self.cost_ns = self.cost_ns.saturating_add(frame.step_cost_ns);
         frame
@@ -183,7 +242,8 @@ impl<'a, T: FrameTransport> Loop<'a, T> {
         RunSummary {
             end,
             steps: self.steps,
-            rejected: *self.guard.rejected(),
+            rejected: *self.link.rejected(),
+            over_limit_torque_frames: self.over_limit,
             late_steps: self.late,
             late_torque_frames: self.late_frames,
             step_cost_total_ns: self.cost_ns,
@@ -195,7 +255,7 @@ impl<'a, T: FrameTransport> Loop<'a, T> {
 /// or until the controller closes.
 pub fn run_lockstep<T: FrameTransport>(
     plant: &mut Plant,
-    link: &T,
+    link: &mut FrameLink<T>,
 ) -> Result<RunSummary, HostError> {
     let mut l = Loop::new(plant, link);
     let first = l.plant.state_frame();
@@ -204,28 +264,33 @@ pub fn run_lockstep<T: FrameTransport>(
     }
     while !l.plant.is_finished() {
         let k = l.plant.step_index();
-        let (torques, torque_sequence) = loop {
-            let n = match l.link.recv(&mut l.buf) {
-                Ok(n) => n,
-                Err(TransportError::PeerClosed) => return Ok(l.summary(RunEnd::PeerClosed)),
-                Err(e) => return Err(HostError::Transport(e)),
+        loop {
+            let frame = match l.link.recv_torques(None) {
+                Ok(f) => f,
+                Err(LinkError::PeerClosed) => return Ok(l.summary(RunEnd::PeerClosed)),
+                Err(e) => return Err(HostError::Link(e)),
             };
-            let Ok(frame) = l.guard.accept::<TorqueFrame>(l.buf.get(..n).unwrap_or(&[])) else {
-                continue;
-            };
-            if frame.step == k {
-                break (frame.torques_nm, frame.sequence);
-            }
             if frame.step > k {
                 return Err(HostError::Protocol(format!(
                     "torque frame for step {} while the plant waits for step {k}",
                     frame.step
                 )));
             }
-            // An accepted frame for an earlier step: late, dropped.
-            l.late_frames += 1;
-        };
-        let state = l.step(&torques, torque_sequence);
+            let applicable = l.within_limit(&frame);
+            if frame.step == k {
+                // Refused for its torque: it still answers step k, which runs on the held
+                // torques.
+                if applicable {
+                    l.hold(frame);
+                }
+                break;
+            }
+            if applicable {
+                // An accepted frame for an earlier step: late, dropped.
+                l.late_frames += 1;
+            }
+        }
+        let state = l.step();
         if l.send(state)?.is_none() {
             return Ok(l.summary(RunEnd::PeerClosed));
         }
@@ -237,17 +302,15 @@ pub fn run_lockstep<T: FrameTransport>(
 /// t_(k+1), with the newest torques received by then, and its state is sent at t_(k+1), ns.
 pub const REALTIME_LEAD_MIN_NS: u64 = 300_000;
 
-/// Runs `plant` against the wall clock at its dt, holding the newest torques received, until
-/// the scene's end or until the controller closes.
+/// Runs `plant` against the wall clock at its dt, holding the newest torques received (and
+/// within the limit), until the scene's end or until the controller closes.
 pub fn run_realtime<T: FrameTransport>(
     plant: &mut Plant,
-    link: &T,
+    link: &mut FrameLink<T>,
 ) -> Result<RunSummary, HostError> {
     let dt_ns = (plant.dt_s() * 1e9).round() as u64;
     let lead_ns = (dt_ns / 10).max(REALTIME_LEAD_MIN_NS).min(dt_ns);
     let mut l = Loop::new(plant, link);
-    let mut held: heapless::Vec<f64, { control_core::frames::MAX_JOINTS }> = heapless::Vec::new();
-    let mut held_sequence = 0u64;
     let t0 = clock::now_ns();
     let first = l.plant.state_frame();
     if l.send(first)?.is_none() {
@@ -258,21 +321,20 @@ pub fn run_realtime<T: FrameTransport>(
         // Step as late as possible, so that torques answering the state just sent still apply
         // to the interval that state starts.
         clock::sleep_until_ns(deadline.saturating_sub(lead_ns));
-        // Drain everything that arrived; the newest valid frame wins.
+        // Drain everything that arrived; the newest frame within the limit wins.
         loop {
-            match l.link.try_recv(&mut l.buf) {
-                Ok(Some(n)) => {
-                    if let Ok(f) = l.guard.accept::<TorqueFrame>(l.buf.get(..n).unwrap_or(&[])) {
-                        held = f.torques_nm;
-                        held_sequence = f.sequence;
+            match l.link.try_recv_torques() {
+                Ok(Some(f)) => {
+                    if l.within_limit(&f) {
+                        l.hold(f);
                     }
                 }
                 Ok(None) => break,
-                Err(TransportError::PeerClosed) => return Ok(l.summary(RunEnd::PeerClosed)),
-                Err(e) => return Err(HostError::Transport(e)),
+                Err(LinkError::PeerClosed) => return Ok(l.summary(RunEnd::PeerClosed)),
+                Err(e) => return Err(HostError::Link(e)),
             }
         }
-        let state = l.step(&held, held_sequence);
+        let state = l.step();
         if clock::now_ns() > deadline {
             l.late += 1;
         } else {
@@ -350,7 +412,7 @@ mod clock {
 mod tests {
     use super::*;
     use crate::scene::{ArmSpec, Scene};
-    use control_core::frames::TORQUE_FRAME_LEN;
+    use control_core::frames::{FrameGuard, MAX_FRAME_LEN, TORQUE_FRAME_LEN};
     use transport::SeqPacket;
 
     fn torque(seq: u64, step: u64, tau: f64) -> [u8; TORQUE_FRAME_LEN] {
@@ -362,42 +424,84 @@ mod tests {
     }
 
     #[test]
+    fn modes_have_one_name_each_way() {
+        for m in Mode::ALL {
+            assert_eq!(m.name().parse::<Mode>(), Ok(m));
+            assert_eq!(m.to_string(), m.name());
+        }
+        assert_eq!(Mode::Realtime.name(), "realtime");
+        assert!("Lockstep".parse::<Mode>().is_err());
+    }
+
+    /// Lockstep over a socket gives the in-process plant's states bit for bit while bad frames
+    /// of every kind are refused, counted by reason and reported in every later state: a
+    /// corrupted frame, a repeat, a 4096-byte datagram, a torque of 1e300 (refused whole; the
+    /// step runs on the held torques) and, applied, a torque of exactly the limit.
+    #[test]
     fn lockstep_over_a_socket_matches_the_plant_in_process_and_counts_bad_frames() {
-        let scene = Scene::new(ArmSpec::BALL_BLOCKING, 0.5);
+        let scene = Scene::new(ArmSpec::EXAMPLE, 0.5);
+        let limit = scene.arm.torque_limit_nm;
         let (ctl, host) = SeqPacket::pair().unwrap();
         let s2 = scene.clone();
         let plant_thread = std::thread::spawn(move || {
             let mut plant = Plant::new(&s2).unwrap();
-            run_lockstep(&mut plant, &host).unwrap()
+            run_lockstep(&mut plant, &mut FrameLink::new(host)).unwrap()
         });
         let mut reference = Plant::new(&scene).unwrap();
         let mut buf = [0u8; MAX_FRAME_LEN];
         let mut guard = FrameGuard::new();
         let mut k = 0u64;
+        let mut held = (0.0, 0u64);
+        let mut counts = (0u32, 0u32);
         loop {
             let n = ctl.recv(&mut buf).unwrap();
             let state: StateFrame = guard.accept(&buf[..n]).unwrap();
             let expected = if k == 0 {
                 reference.state_frame()
             } else {
-                reference.step(&[0.5])
+                reference.step(&[held.0])
             };
             assert_eq!(state.step, k);
             assert_eq!(
                 state.joints[0].position_rad.to_bits(),
                 expected.joints[0].position_rad.to_bits()
             );
+            assert!(state.joints[0].velocity_rad_s.is_finite());
+            assert_eq!(u64::from(state.applied_torque_sequence), held.1);
+            assert_eq!(
+                (state.plant_rejected_frames, state.plant_over_limit_frames),
+                counts,
+                "step {k}"
+            );
             if state.flags.contains(StateFlags::FINAL) {
                 break;
             }
-            // A corrupted frame and a repeat of the previous one, both refused.
-            if k == 3 {
-                let mut bad = torque(k, k, 0.5);
-                bad[20] ^= 1;
-                ctl.send(&bad).unwrap();
-                ctl.send(&torque(k - 1, k - 1, 0.5)).unwrap();
+            let mut tau = 0.5;
+            match k {
+                3 => {
+                    // A corrupted frame and a repeat of the previous one, both refused.
+                    let mut bad = torque(k, k, 0.5);
+                    bad[20] ^= 1;
+                    ctl.send(&bad).unwrap();
+                    ctl.send(&torque(k - 1, k - 1, 0.5)).unwrap();
+                    counts.0 += 2;
+                }
+                5 => {
+                    ctl.send(&[0x55; 4096]).unwrap();
+                    counts.0 += 1;
+                }
+                7 => tau = -limit,
+                9 => tau = 1e300,
+                11 => tau = limit * (1.0 + f64::EPSILON),
+                _ => {}
             }
-            ctl.send(&torque(k, k, 0.5)).unwrap();
+            ctl.send(&torque(k, k, tau)).unwrap();
+            if tau.abs() > limit {
+                counts.0 += 1;
+                counts.1 += 1;
+            } else {
+                held = (tau, k);
+            }
             k += 1;
         }
         let summary = plant_thread.join().unwrap();
@@ -405,15 +509,25 @@ mod tests {
         assert_eq!(summary.steps, 100);
         assert_eq!(summary.rejected.checksum, 1);
         assert_eq!(summary.rejected.repeated, 1);
+        assert_eq!(summary.rejected.oversize, 1);
+        assert_eq!(summary.rejected.total(), 3);
+        assert_eq!(summary.over_limit_torque_frames, 2);
+        assert_eq!(summary.refused_torque_frames(), 5);
+        assert_eq!(counts, (5, 2));
+        let line = summary.to_string();
+        assert!(
+            line.contains("rejected torque frames 5 (over the torque limit 2, oversize 1)"),
+            "{line}"
+        );
     }
 
     #[test]
     fn realtime_paces_to_the_wall_clock_and_ends_when_the_peer_closes() {
-        let scene = Scene::new(ArmSpec::BALL_BLOCKING, 100.0);
+        let scene = Scene::new(ArmSpec::EXAMPLE, 100.0);
         let (ctl, host) = SeqPacket::pair().unwrap();
         let plant_thread = std::thread::spawn(move || {
             let mut plant = Plant::new(&scene).unwrap();
-            run_realtime(&mut plant, &host).unwrap()
+            run_realtime(&mut plant, &mut FrameLink::new(host)).unwrap()
         });
         let start = std::time::Instant::now();
         let mut buf = [0u8; MAX_FRAME_LEN];
@@ -434,7 +548,7 @@ mod tests {
         assert!(elapsed > 0.19, "{elapsed}");
         // The answer to state k drives the step from k to k + 1 (this controller answers within
         // microseconds, far inside the 4.5 ms before the plant computes the step).
-        let expected = 1.0 / ArmSpec::BALL_BLOCKING.model().inertia_about_hinge_kgm2() * 0.005;
+        let expected = 1.0 / ArmSpec::EXAMPLE.model().inertia_about_hinge_kgm2() * 0.005;
         let driven = velocities
             .windows(2)
             .filter(|w| w[1] - w[0] > 0.5 * expected)
@@ -444,5 +558,44 @@ mod tests {
             "{driven} of 39 steps had the torque: {velocities:?}"
         );
         assert_eq!(summary.end, RunEnd::PeerClosed);
+    }
+
+    /// In real time a frame over the limit is refused and not held: the plant keeps the torques
+    /// it had, and the states count the refusal.
+    #[test]
+    fn realtime_refuses_torques_over_the_limit_and_keeps_the_held_ones() {
+        let mut scene = Scene::new(ArmSpec::EXAMPLE, 100.0);
+        scene.arm.gravity_m_s2 = 0.0;
+        scene.arm.initial_angle_rad = 0.0;
+        let (ctl, host) = SeqPacket::pair().unwrap();
+        let plant_thread = std::thread::spawn(move || {
+            let mut plant = Plant::new(&scene).unwrap();
+            run_realtime(&mut plant, &mut FrameLink::new(host)).unwrap()
+        });
+        let mut buf = [0u8; MAX_FRAME_LEN];
+        let mut newest = None;
+        for i in 0..30u64 {
+            let n = ctl.recv(&mut buf).unwrap();
+            let state = StateFrame::decode(&buf[..n]).unwrap();
+            newest = Some(state);
+            // Frame 1 is within the limit; every later one is not.
+            let tau = if i == 1 { 2.0 } else { -1e300 };
+            if i >= 1 {
+                ctl.send(&torque(i, i, tau)).unwrap();
+            }
+        }
+        drop(ctl);
+        let summary = plant_thread.join().unwrap();
+        let s = newest.unwrap();
+        assert_eq!(
+            summary.over_limit_torque_frames,
+            summary.refused_torque_frames()
+        );
+        assert!(s.plant_over_limit_frames >= 25, "{s:?}");
+        assert_eq!(s.plant_over_limit_frames, s.plant_rejected_frames);
+        // Only frame 1 was ever applied, and it is still held: the arm keeps speeding up
+        // counter-clockwise, finitely.
+        assert_eq!(s.applied_torque_sequence, 1);
+        assert!(s.joints[0].velocity_rad_s > 0.0 && s.joints[0].velocity_rad_s.is_finite());
     }
 }

@@ -20,6 +20,10 @@
 //! the arm (child), −τ on the base (parent; fixed here, so Rapier ignores it, but the rule holds
 //! for a chain). Rapier's user forces persist, so they are reset before every step.
 //!
+//! The scene's `arm.torque_limit_nm` is the plant's: [`Plant::check_torques`] names a torque
+//! beyond it, and the host refuses such a frame whole (never clamps it) before it reaches
+//! [`Plant::step_driven_by`]. Stepping applies what it is given.
+//!
 //! # Events
 //! `ContactBegan` / `ContactEnded` are reported when a ball or weight starts or stops touching
 //! the arm, judged after each step from the (arm, body) contact pair: touching means the solver
@@ -31,8 +35,8 @@
 //! A ball aimed at the arm's line therefore has a blocking window of ±(thickness/2 + radius +
 //! ≈1 cm) across the arm (splitting the step into 2–8 Rapier substeps did not shrink it).
 //!
-//! `BallCrossedPlane` is reported in the step where a ball's centre goes from z < 0 to z ≥ 0
-//! (once per ball). Within a step, contact events come before crossings. A step with more than
+//! `PlaneCrossed` is reported in the step where a ball's centre goes from z < 0 to z ≥ 0, the
+//! scene's crossing plane (once per ball; weights fall in the arm's plane and never report it). Within a step, contact events come before crossings. A step with more than
 //! `MAX_EVENTS` events passes the rest on to the following frames. Balls are removed
 //! `linger_after_crossing_s` after crossing, and any ball or weight whose centre falls below
 //! `remove_below_y_m`.
@@ -58,6 +62,7 @@ use crate::scene::{Scene, SceneError, WeightShape};
 struct Pending {
     step: u64,
     id: BodyId,
+    crosses: bool,
     position: [f64; 3],
     velocity: [f64; 3],
     shape: Shape,
@@ -74,6 +79,8 @@ enum Shape {
 #[derive(Debug, Clone, Copy)]
 struct Live {
     id: BodyId,
+    /// Whether its crossings of z = 0 are reported (balls).
+    crosses: bool,
     body: RigidBodyHandle,
     collider: ColliderHandle,
     /// Step at which its centre crossed z = 0 (balls only).
@@ -90,6 +97,7 @@ pub struct Plant {
     arm_collider: ColliderHandle,
     joint: MultibodyJointHandle,
     dt_s: f64,
+    torque_limit_nm: f64,
     step: u64,
     total_steps: u64,
     linger_steps: u64,
@@ -167,6 +175,7 @@ impl Plant {
             arm_collider,
             joint,
             dt_s: scene.dt_s,
+            torque_limit_nm: arm_spec.torque_limit_nm,
             step: 0,
             total_steps: scene.total_steps(),
             linger_steps: step_of(scene.linger_after_crossing_s, scene.dt_s),
@@ -183,7 +192,8 @@ impl Plant {
             .iter()
             .map(|b| Pending {
                 step: step_of(b.spawn_time_s, scene.dt_s),
-                id: BodyId::Ball(b.id),
+                id: BodyId(b.id),
+                crosses: true,
                 position: b.position_m,
                 velocity: b.velocity_m_s,
                 shape: Shape::Sphere(b.radius_m),
@@ -191,7 +201,8 @@ impl Plant {
             })
             .chain(scene.weights.iter().map(|w| Pending {
                 step: step_of(w.spawn_time_s, scene.dt_s),
-                id: BodyId::Weight(w.id),
+                id: BodyId(w.id),
+                crosses: false,
                 position: w.position_m,
                 velocity: w.velocity_m_s,
                 shape: match w.shape {
@@ -261,6 +272,24 @@ impl Plant {
         self.total_steps
     }
 
+    /// The scene's joint torque limit, N·m.
+    pub const fn torque_limit_nm(&self) -> f64 {
+        self.torque_limit_nm
+    }
+
+    /// Checks torques against the scene's limit: `Err((joint, torque))` names the first torque
+    /// with |τ| > `torque_limit_nm` (every entry is checked, also those beyond the plant's one
+    /// joint; NaN counts as beyond). A torque of exactly the limit passes.
+    pub fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        match torques_nm
+            .iter()
+            .position(|t| t.is_nan() || t.abs() > self.torque_limit_nm)
+        {
+            Some(j) => Err((j, torques_nm.get(j).copied().unwrap_or(f64::NAN))),
+            None => Ok(()),
+        }
+    }
+
     /// Whether the run has reached the scene's end time.
     pub const fn is_finished(&self) -> bool {
         self.step >= self.total_steps
@@ -297,7 +326,8 @@ impl Plant {
     }
 
     /// Steps the world by dt with joint torques `torques_nm` (N·m; a missing joint gets 0, extra
-    /// entries are ignored) held for the whole step, and returns the new state's frame.
+    /// entries are ignored) held for the whole step, and returns the new state's frame. Applies
+    /// what it is given: the limit is the caller's to enforce ([`Self::check_torques`]).
     pub fn step(&mut self, torques_nm: &[f64]) -> StateFrame {
         self.step_driven_by(torques_nm, 0)
     }
@@ -345,6 +375,7 @@ impl Plant {
             let (body, collider) = self.world.insert(body, collider);
             self.live.push(Live {
                 id: p.id,
+                crosses: p.crosses,
                 body,
                 collider,
                 crossed_at: None,
@@ -389,10 +420,7 @@ impl Plant {
 
     fn detect_crossings(&mut self, before: &[Real]) {
         for (live, &z0) in self.live.iter_mut().zip(before) {
-            let BodyId::Ball(ball) = live.id else {
-                continue;
-            };
-            if live.crossed_at.is_some() {
+            if !live.crosses || live.crossed_at.is_some() {
                 continue;
             }
             let z1 = self
@@ -402,7 +430,7 @@ impl Plant {
                 .map_or(z0, |b| b.translation().z);
             if z0 < 0.0 && z1 >= 0.0 {
                 live.crossed_at = Some(self.step);
-                self.events.push_back(Event::BallCrossedPlane { ball });
+                self.events.push_back(Event::PlaneCrossed { body: live.id });
             }
         }
     }
@@ -439,7 +467,8 @@ mod tests {
     fn arm_at(angle: f64, g: f64) -> ArmSpec {
         ArmSpec {
             gravity_m_s2: g,
-            ..ArmSpec::from_model(ArmModel::BALL_BLOCKING, angle, 0.0)
+            initial_angle_rad: angle,
+            ..ArmSpec::EXAMPLE
         }
     }
 
@@ -506,6 +535,21 @@ mod tests {
     }
 
     #[test]
+    fn torques_beyond_the_limit_are_named_and_the_limit_itself_passes() {
+        let p = Plant::new(&Scene::new(ArmSpec::EXAMPLE, 1.0)).unwrap();
+        let limit = p.torque_limit_nm();
+        assert_eq!(limit, 100.0);
+        assert_eq!(p.check_torques(&[]), Ok(()));
+        assert_eq!(p.check_torques(&[limit]), Ok(()));
+        assert_eq!(p.check_torques(&[-limit, 0.0]), Ok(()));
+        let just_over = f64::from_bits(limit.to_bits() + 1);
+        assert_eq!(p.check_torques(&[just_over]), Err((0, just_over)));
+        assert_eq!(p.check_torques(&[0.0, -1e300]), Err((1, -1e300)));
+        assert!(p.check_torques(&[f64::NAN]).is_err());
+        assert!(p.check_torques(&[f64::INFINITY]).is_err());
+    }
+
+    #[test]
     fn gravity_pulls_a_horizontal_arm_clockwise() {
         let scene = Scene::new(arm_at(0.0, 9.8), 1.0);
         let model = scene.arm.model();
@@ -520,7 +564,7 @@ mod tests {
     }
 
     fn ball_scene() -> Scene {
-        let mut scene = Scene::new(ArmSpec::BALL_BLOCKING, 2.0);
+        let mut scene = Scene::new(ArmSpec::EXAMPLE, 2.0);
         // The arm hangs along −y; aim at its middle.
         scene
             .balls
@@ -540,30 +584,28 @@ mod tests {
             let f = p.step(&[0.0]);
             events.extend(f.events.iter().map(|e| (f.step, *e)));
         }
-        let began = events.iter().find(|(_, e)| {
-            *e == Event::ContactBegan {
-                body: BodyId::Ball(7),
-            }
-        });
+        let began = events
+            .iter()
+            .find(|(_, e)| *e == Event::ContactBegan { body: BodyId(7) });
         let (k, _) = began.expect("ball 7 hit the arm");
         let t = *k as f64 * 0.005;
         assert!((0.9..=1.0).contains(&t), "contact at {t}");
         assert!(
-            !events.contains(&(0, Event::BallCrossedPlane { ball: 7 }))
-                && events
-                    .iter()
-                    .all(|(_, e)| *e != Event::BallCrossedPlane { ball: 7 }),
+            events
+                .iter()
+                .all(|(_, e)| *e != Event::PlaneCrossed { body: BodyId(7) }),
             "blocked ball 7 must not cross: {events:?}"
         );
         let crossed = events
             .iter()
-            .find(|(_, e)| *e == Event::BallCrossedPlane { ball: 8 })
+            .find(|(_, e)| *e == Event::PlaneCrossed { body: BodyId(8) })
             .expect("ball 8 crossed");
         assert!((crossed.0 as f64 * 0.005 - 1.2).abs() < 0.006);
-        assert!(!events.iter().any(|(_, e)| *e
-            == Event::ContactBegan {
-                body: BodyId::Ball(8)
-            }));
+        assert!(
+            !events
+                .iter()
+                .any(|(_, e)| *e == Event::ContactBegan { body: BodyId(8) })
+        );
     }
 
     /// The harness aims each ball at the point of the arm's line where the arm will be at the
@@ -597,10 +639,8 @@ mod tests {
             while !p.is_finished() && first.is_none() {
                 let f = p.step(&[0.0]);
                 first = f.events.iter().find_map(|e| match e {
-                    Event::ContactBegan {
-                        body: BodyId::Ball(2),
-                    } => Some(true),
-                    Event::BallCrossedPlane { ball: 2 } => Some(false),
+                    Event::ContactBegan { body: BodyId(2) } => Some(true),
+                    Event::PlaneCrossed { body: BodyId(2) } => Some(false),
                     _ => None,
                 });
             }
@@ -615,7 +655,7 @@ mod tests {
     #[test]
     fn contact_resolution_at_the_arms_edge() {
         for (gap, hit) in [(0.02, false), (0.01, true), (-0.001, true)] {
-            let mut scene = Scene::new(ArmSpec::BALL_BLOCKING, 1.0);
+            let mut scene = Scene::new(ArmSpec::EXAMPLE, 1.0);
             let x = 0.05 + 0.05 + gap; // arm half-thickness + ball radius + gap
             scene
                 .balls
@@ -624,9 +664,7 @@ mod tests {
             let mut touched = false;
             while !p.is_finished() {
                 let f = p.step(&[0.0]);
-                touched |= f.events.contains(&Event::ContactBegan {
-                    body: BodyId::Ball(5),
-                });
+                touched |= f.events.contains(&Event::ContactBegan { body: BodyId(5) });
             }
             assert_eq!(touched, hit, "gap {gap}");
         }
@@ -676,11 +714,7 @@ mod tests {
         let mut f = p.state_frame();
         while !p.is_finished() && f.joints[0].position_rad > -0.5 {
             f = p.step(&[hold]);
-            if hit.is_none()
-                && f.events.contains(&Event::ContactBegan {
-                    body: BodyId::Weight(4),
-                })
-            {
+            if hit.is_none() && f.events.contains(&Event::ContactBegan { body: BodyId(4) }) {
                 hit = Some(f.step);
             }
         }

@@ -6,21 +6,30 @@
 //! receives. Loading never panics on a bad file: [`SceneError`] names the file, the field and the
 //! reason.
 //!
+//! [`Scene::validate`] is the one complete check of a scene: every field a scene can hold is
+//! checked there and nowhere else (a harness that builds scenes from its own files deserializes
+//! their `[arm]` straight into [`ArmSpec`] and calls it too, mapping the field paths it returns
+//! back to its file). Ball and weight ids share one namespace, that of
+//! `control_core::frames::BodyId`: they must be unique across both lists.
+//!
 //! Frame of reference (the convention of `control_core::model`): the shoulder hinge is the +z axis
 //! through the origin, the arm swings in the x–y plane, θ = 0 points the arm along +x and grows
 //! counter-clockwise seen from +z, gravity points along −y. Balls fly along +z through the arm's
-//! plane z = 0.
+//! plane z = 0, the scene's crossing plane.
 //!
 //! ```
 //! use sim_host::scene::{ArmSpec, BallSpawn, Scene};
-//! let mut scene = Scene::new(ArmSpec::BALL_BLOCKING, 4.0);
+//! let mut scene = Scene::new(ArmSpec::EXAMPLE, 4.0);
 //! // A ball that crosses the arm's plane at (0, -0.6) at t = 1.5 s after 0.4 s of flight.
 //! scene.balls.push(BallSpawn::aimed(0, [0.0, -0.6], 1.5, 0.4, 0.05, 0.2, 9.8));
 //! let json = serde_json::to_string(&scene).unwrap();
 //! assert_eq!(Scene::from_json_str(&json, "inline".as_ref()).unwrap(), scene);
 //! ```
+//!
+//! Never does: accept a value the plant cannot simulate (non-finite, out of range, a duplicate
+//! id), or panic on any input.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +45,8 @@ pub const DEFAULT_REMOVE_BELOW_Y_M: f64 = -5.0;
 
 /// Speed along +z of the balls [`BallSpawn::aimed`] makes, m/s.
 pub const AIMED_BALL_SPEED_Z_M_S: f64 = 5.0;
+/// The largest torque limit a scene may give its arm, N·m.
+pub const MAX_TORQUE_LIMIT_NM: f64 = 1e6;
 
 /// A whole plant run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,7 +84,11 @@ fn default_remove_below() -> f64 {
     DEFAULT_REMOVE_BELOW_Y_M
 }
 
-/// The arm: the fields of [`ArmModel`] plus its state at t = 0.
+/// The arm: the fields of [`ArmModel`], its state at t = 0 and the largest torque its joint
+/// accepts.
+///
+/// Field names are the serialized names (a harness reads its own files' `[arm]` tables straight
+/// into this type); unknown fields are refused.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArmSpec {
@@ -91,26 +106,39 @@ pub struct ArmSpec {
     /// Joint angular velocity at t = 0, rad/s.
     #[serde(default)]
     pub initial_velocity_rad_s: f64,
+    /// The largest joint torque the plant applies, N·m, in (0, [`MAX_TORQUE_LIMIT_NM`]]. A
+    /// torque frame with any torque τ where |τ| > this is refused whole (never clamped) and
+    /// counted; |τ| equal to it is applied.
+    pub torque_limit_nm: f64,
 }
 
 impl ArmSpec {
-    /// [`ArmModel::BALL_BLOCKING`] hanging straight down at rest.
-    pub const BALL_BLOCKING: Self =
-        Self::from_model(ArmModel::BALL_BLOCKING, -core::f64::consts::FRAC_PI_2, 0.0);
+    /// The arm of `scenes/example.json`: 1 m long, 0.1 m thick, 2 kg, g = 9.8 m/s², torque
+    /// limit 100 N·m, hanging straight down at rest. For examples, tests and benches.
+    pub const EXAMPLE: Self = Self {
+        initial_angle_rad: -core::f64::consts::FRAC_PI_2,
+        ..Self::from_model(
+            ArmModel {
+                length_m: 1.0,
+                thickness_m: 0.1,
+                mass_kg: 2.0,
+                gravity_m_s2: 9.8,
+            },
+            100.0,
+        )
+    };
 
-    /// The arm of `model`, starting at `initial_angle_rad` with `initial_velocity_rad_s`.
-    pub const fn from_model(
-        model: ArmModel,
-        initial_angle_rad: f64,
-        initial_velocity_rad_s: f64,
-    ) -> Self {
+    /// The arm of `model` with joint torques limited to `torque_limit_nm`, starting at rest at
+    /// θ = 0 (set the `initial_*` fields for another start).
+    pub const fn from_model(model: ArmModel, torque_limit_nm: f64) -> Self {
         Self {
             length_m: model.length_m,
             thickness_m: model.thickness_m,
             mass_kg: model.mass_kg,
             gravity_m_s2: model.gravity_m_s2,
-            initial_angle_rad,
-            initial_velocity_rad_s,
+            initial_angle_rad: 0.0,
+            initial_velocity_rad_s: 0.0,
+            torque_limit_nm,
         }
     }
 
@@ -126,11 +154,11 @@ impl ArmSpec {
 }
 
 /// A ball that appears at `spawn_time_s` at `position_m` with `velocity_m_s` and then flies
-/// freely (gravity, collisions).
+/// freely (gravity, collisions). Its crossings of the plane z = 0 are reported.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BallSpawn {
-    /// Id reported in events (unique among balls).
+    /// Id reported in events (`BodyId`; unique among the scene's balls and weights).
     pub id: u16,
     /// When it appears, s (rounded to the nearest step).
     pub spawn_time_s: f64,
@@ -195,7 +223,7 @@ pub enum WeightShape {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WeightDrop {
-    /// Id reported in events (unique among weights).
+    /// Id reported in events (`BodyId`; unique among the scene's balls and weights).
     pub id: u16,
     /// When it appears, s (rounded to the nearest step).
     pub spawn_time_s: f64,
@@ -262,8 +290,10 @@ impl Scene {
         Ok(scene)
     }
 
-    /// Checks every value against what the plant can simulate; on failure returns the field
-    /// (as a path, `balls[2].radius_m`) and the reason.
+    /// The one complete check of a scene: every value against what the plant can simulate
+    /// (finite, in range), and ids unique across balls and weights. On failure returns the first
+    /// failing field, as a path in the serialized scene (`arm.mass_kg`, `balls[2].radius_m`,
+    /// `weights[0].shape.box.half_extents_m[1]`), and the reason.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let mut c = Checker::default();
         c.range("dt_s", self.dt_s, 1e-5, 0.1);
@@ -287,6 +317,11 @@ impl Scene {
             -1e3,
             1e3,
         );
+        c.positive_up_to(
+            "arm.torque_limit_nm",
+            self.arm.torque_limit_nm,
+            MAX_TORQUE_LIMIT_NM,
+        );
         c.range(
             "linger_after_crossing_s",
             self.linger_after_crossing_s,
@@ -294,24 +329,30 @@ impl Scene {
             1e7,
         );
         c.range("remove_below_y_m", self.remove_below_y_m, -1e6, 1e6);
-        let mut ids = HashSet::new();
+        // One namespace: id → the path of the body that has it first.
+        let mut ids: HashMap<u16, String> = HashMap::new();
+        let mut unique = |c: &mut Checker, id: u16, path: String| {
+            if let Some(first) = ids.get(&id) {
+                c.fail(
+                    &format!("{path}.id"),
+                    format!("id {id} is already used by {first} (ball and weight ids share one namespace)"),
+                );
+            } else {
+                ids.insert(id, path);
+            }
+        };
         for (i, b) in self.balls.iter().enumerate() {
             let f = |name: &str| format!("balls[{i}].{name}");
-            if !ids.insert(b.id) {
-                c.fail(&f("id"), format!("id {} is used by another ball", b.id));
-            }
+            unique(&mut c, b.id, format!("balls[{i}]"));
             c.range(&f("spawn_time_s"), b.spawn_time_s, 0.0, 1e7);
             c.vec3(&f("position_m"), b.position_m);
             c.vec3(&f("velocity_m_s"), b.velocity_m_s);
             c.range(&f("radius_m"), b.radius_m, 1e-3, 10.0);
             c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
         }
-        ids.clear();
         for (i, w) in self.weights.iter().enumerate() {
             let f = |name: &str| format!("weights[{i}].{name}");
-            if !ids.insert(w.id) {
-                c.fail(&f("id"), format!("id {} is used by another weight", w.id));
-            }
+            unique(&mut c, w.id, format!("weights[{i}]"));
             c.range(&f("spawn_time_s"), w.spawn_time_s, 0.0, 1e7);
             c.vec3(&f("position_m"), w.position_m);
             c.vec3(&f("velocity_m_s"), w.velocity_m_s);
@@ -361,6 +402,18 @@ impl Checker {
         }
     }
 
+    /// In (0, hi].
+    fn positive_up_to(&mut self, field: &str, v: f64, hi: f64) {
+        if !v.is_finite() {
+            self.fail(field, format!("must be a finite number, got {v}"));
+        } else if v <= 0.0 || v > hi {
+            self.fail(
+                field,
+                format!("must be greater than 0 and at most {hi}, got {v}"),
+            );
+        }
+    }
+
     fn vec3(&mut self, field: &str, v: [f64; 3]) {
         for (k, x) in v.into_iter().enumerate() {
             self.range(&format!("{field}[{k}]"), x, -1e6, 1e6);
@@ -405,8 +458,7 @@ mod tests {
         Scene::from_json_str(json, Path::new("s.json")).unwrap_err()
     }
 
-    const ARM: &str =
-        r#""arm": {"length_m": 1, "thickness_m": 0.1, "mass_kg": 2, "gravity_m_s2": 9.8}"#;
+    const ARM: &str = r#""arm": {"length_m": 1, "thickness_m": 0.1, "mass_kg": 2, "gravity_m_s2": 9.8, "torque_limit_nm": 100}"#;
 
     #[test]
     fn a_minimal_file_gets_the_defaults() {
@@ -414,7 +466,9 @@ mod tests {
             .unwrap();
         assert_eq!(s.dt_s, 0.005);
         assert_eq!(s.total_steps(), 200);
-        assert_eq!(s.arm.model(), ArmModel::BALL_BLOCKING);
+        assert_eq!(s.arm.model(), ArmSpec::EXAMPLE.model());
+        assert_eq!(s.arm.torque_limit_nm, 100.0);
+        assert_eq!(s.arm.initial_angle_rad, 0.0);
     }
 
     #[test]
@@ -463,11 +517,171 @@ mod tests {
 
     #[test]
     fn duplicate_ids_are_refused() {
-        let mut s = Scene::new(ArmSpec::BALL_BLOCKING, 1.0);
+        let mut s = Scene::new(ArmSpec::EXAMPLE, 1.0);
         let b = BallSpawn::aimed(3, [0.5, 0.0], 1.0, 0.5, 0.05, 0.1, 9.8);
         s.balls.push(b);
         s.balls.push(b);
         assert_eq!(s.validate().unwrap_err().0, "balls[1].id");
+        // Across balls and weights too: one namespace.
+        s.balls.pop();
+        s.weights.push(WeightDrop {
+            id: 3,
+            spawn_time_s: 0.0,
+            position_m: [0.0, 1.0, 0.0],
+            velocity_m_s: [0.0; 3],
+            shape: WeightShape::Sphere { radius_m: 0.1 },
+            mass_kg: 1.0,
+        });
+        let (field, reason) = s.validate().unwrap_err();
+        assert_eq!(field, "weights[0].id");
+        assert!(reason.contains("already used by balls[0]"), "{reason}");
+        s.weights[0].id = 4;
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    /// Every field a scene can hold is checked by `validate`, under its serialized path: a bad
+    /// value in each (non-finite, or out of range, including the values a looser check once let
+    /// through) is refused naming exactly that field.
+    #[test]
+    fn validate_checks_every_field_under_its_path() {
+        let mut base = Scene::new(ArmSpec::EXAMPLE, 2.0);
+        base.balls
+            .push(BallSpawn::aimed(0, [0.0, -0.5], 1.0, 0.4, 0.05, 0.2, 9.8));
+        base.weights.push(WeightDrop {
+            id: 1,
+            spawn_time_s: 0.5,
+            position_m: [0.5, 1.5, 0.0],
+            velocity_m_s: [0.0; 3],
+            shape: WeightShape::Sphere { radius_m: 0.1 },
+            mass_kg: 10.0,
+        });
+        base.weights.push(WeightDrop {
+            id: 2,
+            shape: WeightShape::Box {
+                half_extents_m: [0.1; 3],
+            },
+            ..base.weights[0]
+        });
+        assert_eq!(base.validate(), Ok(()));
+        type Edit = fn(&mut Scene, f64);
+        let cases: &[(&str, Edit, f64)] = &[
+            ("dt_s", |s, v| s.dt_s = v, 0.0),
+            ("end_time_s", |s, v| s.end_time_s = v, -1.0),
+            ("arm.length_m", |s, v| s.arm.length_m = v, 1e3),
+            ("arm.thickness_m", |s, v| s.arm.thickness_m = v, 50.0),
+            ("arm.mass_kg", |s, v| s.arm.mass_kg = v, 1e9),
+            ("arm.gravity_m_s2", |s, v| s.arm.gravity_m_s2 = v, 1e300),
+            (
+                "arm.initial_angle_rad",
+                |s, v| s.arm.initial_angle_rad = v,
+                1e4,
+            ),
+            (
+                "arm.initial_velocity_rad_s",
+                |s, v| s.arm.initial_velocity_rad_s = v,
+                -1e4,
+            ),
+            ("arm.torque_limit_nm", |s, v| s.arm.torque_limit_nm = v, 0.0),
+            (
+                "arm.torque_limit_nm",
+                |s, v| s.arm.torque_limit_nm = v,
+                1.000_001e6,
+            ),
+            (
+                "linger_after_crossing_s",
+                |s, v| s.linger_after_crossing_s = v,
+                -1.0,
+            ),
+            ("remove_below_y_m", |s, v| s.remove_below_y_m = v, -1e7),
+            (
+                "balls[0].spawn_time_s",
+                |s, v| s.balls[0].spawn_time_s = v,
+                -1.0,
+            ),
+            (
+                "balls[0].position_m[1]",
+                |s, v| s.balls[0].position_m[1] = v,
+                1e7,
+            ),
+            (
+                "balls[0].velocity_m_s[2]",
+                |s, v| s.balls[0].velocity_m_s[2] = v,
+                -1e7,
+            ),
+            ("balls[0].radius_m", |s, v| s.balls[0].radius_m = v, 0.0),
+            ("balls[0].mass_kg", |s, v| s.balls[0].mass_kg = v, 1e6),
+            (
+                "weights[0].spawn_time_s",
+                |s, v| s.weights[0].spawn_time_s = v,
+                1e8,
+            ),
+            (
+                "weights[0].position_m[0]",
+                |s, v| s.weights[0].position_m[0] = v,
+                -1e7,
+            ),
+            (
+                "weights[0].velocity_m_s[1]",
+                |s, v| s.weights[0].velocity_m_s[1] = v,
+                1e7,
+            ),
+            (
+                "weights[0].shape.sphere.radius_m",
+                |s, v| {
+                    s.weights[0].shape = WeightShape::Sphere { radius_m: v };
+                },
+                20.0,
+            ),
+            (
+                "weights[1].shape.box.half_extents_m[2]",
+                |s, v| {
+                    s.weights[1].shape = WeightShape::Box {
+                        half_extents_m: [0.1, 0.1, v],
+                    };
+                },
+                0.0,
+            ),
+            ("weights[1].mass_kg", |s, v| s.weights[1].mass_kg = v, 0.0),
+        ];
+        for &(field, edit, bad) in cases {
+            for v in [bad, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                let mut s = base.clone();
+                edit(&mut s, v);
+                let got = s.validate();
+                assert_eq!(
+                    got.as_ref().map_err(|e| e.0.as_str()),
+                    Err(field),
+                    "{field} = {v}: {got:?}"
+                );
+            }
+        }
+        // The torque limit's bound is inclusive at the top.
+        let mut s = base.clone();
+        s.arm.torque_limit_nm = MAX_TORQUE_LIMIT_NM;
+        assert_eq!(s.validate(), Ok(()));
+        // The id fields: see `duplicate_ids_are_refused`.
+    }
+
+    #[test]
+    fn the_torque_limit_is_required_and_unknown_arm_fields_refused() {
+        let e = err(
+            r#"{"end_time_s": 1, "arm": {"length_m": 1, "thickness_m": 0.1, "mass_kg": 2, "gravity_m_s2": 9.8}}"#,
+        );
+        assert_eq!(e.field, "arm");
+        assert!(e.reason.contains("missing field `torque_limit_nm`"), "{e}");
+        let e = err(
+            r#"{"end_time_s": 1, "arm": {"length_m": 1, "thickness_m": 0.1, "mass_kg": 2, "gravity_m_s2": 9.8, "torque_limit_nm": 5, "tourque_limit": 1}}"#,
+        );
+        assert!(e.reason.contains("unknown field `tourque_limit`"), "{e}");
+        let e = err(&format!(
+            r#"{{"end_time_s": 1, {}}}"#,
+            ARM.replace("100}", "-3}")
+        ));
+        assert_eq!(e.field, "arm.torque_limit_nm");
+        assert_eq!(
+            e.reason,
+            "must be greater than 0 and at most 1000000, got -3"
+        );
     }
 
     #[test]
