@@ -53,10 +53,7 @@
 
 use core::fmt;
 
-use crate::lambert_w;
-
-/// 1/e as the double nearest to it.
-const INV_E: f64 = 0.367_879_441_171_442_33;
+use crate::lambert_w::{self, INV_E_HI, INV_E_LO};
 
 /// Beyond this |ln|z|| the solver leaves the direct argument for the logarithmic entry points.
 const LN_Z_DIRECT_LIMIT: f64 = 700.0;
@@ -66,6 +63,9 @@ const Q_ENTRY_LIMIT: f64 = 0.125;
 
 /// The softest fallback gain, as a fraction of the stability limit (stands for "coast").
 pub const MIN_FALLBACK_FRACTION: f64 = 1e-6;
+
+/// Beyond this |x|, r·e^x is formed as (r·e^(x/2))·e^(x/2) so that e^x cannot overflow first.
+const EXP_SPLIT_LIMIT: f64 = 700.0;
 
 /// Below this |1 + c| the solver recovers u as −(1 + c) − W; above it, as ln(−W/r).
 const SUM_FORM_LIMIT: f64 = 2.0;
@@ -132,16 +132,28 @@ pub enum GainError {
     /// The time to go (or the control period) is zero or negative.
     NonPositiveTime,
     /// The arrival position lies beyond what any critically damped motion from this state
-    /// reaches (z < −1/e, i.e. θ_d/θ₀ > e^(t_d ω₀/θ₀)); `limit_rad` is the furthest arrival
-    /// position that a critically damped motion reaches at that time, in the caller's coordinates.
-    /// Also returned when the joint rests exactly at the setpoint and the arrival differs from it.
+    /// reaches (z < −1/e, i.e. θ_d/θ₀ > e^(t_d ω₀/θ₀)). Also returned when the joint rests
+    /// exactly at the setpoint and the arrival differs from it, and when it starts at the
+    /// setpoint and the arrival lies on the far side of it from the motion.
+    ///
+    /// `limit_rad` (caller's coordinates) is the limit of what *stable* gains reach at the
+    /// deadline: the supremum (or infimum, on the mirrored side) of θ(t_d) over all γ ∈ (0, ∞),
+    /// with no stability clamp (this function has no [`GainLimit`]; [`closest_arrival_gains`]
+    /// applies one). With u = γt_d/(2m) the position θ(t_d) = (θ₀ + t_d ω₀ + uθ₀)e^(−u) peaks
+    /// at u = −t_d ω₀/θ₀, so in the setpoint-relative frame with θ₀ > 0:
+    /// - moving towards the setpoint (or at rest): θ₀·e^(t_d ω₀/θ₀), the peak, attained by
+    ///   γ = −2mω₀/θ₀ (approached as γ → 0 at rest);
+    /// - moving away: θ₀ + t_d ω₀, the coasting position, approached as γ → 0 but not attained
+    ///   (the peak would need γ < 0);
+    /// - starting at the setpoint: the setpoint.
     Unreachable {
-        /// The furthest reachable arrival position, rad.
+        /// The furthest arrival position stable gains approach, rad.
         limit_rad: f64,
     },
     /// Real solutions exist but none has γ > 0: only a destabilising (negative) gain would arrive
-    /// on time. `coasting_rad` is where the joint would be at the deadline with zero gain, the
-    /// bound that stable gains approach but never reach.
+    /// on time. `coasting_rad` is where the joint would be at the deadline with zero gain (what
+    /// stable gains approach as γ → 0; for a crossing that is too slow, stiff gains come closer
+    /// to the arrival, towards the setpoint: see [`closest_arrival_gains`]).
     NoStableGain {
         /// Position at the deadline under zero gain, rad.
         coasting_rad: f64,
@@ -149,8 +161,11 @@ pub enum GainError {
     /// The joint rests exactly at the setpoint and the arrival is the setpoint: every gain
     /// arrives, so none is singled out.
     Indeterminate,
-    /// The problem's scales are too far apart for f64 (a ratio of offsets overflows, or the gain
-    /// does not fit in an f64).
+    /// The problem's scales are too far apart for f64: the offsets from the setpoint or
+    /// t_d·ω₀ overflow, a ratio of them (θ_d/θ₀, t_d ω₀/θ₀) overflows, the gain (γ or k) over- or
+    /// underflows, or a position the error would report (the coasting position or the limit of
+    /// [`GainError::Unreachable`]) is not a finite f64. Never returned for a problem whose
+    /// solution and every intermediate fit in f64.
     OutOfRange,
 }
 
@@ -399,21 +414,35 @@ fn solve_normalised(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, Br
     if !(r.is_finite() && c.is_finite()) {
         return Err(GainError::OutOfRange);
     }
-    let one_plus_c = 1.0 + c;
-    if r <= 0.0 {
+    // 1 + c as (θ₀ + t_d ω₀)/θ₀: one rounding of a sum that is exact near c = −1 (Sterbenz),
+    // where 1 + c would carry the rounding of c, ~1e−16 absolute.
+    let coast = n.theta0 + n.travel;
+    let one_plus_c = if coast.is_finite() {
+        coast / n.theta0
+    } else {
+        1.0 + c
+    };
+    // ln|r|, also where r itself is subnormal or underflows to 0 (θ_d ≠ 0): −∞ only for θ_d = 0.
+    let r_normal = r.is_normal();
+    let ln_abs_r = if r_normal {
+        libm::log(r.abs())
+    } else if n.theta_d != 0.0 {
+        libm::log(n.theta_d.abs()) - libm::log(n.theta0)
+    } else {
+        f64::NEG_INFINITY
+    };
+    if n.theta_d <= 0.0 {
         // Crossing (or arriving exactly at the setpoint): z ≥ 0, only W₀ is real.
-        let w = principal_for_nonnegative_z(r, c)?;
-        return positive_u(r, one_plus_c, w)
-            .map(|u| (u, Branch::Principal))
-            .ok_or_else(|| no_stable_gain(problem, n));
+        let w = principal_for_nonnegative_z(r, ln_abs_r, one_plus_c)?;
+        return match positive_u(r, ln_abs_r, one_plus_c, w) {
+            Some(u) => Ok((u, Branch::Principal)),
+            None => Err(no_stable_gain(problem, n)),
+        };
     }
     // Arriving from the same side: z < 0. Reachable iff z ≥ −1/e, i.e. ln r ≤ c.
-    let ln_r = libm::log(r);
+    let ln_r = ln_abs_r;
     if ln_r > c {
-        let limit = n.theta0 * libm::exp(c);
-        return Err(GainError::Unreachable {
-            limit_rad: problem.denormalise(n, limit),
-        });
+        return Err(unreachable(problem, n, c));
     }
     let ln_abs_z = ln_r - one_plus_c;
     // The argument in the form that keeps it accurate: its logarithm when |z| underflows, the
@@ -421,22 +450,51 @@ fn solve_normalised(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, Br
     let argument = if ln_abs_z < -LN_Z_DIRECT_LIMIT {
         Argument::LnNeg(ln_abs_z)
     } else {
-        // q = z + 1/e = e^(−1)·[(1 − r) − r·expm1(−c)], formed without cancellation.
-        let q = INV_E * ((1.0 - r) - r * libm::expm1(-c));
+        // q = z + 1/e = e^(−1)·[(1 − r) − r·expm1(−c)], formed without cancellation; for
+        // −c beyond the range of exp (possible only with r < e^c, i.e. a tiny r) as
+        // e^(−1)·(1 − r·e^(−c)), r·e^(−c) formed without overflowing; for an r that is not a
+        // normal f64 (its digits are lost) as −e^(−1)·expm1(ln r − c) from ln r.
+        let x = if !r_normal {
+            -libm::expm1(ln_r - c)
+        } else if -c <= EXP_SPLIT_LIMIT {
+            (1.0 - r) - r * libm::expm1(-c)
+        } else {
+            1.0 - mul_exp(r, -c)
+        };
+        let q = x * INV_E_HI + x * INV_E_LO;
         if q < Q_ENTRY_LIMIT {
             Argument::BranchDistance(if q < 0.0 { 0.0 } else { q })
+        } else if r_normal {
+            Argument::Direct(-mul_exp(r, -one_plus_c))
         } else {
-            Argument::Direct(-r * libm::exp(-one_plus_c))
+            Argument::Direct(-libm::exp(ln_abs_z))
         }
     };
     // The softer branch first; the stiffer only when the softer is not stable.
-    if let Some(u) = argument.w0().and_then(|w| positive_u(r, one_plus_c, w)) {
+    if let Some(u) = argument
+        .w0()
+        .and_then(|w| positive_u(r, ln_r, one_plus_c, w))
+    {
         return Ok((u, Branch::Principal));
     }
-    if let Some(u) = argument.wm1().and_then(|w| positive_u(r, one_plus_c, w)) {
+    if let Some(u) = argument
+        .wm1()
+        .and_then(|w| positive_u(r, ln_r, one_plus_c, w))
+    {
         return Ok((u, Branch::Lower));
     }
     Err(no_stable_gain(problem, n))
+}
+
+/// r·e^x without e^x overflowing on its own (for |x| up to ~1400 the product is finite whenever
+/// the exact one is).
+fn mul_exp(r: f64, x: f64) -> f64 {
+    if x.abs() <= EXP_SPLIT_LIMIT {
+        r * libm::exp(x)
+    } else {
+        let half = libm::exp(0.5 * x);
+        (r * half) * half
+    }
 }
 
 /// A negative Lambert-W argument z ∈ [−1/e, 0) in the form that keeps it accurate.
@@ -469,34 +527,52 @@ impl Argument {
     }
 }
 
-/// W₀(z) for z = −r e^(−1−c) ≥ 0 (r ≤ 0), through the logarithm when z overflows.
-fn principal_for_nonnegative_z(r: f64, c: f64) -> Result<f64, GainError> {
-    if r == 0.0 {
+/// W₀(z) for z = −r e^(−(1+c)) ≥ 0 (r ≤ 0, ln|r| = `ln_abs_r`), through the logarithm when z
+/// over- or underflows or r is not a normal f64.
+fn principal_for_nonnegative_z(r: f64, ln_abs_r: f64, one_plus_c: f64) -> Result<f64, GainError> {
+    if ln_abs_r == f64::NEG_INFINITY {
         return Ok(0.0);
     }
-    let ln_z = libm::log(-r) - 1.0 - c;
+    let ln_z = ln_abs_r - one_plus_c;
     let w = if !(-LN_Z_DIRECT_LIMIT..=LN_Z_DIRECT_LIMIT).contains(&ln_z) {
         lambert_w::w0_of_exp(ln_z)
+    } else if r.is_normal() {
+        lambert_w::w0(-mul_exp(r, -one_plus_c))
     } else {
-        lambert_w::w0(-r * libm::exp(-1.0 - c))
+        lambert_w::w0(libm::exp(ln_z))
     };
     w.filter(|w| w.is_finite()).ok_or(GainError::OutOfRange)
 }
 
 /// u = −(1 + c) − W, recovered without cancellation, if it is a finite positive number.
-fn positive_u(r: f64, one_plus_c: f64, w: f64) -> Option<f64> {
+///
+/// The sum is used whenever it cancels at most one bit (−(1 + c) and −W of the same sign, or
+/// one at most a third of the other), and whenever |1 + c| is small. In particular a tiny |z|
+/// (W₀(z) ≈ z, possibly subnormal or zero) gives u = −(1 + c) − W, which rounds to the exact
+/// u = −(1 + c) once |W| is below half an ulp of it; the logarithmic form below would divide a
+/// subnormal W by r and lose most of the digits. Only when the sum cancels and |1 + c| is large
+/// (W₋₁ for a joint moving away, W₀ for a fast crossing) is u = ln(−W/r) used, from
+/// W e^W = −r e^(−1−c); when that ratio leaves the normal range, as ln|W| − ln|r|
+/// (`ln_abs_r` = ln|r|, formed by the caller also where r underflows).
+fn positive_u(r: f64, ln_abs_r: f64, one_plus_c: f64, w: f64) -> Option<f64> {
     if !w.is_finite() {
         return None;
     }
-    let u = if one_plus_c.abs() <= SUM_FORM_LIMIT || r == 0.0 {
-        -one_plus_c - w
+    let sum = -one_plus_c - w;
+    let larger = one_plus_c.abs().max(w.abs());
+    let u = if ln_abs_r == f64::NEG_INFINITY
+        || one_plus_c.abs() <= SUM_FORM_LIMIT
+        || sum.abs() >= 0.5 * larger
+    {
+        sum
     } else {
-        // From W e^W = −r e^(−1−c): u = −(1 + c) − W = ln(−W/r).
         let ratio = -w / r;
-        if ratio > 0.0 {
+        if ratio.is_normal() && ratio > 0.0 {
             libm::log(ratio)
+        } else if w != 0.0 {
+            libm::log(w.abs()) - ln_abs_r
         } else {
-            -one_plus_c - w
+            sum
         }
     };
     (u > 0.0 && u.is_finite()).then_some(u)
@@ -515,6 +591,7 @@ fn solve_at_setpoint(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, B
     }
     // travel > 0 after normalisation. Reachable by critically damped motions: θ_d > 0.
     if n.theta_d <= 0.0 {
+        // Stable gains approach the setpoint (γ → ∞) but never reach it.
         return Err(GainError::Unreachable {
             limit_rad: problem.setpoint_rad,
         });
@@ -522,7 +599,12 @@ fn solve_at_setpoint(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, B
     if n.theta_d >= n.travel {
         return Err(no_stable_gain(problem, n));
     }
-    let u = libm::log(n.travel / n.theta_d);
+    let ratio = n.travel / n.theta_d;
+    let u = if ratio.is_finite() {
+        libm::log(ratio)
+    } else {
+        libm::log(n.travel) - libm::log(n.theta_d)
+    };
     if u > 0.0 && u.is_finite() {
         Ok((u, Branch::AtSetpoint))
     } else {
@@ -530,9 +612,32 @@ fn solve_at_setpoint(problem: &ArrivalProblem, n: &Normalised) -> Result<(f64, B
     }
 }
 
+/// `offset` (normalised frame) in the caller's coordinates, if that is a finite f64.
+fn reported(problem: &ArrivalProblem, n: &Normalised, offset: f64) -> Option<f64> {
+    let position = problem.denormalise(n, offset);
+    position.is_finite().then_some(position)
+}
+
+/// [`GainError::NoStableGain`] with the coasting position, or `OutOfRange` if it is not finite.
 fn no_stable_gain(problem: &ArrivalProblem, n: &Normalised) -> GainError {
-    GainError::NoStableGain {
-        coasting_rad: problem.denormalise(n, n.theta0 + n.travel),
+    match reported(problem, n, n.theta0 + n.travel) {
+        Some(coasting_rad) => GainError::NoStableGain { coasting_rad },
+        None => GainError::OutOfRange,
+    }
+}
+
+/// [`GainError::Unreachable`] for θ₀ > 0 and c = t_d ω₀/θ₀: the supremum over γ > 0 of θ(t_d),
+/// θ₀e^c when the peak u = −c is a stable gain (c ≤ 0), the coasting position θ₀(1 + c) when the
+/// joint moves away (c > 0); `OutOfRange` if it is not a finite f64.
+fn unreachable(problem: &ArrivalProblem, n: &Normalised, c: f64) -> GainError {
+    let limit = if c > 0.0 {
+        n.theta0 + n.travel
+    } else {
+        n.theta0 * libm::exp(c)
+    };
+    match reported(problem, n, limit) {
+        Some(limit_rad) => GainError::Unreachable { limit_rad },
+        None => GainError::OutOfRange,
     }
 }
 
@@ -654,6 +759,88 @@ mod tests {
         match solve_arrival_gains(&problem(-1.0, 0.0, -2.0, 1.0)) {
             Err(GainError::Unreachable { limit_rad }) => assert!((limit_rad + 1.0).abs() < 1e-15),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// The limit of what stable gains reach, in the caller's coordinates.
+    fn unreachable_limit(p: &ArrivalProblem) -> f64 {
+        match solve_arrival_gains(p) {
+            Err(GainError::Unreachable { limit_rad }) => limit_rad,
+            other => panic!("{p:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unreachable_limit_is_what_stable_gains_approach() {
+        // Moving away (c = 1): the peak θ0·e^c = e needs u = −1 (γ < 0); stable gains approach
+        // the coasting position θ0 + t_d ω0 = 2 as γ → 0.
+        assert_eq!(unreachable_limit(&problem(1.0, 1.0, 5.0, 1.0)), 2.0);
+        assert_eq!(unreachable_limit(&problem(1.0, 0.5, 2.0, 1.0)), 1.5);
+        assert_eq!(unreachable_limit(&problem(-1.0, -1.0, -5.0, 1.0)), -2.0);
+        let mut p = problem(1.0, 1.0, 5.0, 1.0);
+        p.setpoint_rad = 0.25;
+        p.position_rad += 0.25;
+        p.arrival_rad += 0.25;
+        assert_eq!(unreachable_limit(&p), 2.25);
+        // Moving towards (c = −0.5): the peak e^−0.5 is attained by γ = 2m·0.5/t_d = 1.
+        let towards = problem(1.0, -0.5, 2.0, 1.0);
+        let limit = unreachable_limit(&towards);
+        assert!((limit - (-0.5f64).exp()).abs() < 1e-16);
+        let at_peak = CriticalGains::from_damping(1.0, 1.0, Branch::Principal).unwrap();
+        assert!((closed_form(&towards, &at_peak) - limit).abs() < 1e-15);
+    }
+
+    #[test]
+    fn tiny_and_subnormal_arrivals_keep_the_gain_exact() {
+        // c = −5 (1 + c = −4): the joint crosses the setpoint at u = 4 (γ = 8); an arrival
+        // that tiny is the crossing itself, W₀(z) ≈ z ≈ 0, u = −(1 + c) exactly.
+        let tiny = [
+            5e-324, -5e-324, 1e-310, -1e-310, 2.2e-308, 1e-300, 1e-20, 0.0,
+        ];
+        for theta_d in tiny {
+            let g = solve_arrival_gains(&problem(1.0, -5.0, theta_d, 1.0)).unwrap();
+            assert_eq!(g.damping_nms_per_rad, 8.0, "θd {theta_d:e}");
+            assert_eq!(g.stiffness_nm_per_rad, 16.0, "θd {theta_d:e}");
+            assert_eq!(g.branch, Branch::Principal);
+        }
+        // The same with an inexact subnormal ratio θd/θ0.
+        let g = solve_arrival_gains(&problem(10.0, -50.0, 1e-310, 1.0)).unwrap();
+        assert_eq!(g.damping_nms_per_rad, 8.0);
+        // Against mpmath (50 digits): the stiff W₋₁ gains for a subnormal arrival from rest and
+        // moving away, and the W₀ gain when e^(−c) overflows (c = −713).
+        for (omega0, theta_d, gamma) in [
+            (0.0, 5e-324, 1502.1257837492922),
+            (0.0, 1e-310, 1440.7650968100866),
+            (3.0, 5e-324, 1502.1337564943342),
+            (-713.0, 1e-310, 1424.4040550628276),
+        ] {
+            let g = solve_arrival_gains(&problem(1.0, omega0, theta_d, 1.0))
+                .unwrap_or_else(|e| panic!("ω0 {omega0} θd {theta_d:e}: {e:?}"));
+            let rel = (g.damping_nms_per_rad - gamma).abs() / gamma;
+            assert!(rel < 1e-15, "ω0 {omega0} θd {theta_d:e}: {g:?}");
+        }
+    }
+
+    #[test]
+    fn huge_states_give_typed_errors_not_infinite_positions() {
+        // θ0 = t_d ω0 = 1e308: the coasting position 2e308 is not a finite f64.
+        let p = problem(1e308, 1e308, 0.0, 1.0);
+        assert_eq!(solve_arrival_gains(&p), Err(GainError::OutOfRange));
+        // Nothing the fallback predicts is NaN, whatever the state.
+        let limit = GainLimit::new(1.0, 0.005, Integrator::SemiImplicitEuler, 0.8).unwrap();
+        for (x, v, a) in [
+            (1e308, -1e308, 0.0),
+            (1e308, 1e308, 0.0),
+            (f64::MAX, -f64::MAX, 0.5),
+            (-f64::MAX, f64::MAX, f64::MAX),
+            (5e-324, f64::MAX, -f64::MAX),
+        ] {
+            let p = problem(x, v, a, 1.0);
+            if let Some(g) = closest_arrival_gains(&p, &limit) {
+                assert!(g.damping_nms_per_rad > 0.0, "{p:?}: {g:?}");
+                assert!(g.damping_nms_per_rad <= limit.max_damping_nms_per_rad);
+                assert!(!closed_form(&p, &g).is_nan(), "{p:?}: {g:?}");
+            }
         }
     }
 
