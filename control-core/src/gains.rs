@@ -61,8 +61,14 @@ const LN_Z_DIRECT_LIMIT: f64 = 700.0;
 /// Below this distance to the branch point the solver uses the entry points that take q.
 const Q_ENTRY_LIMIT: f64 = 0.125;
 
-/// The softest fallback gain, as a fraction of the stability limit (stands for "coast").
+/// The softest gain [`closest_arrival_gains`] considers, as a fraction of the stability limit
+/// (γ_min = this × γ_max stands for "coast": zero gain is not stable).
 pub const MIN_FALLBACK_FRACTION: f64 = 1e-6;
+
+/// At most this many bisection steps locate an arrival inside the fallback's gain range (enough
+/// to reach adjacent doubles: the range spans a factor 1/[`MIN_FALLBACK_FRACTION`] = 2^20, and
+/// 2^(20 + 53) < 2^80).
+const BISECTION_STEPS: u32 = 80;
 
 /// Beyond this |x|, r·e^x is formed as (r·e^(x/2))·e^(x/2) so that e^x cannot overflow first.
 const EXP_SPLIT_LIMIT: f64 = 700.0;
@@ -641,45 +647,198 @@ fn unreachable(problem: &ArrivalProblem, n: &Normalised, c: f64) -> GainError {
     }
 }
 
-/// The critically damped gain whose arrival comes closest to the requested one, for a problem
-/// that [`solve_arrival_gains`] refused as [`GainError::Unreachable`] or
-/// [`GainError::NoStableGain`]; `limit` caps it (the stiffest gain the period integrates stably).
+/// θ(t_d) in the normalised frame for u = γt_d/(2m) ≥ 0: (θ₀ + travel + uθ₀)e^(−u), formed as
+/// θ₀·(1 + u)e^(−u) + travel·e^(−u) so that no intermediate overflows unless the result does
+/// ((1 + u)e^(−u) ≤ 1). Never NaN for finite θ₀, travel and u ≥ 0 (+∞ included: 0).
+fn offset_at(n: &Normalised, u: f64) -> f64 {
+    let decay = libm::exp(-u);
+    if decay == 0.0 {
+        return 0.0;
+    }
+    n.theta0 * ((1.0 + u) * decay) + n.travel * decay
+}
+
+/// One gain of the fallback's range and where it puts the joint at the deadline.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    /// γ, N·m·s/rad.
+    gain: f64,
+    /// u = γt_d/(2m).
+    u: f64,
+    /// θ(t_d) in the normalised frame.
+    offset: f64,
+}
+
+impl Candidate {
+    fn new(n: &Normalised, gain: f64, u: f64) -> Self {
+        Self {
+            gain,
+            u,
+            offset: offset_at(n, u),
+        }
+    }
+
+    /// |θ(t_d) − θ_d| (+∞ if that overflows).
+    fn error(&self, target: f64) -> f64 {
+        (self.offset - target).abs()
+    }
+}
+
+/// Bisection in u for θ(t_d; u) = target between `a` and `b` (a.u < b.u, the target strictly
+/// between their offsets, θ(t_d; u) monotone in between): at most [`BISECTION_STEPS`] steps,
+/// stops at adjacent doubles; returns the closer end, with γ = u/`u_per_gain` kept in
+/// [a.gain, b.gain].
+fn bisect(
+    n: &Normalised,
+    mut a: Candidate,
+    mut b: Candidate,
+    target: f64,
+    u_per_gain: f64,
+) -> Candidate {
+    let (lo_gain, hi_gain) = (a.gain, b.gain);
+    let a_below = a.offset < target;
+    for _ in 0..BISECTION_STEPS {
+        let mid = a.u + 0.5 * (b.u - a.u);
+        if !(mid > a.u && mid < b.u) {
+            break;
+        }
+        let offset = offset_at(n, mid);
+        let gain = mid / u_per_gain;
+        let gain = if gain > lo_gain && gain < hi_gain {
+            gain
+        } else if gain >= hi_gain {
+            hi_gain
+        } else {
+            lo_gain
+        };
+        let c = Candidate {
+            gain,
+            u: mid,
+            offset,
+        };
+        if (offset < target) == a_below {
+            a = c;
+        } else {
+            b = c;
+        }
+    }
+    if b.error(target) < a.error(target) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The critically damped gain in the stable range [γ_min, γ_max] (γ_max from `limit`,
+/// γ_min = [`MIN_FALLBACK_FRACTION`]·γ_max standing for "coast") whose predicted arrival
+/// θ(t_d; γ) comes closest to the requested one: the fallback for a problem that
+/// [`solve_arrival_gains`] refused ([`GainError::Unreachable`], [`GainError::NoStableGain`],
+/// [`GainError::OutOfRange`]), but defined for every problem. Among equally close gains it takes
+/// the softest.
 ///
-/// f(u) = (1 + c + u)e^(−u) rises until u = −c and falls after, so: if the arrival lies beyond
-/// the peak the best is u = max(−c, 0) (the peak, or coasting when the joint already moves
-/// away); if it lies on the setpoint's side of everything reachable, the stiffest allowed gain.
-/// Returns `None` for inputs that are not finite or not positive where they must be.
+/// # Method
+/// With u = γt_d/(2m), θ(t_d; u) = (θ₀ + t_d ω₀ + uθ₀)e^(−u) has dθ/du = −(t_d ω₀ + uθ₀)e^(−u):
+/// in the normalised frame (θ₀ ≥ 0) it rises up to its only stationary point u* = −t_d ω₀/θ₀
+/// and falls after it (it only falls when θ₀ = 0). Clamping u* into [u_min, u_max] splits the
+/// range into a rising and a falling piece, and on a monotone piece the closest arrival is the
+/// end nearer the target or, if the target lies between the ends' positions, the exact
+/// arrival. So the minimiser is one of: γ_min, γ_max, the clamped stationary point (the peak,
+/// when the target lies beyond it), or a root of θ(t_d; u) = θ_d inside a piece. The root is
+/// located by bisection (there is no closed-form choice among the Lambert-W branches that is
+/// cheaper to guard), and only exists for a problem the solver does not refuse or at a
+/// rounding boundary of one it does.
+///
+/// # Cost
+/// No allocation; three evaluations of θ(t_d) (one `exp` each) and a few comparisons; plus, only
+/// when the target lies strictly inside a piece's range, at most [`BISECTION_STEPS`] (80) more.
+///
+/// # Bound on what the floor γ_min gives away
+/// Over (0, γ_min) the error can improve on the returned one by at most
+/// u_min·(|t_d ω₀| + u_min·|θ₀|) (rad, offsets from the setpoint), u_min = γ_min·t_d/(2m):
+/// the largest |dθ/du| there times the width.
+///
+/// Returns `None` for a problem that is not finite or not positive where it must be, a limit
+/// whose γ_max is not finite and positive (or whose k_max is not finite and ≥ 0), and when no
+/// predicted arrival is a finite f64.
 pub fn closest_arrival_gains(problem: &ArrivalProblem, limit: &GainLimit) -> Option<CriticalGains> {
     problem.validate().ok()?;
     let n = problem.normalise().ok()?;
     let m = problem.inertia_kgm2;
-    let stiffest = CriticalGains {
-        stiffness_nm_per_rad: limit.max_stiffness_nm_per_rad,
-        damping_nms_per_rad: limit.max_damping_nms_per_rad,
-        branch: Branch::Lower,
-    };
-    // Where does the peak lie, and is the arrival beyond it?
-    let peak_u = if n.theta0 > 0.0 {
-        let c = n.travel / n.theta0;
-        if c.is_finite() && c < 0.0 { -c } else { 0.0 }
-    } else {
-        0.0
-    };
-    let peak_offset = if n.theta0 > 0.0 {
-        (n.theta0 + n.travel + peak_u * n.theta0) * libm::exp(-peak_u)
-    } else {
-        n.travel
-    };
-    if n.theta_d >= peak_offset {
-        // Beyond the peak: the gain of the peak (u = −c), or, for a joint already at rest or
-        // moving away (peak at u = 0, i.e. zero gain, which is not stable), the softest gain the
-        // solver represents: MIN_FALLBACK_FRACTION of the limit.
-        let damping = (2.0 * m * peak_u / problem.time_to_go_s)
-            .max(MIN_FALLBACK_FRACTION * limit.max_damping_nms_per_rad);
-        return CriticalGains::from_damping(m, damping, Branch::Principal)
-            .map(|g| g.clamp_to(limit).gains);
+    let g_max = limit.max_damping_nms_per_rad;
+    let k_max = limit.max_stiffness_nm_per_rad;
+    if !(g_max.is_finite() && g_max > 0.0 && k_max.is_finite() && k_max >= 0.0) {
+        return None;
     }
-    Some(stiffest)
+    let g_min = MIN_FALLBACK_FRACTION * g_max;
+    let g_min = if g_min > 0.0 { g_min } else { g_max };
+    // u = γ·u_per_gain; 0 or +∞ if t_d/(2m) under- or overflows (then every gain arrives alike).
+    let u_per_gain = problem.time_to_go_s / (2.0 * m);
+    let lo = Candidate::new(&n, g_min, g_min * u_per_gain);
+    let hi = Candidate::new(&n, g_max, g_max * u_per_gain);
+    let peak = if n.theta0 > 0.0 {
+        let u_star = -(n.travel / n.theta0);
+        if !(u_star > lo.u) {
+            lo
+        } else if !(u_star < hi.u) {
+            hi
+        } else {
+            let gain = u_star / u_per_gain;
+            let gain = if gain > g_min && gain < g_max {
+                gain
+            } else if gain >= g_max {
+                g_max
+            } else {
+                g_min
+            };
+            Candidate::new(&n, gain, u_star)
+        }
+    } else {
+        lo
+    };
+    let target = n.theta_d;
+    let (rising, falling) = if target >= peak.offset {
+        (peak, peak)
+    } else {
+        let rising = if target <= lo.offset {
+            lo
+        } else {
+            bisect(&n, lo, peak, target, u_per_gain)
+        };
+        let falling = if target <= hi.offset {
+            hi
+        } else {
+            bisect(&n, peak, hi, target, u_per_gain)
+        };
+        (rising, falling)
+    };
+    let (best, branch) = if falling.error(target) < rising.error(target) {
+        (falling, Branch::Lower)
+    } else {
+        (rising, Branch::Principal)
+    };
+    // The softest of equally close gains (the whole range arrives alike when u_per_gain
+    // under- or overflows, or the joint rests at the setpoint).
+    let (best, branch) = if lo.error(target) <= best.error(target) {
+        (lo, Branch::Principal)
+    } else {
+        (best, branch)
+    };
+    if !best.offset.is_finite() {
+        return None;
+    }
+    let branch = if n.theta0 == 0.0 {
+        Branch::AtSetpoint
+    } else {
+        branch
+    };
+    if best.gain >= g_max {
+        return Some(CriticalGains {
+            stiffness_nm_per_rad: k_max,
+            damping_nms_per_rad: g_max,
+            branch,
+        });
+    }
+    CriticalGains::from_damping(m, best.gain, branch)
 }
 
 #[cfg(test)]
@@ -844,6 +1003,96 @@ mod tests {
         }
     }
 
+    /// The limit's own gains (a placeholder after a failed assertion).
+    fn limit_gains(limit: &GainLimit) -> CriticalGains {
+        CriticalGains {
+            stiffness_nm_per_rad: limit.max_stiffness_nm_per_rad,
+            damping_nms_per_rad: limit.max_damping_nms_per_rad,
+            branch: Branch::Lower,
+        }
+    }
+
+    /// |θ(t_d; γ) − θ_d| from the closed form, in offsets from the setpoint.
+    fn arrival_error(p: &ArrivalProblem, gamma: f64) -> f64 {
+        let theta0 = p.position_rad - p.setpoint_rad;
+        let theta_d = p.arrival_rad - p.setpoint_rad;
+        let at = crate::closed_form::critically_damped_position(
+            p.inertia_kgm2,
+            gamma,
+            theta0,
+            p.velocity_rad_s,
+            p.time_to_go_s,
+        );
+        (at - theta_d).abs()
+    }
+
+    /// The smallest arrival error over a dense scan of γ ∈ (0, γ_max]: 4000 even steps and 900
+    /// log-spaced ones down to 1e−15·γ_max; and the same restricted to γ ≥ `floor`.
+    fn scan_best(p: &ArrivalProblem, max: f64, floor: f64) -> ((f64, f64), (f64, f64)) {
+        let mut all = (f64::INFINITY, 0.0);
+        let mut above = (f64::INFINITY, 0.0);
+        let even = (1..=4000).map(|i| max * f64::from(i) / 4000.0);
+        let log = (0..=900).map(|j| max * 10f64.powf(-15.0 + f64::from(j) / 60.0));
+        for gamma in even.chain(log).chain([floor]) {
+            let e = arrival_error(p, gamma);
+            if e < all.0 {
+                all = (e, gamma);
+            }
+            if gamma >= floor && e < above.0 {
+                above = (e, gamma);
+            }
+        }
+        (all, above)
+    }
+
+    #[test]
+    fn a_fast_crossing_past_the_coast_point_falls_back_to_coasting() {
+        // θ0 = 1, ω0 = −3, θd = −2.5, t_d = 1 (c = −3, r = −2.5 < 1 + c = −2): only γ < 0
+        // arrives. θ(t_d; γ) rises from the coasting position −2 to its peak at u = 3, so the
+        // closest stable arrival is the softest gain (−2.0, error 0.5), not the stiffest (≈ 0,
+        // error 2.5).
+        let p = problem(1.0, -3.0, -2.5, 1.0);
+        assert_eq!(
+            solve_arrival_gains(&p),
+            Err(GainError::NoStableGain { coasting_rad: -2.0 })
+        );
+        for margin in [0.8, 0.5] {
+            let limit = GainLimit::new(1.0, 0.005, Integrator::SemiImplicitEuler, margin).unwrap();
+            let max = limit.max_damping_nms_per_rad;
+            let floor = MIN_FALLBACK_FRACTION * max;
+            let g = closest_arrival_gains(&p, &limit).unwrap();
+            assert_eq!(g.damping_nms_per_rad, floor, "margin {margin}");
+            let err = arrival_error(&p, g.damping_nms_per_rad);
+            let ((best, _), (best_above, _)) = scan_best(&p, max, floor);
+            // u_min·(|t_d ω0| + u_min·|θ0|): what the floor can give away.
+            let u_min = floor / 2.0;
+            assert!(
+                err <= best + u_min * (3.0 + u_min) + 1e-12,
+                "{err} vs {best}"
+            );
+            assert!(err <= best_above + 1e-12, "{err} vs {best_above}");
+            assert!(err < 0.5 + 1e-3 && arrival_error(&p, max) > 2.49);
+        }
+    }
+
+    #[test]
+    fn the_fallback_arrives_exactly_when_a_stable_gain_in_range_does() {
+        // DESIGN.md's example (γ ≈ 9.4877 on W₋₁, within the limit): the fallback finds the
+        // same gain by bisection on the falling piece.
+        let p = problem(1.0, 0.0, 0.05, 1.0);
+        let limit = GainLimit::new(1.0, 0.005, Integrator::SemiImplicitEuler, 0.8).unwrap();
+        let solved = solve_arrival_gains(&p).unwrap();
+        let g = closest_arrival_gains(&p, &limit).unwrap();
+        assert_eq!(g.branch, Branch::Lower);
+        let rel = (g.damping_nms_per_rad - solved.damping_nms_per_rad).abs() / 9.4877;
+        assert!(rel < 1e-14, "{g:?} vs {solved:?}");
+        assert!(arrival_error(&p, g.damping_nms_per_rad) < 1e-15);
+        // Beyond the peak (moving towards, c = −0.5, r = 2 > e^c): the peak's gain γ = 1.
+        let p = problem(1.0, -0.5, 2.0, 1.0);
+        let g = closest_arrival_gains(&p, &limit).unwrap();
+        assert!((g.damping_nms_per_rad - 1.0).abs() < 1e-15, "{g:?}");
+    }
+
     #[test]
     fn bad_inputs_are_named() {
         let mut p = problem(1.0, 0.0, 0.5, 1.0);
@@ -975,12 +1224,31 @@ mod tests {
         Expect::Solvable
     }
 
+    /// Sign of x: −1, 0 or 1 (`f64::signum` has no 0).
+    fn sign(x: f64) -> i8 {
+        if x > 0.0 {
+            1
+        } else if x < 0.0 {
+            -1
+        } else {
+            0
+        }
+    }
+
     fn magnitude() -> impl Strategy<Value = f64> {
         prop_oneof![
             -3.0f64..3.0,
             (-8.0f64..8.0).prop_map(|e| 10f64.powf(e)),
             (-8.0f64..8.0).prop_map(|e| -(10f64.powf(e))),
             Just(0.0),
+        ]
+    }
+
+    fn integrator() -> impl Strategy<Value = Integrator> {
+        prop_oneof![
+            Just(Integrator::SemiImplicitEuler),
+            Just(Integrator::ExplicitEuler),
+            Just(Integrator::ZeroOrderHoldExact),
         ]
     }
 
@@ -1034,6 +1302,91 @@ mod tests {
                         _ => prop_assert!(false, "r {r} c {c}: expected {e:?}, got {result:?}"),
                     }
                 }
+            }
+        }
+
+        /// The fallback's gain lies in [γ_min, γ_max], is critically damped, and its predicted
+        /// arrival error is at most a dense scan's best over [γ_min, γ_max] (+1e−12 of the
+        /// problem's scale), and over (0, γ_max] up to what the floor γ_min can give away.
+        #[test]
+        fn the_fallback_is_the_closest_stable_arrival(
+            m in (-3.0f64..3.0).prop_map(|e| 10f64.powf(e)),
+            theta0 in magnitude(),
+            omega0 in magnitude(),
+            theta_d in magnitude(),
+            setpoint in -2.0f64..2.0,
+            td in (-3.0f64..2.0).prop_map(|e| 10f64.powf(e)),
+            period in (-4.0f64..-1.0).prop_map(|e| 10f64.powf(e)),
+            margin in 0.05f64..=1.0,
+            integrator in integrator(),
+        ) {
+            let p = ArrivalProblem {
+                inertia_kgm2: m,
+                position_rad: setpoint + theta0,
+                velocity_rad_s: omega0,
+                setpoint_rad: setpoint,
+                arrival_rad: setpoint + theta_d,
+                time_to_go_s: td,
+            };
+            let limit = GainLimit::new(m, period, integrator, margin).unwrap();
+            let max = limit.max_damping_nms_per_rad;
+            let floor = MIN_FALLBACK_FRACTION * max;
+            let g = closest_arrival_gains(&p, &limit);
+            prop_assert!(g.is_some());
+            let g = g.unwrap_or(limit_gains(&limit));
+            let gamma = g.damping_nms_per_rad;
+            prop_assert!(gamma >= floor && gamma <= max, "{gamma} outside [{floor}, {max}]");
+            let k = g.stiffness_nm_per_rad;
+            prop_assert!((gamma * gamma - 4.0 * m * k).abs() <= 1e-12 * gamma * gamma);
+            let err = arrival_error(&p, gamma);
+            let ((best, at), (best_above, at_above)) = scan_best(&p, max, floor);
+            let tol = 1e-12 * scale(&p);
+            let t0 = (p.position_rad - p.setpoint_rad).abs();
+            let u_min = floor * td / (2.0 * m);
+            let gap = u_min * ((td * omega0).abs() + u_min * t0);
+            prop_assert!(
+                err <= best_above + tol,
+                "γ {gamma}: error {err} > {best_above} at γ {at_above} {g:?}"
+            );
+            prop_assert!(err <= best + gap + tol, "γ {gamma}: error {err} > {best} at γ {at}");
+        }
+
+        /// For every unreachable arrival, `limit_rad` bounds θ(t_d; γ) over γ ∈ (0, ∞) on the
+        /// arrival's side and is approached by it (to 1e−9 of the scale, on a log grid of γ).
+        #[test]
+        fn unreachable_limit_is_the_bound_of_stable_arrivals(
+            theta0 in magnitude(),
+            omega0 in magnitude(),
+            theta_d in magnitude(),
+            setpoint in -2.0f64..2.0,
+            td in (-3.0f64..2.0).prop_map(|e| 10f64.powf(e)),
+        ) {
+            let p = ArrivalProblem {
+                inertia_kgm2: 1.0,
+                position_rad: setpoint + theta0,
+                velocity_rad_s: omega0,
+                setpoint_rad: setpoint,
+                arrival_rad: setpoint + theta_d,
+                time_to_go_s: td,
+            };
+            if let Err(GainError::Unreachable { limit_rad }) = solve_arrival_gains(&p) {
+                // The arrival's side of the limit (none when the arrival is the limit itself: an
+                // infimum such as the setpoint, approached as γ → ∞).
+                let side = f64::from(sign(p.arrival_rad - limit_rad));
+                let tol = 1e-9 * scale(&p).max(setpoint.abs());
+                let mut closest = f64::INFINITY;
+                // A log grid of u = γt_d/(2m), and the stationary point u = −t_d ω0/θ0.
+                let t0 = p.position_rad - p.setpoint_rad;
+                let peak = -(td * omega0) / t0;
+                let grid = (0..=2400).map(|j| 10f64.powf(-12.0 + f64::from(j) / 100.0));
+                for u in grid.chain((peak > 0.0 && peak.is_finite()).then_some(peak)) {
+                    let g = CriticalGains::from_damping(1.0, 2.0 * u / td, Branch::Principal);
+                    let Some(g) = g else { continue };
+                    let at = closed_form(&p, &g);
+                    prop_assert!(side * (at - limit_rad) <= tol, "u {u}: {at} beyond {limit_rad}");
+                    closest = closest.min((at - limit_rad).abs());
+                }
+                prop_assert!(closest <= tol, "{limit_rad} not approached: {closest}");
             }
         }
 
