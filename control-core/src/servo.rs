@@ -3,9 +3,10 @@
 //! baselines of the paper: a fixed-gain PD and the static-timing method of "On the Beat!"
 //! (τ = m/λ²·e + 2m/λ·ė with λ = t̂/n).
 //!
-//! A tick must never allocate, block or panic, whatever the state: non-finite measurements give
-//! [`ServoStatus::BadState`] and a zero or damping-only torque, never NaN. Every torque is limited
-//! to the configured bound and every limit hit is reported in the output, never silently.
+//! A tick must never allocate, block or panic, whatever the state: non-finite measurements, and
+//! finite ones so large that the PD torque overflows f64, give [`ServoStatus::BadState`] and a
+//! zero or damping-only torque, never NaN. Every torque is limited to the configured bound and
+//! every limit hit is reported in the output, never silently.
 //!
 //! ```
 //! use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
@@ -146,13 +147,15 @@ pub enum ServoStatus {
     Tracking,
     /// The arriving gains exceed what the period integrates stably; clamped to the limit.
     GainClamped,
-    /// No critically damped gain arrives on time; the servo uses the gain whose arrival comes
-    /// closest ([`closest_arrival_gains`]), capped at the stable limit.
+    /// No stable critically damped gain arrives on time (the error says why); the servo uses
+    /// the gain of the stable range whose predicted arrival comes closest
+    /// ([`closest_arrival_gains`]).
     Infeasible(GainError),
     /// The deadline has passed: critically damped hold about the setpoint.
     Holding,
-    /// The measured state or the feed-forward is NaN or infinite: the output is the safe torque
-    /// (zero if the velocity itself is unusable).
+    /// The measured state, the time or the feed-forward is NaN or infinite, or the state is so
+    /// far out that the torque k(s − θ) − γω + feed-forward (or the gain problem behind it) is not
+    /// a finite f64: the output is the safe torque (zero if the velocity itself is unusable).
     BadState,
 }
 
@@ -169,7 +172,10 @@ pub struct ServoOutput {
     pub damping_nms_per_rad: f64,
     /// Whether the torque limit cut the torque this tick.
     pub torque_limited: bool,
-    /// The torque before the limit, N·m (finite whenever the status is not `BadState`).
+    /// The torque before the limit, N·m. Always finite: a request that is not a finite f64 turns
+    /// the tick into [`ServoStatus::BadState`], whose request is the safe torque's damping term
+    /// −γω (0 for an unusable velocity; if −γω itself overflows, the limit it saturates to, with
+    /// `torque_limited` set).
     pub requested_torque_nm: f64,
 }
 
@@ -232,7 +238,7 @@ impl Common {
         })
     }
 
-    /// τ = k(s − θ) − γω + feed-forward, limited.
+    /// τ = k(s − θ) − γω + feed-forward, limited; the safe state if that is not a finite f64.
     fn pd(
         &self,
         gains: &CriticalGains,
@@ -244,6 +250,9 @@ impl Common {
         let requested = gains.stiffness_nm_per_rad * (setpoint_rad - state.position_rad)
             - gains.damping_nms_per_rad * state.velocity_rad_s
             + feedforward_nm;
+        if !requested.is_finite() {
+            return self.bad_state(state);
+        }
         let (torque, limited) = self.limit_torque(requested);
         ServoOutput {
             torque_nm: torque,
@@ -269,22 +278,34 @@ impl Common {
     }
 
     fn safe_torque(&self, state: JointState) -> f64 {
+        self.safe_request(state).0
+    }
+
+    /// The safe state's (torque, finite request, limited): damping only, −γω, limited; zero for
+    /// an unusable velocity; a request that overflows is reported as the limit it saturates to.
+    fn safe_request(&self, state: JointState) -> (f64, f64, bool) {
         if !state.velocity_rad_s.is_finite() {
-            return 0.0;
+            return (0.0, 0.0, false);
         }
-        self.limit_torque(-self.hold.damping_nms_per_rad * state.velocity_rad_s)
-            .0
+        let requested = -self.hold.damping_nms_per_rad * state.velocity_rad_s;
+        let (torque, limited) = self.limit_torque(requested);
+        if requested.is_finite() {
+            (torque, requested, limited)
+        } else {
+            (torque, torque, true)
+        }
     }
 
     /// The output for unusable input: the safe torque, flagged.
     fn bad_state(&self, state: JointState) -> ServoOutput {
+        let (torque, requested, limited) = self.safe_request(state);
         ServoOutput {
-            torque_nm: self.safe_torque(state),
+            torque_nm: torque,
             status: ServoStatus::BadState,
             stiffness_nm_per_rad: 0.0,
             damping_nms_per_rad: self.hold.damping_nms_per_rad,
-            torque_limited: false,
-            requested_torque_nm: 0.0,
+            torque_limited: limited,
+            requested_torque_nm: requested,
         }
     }
 
@@ -867,6 +888,64 @@ mod tests {
     }
 
     #[test]
+    fn huge_finite_states_are_bad_states_with_finite_requests() {
+        // θ0 = 1e308, ω0 = −1e308 about setpoint 0: the gain problem is fine (no stable gain),
+        // but k(s − θ) − γω = −inf + inf is NaN. Also +inf requests, and the coasting position
+        // 2e308 that the gain solver cannot report.
+        for (x, v, s, a) in [
+            (1e308, -1e308, 0.0, 0.0),
+            (1e308, -1e308, 0.0, 0.5),
+            (1e308, 1e308, 0.0, 0.0),
+            (-1e308, 1e308, 1e308, 1e308),
+            (f64::MAX, -f64::MAX, -f64::MAX, 0.0),
+        ] {
+            let mut servo = ArrivalServo::new(config()).unwrap();
+            let plan = ArrivalPlan {
+                setpoint_rad: s,
+                arrival_rad: a,
+                deadline_s: 1.0,
+            };
+            servo.set_plan(plan, 0.0).unwrap();
+            let state = JointState {
+                position_rad: x,
+                velocity_rad_s: v,
+            };
+            let out = servo.tick(0.0, state, 0.0);
+            assert_eq!(out.status, ServoStatus::BadState, "{x:e} {v:e}: {out:?}");
+            assert!(out.requested_torque_nm.is_finite(), "{out:?}");
+            assert_eq!(out.torque_nm, servo.safe_torque(state));
+            // The safe torque damps the motion (saturated: −γω overflows nothing here, but
+            // exceeds the limit).
+            assert_eq!(out.torque_nm, -v.signum() * config().torque_limit_nm);
+            assert!(out.torque_limited);
+        }
+    }
+
+    #[test]
+    fn static_timing_and_fixed_gains_flag_overflowing_requests_too() {
+        let cfg = config();
+        let plan = ArrivalPlan {
+            setpoint_rad: -1e308,
+            arrival_rad: 0.0,
+            deadline_s: 1.0,
+        };
+        let state = JointState {
+            position_rad: 1e308,
+            velocity_rad_s: 1e308,
+        };
+        let g = CriticalGains::from_damping(cfg.inertia_kgm2, 5.0, Branch::Principal).unwrap();
+        let mut fixed = FixedGainServo::new(cfg, g).unwrap();
+        fixed.set_plan(plan, 0.0).unwrap();
+        let out = fixed.tick(0.0, state, 0.0);
+        assert_eq!(out.status, ServoStatus::BadState);
+        assert!(out.requested_torque_nm.is_finite());
+        let mut stat = StaticTimingServo::new(cfg, 5.0).unwrap();
+        stat.set_plan(plan, 0.0).unwrap();
+        let out = stat.tick(0.0, state, 1e308);
+        assert!(out.requested_torque_nm.is_finite() && out.torque_nm.is_finite());
+    }
+
+    #[test]
     fn static_timing_from_rest_covers_all_but_its_fraction() {
         let cfg = ServoConfig {
             period_s: 0.001,
@@ -886,6 +965,124 @@ mod tests {
         let (x, _) = run(&mut servo, cfg.inertia_kgm2, 0.0, 0.0, 2.0, cfg.period_s);
         let expected = 1.0 - 6.0 * (-5.0f64).exp();
         assert!((x - expected).abs() < 2e-3, "{x} vs {expected}");
+    }
+
+    /// Any f64: arbitrary bit patterns (NaN payloads, ±∞, subnormals, ±0), the extremes, and
+    /// ordinary magnitudes that make the mixtures interesting.
+    fn any_bits() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<u64>().prop_map(f64::from_bits),
+            prop::sample::select(vec![
+                f64::NAN,
+                -f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::MAX,
+                -f64::MAX,
+                f64::MIN_POSITIVE,
+                -f64::MIN_POSITIVE,
+                5e-324,
+                -5e-324,
+                1e-310,
+                0.0,
+                -0.0,
+                1e308,
+                -1e308,
+            ]),
+            -10.0f64..10.0,
+            (-300.0f64..300.0).prop_map(|e| 10f64.powf(e)),
+            (-300.0f64..300.0).prop_map(|e| -(10f64.powf(e))),
+        ]
+    }
+
+    /// What every output must satisfy, for any servo: finite torque within the limit, a finite
+    /// request, the limit flag saying whether the torque is the request, and `BadState` for
+    /// non-finite inputs (with the safe torque, no stiffness).
+    fn check_output<S: JointServo>(
+        servo: &S,
+        out: &ServoOutput,
+        inputs_finite: bool,
+        state: JointState,
+    ) -> Result<(), TestCaseError> {
+        let limit = config().torque_limit_nm;
+        prop_assert!(
+            out.torque_nm.is_finite() && out.torque_nm.abs() <= limit,
+            "{out:?}"
+        );
+        prop_assert!(out.requested_torque_nm.is_finite(), "{out:?}");
+        prop_assert!(out.stiffness_nm_per_rad.is_finite() && out.stiffness_nm_per_rad >= 0.0);
+        prop_assert!(out.damping_nms_per_rad.is_finite() && out.damping_nms_per_rad > 0.0);
+        if out.torque_limited {
+            prop_assert!(out.requested_torque_nm.abs() >= limit, "{out:?}");
+            prop_assert_eq!(out.torque_nm, limit.copysign(out.requested_torque_nm));
+        } else {
+            prop_assert_eq!(out.torque_nm, out.requested_torque_nm);
+        }
+        if !inputs_finite {
+            prop_assert_eq!(out.status, ServoStatus::BadState);
+        }
+        if out.status == ServoStatus::BadState {
+            prop_assert_eq!(out.stiffness_nm_per_rad, 0.0);
+            prop_assert_eq!(out.torque_nm, servo.safe_torque(state));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        /// Arbitrary f64 bit patterns everywhere: no panic, finite torques and requests, and
+        /// statuses consistent with the inputs and the gains (the arrival servo's gains lie in
+        /// its stable range, at its limit exactly when clamped; it holds only after the
+        /// deadline; it idles only without a plan).
+        #[test]
+        fn ticks_report_consistently_for_any_bits(
+            now in any_bits(), x in any_bits(), v in any_bits(), ff in any_bits(),
+            s in any_bits(), a in any_bits(), d in any_bits(),
+        ) {
+            let cfg = config();
+            let state = JointState { position_rad: x, velocity_rad_s: v };
+            let plan = ArrivalPlan { setpoint_rad: s, arrival_rad: a, deadline_s: d };
+            let finite = now.is_finite() && x.is_finite() && v.is_finite() && ff.is_finite();
+            let mut arrival = ArrivalServo::new(cfg).unwrap();
+            let planned = arrival.set_plan(plan, 0.0).is_ok();
+            let out = arrival.tick(now, state, ff);
+            check_output(&arrival, &out, finite, state)?;
+            let max = arrival.gain_limit().max_damping_nms_per_rad;
+            let floor = crate::gains::MIN_FALLBACK_FRACTION * max;
+            let k_of = |g: f64| cfg.inertia_kgm2 * (g / (2.0 * cfg.inertia_kgm2)).powi(2);
+            match out.status {
+                ServoStatus::Idle => prop_assert!(!planned),
+                ServoStatus::Holding => prop_assert!(planned && d - now <= 0.0),
+                ServoStatus::GainClamped => prop_assert_eq!(out.damping_nms_per_rad, max),
+                ServoStatus::Tracking | ServoStatus::Infeasible(_) => {
+                    prop_assert!(planned && d - now > 0.0);
+                    let g = out.damping_nms_per_rad;
+                    // Solved gains may be arbitrarily soft; the fallback's are at least γ_min.
+                    let above = if out.status == ServoStatus::Tracking {
+                        g > 0.0
+                    } else {
+                        g >= floor
+                    };
+                    prop_assert!(above && g <= max, "γ {g} outside the range up to {max}");
+                    let k = out.stiffness_nm_per_rad;
+                    prop_assert!((k - k_of(g)).abs() <= 1e-12 * (k_of(g) + f64::MIN_POSITIVE), "k {k} for γ {g}");
+                }
+                ServoStatus::BadState => {}
+            }
+            if let ServoStatus::Infeasible(e) = out.status {
+                prop_assert!(e != GainError::Indeterminate);
+            }
+            let g = CriticalGains::from_damping(cfg.inertia_kgm2, 5.0, Branch::Principal).unwrap();
+            let mut fixed = FixedGainServo::new(cfg, g).unwrap();
+            let _ = fixed.set_plan(plan, 0.0);
+            let out = fixed.tick(now, state, ff);
+            check_output(&fixed, &out, finite, state)?;
+            let mut stat = StaticTimingServo::new(cfg, 5.0).unwrap();
+            let _ = stat.set_plan(plan, 0.0);
+            let out = stat.tick(now, state, ff);
+            check_output(&stat, &out, finite, state)?;
+        }
     }
 
     proptest! {
@@ -909,6 +1106,7 @@ mod tests {
             ];
             for out in outs {
                 prop_assert!(out.torque_nm.is_finite());
+                prop_assert!(out.requested_torque_nm.is_finite());
                 prop_assert!(out.torque_nm.abs() <= cfg.torque_limit_nm);
             }
         }
