@@ -777,9 +777,10 @@ pub fn closest_arrival_gains(problem: &ArrivalProblem, limit: &GainLimit) -> Opt
     let hi = Candidate::new(&n, g_max, g_max * u_per_gain);
     let peak = if n.theta0 > 0.0 {
         let u_star = -(n.travel / n.theta0);
-        if !(u_star > lo.u) {
+        // Never NaN: θ₀ > 0 and travel are finite, and γ_min > 0.
+        if u_star <= lo.u {
             lo
-        } else if !(u_star < hi.u) {
+        } else if u_star >= hi.u {
             hi
         } else {
             let gain = u_star / u_per_gain;
