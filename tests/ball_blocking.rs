@@ -1,7 +1,7 @@
 //! The main job end to end, in lockstep: real `hil` and `sim-host` processes, outcomes read from
 //! `report.json` and `trajectory.csv`.
 
-use e2e::{controller, hil_run, out_dir, report, workspace_root};
+use e2e::{controller, executable, hil, hil_run, out_dir, report, workspace_root};
 
 fn assert_outcome(report: &serde_json::Value, max_analytic_error_rad: f64) {
     let analytic = controller(report, "analytic");
@@ -72,18 +72,28 @@ fn no_weights_scenario_in_lockstep_reaches_the_outcome() {
     assert_outcome(&report(&out), 5e-3);
 }
 
-/// Two lockstep runs with the same seed write bit-identical trajectories.
+/// Two lockstep runs with the same seed write bit-identical trajectories, whether the plant is
+/// `hil` re-executed (the default) or the standalone `sim-host` binary.
 #[test]
 fn lockstep_runs_are_bit_identical() {
     let (a, b) = (out_dir("replay_a"), out_dir("replay_b"));
-    for out in [&a, &b] {
-        let run = hil_run(&[], out);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-    }
+    let run = hil_run(&[], &a);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let run = hil()
+        .env("HIL_SIM_HOST", executable("sim-host"))
+        .args(["run", "--quiet", "--out"])
+        .arg(&b)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let read = |d: &std::path::Path| std::fs::read(d.join("trajectory.csv")).unwrap_or_default();
     let (ta, tb) = (read(&a), read(&b));
     assert!(ta.len() > 10_000, "trajectory has {} bytes", ta.len());
@@ -115,4 +125,54 @@ fn realtime_mode_runs_the_control_thread_and_blocks_every_ball() {
     assert!((700..=900).contains(&ticks), "{ticks} ticks recorded");
     assert!(timing["round_trip_us"]["count"].as_u64().unwrap_or(0) > 0);
     assert_eq!(r["faults"]["plant_lost"], false);
+}
+
+/// Real time with the controller ticking at 1 kHz on a plant stepping every 5 ms: the gains are
+/// clamped for the 5 ms at which fresh states arrive (not the 1 ms tick), and the watchdog counts
+/// state periods, so it never trips. (Before the fix: damping 247.6 above the 176.9 limit, no
+/// tick reported `gain_clamped`, three watchdog trips.)
+#[test]
+fn realtime_control_faster_than_the_plant_clamps_for_the_state_period() {
+    let out = out_dir("realtime_1khz_on_5ms");
+    let file = out.with_file_name("realtime_1khz_on_5ms.toml");
+    let text = include_str!("../scenarios/ball_blocking.toml")
+        .replace("control_rate_hz = 200.0", "control_rate_hz = 1000.0");
+    std::fs::write(&file, text).unwrap_or_default();
+    let run = hil_run(
+        &[
+            file.to_str().unwrap_or_default(),
+            "--mode",
+            "realtime",
+            "--only",
+            "analytic",
+        ],
+        &out,
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&out);
+    let a = controller(&r, "analytic");
+    assert_eq!(a["timing"]["state_period_s"], 0.005);
+    assert_eq!(a["timing"]["control_period_s"], 0.001);
+    let (used, limit) = (
+        a["max_damping_nms_per_rad"].as_f64().unwrap_or(f64::NAN),
+        a["damping_limit_nms_per_rad"].as_f64().unwrap_or(f64::NAN),
+    );
+    // The 5 ms limit of the 200 Hz loop: 0.8 · 4(√2 − 1) · I / h with I = 2(1/3 + 0.06²/12).
+    let inertia = 2.0 * (1.0 / 3.0 + 0.06 * 0.06 / 12.0);
+    let expected = 0.8 * 4.0 * (2f64.sqrt() - 1.0) * inertia / 0.005;
+    assert!(
+        (limit - expected).abs() < 1e-9 * expected,
+        "limit {limit}, expected {expected}"
+    );
+    assert!(used <= limit, "damping {used} above the limit {limit}");
+    assert!(
+        a["status_counts"]["gain_clamped"].as_u64().unwrap_or(0) > 0,
+        "{:#}",
+        a["status_counts"]
+    );
+    assert_eq!(a["faults"]["watchdog_trips"], 0, "{:#}", a["faults"]);
 }

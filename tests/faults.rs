@@ -1,6 +1,29 @@
-//! Faults end to end: a broken scenario file, and a plant process killed mid-run.
+//! Faults end to end, each asserted from what the system did (exit code, report.json, what the
+//! plant received): a broken scenario file; a plant that is killed, hangs, sends only garbage,
+//! goes silent, or never starts; SIGINT and SIGTERM mid-run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use e2e::{hil, hil_run, out_dir, report};
+
+/// The misbehaving plant of `fake_plant.rs`.
+fn fake_plant() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fake-plant"))
+}
+
+/// The folder a run's outputs are staged in (the plant's command line names its scene.json
+/// there).
+fn staging_needle(out: &Path) -> String {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    out.with_file_name(format!(".{name}.partial-"))
+        .to_string_lossy()
+        .into_owned()
+}
 
 /// A scenario with a wrong field gets an error naming the file, the field and the reason, and
 /// exit status 2, without starting any plant.
@@ -21,6 +44,36 @@ fn a_broken_scenario_file_names_the_file_the_field_and_the_reason() {
     assert!(err.contains("arm.mass_kg"), "names the field: {err}");
     assert!(err.contains("> 0"), "gives the reason: {err}");
     assert!(!out.join("report.json").exists());
+
+    // Values the plant would refuse are refused here, naming the user's field (one schema).
+    for (from, to, field) in [
+        (
+            "thickness_m = 0.06",
+            "thickness_m = 50.0",
+            "arm.thickness_m",
+        ),
+        ("mass_kg = 2.0", "mass_kg = 1e9", "arm.mass_kg"),
+        (
+            "gravity_m_s2 = 9.8",
+            "gravity_m_s2 = 1e300",
+            "arm.gravity_m_s2",
+        ),
+        (
+            "control_rate_hz = 200.0",
+            "control_rate_hz = 1e-300",
+            "control_rate_hz",
+        ),
+    ] {
+        let text = include_str!("../scenarios/ball_blocking.toml").replace(from, to);
+        std::fs::write(&file, text).unwrap_or_default();
+        for mode in ["lockstep", "realtime"] {
+            let run = hil_run(&[file.to_str().unwrap_or_default(), "--mode", mode], &out);
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{to} ({mode}): {err}");
+            assert!(err.contains(&format!("field `{field}`")), "{to}: {err}");
+            assert!(!err.contains("scene.json"), "{to}: {err}");
+        }
+    }
 
     let missing = out.join("missing.toml");
     let run = hil_run(&[missing.to_str().unwrap_or_default()], &out);
@@ -62,18 +115,10 @@ fn processes_mentioning(needle: &str) -> Vec<i32> {
     pids
 }
 
-/// Start a long lockstep run (300 s of simulated time, several seconds of wall time), wait until
-/// its sim-host child is running, send it `signal`, and return what `hil` did and how long it
-/// took to exit after the signal.
-fn run_and_hurt_the_plant(
-    test: &str,
-    signal: i32,
-) -> (
-    std::process::Output,
-    std::time::Duration,
-    std::path::PathBuf,
-) {
-    use std::time::{Duration, Instant};
+/// Start a long lockstep run (300 s of simulated time, several seconds of wall time) of the real
+/// plant, wait until the plant process is running, send `signal` to the plant (or to `hil`
+/// itself), and return what `hil` did and how long it took to exit after the signal.
+fn run_and_signal(test: &str, signal: i32, to_hil: bool) -> (Output, Duration, PathBuf) {
     let out = out_dir(test);
     let file = out.join("long.toml");
     let text =
@@ -89,12 +134,12 @@ fn run_and_hurt_the_plant(
             "--out",
         ])
         .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
-    // The plant's command line names the scene file in this test's folder.
-    let needle = out.join("scene.json").to_string_lossy().into_owned();
+    // The plant's command line names the scene file in this run's staging folder.
+    let needle = staging_needle(&out);
     let start = Instant::now();
     let plant = loop {
         if let Some(pid) = processes_mentioning(&needle).first() {
@@ -102,15 +147,20 @@ fn run_and_hurt_the_plant(
         }
         assert!(
             start.elapsed() < Duration::from_secs(10),
-            "sim-host never started"
+            "the plant never started"
         );
         std::thread::sleep(Duration::from_millis(5));
     };
     std::thread::sleep(Duration::from_millis(300));
+    let target = if to_hil {
+        i32::try_from(child.id()).unwrap_or(0)
+    } else {
+        plant
+    };
     // SAFETY: kill(2) on a pid we just found; the worst case of a reused pid is a signal to an
     // unrelated process of this test's user, and the pid was seen running a moment ago.
-    let rc = unsafe { libc::kill(plant, signal) };
-    assert_eq!(rc, 0, "cannot signal the plant");
+    let rc = unsafe { libc::kill(target, signal) };
+    assert_eq!(rc, 0, "cannot send the signal");
     let hurt = Instant::now();
     let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
     let took = hurt.elapsed();
@@ -122,50 +172,226 @@ fn run_and_hurt_the_plant(
     assert_eq!(
         processes_mentioning(&needle),
         Vec::<i32>::new(),
-        "orphan sim-host left behind"
+        "orphan plant left behind"
     );
     (output, took, out)
 }
 
-/// Killing sim-host mid-run: hil exits non-zero within 1 s, names what happened, and the report
-/// says plant_lost and safe_state.
+/// A run with a misbehaving fake plant: `behaviour` (see fake_plant.rs), its torque log, what
+/// `hil` did and how long it took.
+fn run_with_fake_plant(
+    test: &str,
+    behaviour: &str,
+    mode: &str,
+) -> (Output, Duration, PathBuf, String) {
+    let out = out_dir(test);
+    let log = out.with_file_name(format!("{test}.plant.log"));
+    let _ = std::fs::remove_file(&log);
+    let start = Instant::now();
+    let output = hil()
+        .env("HIL_SIM_HOST", fake_plant())
+        .env("FAKE_PLANT", behaviour)
+        .env("FAKE_PLANT_LOG", &log)
+        .args([
+            "run", "--only", "analytic", "--quiet", "--mode", mode, "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    let took = start.elapsed();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    (output, took, out, log)
+}
+
+/// Killing the plant mid-run: hil exits 1 within 1 s, names what happened, reports plant_lost,
+/// and its safe-state torque could not reach a dead plant (the report says so).
 #[test]
 fn killing_the_plant_ends_the_run_in_the_safe_state() {
-    let (output, took, out) = run_and_hurt_the_plant("killed", libc::SIGKILL);
+    let (output, took, out) = run_and_signal("killed", libc::SIGKILL, false);
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
-    assert!(
-        took < std::time::Duration::from_secs(1),
-        "hil took {took:?} to notice"
-    );
+    assert!(took < Duration::from_secs(1), "hil took {took:?} to notice");
     assert!(
         err.contains("plant lost") && err.contains("closed its link"),
         "{err}"
     );
     let r = report(&out);
+    assert_eq!(r["complete"], false);
     assert_eq!(r["faults"]["plant_lost"], true);
-    assert_eq!(r["faults"]["safe_state"], true);
-    assert!(
-        r["faults"]["plant_lost_at_s"]
-            .as_f64()
-            .is_some_and(|t| t > 0.0 && t < 300.0)
-    );
+    let t = r["faults"]["plant_lost_at_s"].as_f64().unwrap_or(-1.0);
+    assert!(t > 0.0 && t < 300.0, "{t}");
+    let safe = &r["faults"]["safe_state"];
+    assert_eq!(safe["applied_by_plant"], false, "{safe:#}");
+    assert!((safe["sent_at_s"].as_f64().unwrap_or(-1.0) - t).abs() < 1e-9);
 }
 
-/// A plant that hangs (stopped, so its socket stays open) is detected by the watchdog: hil exits
-/// non-zero within 1 s, the report counts the trip, and the stopped child is killed.
+/// A plant that hangs (stopped, its socket open) is found by the watchdog: hil exits 1 within
+/// 1 s, counts one trip, and the safe-state frame reaches its socket.
 #[test]
 fn a_hung_plant_trips_the_watchdog() {
-    let (output, took, out) = run_and_hurt_the_plant("hung", libc::SIGSTOP);
+    let (output, took, out) = run_and_signal("hung", libc::SIGSTOP, false);
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
-    assert!(
-        took < std::time::Duration::from_secs(1),
-        "hil took {took:?} to notice"
-    );
+    assert!(took < Duration::from_secs(1), "hil took {took:?} to notice");
     assert!(err.contains("hung"), "{err}");
     let r = report(&out);
     assert_eq!(r["faults"]["plant_lost"], true);
-    assert_eq!(r["faults"]["safe_state"], true);
     assert_eq!(r["faults"]["watchdog_trips"], 1);
+    assert_eq!(r["faults"]["safe_state"]["delivered_to_socket"], true);
+}
+
+/// A plant that sends only malformed frames (bad checksums, oversize datagrams) is lost after
+/// the watchdog window, in both modes: every datagram is rejected and counted, and none extends
+/// the wait. (Before the fix hil waited forever.)
+#[test]
+fn a_plant_that_sends_only_garbage_is_declared_lost() {
+    for mode in ["lockstep", "realtime"] {
+        let (output, took, out, _) =
+            run_with_fake_plant(&format!("garbage_{mode}"), "garbage", mode);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{mode}: {err}");
+        // The first state may take the start-up grace (5 s); then the run ends.
+        assert!(took < Duration::from_secs(10), "{mode}: took {took:?}");
+        assert!(err.contains("no valid state"), "{mode}: {err}");
+        let r = report(&out);
+        assert_eq!(r["complete"], false);
+        assert_eq!(r["faults"]["plant_lost"], true);
+        let reasons = r["faults"]["rejected_by_reason"].to_string();
+        assert!(
+            reasons.contains("checksum") && reasons.contains("oversize"),
+            "{reasons}"
+        );
+        assert!(r["faults"]["rejected_frames"].as_u64().unwrap_or(0) > 100);
+        // No state was ever accepted: no safe state to send, no figure to make.
+        assert!(r["faults"]["safe_state"].is_null());
+        assert!(r["controllers"][0]["max_arrival_error_rad"].is_null());
+    }
+}
+
+/// A plant that goes silent after step 100: the watchdog ends the run, and the plant received a
+/// torque frame flagged SAFE_STATE answering step 100 (read from the plant's own log), the one
+/// the report names.
+#[test]
+fn a_silent_plant_receives_the_safe_state_for_its_last_step() {
+    let (output, _, out, log) = run_with_fake_plant("silent", "silent-after:100", "lockstep");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let r = report(&out);
+    let safe = &r["faults"]["safe_state"];
+    assert_eq!(safe["sent_at_step"], 100, "{safe:#}");
+    let seq = safe["torque_frame_sequence"].as_u64().unwrap_or(0);
+    let line = log
+        .lines()
+        .find(|l| l.split(' ').nth(2) == Some("safe"))
+        .unwrap_or_else(|| panic!("no safe-state frame reached the plant:\n{log}"));
+    let fields: Vec<&str> = line.split(' ').collect();
+    assert_eq!(fields.first(), Some(&seq.to_string().as_str()), "{line}");
+    assert_eq!(fields.get(1), Some(&"100"), "{line}");
+    // Every tick before it answered its own step once: 100 normal frames, then the safe one.
+    assert_eq!(
+        log.lines().filter(|l| l.contains(" normal ")).count(),
+        100,
+        "{log}"
+    );
+}
+
+/// A plant that exits at once (`/bin/true`): a run with no samples ends at once with bounded
+/// outputs: null figures in JSON and plots that say "no samples". (Before the fix memory grew
+/// at ~1 GB/s building a log axis from inf to inf.)
+#[test]
+fn a_run_with_no_samples_writes_null_figures_and_says_no_samples() {
+    let out = out_dir("no_samples");
+    let start = Instant::now();
+    let output = hil()
+        .env("HIL_SIM_HOST", "/bin/true")
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(1));
+    let r = report(&out);
+    assert_eq!(r["complete"], false);
+    assert!(r["timing"]["round_trip_us"].is_null(), "{:#}", r["timing"]);
+    assert!(r["controllers"][0]["plant_step_us"].is_null());
+    for plot in ["angle.svg", "latency.svg"] {
+        let svg = std::fs::read_to_string(out.join(plot)).unwrap_or_default();
+        assert!(svg.contains("no samples"), "{plot}");
+        assert!(svg.len() < 100_000, "{plot} is {} bytes", svg.len());
+    }
+}
+
+/// A plant that cannot start: exit 1, an error naming it, and no output folder that looks like
+/// a result.
+#[test]
+fn a_plant_that_cannot_start_leaves_no_output_folder() {
+    let out = out_dir("no_plant");
+    let _ = std::fs::remove_dir_all(&out);
+    let output = hil()
+        .env("HIL_SIM_HOST", "/nonexistent/plant")
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("/nonexistent/plant"), "{err}");
+    assert!(!out.exists(), "an output folder was left behind");
+    let staging = staging_needle(&out);
+    let parent = out.parent().map(Path::to_path_buf).unwrap_or_default();
+    let leftovers: Vec<_> = std::fs::read_dir(parent)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().to_string_lossy().starts_with(&staging))
+        .collect();
+    assert!(leftovers.is_empty(), "staging folder left: {leftovers:?}");
+}
+
+/// Ctrl-C (SIGINT) and SIGTERM mid-run: hil sends the plant its safe state (the plant applies
+/// it), writes report.json with `"complete": false` and the reason, and exits 130 / 143.
+#[test]
+fn sigint_and_sigterm_write_an_incomplete_report_after_the_safe_state() {
+    for (signal, code, name) in [
+        (libc::SIGINT, 130, "SIGINT"),
+        (libc::SIGTERM, 143, "SIGTERM"),
+    ] {
+        let (output, took, out) = run_and_signal(&format!("signal_{name}"), signal, true);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{name}: {err}");
+        assert!(took < Duration::from_secs(2), "{name}: took {took:?}");
+        let r = report(&out);
+        assert_eq!(r["complete"], false);
+        assert!(
+            r["incomplete_reason"].as_str().unwrap_or("").contains(name),
+            "{:#}",
+            r["incomplete_reason"]
+        );
+        assert_eq!(r["faults"]["plant_lost"], false);
+        assert_eq!(
+            r["faults"]["safe_state"]["applied_by_plant"], true,
+            "{name}: {:#}",
+            r["faults"]
+        );
+    }
+}
+
+/// A finished run says so.
+#[test]
+fn a_finished_run_is_complete() {
+    let out = out_dir("complete");
+    let run = hil_run(&["--only", "static-timing"], &out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&out);
+    assert_eq!(r["complete"], true);
+    assert!(r["incomplete_reason"].is_null());
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("report.json, trajectory.csv, angle.svg, latency.svg"),
+        "{stdout}"
+    );
 }

@@ -8,7 +8,9 @@
 //!   baselines.
 //! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
 //! - [`model`]: mass properties shared by the plant and the controller.
-//! - [`paper`]: the single-joint experiment of the paper's figures 1 and 3, from the ODE alone.
+//!
+//! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
+//! frames, math and servos.
 //! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
 //!
 //! This crate is `no_std`, has no allocator, and must never panic on any input: every function
@@ -23,5 +25,4 @@ pub mod frames;
 pub mod gains;
 pub mod lambert_w;
 pub mod model;
-pub mod paper;
 pub mod servo;

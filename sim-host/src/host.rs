@@ -40,7 +40,7 @@ use transport::{FrameLink, FrameTransport, LinkError};
 
 use crate::plant::Plant;
 
-/// The two ways to run the loop (DESIGN.md): the plant's and the harness's one mode type.
+/// The two ways to run the loop (docs/ARCHITECTURE.md, "The two modes"). the plant's and the harness's one mode type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Step only when the torques for the step have arrived; simulated time.

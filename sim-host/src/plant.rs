@@ -4,7 +4,7 @@
 //!
 //! # Why a multibody joint for the shoulder
 //! The arm is one link on a revolute **multibody** joint (reduced coordinates), not an impulse
-//! joint. Measured on these machines (DESIGN.md): multibody joints integrate joint-space dynamics
+//! joint. Measured on these machines: multibody joints integrate joint-space dynamics
 //! exactly and expose the joint angle and velocity directly, while an impulse joint is solved as
 //! a constraint and loses energy (a free pendulum keeps 0.88 of its amplitude after 20 s), which
 //! would show up as an unmodelled damping in exactly the arrival-error figures this plant

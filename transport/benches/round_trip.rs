@@ -4,7 +4,7 @@
 //! `framelink_round_trip/same_cpu` sends real frames through a `FrameLink` on both ends (encode,
 //! CRC-32, decode and guard included).
 //!
-//! `same_cpu` pins both threads to CPU 0 (the placement DESIGN.md recommends); `any_cpu` leaves
+//! `same_cpu` pins both threads to CPU 0 (the placement that matters most on this VM); `any_cpu` leaves
 //! placement to the scheduler (on a 2-vCPU VM a cross-CPU wake costs 55–130 µs).
 //!
 //! Run: `CARGO_TARGET_DIR=/work/targets/sim cargo bench -p transport`

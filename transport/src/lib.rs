@@ -37,7 +37,7 @@
 //! `cargo bench -p transport` criterion medians 9.7 µs with both threads on CPU 0, 10.9–14.2 µs
 //! unpinned; `cargo run --release -p transport --example ping_pong -- 0` p50 9.2 µs, p99 18 µs.
 //! A plain `std` `UnixDatagram` ping-pong measured 9.5 µs p50 in the same minute, so the cost is
-//! the machine's, not this crate's (DESIGN.md's 3–4 µs was taken on an idle machine).
+//! the machine's, not this crate's (3–4 µs was measured earlier on an idle machine).
 //! Through a [`FrameLink`] on both ends (real 100- and 252-byte frames: encode, CRC-32, decode,
 //! guard, and a `ppoll` for the controller's deadline), `framelink_round_trip/same_cpu` measured
 //! 15.8 µs against 11.6 µs raw in the same run (load average 3.7, short 3 s samples).

@@ -1,68 +1,80 @@
-//! `hil run [SCENARIO.toml] [--mode lockstep|realtime] [--out DIR]`: the main job. Resolves the
-//! scenario into a scene, and for each controller (analytic, fixed-gain, static-timing) starts
-//! `sim-host` as a child process on the same scene and seed, drives it, and records what the
-//! plant reports. Then writes `report.json`, `trajectory.csv`, `angle.svg` and `latency.svg` into
-//! the output folder and prints the outcome table.
+//! `hil run [SCENARIO.toml] [--mode lockstep|realtime] [--out DIR]`: the main job.
 //!
-//! If a plant process dies or hangs, the controller goes to its safe state, the report so far is
-//! written with `faults.plant_lost = true`, and `hil` exits non-zero naming what happened and
-//! when. A bad scenario file exits with status 2 and an error naming the file, the field and the
-//! reason. No child process outlives `hil`.
+//! Follow one run in this order (docs/ARCHITECTURE.md draws the same path):
+//! [`scenario`] reads and checks the file and resolves it into the plant's scene; for each
+//! controller ([`controller`]) a [`plant`] process is started on that scene and a
+//! [`session`] connects them over one `transport::FrameLink`; a driver ([`lockstep`] or
+//! [`realtime`], peers over the session) moves states in and torques out; the [`recorder`] turns
+//! what happened into figures and streams `trajectory.csv`; [`report`] and [`plot`] write the
+//! rest.
+//!
+//! Outputs are staged in a sibling folder and moved into the output folder only when the run has
+//! produced them, so a run that fails before producing a result leaves no folder that looks like
+//! one. A run cut short (plant lost, SIGINT, SIGTERM) still writes its report, with
+//! `"complete": false` and the reason; the plant is sent the safe state first.
+//!
+//! Exit codes: 0 complete; 1 plant lost or outputs not written; 2 bad scenario or command line;
+//! 130 after SIGINT, 143 after SIGTERM. No child process outlives `hil`.
 
-pub mod arm;
+pub mod controller;
 pub mod lockstep;
 pub mod plant;
 pub mod plot;
 pub mod realtime;
+pub mod recorder;
 pub mod report;
 pub mod scenario;
+pub mod session;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::ValueEnum;
+use sim_host::Mode;
+use transport::FrameLink;
 
-use arm::{ArmController, ControllerKind};
-use plant::{PlantMode, PlantProcess};
+use controller::{ArmController, ControllerKind};
+use plant::PlantProcess;
+use recorder::{Recorder, TrajectoryCsv};
 use report::{ControllerRun, Faults, Report};
 use scenario::Scenario;
+use session::{Cut, Session, StopFlag};
 
-/// How the loop runs (DESIGN.md, "Two ways to run the loop").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Deterministic: the plant steps when the torques for its step have arrived.
-    Lockstep,
-    /// The plant steps on the wall clock (zero-order hold); the controller ticks on its own
-    /// SCHED_FIFO thread.
-    Realtime,
-}
+/// The files a run writes, in the order the console lists them.
+pub const OUTPUT_FILES: [&str; 5] = [
+    "report.json",
+    "trajectory.csv",
+    "angle.svg",
+    "latency.svg",
+    "scene.json",
+];
 
-/// Arguments of `hil run`.
+/// Arguments of `hil run`. `hil` with no subcommand runs these defaults.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Scenario file (TOML). Without it, the built-in ball-blocking scenario
     /// (scenarios/ball_blocking.toml).
     pub scenario: Option<PathBuf>,
     /// Lockstep (deterministic, simulated time) or real time (wall clock, SCHED_FIFO thread).
-    #[arg(long, value_enum, default_value = "lockstep")]
-    pub mode: ModeArg,
+    #[arg(long, default_value = "lockstep", value_parser = parse_mode)]
+    pub mode: Mode,
     /// Output folder (default: out/<scenario name>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run only these controllers (default: all three).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<ControllerArg>,
-    /// The plant is declared lost after this long without a state, ms.
-    #[arg(long, default_value_t = 500)]
+    /// The plant is declared lost after this long without an accepted state, ms (1..=60000).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub watchdog_ms: u64,
-    /// Real time: the control thread is put in the safe state after this many ticks without a
-    /// fresh state.
-    #[arg(long, default_value_t = 5)]
-    pub watchdog_ticks: u32,
-    /// Real time: SCHED_FIFO priority of the control thread.
-    #[arg(long, default_value_t = 80)]
+    /// Real time: the control thread enters its safe state after this many state periods
+    /// without a fresh state (1..=1000).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub watchdog_states: u32,
+    /// Real time: SCHED_FIFO priority 1..=99 of the control thread; 0 runs it at normal
+    /// priority (SCHED_OTHER). Same meaning as in `hil jitter`.
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u8).range(0..=99))]
     pub priority: u8,
     /// Pin the control thread to this CPU (real time).
     #[arg(long)]
@@ -70,27 +82,13 @@ pub struct RunArgs {
     /// Pin the plant process to this CPU.
     #[arg(long)]
     pub plant_cpu: Option<usize>,
-    /// No progress line.
+    /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
 
-impl RunArgs {
-    /// The arguments of `hil` with no subcommand: the built-in scenario, lockstep, defaults.
-    pub fn default_for_main() -> Self {
-        Self {
-            scenario: None,
-            mode: ModeArg::Lockstep,
-            out: None,
-            only: Vec::new(),
-            watchdog_ms: 500,
-            watchdog_ticks: 5,
-            priority: 80,
-            cpu: None,
-            plant_cpu: None,
-            quiet: false,
-        }
-    }
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
 }
 
 /// A controller named on the command line.
@@ -114,9 +112,15 @@ impl From<ControllerArg> for ControllerKind {
     }
 }
 
-/// Run `hil run`; the exit code is 0 on a complete run, 1 when a plant was lost or outputs could
-/// not be written, 2 on a bad scenario or command line.
+/// Run `hil run`; see the module docs for the exit codes.
 pub fn run(args: &RunArgs) -> ExitCode {
+    let stop = match StopFlag::on_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hil: cannot install the SIGINT/SIGTERM handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let (scenario, file) = match Scenario::load(args.scenario.as_deref())
         .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
     {
@@ -126,28 +130,45 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run_scenario(args, &scenario, &file) {
-        Ok(Outcome::Complete) => ExitCode::SUCCESS,
-        Ok(Outcome::PlantLost(msg)) => {
-            eprintln!("hil: {msg}");
-            ExitCode::from(1)
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario.default_out_dir());
+    let staging = staging_dir(&out);
+    let result = run_scenario(args, &scenario, &file, &staging, &stop)
+        .and_then(|report| publish(&staging, &out).map(|()| report));
+    let _ = std::fs::remove_dir_all(&staging);
+    match result {
+        Ok(report) => {
+            println!("{}", report::summary_table(&report));
+            println!("wrote {}: {}", out.display(), OUTPUT_FILES.join(", "));
+            match (&report.incomplete_reason, stop.signal()) {
+                (None, _) => ExitCode::SUCCESS,
+                (Some(reason), Some(sig)) => {
+                    eprintln!("hil: {reason}; safe state sent; partial report written");
+                    ExitCode::from(u8::try_from(128 + sig).unwrap_or(1))
+                }
+                (Some(reason), None) => {
+                    eprintln!("hil: {reason} (safe state entered; partial report written)");
+                    ExitCode::from(1)
+                }
+            }
         }
         Err(e) => {
             eprintln!("hil: {e}");
-            ExitCode::from(1)
+            match stop.signal() {
+                Some(sig) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(1)),
+                None => ExitCode::from(1),
+            }
         }
     }
 }
 
 /// In lockstep the controller ticks once per plant step: its period is the physics step.
-fn check_mode(
-    scenario: &Scenario,
-    file: &str,
-    mode: ModeArg,
-) -> Result<(), scenario::ScenarioError> {
+fn check_mode(scenario: &Scenario, file: &str, mode: Mode) -> Result<(), scenario::ScenarioError> {
     let mismatch =
         (scenario.control_period_s() - scenario.physics_dt_s).abs() > 1e-9 * scenario.physics_dt_s;
-    if mode == ModeArg::Lockstep && mismatch {
+    if mode == Mode::Lockstep && mismatch {
         return Err(scenario::ScenarioError {
             file: file.to_string(),
             field: "control_rate_hz".into(),
@@ -161,158 +182,215 @@ fn check_mode(
     Ok(())
 }
 
-enum Outcome {
-    Complete,
-    PlantLost(String),
+/// Where a run's outputs are written before they are moved into `out`.
+fn staging_dir(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    out.with_file_name(format!(".{name}.partial-{}", std::process::id()))
+}
+
+/// Move the staged outputs into `out` (each file replaced whole).
+fn publish(staging: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| format!("cannot create output folder {}: {e}", out.display()))?;
+    for f in OUTPUT_FILES {
+        std::fs::rename(staging.join(f), out.join(f))
+            .map_err(|e| format!("cannot move {f} into {}: {e}", out.display()))?;
+    }
+    Ok(())
+}
+
+/// The period at which fresh states reach the controller: the slower of the control period and
+/// the physics step (lockstep: both are the physics step).
+fn state_period_s(scenario: &Scenario) -> f64 {
+    scenario.control_period_s().max(scenario.physics_dt_s)
 }
 
 fn run_scenario(
     args: &RunArgs,
     scenario: &Scenario,
     file: &str,
-) -> Result<Outcome, Box<dyn std::error::Error>> {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| scenario.default_out_dir());
-    std::fs::create_dir_all(&out)
-        .map_err(|e| format!("cannot create output folder {}: {e}", out.display()))?;
-    let scene_file = out.join("scene.json");
+    staging: &Path,
+    stop: &StopFlag,
+) -> Result<Report, Box<dyn std::error::Error>> {
+    let _ = std::fs::remove_dir_all(staging);
+    std::fs::create_dir_all(staging)
+        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
+    let scene_file = staging.join("scene.json");
     std::fs::write(
         &scene_file,
         serde_json::to_string_pretty(&scenario.scene())?,
     )
     .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
-    let binary = plant::sim_host_binary()?;
-    let mode = match args.mode {
-        ModeArg::Lockstep => PlantMode::Lockstep,
-        ModeArg::Realtime => PlantMode::Realtime,
-    };
+    let plant = plant::plant_executable()?;
     let kinds: Vec<ControllerKind> = if args.only.is_empty() {
         ControllerKind::ALL.to_vec()
     } else {
         args.only.iter().map(|c| (*c).into()).collect()
     };
+    let mut csv = Some(
+        TrajectoryCsv::create(&staging.join("trajectory.csv"))
+            .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
+    );
     let mut runs = Vec::new();
-    let mut lost_message = None;
+    let mut cut = None;
+    let mut printed_warnings = false;
     for kind in kinds {
-        let run = run_one(args, scenario, kind, mode, &binary, &scene_file)?;
-        if run.faults.plant_lost {
-            lost_message = Some(format!(
-                "plant lost while running the {} controller: {} (safe state entered; partial report in {})",
-                kind.name(),
-                run.faults
-                    .plant_lost_reason
-                    .as_deref()
-                    .unwrap_or("unknown reason"),
-                out.display()
-            ));
-            runs.push(run);
+        let (run, limit, run_cut, next_csv) = run_one(
+            args,
+            scenario,
+            kind,
+            (&plant.0, &plant.1),
+            &scene_file,
+            csv.take(),
+            stop,
+        )?;
+        csv = next_csv;
+        if !printed_warnings {
+            for w in &run.timing.warnings {
+                eprintln!("hil: WARNING: {w}");
+                printed_warnings = true;
+            }
+        }
+        runs.push((run, limit));
+        if let Some(c) = run_cut {
+            cut = Some((kind, c));
             break;
         }
-        runs.push(run);
     }
-    let report = build_report(scenario, file, mode, &runs);
-    write_outputs(&out, scenario, &report, &runs)?;
-    println!("{}", report::summary_table(&report));
-    println!("wrote {}", out.display());
-    Ok(match lost_message {
-        Some(m) => Outcome::PlantLost(m),
-        None => Outcome::Complete,
-    })
+    if let Some(csv) = csv {
+        csv.finish()
+            .map_err(|e| format!("cannot write trajectory.csv: {e}"))?;
+    }
+    let report = build_report(scenario, file, args.mode, &runs, cut.as_ref());
+    write_outputs(staging, scenario, &report, &runs)?;
+    Ok(report)
 }
+
+type OneRun = (ControllerRun, f64, Option<Cut>, Option<TrajectoryCsv>);
 
 fn run_one(
     args: &RunArgs,
     scenario: &Scenario,
     kind: ControllerKind,
-    mode: PlantMode,
-    binary: &Path,
+    plant_exe: (&Path, &[&str]),
     scene_file: &Path,
-) -> Result<ControllerRun, Box<dyn std::error::Error>> {
-    let controller = ArmController::new(kind, scenario)
+    csv: Option<TrajectoryCsv>,
+    stop: &StopFlag,
+) -> Result<OneRun, Box<dyn std::error::Error>> {
+    let state_period = state_period_s(scenario);
+    let controller = ArmController::new(kind, scenario, state_period)
         .map_err(|e| format!("controller {}: {e}", kind.name()))?;
-    let mut plant = PlantProcess::spawn(binary, scene_file, mode, args.plant_cpu)?;
-    let quiet = args.quiet;
-    let end = scenario.end_s;
-    let name = kind.name();
-    let mut next_report = 0.0;
-    let progress = move |t: f64| {
-        if !quiet && t >= next_report {
-            eprint!("\r{name:<14} {} t = {t:6.2} / {end:.2} s", mode.name());
-            let _ = std::io::stderr().flush();
-            next_report = t + 0.25;
-        }
-    };
-    let balls = scenario.targets.len();
-    let run = match mode {
-        PlantMode::Lockstep => lockstep::run(
-            name,
-            balls,
-            controller,
-            &plant.link,
-            Duration::from_millis(args.watchdog_ms),
-            progress,
+    let limit = controller.gain_limit().max_damping_nms_per_rad;
+    let mut plant = PlantProcess::spawn(plant_exe, scene_file, args.mode, args.plant_cpu)?;
+    let link = FrameLink::new(plant.link.take().ok_or("the plant has no link")?);
+    let recorder = Recorder::new(kind.name(), &scenario.targets, state_period, csv);
+    let mut session = Session::new(
+        controller,
+        link,
+        recorder,
+        Duration::from_millis(args.watchdog_ms),
+        stop.clone(),
+    );
+    let bar = progress_bar(args.quiet, kind.name(), args.mode, scenario.end_s);
+    let progress = |t: f64| bar.set_position((t * 1000.0) as u64);
+    let mut faults = Faults::default();
+    let (cut, timing) = match args.mode {
+        Mode::Lockstep => (
+            lockstep::drive(&mut session, &mut faults, progress),
+            lockstep::timing(state_period),
         ),
-        PlantMode::Realtime => realtime::run(
-            name,
-            balls,
-            controller,
-            &plant.link,
+        Mode::Realtime => realtime::drive(
+            &mut session,
             realtime::Settings {
-                period_s: scenario.control_period_s(),
+                control_period_s: scenario.control_period_s(),
+                state_period_s: state_period,
                 priority: args.priority,
                 cpu: args.cpu,
-                watchdog_ticks: args.watchdog_ticks,
-                plant_timeout: Duration::from_millis(args.watchdog_ms),
+                watchdog_state_periods: args.watchdog_states,
             },
+            &mut faults,
             progress,
         )?,
     };
-    if !quiet {
-        eprintln!();
-    }
-    // The plant exits by itself after its final state; a lost one is killed here.
-    let wait = if run.faults.plant_lost {
+    bar.finish_and_clear();
+    let (run, csv) = session.end(cut.as_ref(), timing, faults);
+    // The plant exits by itself after its final state; a cut one is ended here.
+    let wait = if cut.is_some() {
         Duration::ZERO
     } else {
         Duration::from_secs(2)
     };
     let status = plant.finish(wait)?;
-    if !run.faults.plant_lost && !status.success() {
-        return Err(format!("sim-host ({name}) exited with {status}").into());
+    if cut.is_none() && !status.success() {
+        return Err(format!("the plant ({}) exited with {status}", kind.name()).into());
     }
-    Ok(run)
+    Ok((run, limit, cut, csv))
+}
+
+fn progress_bar(quiet: bool, name: &str, mode: Mode, end_s: f64) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    // indicatif draws only when stderr is a terminal: no carriage returns in a log file.
+    let bar = indicatif::ProgressBar::new((end_s * 1000.0) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{name:<14} {mode} {{bar:30}} t = {{msg}} / {end_s:.2} s"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message("0.00");
+    bar.with_finish(indicatif::ProgressFinish::AndClear)
 }
 
 fn build_report(
     scenario: &Scenario,
     file: &str,
-    mode: PlantMode,
-    runs: &[ControllerRun],
+    mode: Mode,
+    runs: &[(ControllerRun, f64)],
+    cut: Option<&(ControllerKind, Cut)>,
 ) -> Report {
-    let controllers: Vec<_> = runs.iter().map(|r| r.outcome(&scenario.targets)).collect();
+    let controllers: Vec<_> = runs
+        .iter()
+        .map(|(r, limit)| r.outcome(scenario.targets.len(), *limit))
+        .collect();
     let timing = runs
         .iter()
-        .find(|r| r.name == ControllerKind::Analytic.name())
+        .find(|(r, _)| r.name == ControllerKind::Analytic.name())
         .or_else(|| runs.first())
-        .map(|r| r.timing.clone())
+        .map(|(r, _)| r.timing.clone())
         .unwrap_or_default();
     let mut faults = Faults::default();
-    for r in runs {
-        faults.rejected_frames += r.faults.rejected_frames;
-        faults.watchdog_trips += r.faults.watchdog_trips;
-        faults.safe_state |= r.faults.safe_state;
-        faults.plant_lost |= r.faults.plant_lost;
-        if r.faults.plant_lost {
-            faults.plant_lost_reason = r.faults.plant_lost_reason.clone();
-            faults.plant_lost_at_s = r.faults.plant_lost_at_s;
-        }
+    for (r, _) in runs {
+        let f = &r.faults;
+        faults.rejected_frames += f.rejected_frames;
+        faults.plant_rejected_frames += f.plant_rejected_frames;
+        faults.plant_over_limit_frames += f.plant_over_limit_frames;
+        faults.watchdog_trips += f.watchdog_trips;
+        faults.records_dropped += f.records_dropped;
         faults
             .rejected_by_reason
-            .extend(r.faults.rejected_by_reason.iter().cloned());
+            .extend(f.rejected_by_reason.iter().cloned());
+        if f.safe_state.is_some() {
+            faults.safe_state.clone_from(&f.safe_state);
+        }
+        if f.plant_lost {
+            faults.plant_lost = true;
+            faults.plant_lost_reason.clone_from(&f.plant_lost_reason);
+            faults.plant_lost_at_s = f.plant_lost_at_s;
+        }
     }
     Report {
+        complete: cut.is_none(),
+        incomplete_reason: cut.map(|(kind, c)| {
+            format!(
+                "{} while running the {} controller",
+                c.describe(),
+                kind.name()
+            )
+        }),
         scenario: scenario.name.clone(),
         scenario_file: file.to_string(),
         mode: mode.name(),
@@ -332,40 +410,30 @@ fn build_report(
 }
 
 fn write_outputs(
-    out: &Path,
+    dir: &Path,
     scenario: &Scenario,
     report: &Report,
-    runs: &[ControllerRun],
+    runs: &[(ControllerRun, f64)],
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let path = out.join("report.json");
-    std::fs::write(&path, serde_json::to_string_pretty(report)?)
+    let path = dir.join("report.json");
+    std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    report::write_trajectory_csv(&out.join("trajectory.csv"), runs)
-        .map_err(|e| format!("cannot write trajectory.csv: {e}"))?;
+    let runs: Vec<&ControllerRun> = runs.iter().map(|(r, _)| r).collect();
     let title = format!(
         "{} ({} mode, {} Hz): shoulder angle and target poses",
         scenario.name, report.mode, scenario.control_rate_hz
     );
-    plot::angle_plot(&out.join("angle.svg"), &title, runs, &scenario.targets)
+    plot::angle_plot(&dir.join("angle.svg"), &title, &runs, &scenario.targets)
         .map_err(|e| format!("cannot plot angle.svg: {e}"))?;
-    let (values, what): (Vec<f64>, &str) = match &report.timing.wake_latency_us {
-        Some(_) => (
-            runs.iter()
-                .flat_map(|r| r.timing.wake_latencies_us.iter().copied())
-                .collect(),
-            "control-thread wake-up latency",
-        ),
-        None => (
-            runs.iter()
-                .flat_map(|r| r.timing.round_trip_samples_us.iter().copied())
-                .collect(),
-            "round trip (lockstep: no wall-clock schedule)",
-        ),
+    let what = if report.mode == Mode::Realtime.name() {
+        "control-thread wake-up latency"
+    } else {
+        "round trip (lockstep: no wall-clock schedule)"
     };
     plot::latency_histogram(
-        &out.join("latency.svg"),
+        &dir.join("latency.svg"),
         &format!("{} ({} mode): {what}", scenario.name, report.mode),
-        &values,
+        &runs,
     )
     .map_err(|e| format!("cannot plot latency.svg: {e}"))?;
     Ok(())

@@ -1,7 +1,13 @@
-//! The plant as a child process: `sim-host` spawned with one end of a SEQPACKET socket pair,
-//! killed and reaped whatever happens. No orphan is ever left: the child is killed on drop, it
-//! is asked to die with its parent (`PR_SET_PDEATHSIG`), and it exits by itself when the socket
-//! closes.
+//! The plant as a child process, spawned with one end of a SEQPACKET socket pair, killed and
+//! reaped whatever happens. By default the child is `hil` itself re-executed as the plant
+//! (`hil __sim-host …`, which runs `sim_host::cli::main`), so the one `cargo run -p hil` builds
+//! everything; `$HIL_SIM_HOST` names another plant executable (the standalone `sim-host`, or a
+//! test's fake). Either way the plant is a separate process.
+//!
+//! No orphan is ever left: the child is killed on drop, it is asked to die with its parent
+//! (`PR_SET_PDEATHSIG`), and it exits by itself when the socket closes. It runs in its own
+//! process group, so a Ctrl-C at the terminal reaches `hil` only, which then sends the plant its
+//! safe state before ending it.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -9,75 +15,47 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use sim_host::Mode;
 use transport::SeqPacket;
 
-/// Environment variable that names the `sim-host` binary to run (default: beside `hil`).
+/// Environment variable that names another plant executable (default: `hil` itself).
 pub const SIM_HOST_ENV: &str = "HIL_SIM_HOST";
+/// The hidden first argument with which `hil` runs as the plant process.
+pub const PLANT_SUBCOMMAND: &str = "__sim-host";
 
-/// Where the `sim-host` binary is: `$HIL_SIM_HOST`, else beside the running executable (or one
-/// folder up, for test binaries under `target/*/deps/`).
-pub fn sim_host_binary() -> io::Result<PathBuf> {
+/// The plant's executable and the arguments before its own: `$HIL_SIM_HOST`, or this executable
+/// with [`PLANT_SUBCOMMAND`].
+pub fn plant_executable() -> io::Result<(PathBuf, Vec<&'static str>)> {
     if let Some(p) = std::env::var_os(SIM_HOST_ENV) {
-        return Ok(PathBuf::from(p));
+        return Ok((PathBuf::from(p), Vec::new()));
     }
-    let exe = std::env::current_exe()?;
-    let dir = exe
-        .parent()
-        .ok_or_else(|| io::Error::other("the running executable has no folder"))?;
-    for candidate in [dir.join("sim-host"), dir.join("../sim-host")] {
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::NotFound,
-        format!(
-            "sim-host binary not found beside {} (build it with `cargo build --release -p sim-host`, or set {SIM_HOST_ENV})",
-            exe.display()
-        ),
-    ))
+    Ok((std::env::current_exe()?, vec![PLANT_SUBCOMMAND]))
 }
 
 /// A running plant process and the controller's end of its socket.
 #[derive(Debug)]
 pub struct PlantProcess {
     child: Child,
-    /// The controller's end of the link.
-    pub link: SeqPacket,
+    /// The controller's end of the link (taken by the session).
+    pub link: Option<SeqPacket>,
     reaped: Option<ExitStatus>,
 }
 
-/// How the plant is run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlantMode {
-    /// Steps only when the torques for the step have arrived.
-    Lockstep,
-    /// Steps against the wall clock, holding the last torques.
-    Realtime,
-}
-
-impl PlantMode {
-    /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Lockstep => "lockstep",
-            Self::Realtime => "realtime",
-        }
-    }
-}
-
 impl PlantProcess {
-    /// Spawn `sim-host` on `scene_file` in `mode`, pinned to `cpu` if given.
+    /// Spawn the plant (`binary` with `prefix` arguments) on `scene_file` in `mode`, pinned to
+    /// `cpu` if given.
     pub fn spawn(
-        binary: &Path,
+        (binary, prefix): (&Path, &[&str]),
         scene_file: &Path,
-        mode: PlantMode,
+        mode: Mode,
         cpu: Option<usize>,
     ) -> io::Result<Self> {
         let (ours, theirs) = SeqPacket::pair()?;
         let mut cmd = Command::new(binary);
         let fd = theirs.inherit_into(&mut cmd);
-        cmd.arg("--scene")
+        cmd.args(prefix)
+            .arg("--quiet")
+            .arg("--scene")
             .arg(scene_file)
             .arg("--fd")
             .arg(fd.to_string())
@@ -85,7 +63,9 @@ impl PlantProcess {
             .arg(mode.name())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::inherit())
+            // Its own process group: a terminal's Ctrl-C goes to hil, which ends the plant.
+            .process_group(0);
         if let Some(cpu) = cpu {
             cmd.arg("--cpu").arg(cpu.to_string());
         }
@@ -106,7 +86,7 @@ impl PlantProcess {
         drop(theirs);
         Ok(Self {
             child,
-            link: ours,
+            link: Some(ours),
             reaped: None,
         })
     }

@@ -1,6 +1,7 @@
 //! SVG plots of a run (plotters, SVG backend only: no system fonts needed): the joint angle of
 //! every controller against time with the target instants and poses marked (the paper's figures
-//! 4 and 5), and a latency histogram. Runs off the real-time path.
+//! 4 and 5), and a latency histogram per controller. A plot with nothing to show says "no
+//! samples" instead of drawing an axis from infinity to infinity. Runs off the real-time path.
 
 use std::path::Path;
 
@@ -17,23 +18,46 @@ const COLOURS: [RGBColor; 3] = [
     RGBColor(0, 150, 60),
 ];
 
-/// `angle.svg`: θ(t) per controller, targets as circles, weight hits as ticks on the time axis.
+/// A plot that has nothing to draw: its title and "no samples".
+fn no_samples(path: &Path, size: (u32, u32), title: &str, why: &str) -> PlotResult {
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    root.draw(&Text::new(
+        title.to_owned(),
+        (20, 20),
+        ("sans-serif", 20).into_font(),
+    ))?;
+    root.draw(&Text::new(
+        format!("no samples: {why}"),
+        (20, i32::try_from(size.1 / 2).unwrap_or(200)),
+        ("sans-serif", 18).into_font(),
+    ))?;
+    root.present()?;
+    Ok(())
+}
+
+/// `angle.svg`: θ(t) per controller, targets as circles, weight contacts as short ticks at the
+/// bottom of the plot in the controller's colour.
 pub fn angle_plot(
     path: &Path,
     title: &str,
-    runs: &[ControllerRun],
+    runs: &[&ControllerRun],
     targets: &[Target],
 ) -> PlotResult {
+    if runs.iter().all(|r| r.trajectory.is_empty()) {
+        return no_samples(path, (1000, 520), title, "the plant sent no state");
+    }
     let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let t_max = runs
         .iter()
-        .filter_map(|r| r.samples.last().map(|s| s.t_s))
+        .filter_map(|r| r.trajectory.last().map(|p| p.0))
+        .filter(|t| t.is_finite())
         .fold(0.0, f64::max)
         .max(1e-3);
     let angles = runs
         .iter()
-        .flat_map(|r| r.samples.iter().map(|s| s.angle_rad))
+        .flat_map(|r| r.trajectory.iter().map(|p| p.1))
         .chain(targets.iter().map(|t| t.angle_rad))
         .filter(|a| a.is_finite());
     let (lo, hi) = angles.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), a| {
@@ -55,11 +79,13 @@ pub fn angle_plot(
         .x_desc("simulated time (s)")
         .y_desc("shoulder angle (rad)")
         .draw()?;
+    let mut any_contacts = false;
     for (run, colour) in runs.iter().zip(COLOURS.iter().cycle()) {
         let colour = *colour;
+        any_contacts |= !run.weight_contacts_s.is_empty();
         chart
             .draw_series(LineSeries::new(
-                run.samples.iter().map(|s| (s.t_s, s.angle_rad)),
+                run.trajectory.iter().copied().filter(|p| p.1.is_finite()),
                 colour.stroke_width(2),
             ))?
             .label(run.name)
@@ -72,6 +98,18 @@ pub fn angle_plot(
                 colour.stroke_width(2),
             )
         }))?;
+    }
+    if any_contacts {
+        // A legend entry for the ticks (drawn off the plot area: the series is empty).
+        chart
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+            .label("weight hits the arm (tick at the bottom, controller's colour)")
+            .legend(|(x, y)| {
+                PathElement::new(
+                    vec![(x + 10, y + 5), (x + 10, y - 5)],
+                    BLACK.stroke_width(2),
+                )
+            });
     }
     chart
         .draw_series(
@@ -99,55 +137,76 @@ pub fn angle_plot(
     Ok(())
 }
 
-/// `latency.svg`: a histogram of `values_us` (wake-up latency in real time, round trip in
-/// lockstep), log-spaced bins, counts on a log axis.
-pub fn latency_histogram(path: &Path, title: &str, values_us: &[f64]) -> PlotResult {
+/// `latency.svg`: one histogram line per controller (wake-up latency in real time, round trip
+/// in lockstep), linear bins up to the largest p99.9 × 1.5, counts on a log axis; values beyond
+/// are counted in the last bin and said so in the legend.
+pub fn latency_histogram(path: &Path, title: &str, runs: &[&ControllerRun]) -> PlotResult {
+    let top = runs
+        .iter()
+        .filter_map(|r| r.latency.percentiles_us())
+        .map(|p| p.p999 * 1.5)
+        .fold(0.0, f64::max);
+    if !(top.is_finite() && top > 0.0) {
+        return no_samples(path, (900, 420), title, "no tick was timed");
+    }
+    const BINS: usize = 60;
+    let series: Vec<(&str, Vec<(f64, u64)>, u64)> = runs
+        .iter()
+        .map(|r| {
+            let beyond = r
+                .latency
+                .percentiles_us()
+                .map_or(0, |p| if p.max > top { 1 } else { 0 });
+            (r.name, r.latency.buckets_us(top, BINS), beyond)
+        })
+        .collect();
+    let max_count = series
+        .iter()
+        .flat_map(|(_, b, _)| b.iter().map(|(_, c)| *c))
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
     root.fill(&WHITE)?;
-    let finite: Vec<f64> = values_us
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
-    let lo = finite
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .max(0.1);
-    let hi = finite.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
-    const BINS: usize = 40;
-    let (llo, lhi) = (lo.log10(), hi.log10() + 1e-9);
-    let mut counts = [0u64; BINS];
-    for v in &finite {
-        let i = (((v.log10() - llo) / (lhi - llo)) * BINS as f64) as usize;
-        counts[i.min(BINS - 1)] += 1;
-    }
-    let max_count = counts.iter().copied().max().unwrap_or(1).max(1);
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(52)
-        .build_cartesian_2d(
-            (lo..hi).log_scale(),
-            (0.8..(max_count as f64 * 2.0)).log_scale(),
-        )?;
+        .caption(title, ("sans-serif", 18))
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..top, (0.8..(max_count as f64 * 2.0)).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("µs (log)")
+        .x_desc("µs")
         .y_desc("ticks (log)")
+        .x_labels(8)
+        .y_labels(6)
         .draw()?;
-    chart.draw_series(
-        counts
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| {
-                let a = 10f64.powf(llo + (lhi - llo) * i as f64 / BINS as f64);
-                let b = 10f64.powf(llo + (lhi - llo) * (i + 1) as f64 / BINS as f64);
-                Rectangle::new([(a, 0.8), (b, *c as f64)], COLOURS[0].filled())
-            }),
-    )?;
+    let width = top / BINS as f64;
+    for ((name, buckets, beyond), colour) in series.iter().zip(COLOURS.iter().cycle()) {
+        let colour = *colour;
+        // A step line over the non-empty bins.
+        let points = buckets.iter().flat_map(|(x, c)| {
+            let y = (*c as f64).max(0.8);
+            [(*x, y), (*x + width, y)]
+        });
+        let label = if *beyond > 0 {
+            format!("{name} (largest value beyond the axis, counted in the last bin)")
+        } else {
+            (*name).to_owned()
+        };
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }

@@ -1,39 +1,52 @@
 //! Real time: the plant steps against the wall clock at its dt, holding the newest torques
 //! (zero-order hold); the controller ticks on its own SCHED_FIFO thread (`runtime`) at the
 //! control rate, reading the newest state without waiting and publishing torques without
-//! blocking. Two I/O threads bridge the socket and the lock-free exchange: one receives and
-//! publishes states, the other sends the torques the control thread produced.
+//! blocking. Two I/O threads bridge the socket and the lock-free exchange (this one receives and
+//! publishes states; a second sends the torques the control thread produced), and a recorder
+//! thread takes the records both hand it over a bounded channel (`try_send`: they never block
+//! on it; a full channel drops the record and counts it).
 //!
 //! The control thread is started right after the plant's first state arrives, so its releases
-//! (absolute, drift-free, on the same clock and period as the plant's) keep the phase that lets
-//! each torque reach the plant before the step it is computed for. The round trip is measured
-//! exactly: every state frame names the torque frame that drove its step.
+//! (absolute, drift-free, on the same clock) keep the phase that lets each torque reach the plant
+//! before the step it is computed for. Its gains are clamped for the period at which fresh states
+//! arrive (the slower of the control period and the physics step), and its watchdog counts that
+//! period, not control ticks: ticking at 1 kHz on a 5 ms plant sees a fresh state every 5 ticks.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use control_core::frames::{FrameGuard, MAX_FRAME_LEN, StateFlags, StateFrame};
+use control_core::frames::{StateFlags, StateFrame};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use runtime::exchange::StateSample;
 use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
-use transport::FrameTransport;
 
-use super::arm::{ArmCommand, ArmController, ArmState};
-use super::lockstep::{PlantLost, Recorder, count_rejections, send_command};
-use super::report::{ControllerRun, Faults, Percentiles, Timing};
+use super::controller::{ArmCommand, ArmController, ArmState, TickRecord};
+use super::recorder::Recorder;
+use super::report::{Faults, Timing};
+use super::session::{Cut, Session, torque_frame};
 
 /// How the control thread runs.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// Control period, s.
-    pub period_s: f64,
-    /// SCHED_FIFO priority.
+    pub control_period_s: f64,
+    /// The period at which fresh states arrive, s (≥ the control period).
+    pub state_period_s: f64,
+    /// SCHED_FIFO priority (0: normal scheduling).
     pub priority: u8,
     /// CPU to pin the control thread to.
     pub cpu: Option<usize>,
-    /// Ticks without a fresh state before the safe state.
-    pub watchdog_ticks: u32,
-    /// The plant is declared lost after this long without any state.
-    pub plant_timeout: Duration,
+    /// State periods without a fresh state before the safe state.
+    pub watchdog_state_periods: u32,
+}
+
+impl Settings {
+    /// The watchdog in control ticks: `watchdog_state_periods` state periods, rounded up.
+    pub fn watchdog_ticks(&self) -> u64 {
+        let ticks_per_state = (self.state_period_s / self.control_period_s).max(1.0);
+        // Both periods are validated finite and positive: the product is small and finite.
+        (f64::from(self.watchdog_state_periods) * ticks_per_state).ceil() as u64
+    }
 }
 
 /// The arm controller as the periodic thread drives it.
@@ -86,16 +99,12 @@ impl SendTimes {
         usize::try_from(sequence % Self::SLOTS as u64).unwrap_or(0)
     }
 
-    fn slot(&self, sequence: u64) -> Option<&AtomicU64> {
-        self.slots.get(Self::index(sequence))
-    }
-
     fn sent(&self, sequence: u64, step: u64) {
         let ns = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if let Some(s) = self.steps.get(Self::index(sequence)) {
             s.store(step, Ordering::Release);
         }
-        if let Some(s) = self.slot(sequence) {
+        if let Some(s) = self.slots.get(Self::index(sequence)) {
             s.store(ns, Ordering::Release);
         }
     }
@@ -111,59 +120,128 @@ impl SendTimes {
 
     /// Time since torque frame `sequence` was sent, if it was sent recently.
     fn since(&self, sequence: u64) -> Option<Duration> {
-        let sent = self.slot(sequence)?.load(Ordering::Acquire);
+        let sent = self
+            .slots
+            .get(Self::index(sequence))?
+            .load(Ordering::Acquire);
         let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         (sent > 0 && now >= sent).then(|| Duration::from_nanos(now - sent))
     }
 }
 
-/// Run `controller` against the real-time plant on `link` until its final state, or until the
-/// plant is lost.
-pub fn run<T: FrameTransport + Sync>(
-    name: &'static str,
-    balls: usize,
-    controller: ArmController,
-    link: &T,
-    settings: Settings,
-    mut progress: impl FnMut(f64),
-) -> Result<ControllerRun, Box<dyn std::error::Error>> {
-    let started = Instant::now();
-    let mut rec = Recorder::new(name, balls);
-    let mut guard = FrameGuard::new();
-    let mut buf = [0u8; MAX_FRAME_LEN];
-    let mut faults = Faults::default();
-    let mut lost: Option<PlantLost> = None;
+/// What the I/O threads hand the recorder thread.
+enum Record {
+    State(Box<StateFrame>),
+    Tick(TickRecord),
+    RoundTrip(Duration),
+}
 
+/// Hands records to the recorder thread without ever blocking; counts what it had to drop.
+struct RecordSink<'a> {
+    tx: Sender<Record>,
+    dropped: &'a AtomicU64,
+}
+
+impl RecordSink<'_> {
+    fn put(&self, r: Record) {
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.tx.try_send(r) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The recorder thread: everything the I/O threads and the control thread's telemetry send,
+/// until both channels are closed and drained. It polls (every [`POLL`]) instead of blocking in
+/// `recv`: a parked receiver would make every `try_send` on the control thread wake it, a
+/// syscall per tick (see `runtime::telemetry`).
+fn record_all(
+    recorder: &mut Recorder,
+    records: &Receiver<Record>,
+    telemetry: &Receiver<runtime::TickRecord>,
+) {
+    use crossbeam_channel::TryRecvError;
+    let (mut records_open, mut telemetry_open) = (true, true);
+    while records_open || telemetry_open {
+        loop {
+            match records.try_recv() {
+                Ok(Record::State(f)) => {
+                    recorder.state(&f);
+                }
+                Ok(Record::Tick(t)) => recorder.tick(&t, None),
+                Ok(Record::RoundTrip(d)) => recorder.round_trip(d),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    records_open = false;
+                    break;
+                }
+            }
+        }
+        loop {
+            match telemetry.try_recv() {
+                Ok(t) => recorder.thread_tick(t.wake_latency_ns, t.compute_ns),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    telemetry_open = false;
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// How often the recorder thread drains its channels.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Records buffered between the I/O threads and the recorder thread.
+const RECORD_CHANNEL: usize = 8192;
+
+/// Drive `session` in real time until the plant's final state (`None`) or a cut. Returns the
+/// cut and the run's timing; faults are counted into `faults`.
+pub fn drive(
+    session: &mut Session,
+    settings: Settings,
+    faults: &mut Faults,
+    mut progress: impl FnMut(f64),
+) -> Result<(Option<Cut>, Timing), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let window = session.watchdog;
     // The plant's first state, before the control thread starts (phase alignment).
-    let first: StateFrame = loop {
-        let n = link
-            .recv_timeout(&mut buf, settings.plant_timeout)
-            .map_err(|e| format!("no first state from the plant: {e}"))?;
-        if let Ok(f) = guard.accept(buf.get(..n).unwrap_or(&buf)) {
-            break f;
+    let first = {
+        let (mut rx, _) = session.link.split();
+        let deadline = Instant::now() + window.max(super::session::STARTUP_GRACE);
+        match Session::next_state(&mut rx, &session.stop, deadline) {
+            Ok(f) => f,
+            Err(Ok(sig)) => return Ok((Some(Cut::Signal(sig)), timing_of(settings))),
+            Err(Err(e)) => {
+                faults.watchdog_trips += 1;
+                return Ok((Some(Cut::from_link(&e, 0.0, window)), timing_of(settings)));
+            }
         }
     };
     let arrived_ns = MonotonicClock.now_ns();
-    let first_state = rec
-        .state(&first)
-        .ok_or("the plant's first state has no joint")?;
+    let Some(first_state) = session.recorder.state(&first) else {
+        return Err("the plant's first state has no joint".into());
+    };
 
     let (mut io, control) = runtime::channels::<ArmState, ArmCommand>(64);
     io.states.publish(first_state);
-    // Tick a little after each state arrives (the plant sends one per period on the same
-    // clock): every tick then reads a fresh state and its torque reaches the plant well before
-    // the step it is for.
-    let period = Duration::from_secs_f64(settings.period_s);
+    let (telemetry_tx, telemetry_rx) = runtime::telemetry::channel(RECORD_CHANNEL);
+    // Tick a little after each state arrives: every tick then reads a fresh state and its
+    // torque reaches the plant well before the step it is for.
+    let period = Duration::from_secs_f64(settings.control_period_s);
     let offset_ns =
         u64::try_from((period / 4).min(Duration::from_micros(500)).as_nanos()).unwrap_or(0);
     let mut builder = PeriodicBuilder::new(period)
         .phase_anchor_ns(arrived_ns.saturating_add(offset_ns))
         .priority(settings.priority)
-        .watchdog_ticks(u64::from(settings.watchdog_ticks))
+        .watchdog_ticks(settings.watchdog_ticks())
+        .telemetry(telemetry_tx)
         .name("hil-control");
     if let Some(cpu) = settings.cpu {
         builder = builder.cpu(cpu);
     }
+    let controller = session.controller.clone();
     let handle = builder.spawn(RealTimeArm { arm: controller }, control)?;
     let send_times = SendTimes::new(started);
     let done = AtomicBool::new(false);
@@ -171,13 +249,24 @@ pub fn run<T: FrameTransport + Sync>(
     // by design and say nothing about the plant.
     let plant_finished = AtomicBool::new(false);
     let send_failed = AtomicBool::new(false);
+    let dropped = AtomicU64::new(0);
+    let last_sequence = AtomicU64::new(session.sequence);
+    let (records_tx, records_rx) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL);
 
-    let (samples, outcome, stale_torque_steps) = std::thread::scope(|scope| {
+    let stop = session.stop.clone();
+    let recorder = &mut session.recorder;
+    let (mut rx, tx) = session.link.split();
+    let (cut, outcome, stale_torque_steps) = std::thread::scope(|scope| {
+        let rec_thread = scope.spawn(|| record_all(recorder, &records_rx, &telemetry_rx));
         // Sender: torques from the control thread to the plant.
+        let sink = RecordSink {
+            tx: records_tx.clone(),
+            dropped: &dropped,
+        };
         let sender = scope.spawn(|| {
+            let sink = sink;
             let mut outputs = io.outputs;
-            let mut sent: Vec<ArmCommand> = Vec::new();
-            let mut sequence = 0u64;
+            let mut sequence = last_sequence.load(Ordering::Relaxed);
             let mut last_step = None;
             loop {
                 let Some(out) = outputs.recv_timeout(Duration::from_millis(20)) else {
@@ -188,7 +277,7 @@ pub fn run<T: FrameTransport + Sync>(
                 };
                 let cmd = out.value;
                 sequence += 1;
-                if send_command(link, sequence, &cmd).is_err()
+                if tx.send_torques(&torque_frame(sequence, &cmd)).is_err()
                     && !plant_finished.load(Ordering::Acquire)
                 {
                     send_failed.store(true, Ordering::Release);
@@ -197,33 +286,35 @@ pub fn run<T: FrameTransport + Sync>(
                 // One record per plant state (a repeated state gives a repeated command), and
                 // every safe-state output.
                 if last_step != Some(cmd.step) || cmd.safe {
-                    sent.push(cmd);
+                    sink.put(Record::Tick(cmd.record));
                     last_step = Some(cmd.step);
                 }
             }
-            sent
+            last_sequence.store(sequence, Ordering::Relaxed);
         });
 
         // Receiver (this thread): states from the plant to the control thread.
+        let sink = RecordSink {
+            tx: records_tx,
+            dropped: &dropped,
+        };
         let mut states = io.states;
         let mut last_applied = 0u32;
         let mut stale_torque_steps = 0u64;
-        loop {
-            let n = match link.recv_timeout(&mut buf, settings.plant_timeout) {
-                Ok(n) => n,
-                Err(e) => {
-                    lost = Some(PlantLost::from_transport(&e, &rec, settings.plant_timeout));
-                    break;
-                }
+        let mut last_accepted = Instant::now();
+        let mut last_t = first_state.sim_time_s;
+        let cut = loop {
+            let frame = match Session::next_state(&mut rx, &stop, last_accepted + window) {
+                Ok(f) => f,
+                Err(Ok(sig)) => break Some(Cut::Signal(sig)),
+                Err(Err(e)) => break Some(Cut::from_link(&e, last_t, window)),
             };
-            let Ok(frame) = guard.accept::<StateFrame>(buf.get(..n).unwrap_or(&buf)) else {
-                continue;
-            };
+            last_accepted = Instant::now();
             // Our sequence numbers stay far below 2^32 in any run.
             let applied = u64::from(frame.applied_torque_sequence);
             if applied != 0 {
-                // The step that produced this state started from state `frame.step − 1`: a torque
-                // computed from an older state drove it (it arrived too late, or none came).
+                // The step that produced this state started from state `frame.step − 1`: a
+                // torque computed from an older state drove it (too late, or none came).
                 if send_times
                     .step_of(applied)
                     .is_some_and(|s| s.saturating_add(1) < frame.step)
@@ -233,21 +324,30 @@ pub fn run<T: FrameTransport + Sync>(
                 if frame.applied_torque_sequence != last_applied {
                     last_applied = frame.applied_torque_sequence;
                     if let Some(d) = send_times.since(applied) {
-                        rec.round_trip(d);
+                        sink.put(Record::RoundTrip(d));
                     }
                 }
             }
-            let Some(state) = rec.state(&frame) else {
+            let Some(joint) = frame.joints.first().copied() else {
                 continue;
             };
-            if frame.flags.contains(StateFlags::FINAL) {
+            let state = ArmState {
+                step: frame.step,
+                sim_time_s: frame.sim_time_s,
+                angle_rad: joint.position_rad,
+                velocity_rad_s: joint.velocity_rad_s,
+            };
+            last_t = state.sim_time_s;
+            let last = frame.flags.contains(StateFlags::FINAL);
+            sink.put(Record::State(Box::new(frame)));
+            if last {
                 plant_finished.store(true, Ordering::Release);
-                break;
+                break None;
             }
             states.publish(state);
             progress(state.sim_time_s);
-        }
-        if lost.is_some() {
+        };
+        if matches!(cut, Some(Cut::PlantLost { .. })) {
             // Let the watchdog put the controller in its safe state before stopping it.
             let wait = Instant::now();
             while !handle.live().watchdog_tripped() && wait.elapsed() < Duration::from_millis(200) {
@@ -256,51 +356,56 @@ pub fn run<T: FrameTransport + Sync>(
         }
         let outcome = handle.stop();
         done.store(true, Ordering::Release);
-        let samples = sender.join().unwrap_or_default();
-        (samples, outcome, stale_torque_steps)
+        let _ = sender.join();
+        drop(sink);
+        let _ = rec_thread.join();
+        (cut, outcome, stale_torque_steps)
     });
+    session.sequence = last_sequence.load(Ordering::Relaxed);
     let outcome = outcome.map_err(|_| "the control thread panicked")?;
-    for cmd in &samples {
-        rec.command(cmd, None);
-    }
     let report = &outcome.report;
     let counters = &report.counters;
-    faults.watchdog_trips = counters.watchdog_trips;
-    faults.safe_state = counters.safe_ticks > 0;
-    count_rejections(&mut faults, guard.rejected());
-    let summary = |s: &runtime::LatencySummary| Percentiles {
+    faults.watchdog_trips += counters.watchdog_trips;
+    faults.records_dropped += dropped.load(Ordering::Relaxed) + counters.telemetry_dropped;
+    let mut timing = timing_of(settings);
+    // Over every tick, whatever the telemetry channel dropped.
+    timing.wake_latency_us = Some(percentiles(&report.wake_latency_us));
+    timing.compute_us = Some(percentiles(&report.compute_us));
+    timing.deadline_misses = Some(counters.deadline_misses);
+    timing.skipped_releases = Some(counters.skipped_releases);
+    timing.sched_fifo = Some(report.sched_fifo);
+    timing.stale_torque_steps = Some(stale_torque_steps);
+    timing.warnings.clone_from(&report.warnings);
+    // A run that ended with the plant's final state is complete, whatever the sender saw
+    // after the plant closed (the final state may still have been unread when a send failed).
+    let cut = match cut {
+        None if send_failed.load(Ordering::Acquire) && !plant_finished.load(Ordering::Acquire) => {
+            Some(Cut::PlantLost {
+                reason: "cannot send torques to the plant".into(),
+            })
+        }
+        other => other,
+    };
+    Ok((cut, timing))
+}
+
+fn percentiles(s: &runtime::LatencySummary) -> super::report::Percentiles {
+    super::report::Percentiles {
         min: s.min,
         p50: s.p50,
         p99: s.p99,
         p999: s.p999,
         max: s.max,
-        count: usize::try_from(s.count).unwrap_or(usize::MAX),
-    };
-    let timing = Timing {
-        wake_latency_us: Some(summary(&report.wake_latency_us)),
-        compute_us: Some(summary(&report.compute_us)),
-        deadline_misses: Some(counters.deadline_misses),
-        skipped_releases: Some(counters.skipped_releases),
-        sched_fifo: Some(report.sched_fifo),
-        stale_torque_steps: Some(stale_torque_steps),
-        wake_latencies_us: outcome
-            .log
-            .iter()
-            .map(|r| r.wake_latency_ns as f64 / 1e3)
-            .collect(),
-        warnings: report.warnings.clone(),
-        ..Timing::default()
-    };
-    // A run that ended with the plant's final state is complete, whatever the sender saw
-    // after the plant closed (the final state may still have been unread when a send failed).
-    if send_failed.load(Ordering::Acquire)
-        && lost.is_none()
-        && !plant_finished.load(Ordering::Acquire)
-    {
-        lost = Some(PlantLost {
-            reason: "cannot send torques to the plant".into(),
-            at_s: rec.last_state.map_or(0.0, |s| s.sim_time_s),
-        });
+        count: s.count,
+        saturated: s.above_range,
     }
-    Ok(rec.finish(timing, faults, lost, started.elapsed()))
+}
+
+fn timing_of(settings: Settings) -> Timing {
+    Timing {
+        realtime: true,
+        state_period_s: settings.state_period_s,
+        control_period_s: settings.control_period_s,
+        ..Timing::default()
+    }
 }

@@ -1,19 +1,36 @@
 //! Scenario files: what `hil run` reads, how it checks them, and how it resolves their random
 //! parts (seeded) into the fully explicit scene the plant builds.
 //!
+//! One schema, checked once: the `[arm]` table *is* the plant's [`sim_host::ArmSpec`], and
+//! every value that reaches the plant is checked by the plant's own [`Scene::validate`] on the
+//! scene resolved here, its field paths mapped back to the fields of the user's file. The checks
+//! here cover only what the scene does not hold (names, rates, targets, controller settings).
 //! Every error names the file, the field (as a dotted path) and the reason.
+//!
+//! Documented ranges: `control_rate_hz` in [[`MIN_CONTROL_RATE_HZ`], [`MAX_CONTROL_RATE_HZ`]],
+//! `physics_dt_s` in [1e-5, 0.1] s (the plant's range), `end_s` up to [`MAX_END_S`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use control_core::model::ArmModel;
 use serde::Deserialize;
-use sim_host::{ArmSpec as PlantArm, BallSpawn, Scene, WeightDrop, WeightShape};
+use sim_host::{ArmSpec, BallSpawn, Scene, WeightDrop, WeightShape};
 
 /// The built-in scenario: `hil run` with no file.
 pub const BUILT_IN: &str = include_str!("../../../scenarios/ball_blocking.toml");
 /// The name shown for the built-in scenario's "file".
 pub const BUILT_IN_NAME: &str = "<built-in scenarios/ball_blocking.toml>";
+/// Slowest control rate accepted, Hz.
+pub const MIN_CONTROL_RATE_HZ: f64 = 1.0;
+/// Fastest control rate accepted, Hz (a tick costs ~1–5 µs and a wake-up ~10–50 µs here: above
+/// 10 kHz the thread would spend most of its period waking up).
+pub const MAX_CONTROL_RATE_HZ: f64 = 10_000.0;
+/// Most targets a scenario may have (each has a ball and may have a weight, and the plant names
+/// bodies with 16-bit ids).
+pub const MAX_TARGETS: usize = 32_000;
+/// Longest simulated run accepted, s (one day; outputs stream, so memory does not grow with it).
+pub const MAX_END_S: f64 = 86_400.0;
 
 /// A scenario file, as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -29,7 +46,7 @@ pub struct Scenario {
     pub physics_dt_s: f64,
     /// Simulated end time, s.
     pub end_s: f64,
-    /// The arm.
+    /// The arm: the plant's own description (`sim_host::ArmSpec`), so its checks are the plant's.
     pub arm: ArmSpec,
     /// The balls, one per target.
     pub balls: BallSpec,
@@ -39,27 +56,6 @@ pub struct Scenario {
     pub weights: WeightSpec,
     /// Controller settings.
     pub controllers: ControllerSpec,
-}
-
-/// The arm and its shoulder.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArmSpec {
-    /// Length from the hinge to the tip, m.
-    pub length_m: f64,
-    /// Side of the square cross-section, m.
-    pub thickness_m: f64,
-    /// Mass, kg.
-    pub mass_kg: f64,
-    /// Gravity, m/s² (along −y).
-    pub gravity_m_s2: f64,
-    /// Initial angle, rad.
-    pub initial_angle_rad: f64,
-    /// Initial angular velocity, rad/s.
-    #[serde(default)]
-    pub initial_velocity_rad_s: f64,
-    /// Largest torque the shoulder applies, N·m.
-    pub torque_limit_nm: f64,
 }
 
 /// How the balls are thrown.
@@ -199,11 +195,21 @@ impl Scenario {
                 reason: e.into_inner().message().to_string(),
             }
         })?;
-        scenario.check().map_err(|(field, reason)| ScenarioError {
-            file: file.into(),
-            field,
-            reason,
-        })?;
+        // The scenario's own fields first, then everything the plant will be given, by the
+        // plant's checks, named as the user wrote it.
+        scenario
+            .check()
+            .and_then(|()| {
+                scenario
+                    .scene()
+                    .validate()
+                    .map_err(|(field, reason)| scene_field_in_scenario(&field, reason))
+            })
+            .map_err(|(field, reason)| ScenarioError {
+                file: file.into(),
+                field,
+                reason,
+            })?;
         Ok(scenario)
     }
 
@@ -238,20 +244,28 @@ impl Scenario {
                     .into(),
             ));
         }
-        positive("control_rate_hz", self.control_rate_hz)?;
+        let rate = self.control_rate_hz;
+        if !(MIN_CONTROL_RATE_HZ..=MAX_CONTROL_RATE_HZ).contains(&rate) {
+            return Err((
+                "control_rate_hz".into(),
+                format!(
+                    "must lie in [{MIN_CONTROL_RATE_HZ}, {MAX_CONTROL_RATE_HZ}] Hz (got {rate})"
+                ),
+            ));
+        }
         positive("physics_dt_s", self.physics_dt_s)?;
         positive("end_s", self.end_s)?;
-        if self.control_rate_hz > 10_000.0 {
-            return Err(("control_rate_hz".into(), "must be at most 10 kHz".into()));
+        if self.end_s > MAX_END_S {
+            return Err((
+                "end_s".into(),
+                format!("must be at most {MAX_END_S} s (got {})", self.end_s),
+            ));
         }
         let a = &self.arm;
-        positive("arm.length_m", a.length_m)?;
-        positive("arm.thickness_m", a.thickness_m)?;
-        positive("arm.mass_kg", a.mass_kg)?;
-        positive("arm.gravity_m_s2", a.gravity_m_s2)?;
-        finite("arm.initial_angle_rad", a.initial_angle_rad)?;
-        finite("arm.initial_velocity_rad_s", a.initial_velocity_rad_s)?;
-        positive("arm.torque_limit_nm", a.torque_limit_nm)?;
+        // The arm by the plant's checks first: the checks below compare against its values.
+        Scene::new(*a, 0.0)
+            .validate()
+            .map_err(|(field, reason)| scene_field_in_scenario(&field, reason))?;
         let b = &self.balls;
         positive("balls.radius_m", b.radius_m)?;
         positive("balls.mass_kg", b.mass_kg)?;
@@ -297,8 +311,13 @@ impl Scenario {
             previous = t.time_s;
         }
         let w = &self.weights;
-        if self.targets.len() > usize::from(u16::MAX) {
-            return Err(("targets".into(), "at most 65535 targets".into()));
+        // Balls and weights share the plant's body ids (u16): one ball and at most one weight
+        // per target.
+        if self.targets.len() > MAX_TARGETS {
+            return Err((
+                "targets".into(),
+                format!("at most {MAX_TARGETS} targets (got {})", self.targets.len()),
+            ));
         }
         if w.enabled {
             positive("weights.mass_kg", w.mass_kg)?;
@@ -351,23 +370,13 @@ impl Scenario {
 
     /// The arm's mass properties.
     pub fn arm_model(&self) -> ArmModel {
-        ArmModel {
-            length_m: self.arm.length_m,
-            thickness_m: self.arm.thickness_m,
-            mass_kg: self.arm.mass_kg,
-            gravity_m_s2: self.arm.gravity_m_s2,
-        }
+        self.arm.model()
     }
 
     /// The fully explicit scene the plant builds: balls aimed at the targets, weights drawn
     /// from the seed.
     pub fn scene(&self) -> Scene {
-        let arm = PlantArm::from_model(
-            self.arm_model(),
-            self.arm.initial_angle_rad,
-            self.arm.initial_velocity_rad_s,
-        );
-        let mut scene = Scene::new(arm, self.end_s);
+        let mut scene = Scene::new(self.arm, self.end_s);
         scene.dt_s = self.physics_dt_s;
         let b = &self.balls;
         scene.balls = self
@@ -393,7 +402,8 @@ impl Scenario {
             let mut segment_start = 0.0;
             // The arm's pose when the segment starts: the previous target (or the start).
             let mut start_angle = self.arm.initial_angle_rad;
-            let mut id = 0u16;
+            // Weights are numbered after the balls: one namespace of body ids in the plant.
+            let mut id = u16::try_from(self.targets.len()).unwrap_or(u16::MAX);
             for t in &self.targets {
                 let along = rng.uniform(w.along_arm_min, w.along_arm_max);
                 let fraction = rng.uniform(w.segment_fraction_min, w.segment_fraction_max);
@@ -437,6 +447,46 @@ impl Scenario {
     pub fn default_out_dir(&self) -> PathBuf {
         Path::new("out").join(&self.name)
     }
+}
+
+/// The scenario field a field of the resolved scene comes from, for an error the user can act
+/// on: `dt_s` is `physics_dt_s`, `balls[i].radius_m` is `balls.radius_m`, a ball's flight is
+/// made from `targets[i]` and the `[balls]` table, a weight's from the `[weights]` table.
+fn scene_field_in_scenario(scene_field: &str, reason: String) -> (String, String) {
+    let (head, tail) = scene_field.split_once('.').unwrap_or((scene_field, ""));
+    let index = |h: &str| {
+        h.split_once('[')
+            .and_then(|(_, r)| r.strip_suffix(']'))
+            .map(str::to_owned)
+    };
+    let field = match (head, tail) {
+        ("dt_s", _) => "physics_dt_s".to_owned(),
+        ("end_time_s", _) => "end_s".to_owned(),
+        ("arm", t) => format!("arm.{t}"),
+        (h, "radius_m" | "mass_kg") if h.starts_with("balls[") => format!("balls.{tail}"),
+        (h, _) if h.starts_with("balls[") => {
+            let i = index(h).unwrap_or_default();
+            return (
+                format!("targets[{i}]"),
+                format!(
+                    "the ball for this target gets an invalid {tail} ({reason}); check it with balls.flight_time_s and balls.crossing_radius_m"
+                ),
+            );
+        }
+        (h, "mass_kg") if h.starts_with("weights[") => "weights.mass_kg".to_owned(),
+        (h, "shape.sphere.radius_m") if h.starts_with("weights[") => "weights.radius_m".to_owned(),
+        (h, _) if h.starts_with("weights[") => {
+            return (
+                "weights".to_owned(),
+                format!(
+                    "weight {} gets an invalid {tail}: {reason}",
+                    index(h).unwrap_or_default()
+                ),
+            );
+        }
+        _ => scene_field.to_owned(),
+    };
+    (field, reason)
 }
 
 /// A small seeded generator (SplitMix64): the same seed gives the same drops on every machine.

@@ -1,18 +1,19 @@
 //! The controller of the ball-blocking arm, the same in lockstep and in real time: it sequences
 //! the targets (each plan is set while the arm still moves from the last), feeds gravity forward
-//! from the model, and runs one of the three servos.
+//! from the model, and runs one of the three servos. Each tick returns an [`ArmCommand`]: the
+//! torque for the plant and a [`TickRecord`] of what the tick saw and did; turning records into
+//! report rows is the recorder's job, not the controller's.
 //!
 //! [`ArmController::tick`] runs on the control thread in real-time mode: it never allocates,
 //! blocks or panics (everything it needs is built before the run starts).
 
-use control_core::gains::{ArrivalProblem, CriticalGains, solve_arrival_gains};
+use control_core::gains::{ArrivalProblem, CriticalGains, GainLimit, solve_arrival_gains};
 use control_core::model::ArmModel;
 use control_core::servo::{
     ArrivalPlan, ArrivalServo, ConfigError, FixedGainServo, JointServo, JointState, ServoConfig,
     ServoOutput, ServoStatus, StaticTimingServo,
 };
 
-use super::report::Sample;
 use super::scenario::{Scenario, Target};
 
 /// Which controller drives the arm.
@@ -53,6 +54,17 @@ pub struct ArmState {
     pub velocity_rad_s: f64,
 }
 
+/// What one tick saw and did, raw (the recorder turns it into report rows).
+#[derive(Debug, Clone, Copy)]
+pub struct TickRecord {
+    /// The state the tick answered.
+    pub state: ArmState,
+    /// The servo's output (for the safe state: the damping-only torque, zero gains).
+    pub output: ServoOutput,
+    /// Whether this is the safe state's output.
+    pub safe: bool,
+}
+
 /// What the control thread sends back: the torque for a plant step, and the record of the tick.
 #[derive(Debug, Clone, Copy)]
 pub struct ArmCommand {
@@ -63,7 +75,7 @@ pub struct ArmCommand {
     /// Whether this is the safe state's output.
     pub safe: bool,
     /// The tick as recorded.
-    pub sample: Sample,
+    pub record: TickRecord,
 }
 
 /// The three servos behind one type, without boxing.
@@ -92,19 +104,6 @@ impl Servo {
     }
 }
 
-/// Short names of servo statuses, for the CSV and the counts.
-pub fn status_name(status: ServoStatus) -> &'static str {
-    match status {
-        ServoStatus::Idle => "idle",
-        ServoStatus::Tracking => "tracking",
-        ServoStatus::GainClamped => "gain_clamped",
-        ServoStatus::Infeasible(_) => "infeasible",
-        ServoStatus::Holding => "holding",
-        ServoStatus::BadState => "bad_state",
-        _ => "other",
-    }
-}
-
 /// The arm's controller for one run.
 #[derive(Debug, Clone)]
 pub struct ArmController {
@@ -115,19 +114,34 @@ pub struct ArmController {
     /// Index of the target being planned for; `None` before the first tick.
     current: Option<usize>,
     half_period_s: f64,
+    gain_limit: GainLimit,
 }
 
 impl ArmController {
     /// Build the controller `kind` for `scenario` (the fixed gains are tuned here, once).
-    pub fn new(kind: ControllerKind, scenario: &Scenario) -> Result<Self, ConfigError> {
+    /// `state_period_s` is the period at which fresh plant states reach the controller: its
+    /// gains are clamped to what a loop sampled at that period integrates stably (ticking faster
+    /// than states arrive only repeats the same torque).
+    pub fn new(
+        kind: ControllerKind,
+        scenario: &Scenario,
+        state_period_s: f64,
+    ) -> Result<Self, ConfigError> {
         let model = scenario.arm_model();
         let config = ServoConfig {
             inertia_kgm2: model.inertia_about_hinge_kgm2(),
-            period_s: scenario.control_period_s(),
+            period_s: state_period_s,
             torque_limit_nm: scenario.arm.torque_limit_nm,
             stability_margin: scenario.controllers.stability_margin,
             ..ServoConfig::default()
         };
+        let gain_limit = GainLimit::new(
+            config.inertia_kgm2,
+            config.period_s,
+            config.integrator,
+            config.stability_margin,
+        )
+        .map_err(ConfigError::Gain)?;
         let c = &scenario.controllers;
         let (servo, tolerance_rad) = match kind {
             ControllerKind::Analytic => (
@@ -156,6 +170,7 @@ impl ArmController {
             tolerance_rad,
             current: None,
             half_period_s: 0.5 * scenario.control_period_s(),
+            gain_limit,
         })
     }
 
@@ -180,22 +195,21 @@ impl ArmController {
             velocity_rad_s: state.velocity_rad_s,
         };
         let torque = self.servo.as_ref().safe_torque(joint);
-        ArmCommand {
-            step: state.step,
+        let output = ServoOutput {
             torque_nm: torque,
-            safe: true,
-            sample: Sample {
-                step: state.step,
-                t_s: state.sim_time_s,
-                angle_rad: state.angle_rad,
-                velocity_rad_s: state.velocity_rad_s,
-                torque_nm: torque,
-                stiffness_nm_per_rad: 0.0,
-                damping_nms_per_rad: 0.0,
-                status: "safe",
-                torque_limited: false,
-            },
-        }
+            requested_torque_nm: torque,
+            stiffness_nm_per_rad: 0.0,
+            damping_nms_per_rad: 0.0,
+            status: ServoStatus::Holding,
+            torque_limited: false,
+        };
+        self.command(state, output, true)
+    }
+
+    /// The gains the servo may use at most: the stable limit of the loop sampled at the state
+    /// period, times the scenario's margin.
+    pub fn gain_limit(&self) -> GainLimit {
+        self.gain_limit
     }
 
     /// Switch to the next target once the current one's instant has come (the arm still moves).
@@ -232,21 +246,15 @@ impl ArmController {
         }
     }
 
-    fn command(&self, state: ArmState, out: ServoOutput, safe: bool) -> ArmCommand {
+    fn command(&self, state: ArmState, output: ServoOutput, safe: bool) -> ArmCommand {
         ArmCommand {
             step: state.step,
-            torque_nm: out.torque_nm,
+            torque_nm: output.torque_nm,
             safe,
-            sample: Sample {
-                step: state.step,
-                t_s: state.sim_time_s,
-                angle_rad: state.angle_rad,
-                velocity_rad_s: state.velocity_rad_s,
-                torque_nm: out.torque_nm,
-                stiffness_nm_per_rad: out.stiffness_nm_per_rad,
-                damping_nms_per_rad: out.damping_nms_per_rad,
-                status: status_name(out.status),
-                torque_limited: out.torque_limited,
+            record: TickRecord {
+                state,
+                output,
+                safe,
             },
         }
     }

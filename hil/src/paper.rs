@@ -12,11 +12,12 @@
 //! - both servos ticking at 200 Hz on a pure inertia integrated exactly between ticks (torque
 //!   held), the analytic one re-solving every tick.
 //!
-//! Never allocates or panics.
+//! Moved here from `control-core`: the paper's experiment is an application of the core, not
+//! part of it. `hil paper` prints the table.
 
-use crate::closed_form::{critically_damped_position, held_torque_step};
-use crate::gains::{ArrivalProblem, CriticalGains, GainError, solve_arrival_gains};
-use crate::servo::{
+use control_core::closed_form::{critically_damped_position, held_torque_step};
+use control_core::gains::{ArrivalProblem, CriticalGains, GainError, solve_arrival_gains};
+use control_core::servo::{
     ArrivalPlan, ArrivalServo, ConfigError, JointServo, JointState, ServoConfig, StaticTimingServo,
 };
 
@@ -136,6 +137,50 @@ pub fn sweep_row(velocity_rad_s: f64) -> Result<SweepRow, ConfigError> {
         static_servo_rad: simulate(&mut static_servo, velocity_rad_s),
         analytic_servo_rad: simulate(&mut analytic_servo, velocity_rad_s),
     })
+}
+
+/// `hil paper`: the sweep as a table on stdout.
+pub fn print_table() -> std::process::ExitCode {
+    let plan = plan();
+    println!(
+        "start θ0 = {START_RAD} rad, pose {TARGET_RAD} rad required at t = {DEADLINE_S} s; \
+         static n = {STATIC_TIME_CONSTANTS}; analytic setpoint {} rad",
+        plan.setpoint_rad
+    );
+    println!(
+        "{:>8} | {:>12} {:>12} | {:>12} {:>16} {:>12}",
+        "ω0 rad/s", "static θ(10)", "static@200Hz", "analytic γ", "analytic θ(10)", "arrival@200Hz"
+    );
+    for i in -5..=10 {
+        let row = match sweep_row(f64::from(i) * 0.1) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("hil paper: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        };
+        let (gamma, closed) = match row.analytic_gains {
+            Ok(g) => (
+                format!("{:.6}", g.damping_nms_per_rad),
+                format!("{:.12}", row.analytic_closed_form_rad),
+            ),
+            Err(GainError::Unreachable { limit_rad }) => (
+                "unreachable".to_string(),
+                format!("(reach ≤ {limit_rad:.4})"),
+            ),
+            Err(e) => ("infeasible".to_string(), format!("{e}")),
+        };
+        println!(
+            "{:>8.2} | {:>12.5} {:>12.5} | {:>12} {:>16} {:>12.6}",
+            row.velocity_rad_s,
+            row.static_closed_form_rad,
+            row.static_servo_rad,
+            gamma,
+            closed,
+            row.analytic_servo_rad
+        );
+    }
+    std::process::ExitCode::SUCCESS
 }
 
 #[cfg(test)]

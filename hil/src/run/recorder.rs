@@ -1,0 +1,474 @@
+//! The recorder: turns what a run produced (accepted plant states, the controller's tick records,
+//! round trips, the control thread's timing records) into the report's figures, streams one CSV
+//! row per tick to `trajectory.csv`, and keeps a decimated trajectory for the plot.
+//!
+//! Memory stays bounded whatever the run's length: figures are histograms (`hdrhistogram`, fixed
+//! range) and running counts, the plotted trajectory is decimated to at most
+//! [`MAX_PLOT_POINTS`] points, and per-tick rows go straight to the CSV writer. It never runs on
+//! the control thread: in real time the I/O threads hand it records over a bounded channel that
+//! never blocks them (a full channel drops the record and counts it).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::time::Duration;
+
+use control_core::frames::{Event, StateFrame};
+use control_core::servo::ServoStatus;
+use hdrhistogram::Histogram;
+
+use super::controller::{ArmState, TickRecord};
+use super::report::{BallOutcome, ControllerRun, Faults, Percentiles, Timing};
+use super::scenario::Target;
+
+/// Most points of one controller's trajectory kept for the angle plot.
+pub const MAX_PLOT_POINTS: usize = 4096;
+/// Most weight-contact instants kept for the plot (all are counted).
+pub const MAX_CONTACT_TIMES: usize = 1024;
+
+/// Short names of servo statuses, for the CSV and the counts.
+pub fn status_name(record: &TickRecord) -> &'static str {
+    if record.safe {
+        return "safe";
+    }
+    match record.output.status {
+        ServoStatus::Idle => "idle",
+        ServoStatus::Tracking => "tracking",
+        ServoStatus::GainClamped => "gain_clamped",
+        ServoStatus::Infeasible(_) => "infeasible",
+        ServoStatus::Holding => "holding",
+        ServoStatus::BadState => "bad_state",
+        _ => "other",
+    }
+}
+
+/// The CSV header of `trajectory.csv`.
+pub const CSV_HEADER: &str = "controller,step,t_s,angle_rad,velocity_rad_s,torque_nm,stiffness_nm_per_rad,damping_nms_per_rad,status,torque_limited";
+
+/// `trajectory.csv`, written row by row as ticks are recorded (shared by the controllers of a
+/// run, one after the other).
+#[derive(Debug)]
+pub struct TrajectoryCsv {
+    out: BufWriter<File>,
+    error: Option<std::io::Error>,
+}
+
+impl TrajectoryCsv {
+    /// Create the file and write its header.
+    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
+        let mut out = BufWriter::new(File::create(path)?);
+        writeln!(out, "{CSV_HEADER}")?;
+        Ok(Self { out, error: None })
+    }
+
+    fn row(&mut self, controller: &str, r: &TickRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        let s = &r.state;
+        let o = &r.output;
+        // `{:?}` prints the shortest representation that round-trips: bit-exact CSV.
+        if let Err(e) = writeln!(
+            self.out,
+            "{controller},{},{:?},{:?},{:?},{:?},{:?},{:?},{},{}",
+            s.step,
+            s.sim_time_s,
+            s.angle_rad,
+            s.velocity_rad_s,
+            o.torque_nm,
+            o.stiffness_nm_per_rad,
+            o.damping_nms_per_rad,
+            status_name(r),
+            u8::from(o.torque_limited)
+        ) {
+            self.error = Some(e);
+        }
+    }
+
+    /// Flush; the first write error, if any, is returned here.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
+
+/// A latency histogram in ns (1 ns to 100 s, 3 significant digits; larger values saturate into
+/// the top and are counted).
+#[derive(Debug, Clone)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    saturated: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self {
+            // 1 ns .. 100 s at 3 significant digits: a fixed allocation made here, never grown.
+            hist: Histogram::new_with_bounds(1, 100_000_000_000, 3)
+                .expect("constant, valid histogram bounds"),
+            saturated: 0,
+        }
+    }
+}
+
+impl LatencyHistogram {
+    /// Record one value, ns.
+    pub fn record_ns(&mut self, ns: u64) {
+        let v = ns.clamp(1, self.hist.high());
+        if v != ns.max(1) {
+            self.saturated += 1;
+        }
+        let _ = self.hist.record(v);
+    }
+
+    /// Record one duration.
+    pub fn record(&mut self, d: Duration) {
+        self.record_ns(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Whether no value was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
+
+    /// min/p50/p99/p99.9/max in µs, or `None` for no samples.
+    pub fn percentiles_us(&self) -> Option<Percentiles> {
+        if self.hist.is_empty() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some(Percentiles {
+            min: us(self.hist.min()),
+            p50: us(self.hist.value_at_quantile(0.5)),
+            p99: us(self.hist.value_at_quantile(0.99)),
+            p999: us(self.hist.value_at_quantile(0.999)),
+            max: us(self.hist.max()),
+            count: self.hist.len(),
+            saturated: self.saturated,
+        })
+    }
+
+    /// (bucket lower edge µs, count) over `buckets` equal buckets from 0 to `top_us`.
+    pub fn buckets_us(&self, top_us: f64, buckets: usize) -> Vec<(f64, u64)> {
+        let width = top_us / buckets.max(1) as f64;
+        let mut out: Vec<(f64, u64)> = (0..buckets).map(|i| (i as f64 * width, 0)).collect();
+        for v in self.hist.iter_recorded() {
+            let x = v.value_iterated_to() as f64 / 1e3;
+            let i = ((x / width) as usize).min(buckets.saturating_sub(1));
+            if let Some(b) = out.get_mut(i) {
+                b.1 += v.count_at_value();
+            }
+        }
+        out
+    }
+}
+
+/// A trajectory decimated to at most [`MAX_PLOT_POINTS`] points (every k-th, k doubling when
+/// full).
+#[derive(Debug, Clone, Default)]
+pub struct Decimated {
+    /// (t, value) points kept.
+    pub points: Vec<(f64, f64)>,
+    stride: u64,
+    seen: u64,
+}
+
+impl Decimated {
+    fn push(&mut self, t: f64, v: f64) {
+        let stride = self.stride.max(1);
+        if self.seen.is_multiple_of(stride) {
+            if self.points.len() >= MAX_PLOT_POINTS {
+                let mut keep = false;
+                self.points.retain(|_| {
+                    keep = !keep;
+                    keep
+                });
+                self.stride = stride * 2;
+            }
+            if self.seen.is_multiple_of(self.stride.max(1)) {
+                self.points.push((t, v));
+            }
+        }
+        self.seen += 1;
+    }
+}
+
+/// What a scene's body id names, for the ball-blocking scene (balls first, then weights).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Ball(usize),
+    Weight,
+}
+
+/// Records one controller's run.
+#[derive(Debug)]
+pub struct Recorder {
+    name: &'static str,
+    balls: Vec<BallOutcome>,
+    targets: Vec<Target>,
+    /// Per target: (|t − t_d|, angle) of the state nearest its instant, once reached.
+    arrivals: Vec<Option<(f64, f64)>>,
+    next_target: usize,
+    previous_state: Option<ArmState>,
+    half_state_period_s: f64,
+    weight_contacts: u64,
+    weight_contacts_s: Vec<f64>,
+    status_counts: Vec<(&'static str, u64)>,
+    torque_limited_ticks: u64,
+    max_damping_nms_per_rad: f64,
+    ticks: u64,
+    step_cost: LatencyHistogram,
+    round_trip: LatencyHistogram,
+    compute: LatencyHistogram,
+    wake: LatencyHistogram,
+    trajectory: Decimated,
+    /// The newest state seen.
+    pub last_state: Option<ArmState>,
+    /// The newest accepted state frame's plant-side counts (rejected, over the limit).
+    plant_counts: (u32, u32),
+    csv: Option<TrajectoryCsv>,
+}
+
+impl Recorder {
+    /// A recorder for controller `name`; one ball per target; `csv` receives the tick rows.
+    pub fn new(
+        name: &'static str,
+        targets: &[Target],
+        state_period_s: f64,
+        csv: Option<TrajectoryCsv>,
+    ) -> Self {
+        Self {
+            name,
+            balls: vec![BallOutcome::default(); targets.len()],
+            targets: targets.to_vec(),
+            arrivals: vec![None; targets.len()],
+            next_target: 0,
+            previous_state: None,
+            half_state_period_s: 0.5 * state_period_s,
+            weight_contacts: 0,
+            weight_contacts_s: Vec::new(),
+            status_counts: Vec::new(),
+            torque_limited_ticks: 0,
+            max_damping_nms_per_rad: 0.0,
+            ticks: 0,
+            step_cost: LatencyHistogram::default(),
+            round_trip: LatencyHistogram::default(),
+            compute: LatencyHistogram::default(),
+            wake: LatencyHistogram::default(),
+            trajectory: Decimated::default(),
+            last_state: None,
+            plant_counts: (0, 0),
+            csv,
+        }
+    }
+
+    fn body(&self, id: u16) -> Body {
+        let i = usize::from(id);
+        if i < self.balls.len() {
+            Body::Ball(i)
+        } else {
+            Body::Weight
+        }
+    }
+
+    /// Note the events, the step cost and the joint state of an accepted state frame; returns
+    /// the arm's state (`None` for a frame without a joint).
+    pub fn state(&mut self, frame: &StateFrame) -> Option<ArmState> {
+        let t = frame.sim_time_s;
+        for event in &frame.events {
+            match *event {
+                Event::ContactBegan { body } => match self.body(body.0) {
+                    Body::Ball(i) => {
+                        if let Some(b) = self.balls.get_mut(i) {
+                            b.contact_s = Some(b.contact_s.map_or(t, |c| c.min(t)));
+                        }
+                    }
+                    Body::Weight => {
+                        self.weight_contacts += 1;
+                        if self.weight_contacts_s.len() < MAX_CONTACT_TIMES {
+                            self.weight_contacts_s.push(t);
+                        }
+                    }
+                },
+                Event::PlaneCrossed { body } => {
+                    if let Body::Ball(i) = self.body(body.0)
+                        && let Some(b) = self.balls.get_mut(i)
+                    {
+                        b.crossed_s.get_or_insert(t);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if frame.step > 0 {
+            self.step_cost.record_ns(frame.step_cost_ns);
+        }
+        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
+        let joint = frame.joints.first()?;
+        let state = ArmState {
+            step: frame.step,
+            sim_time_s: t,
+            angle_rad: joint.position_rad,
+            velocity_rad_s: joint.velocity_rad_s,
+        };
+        self.arrival(state);
+        self.trajectory.push(t, state.angle_rad);
+        self.last_state = Some(state);
+        Some(state)
+    }
+
+    /// The arrival error is read from the state nearest each target's instant, once the plant
+    /// has reached it (a state within half a state period of it, or past it).
+    fn arrival(&mut self, state: ArmState) {
+        let t = state.sim_time_s;
+        while let Some(target) = self.targets.get(self.next_target) {
+            if t + self.half_state_period_s < target.time_s {
+                break;
+            }
+            let mut best = (
+                (t - target.time_s).abs(),
+                (state.angle_rad - target.angle_rad).abs(),
+            );
+            if let Some(p) = self.previous_state {
+                let d = (p.sim_time_s - target.time_s).abs();
+                if d < best.0 {
+                    best = (d, (p.angle_rad - target.angle_rad).abs());
+                }
+            }
+            if let Some(slot) = self.arrivals.get_mut(self.next_target) {
+                *slot = Some(best);
+            }
+            self.next_target += 1;
+        }
+        self.previous_state = Some(state);
+    }
+
+    /// Note one tick.
+    pub fn tick(&mut self, record: &TickRecord, compute: Option<Duration>) {
+        self.ticks += 1;
+        if record.output.torque_limited {
+            self.torque_limited_ticks += 1;
+        }
+        self.max_damping_nms_per_rad = self
+            .max_damping_nms_per_rad
+            .max(record.output.damping_nms_per_rad);
+        let name = status_name(record);
+        match self.status_counts.iter_mut().find(|(s, _)| *s == name) {
+            Some((_, n)) => *n += 1,
+            None => self.status_counts.push((name, 1)),
+        }
+        if let Some(c) = compute {
+            self.compute.record(c);
+        }
+        if let Some(csv) = &mut self.csv {
+            csv.row(self.name, record);
+        }
+    }
+
+    /// Note one round trip.
+    pub fn round_trip(&mut self, d: Duration) {
+        self.round_trip.record(d);
+    }
+
+    /// Note one control-thread tick's timing (real time), for the latency plot.
+    pub fn thread_tick(&mut self, wake_latency_ns: u64, _compute_ns: u64) {
+        self.wake.record_ns(wake_latency_ns);
+    }
+
+    /// Close the record: figures, faults. Returns the run and the CSV writer for the next one.
+    pub fn finish(
+        self,
+        mut timing: Timing,
+        mut faults: Faults,
+        wall: Duration,
+    ) -> (ControllerRun, Option<TrajectoryCsv>) {
+        timing.round_trip_us = self.round_trip.percentiles_us();
+        // Real time: the control thread's own summaries (every tick) are already in `timing`.
+        if timing.compute_us.is_none() {
+            timing.compute_us = self.compute.percentiles_us();
+        }
+        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
+        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let run = ControllerRun {
+            name: self.name,
+            balls: self.balls,
+            arrival_error_rad: self.arrivals.iter().map(|a| a.map(|(_, e)| e)).collect(),
+            weight_contacts: self.weight_contacts,
+            weight_contacts_s: self.weight_contacts_s,
+            faults,
+            timing,
+            status_counts: self.status_counts,
+            torque_limited_ticks: self.torque_limited_ticks,
+            max_damping_nms_per_rad: self.max_damping_nms_per_rad,
+            ticks: self.ticks,
+            plant_step_us: self.step_cost.percentiles_us(),
+            wall_s: wall.as_secs_f64(),
+            trajectory: self.trajectory.points,
+            latency: if self.wake.is_empty() {
+                self.round_trip
+            } else {
+                self.wake
+            },
+        };
+        (run, self.csv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use control_core::frames::JointState;
+
+    fn frame(step: u64, t: f64, angle: f64) -> StateFrame {
+        let mut f = StateFrame::new(step + 1, step, t);
+        let _ = f.push_joint(JointState {
+            position_rad: angle,
+            velocity_rad_s: 0.0,
+        });
+        f
+    }
+
+    #[test]
+    fn arrival_error_is_read_at_the_target_instant_and_unreached_targets_stay_unknown() {
+        let targets = [
+            Target {
+                time_s: 1.0,
+                angle_rad: 0.5,
+            },
+            Target {
+                time_s: 2.0,
+                angle_rad: 0.0,
+            },
+        ];
+        let mut r = Recorder::new("analytic", &targets, 0.005, None);
+        for (k, (t, a)) in [(0.995, 0.40), (1.0, 0.49), (1.005, 0.6)]
+            .into_iter()
+            .enumerate()
+        {
+            r.state(&frame(k as u64, t, a));
+        }
+        let (run, _) = r.finish(Timing::default(), Faults::default(), Duration::ZERO);
+        assert!((run.arrival_error_rad[0].unwrap_or(f64::NAN) - 0.01).abs() < 1e-12);
+        assert_eq!(run.arrival_error_rad[1], None, "t = 2 s was never reached");
+    }
+
+    #[test]
+    fn the_plotted_trajectory_stays_bounded() {
+        let mut d = Decimated::default();
+        for i in 0..1_000_000u32 {
+            d.push(f64::from(i), 0.0);
+        }
+        assert!(d.points.len() <= MAX_PLOT_POINTS && d.points.len() > MAX_PLOT_POINTS / 4);
+        assert!(d.points.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn an_empty_histogram_has_no_percentiles() {
+        assert!(LatencyHistogram::default().percentiles_us().is_none());
+        let mut h = LatencyHistogram::default();
+        h.record_ns(u64::MAX);
+        let p = h.percentiles_us().unwrap_or_default();
+        assert_eq!((p.count, p.saturated), (1, 1));
+    }
+}

@@ -1,0 +1,247 @@
+//! One controller's run against one plant process, whatever the mode: what both drivers
+//! ([`lockstep`](super::lockstep) and [`realtime`](super::realtime)) share. A session owns the
+//! plant's [`FrameLink`], the controller and the recorder; a driver moves states in and torques
+//! out until the plant's final state, a lost plant, or a signal; then [`Session::end`] enters the
+//! safe state when the run did not finish, and closes the record.
+//!
+//! The plant is lost when no state is *accepted* within the watchdog window: a dead plant
+//! (end-of-file), a hung one (silence) and one that sends only malformed frames (every datagram
+//! rejected, counted, and not extending the wait) end the same way.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use control_core::frames::{RejectCounts, StateFrame, TorqueFlags, TorqueFrame};
+use transport::{FrameLink, LinkError, SeqPacket};
+
+use super::controller::{ArmCommand, ArmController, ArmState};
+use super::recorder::{Recorder, TrajectoryCsv};
+use super::report::{ControllerRun, Faults, SafeState, Timing};
+
+/// How long to wait for the plant to show that it applied the safe-state torque.
+const SAFE_STATE_ACK_WAIT: Duration = Duration::from_millis(300);
+/// The plant's first state may take this long (process start, scene build) if the watchdog
+/// window is shorter.
+pub const STARTUP_GRACE: Duration = Duration::from_secs(5);
+/// Longest single wait on the socket, so that a signal is noticed promptly.
+pub const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// The signal that asked the run to stop (0: none). Set by a signal handler, read by the
+/// drivers between waits.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicUsize>);
+
+impl StopFlag {
+    /// A flag set by SIGINT and SIGTERM (to the signal's number).
+    pub fn on_signals() -> std::io::Result<Self> {
+        let flag = Self::default();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let value = usize::try_from(sig).unwrap_or(0);
+            signal_hook::flag::register_usize(sig, Arc::clone(&flag.0), value)?;
+        }
+        Ok(flag)
+    }
+
+    /// The signal received, if any.
+    pub fn signal(&self) -> Option<i32> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            s => i32::try_from(s).ok(),
+        }
+    }
+}
+
+/// Why a run ended before the plant's final state.
+#[derive(Debug, Clone)]
+pub enum Cut {
+    /// The plant died, hung, or sent nothing usable.
+    PlantLost {
+        /// What happened.
+        reason: String,
+    },
+    /// SIGINT or SIGTERM.
+    Signal(i32),
+}
+
+impl Cut {
+    /// The plant is lost because talking to it failed with `error` after the last accepted
+    /// state at `at_s`, with a watchdog window of `window`.
+    pub fn from_link(error: &LinkError, at_s: f64, window: Duration) -> Self {
+        let reason = match error {
+            LinkError::PeerClosed => format!(
+                "the plant process closed its link before its final state (it exited or crashed) after t = {at_s:.3} s"
+            ),
+            LinkError::TimedOut => format!(
+                "no valid state from the plant for {} ms after t = {at_s:.3} s (hung, or sending only frames that were rejected)",
+                window.as_millis()
+            ),
+            other => format!("link error after t = {at_s:.3} s: {other}"),
+        };
+        Self::PlantLost { reason }
+    }
+
+    /// A line for the console and the report.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::PlantLost { reason } => format!("plant lost: {reason}"),
+            Self::Signal(s) => format!("interrupted by {}", signal_name(*s)),
+        }
+    }
+}
+
+/// "SIGINT", "SIGTERM", or the number.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        signal_hook::consts::SIGINT => "SIGINT".to_owned(),
+        signal_hook::consts::SIGTERM => "SIGTERM".to_owned(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// The torque frame for `cmd`, numbered `sequence`.
+pub fn torque_frame(sequence: u64, cmd: &ArmCommand) -> TorqueFrame {
+    let mut frame = TorqueFrame::new(sequence, cmd.step);
+    if cmd.safe {
+        frame.flags = TorqueFlags::SAFE_STATE;
+    }
+    // One joint always fits (MAX_JOINTS ≥ 1).
+    let _ = frame.push_torque(cmd.torque_nm);
+    frame
+}
+
+/// Copy the guard's rejection counts into `faults`, by reason (only the non-zero ones).
+pub fn count_rejections(faults: &mut Faults, counts: &RejectCounts) {
+    faults.rejected_frames = counts.total();
+    faults.rejected_by_reason = [
+        ("bad_length", counts.bad_length),
+        ("oversize", counts.oversize),
+        ("bad_magic", counts.bad_magic),
+        ("wrong_version", counts.wrong_version),
+        ("wrong_kind", counts.wrong_kind),
+        ("checksum", counts.checksum),
+        ("bad_content", counts.bad_content),
+        ("non_finite", counts.non_finite),
+        ("stale", counts.stale),
+        ("repeated", counts.repeated),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(reason, n)| (reason.to_string(), n))
+    .collect();
+}
+
+/// One controller against one plant.
+pub struct Session {
+    /// The controller.
+    pub controller: ArmController,
+    /// The plant's link.
+    pub link: FrameLink<SeqPacket>,
+    /// The record of the run (both drivers feed it).
+    pub recorder: Recorder,
+    /// The plant is lost after this long without an accepted state.
+    pub watchdog: Duration,
+    /// Set by SIGINT/SIGTERM.
+    pub stop: StopFlag,
+    /// Sequence number of the newest torque frame sent.
+    pub sequence: u64,
+    started: Instant,
+}
+
+impl Session {
+    /// A session over `link`.
+    pub fn new(
+        controller: ArmController,
+        link: FrameLink<SeqPacket>,
+        recorder: Recorder,
+        watchdog: Duration,
+        stop: StopFlag,
+    ) -> Self {
+        Self {
+            controller,
+            link,
+            recorder,
+            watchdog,
+            stop,
+            sequence: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// Wait for the next accepted state until `deadline`, in slices so that a signal is seen
+    /// within [`WAIT_SLICE`]. `Err(Ok(signal))` for a signal, `Err(Err(e))` for a link error
+    /// (`TimedOut` once `deadline` has passed).
+    pub fn next_state(
+        link: &mut transport::LinkReceiver<'_, SeqPacket>,
+        stop: &StopFlag,
+        deadline: Instant,
+    ) -> Result<StateFrame, Result<i32, LinkError>> {
+        loop {
+            if let Some(sig) = stop.signal() {
+                return Err(Ok(sig));
+            }
+            let slice = deadline.min(Instant::now() + WAIT_SLICE);
+            match link.recv_state(slice) {
+                Ok(f) => return Ok(f),
+                Err(LinkError::TimedOut) if Instant::now() < deadline => {}
+                Err(e) => return Err(Err(e)),
+            }
+        }
+    }
+
+    /// The newest state's time, s (0 before any).
+    pub fn last_time_s(&self) -> f64 {
+        self.recorder.last_state.map_or(0.0, |s| s.sim_time_s)
+    }
+
+    /// After a cut run: send the safe-state torque (damping only, torque-limited) for the newest
+    /// state, as the next torque frame, and wait briefly for a state that says the plant
+    /// applied it. Returns what happened; `None` when no state ever arrived.
+    fn enter_safe_state(&mut self) -> Option<SafeState> {
+        let state: ArmState = self.recorder.last_state?;
+        let cmd = self.controller.safe(state);
+        self.sequence += 1;
+        let frame = torque_frame(self.sequence, &cmd);
+        let delivered = self.link.send_torques(&frame).is_ok();
+        self.recorder.tick(&cmd.record, None);
+        let mut applied = false;
+        if delivered {
+            let deadline = Instant::now() + SAFE_STATE_ACK_WAIT;
+            let (mut rx, _) = self.link.split();
+            while let Ok(f) = rx.recv_state(deadline) {
+                if u64::from(f.applied_torque_sequence) == self.sequence & u64::from(u32::MAX) {
+                    applied = true;
+                    break;
+                }
+            }
+        }
+        Some(SafeState {
+            sent_at_step: state.step,
+            sent_at_s: state.sim_time_s,
+            torque_frame_sequence: self.sequence,
+            torque_nm: cmd.torque_nm,
+            delivered_to_socket: delivered,
+            applied_by_plant: applied,
+        })
+    }
+
+    /// Close the session: the safe state if the run was cut, the faults, the record.
+    pub fn end(
+        mut self,
+        cut: Option<&Cut>,
+        timing: Timing,
+        mut faults: Faults,
+    ) -> (ControllerRun, Option<TrajectoryCsv>) {
+        if cut.is_some() {
+            faults.safe_state = self.enter_safe_state();
+        }
+        if let Some(Cut::PlantLost { reason }) = cut {
+            faults.plant_lost = true;
+            faults.plant_lost_reason = Some(reason.clone());
+            faults.plant_lost_at_s = Some(self.last_time_s());
+        }
+        count_rejections(&mut faults, self.link.rejected());
+        let wall = self.started.elapsed();
+        self.recorder.finish(timing, faults, wall)
+    }
+}
