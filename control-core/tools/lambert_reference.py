@@ -11,9 +11,14 @@ kinds: 0 = w0(x), 1 = wm1(x), 2 = w0_f32(x), 3 = wm1_f32(x),
        4 = w0_of_exp(x) = W0(e^x), 5 = wm1_of_neg_exp(x) = W-1(-e^x),
        6 = w0_from_branch_distance(x) = W0(x - 1/e), 7 = wm1_from_branch_distance(x) = W-1(x - 1/e)
 
-Usage: pip install mpmath gmpy2 (gmpy2 optional, ~5x faster); python3 lambert_reference.py [out]
-Runtime ~2 min on one core with gmpy2.
+Regions 8-14 (appended after the original 600 000 records, which are unchanged) sample the q
+entry points within 1e-3 of q = 1/e (x = q - 1/e -> 0, where forming x cancels), tiny and huge q,
+and the log entry points near L = -1, where e^L leaves the normal range and far beyond.
+
+Usage: pip install mpmath==1.3.0 gmpy2 (gmpy2 optional, ~5x faster);
+python3 lambert_reference.py [out]. Runtime ~2 min on one core with gmpy2.
 """
+import math
 import random
 import struct
 import sys
@@ -37,6 +42,15 @@ REGIONS = {
     5: "log-uniform",
     6: "uniform",
     7: "random bits",
+    # Appended by gen_extra (kinds 4-7 only; the records above are unchanged):
+    8: "q within 4e-6 of 1/e (x -> 0)",
+    9: "q near 1/e, |x| in [4e-6, 1e-3]",
+    10: "q in [5e-324, 1e-15]",
+    11: "q in [1, f64::MAX]",
+    12: "L near -1 / L far below 0",
+    13: "L in [-800, -600]",
+    14: "|L| in [1e3, 1e300]",
+    15: "boundaries (lambert_dense.py)",
 }
 
 INV_E = mp.e ** -1
@@ -203,6 +217,74 @@ def gen_q(rng, n, out):
             record(out, kind, region, q, exact_w(x, k))
 
 
+def gen_extra(rng, out):
+    """The regions 8-14 of the q and log entry points: q within a few ulps to 1e-3 of 1/e (x = q - 1/e
+    near 0, where q - 1/e cancels), tiny and huge q, L near -1 and far out."""
+    inv_e_hi = float(INV_E)
+    # q entry points near q = 1/e: the 1500 doubles either side of INV_E_HI, then |x| log-uniform.
+    for kind, k in ((6, 0), (7, -1)):
+        q = inv_e_hi
+        below, above = [], []
+        a = b = inv_e_hi
+        for _ in range(1500):
+            a = math.nextafter(a, 0.0)
+            b = math.nextafter(b, 1.0)
+            below.append(a)
+            above.append(b)
+        pts = [inv_e_hi] + below + (above if k == 0 else [])
+        for _ in range(3000):
+            d = log_uniform(rng, 1e-17, 4e-6)
+            if k == 0 and rng.random() < 0.5:
+                pts.append(float(INV_E + mpf(d)))
+            else:
+                pts.append(float(INV_E - mpf(d)))
+        for q in pts:
+            x = mpf(q) - INV_E
+            if k == -1 and x >= 0:
+                continue
+            record(out, kind, 8, q, exact_w(x, k))
+        for _ in range(4000):
+            d = log_uniform(rng, 4e-6, 1e-3)
+            s = 1 if (k == 0 and rng.random() < 0.5) else -1
+            q = float(INV_E + s * mpf(d))
+            record(out, kind, 9, q, exact_w(mpf(q) - INV_E, k))
+        for _ in range(2000):
+            q = log_uniform(rng, 5e-324, 1e-15) if rng.random() < 0.9 else from_bits64(rng.randrange(1, 1 << 52))
+            record(out, kind, 10, q, exact_w(mpf(q) - INV_E, k))
+        if k == 0:
+            for _ in range(4000):
+                q = min(log_uniform(rng, 1.0, 1.7976931348623157e308), 1.7976931348623157e308)
+                record(out, kind, 11, q, exact_w(mpf(q) - INV_E, k))
+    # w0_of_exp: e^L subnormal or below (L < -708), e^L beyond f64 up to L = 1e300.
+    for _ in range(4000):
+        L = rng.uniform(-746.5, -700.0)
+        record(out, 4, 13, L, exact_w(mpmath.exp(mpf(L)), 0))
+    for _ in range(1000):
+        L = -log_uniform(rng, 746.0, 1e300)
+        record(out, 4, 12, L, exact_w(mpmath.exp(mpf(L)), 0))
+    for _ in range(3000):
+        L = log_uniform(rng, 1e3, 1e300)
+        record(out, 4, 14, L, exact_w(mpmath.exp(mpf(L)), 0))
+    for _ in range(3000):
+        L = rng.uniform(600.0, 800.0)
+        record(out, 4, 13, L, exact_w(mpmath.exp(mpf(L)), 0))
+    # wm1_of_neg_exp: L = -1 - d (the branch point), L in [-800, -600], L down to -1e300.
+    for i in range(200):
+        L = -1.0
+        for _ in range(i):
+            L = math.nextafter(L, -math.inf)
+        record(out, 5, 12, L, exact_w(-mpmath.exp(mpf(L)), -1))
+    for _ in range(4000):
+        L = -1.0 - log_uniform(rng, 1e-17, 0.1)
+        record(out, 5, 12, L, exact_w(-mpmath.exp(mpf(L)), -1))
+    for _ in range(4000):
+        L = rng.uniform(-800.0, -600.0)
+        record(out, 5, 13, L, exact_w(-mpmath.exp(mpf(L)), -1))
+    for _ in range(2000):
+        L = -log_uniform(rng, 1e3, 1e300)
+        record(out, 5, 14, L, exact_w(-mpmath.exp(mpf(L)), -1))
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "control-core/tests/data/lambert_reference.bin"
     rng = random.Random(SEED)
@@ -213,6 +295,7 @@ def main():
     gen_branch(rng, -1, N_F32, True, out)
     gen_exp(rng, N_EXP, out)
     gen_q(random.Random(SEED + 1), N_Q, out)
+    gen_extra(random.Random(SEED + 2), out)
     with open(path, "wb") as f:
         f.write(b"".join(out))
     print(f"wrote {len(out)} records to {path}")
