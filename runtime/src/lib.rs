@@ -4,13 +4,17 @@
 //!   report if refused), pins itself, locks memory, pre-faults its stack, holds
 //!   `/dev/cpu_dma_latency` at 0, and ticks a [`Controller`] at absolute releases
 //!   `t_k = t_0 + k·T` (`clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`), skipping and counting
-//!   overrun releases. [`RuntimeHandle::stop`] returns a [`RunOutcome`]: [`RunReport`] + the
-//!   per-tick [`TickLog`] + the controller.
+//!   overrun releases. [`RuntimeHandle::stop`] returns a [`RunOutcome`]: [`RunReport`] (counters
+//!   and latency summaries over every tick, setup, warnings) + the controller. Memory is constant
+//!   whatever the length of the run.
 //! - [`schedule`]: release arithmetic, deadline misses, skipping (pure, tested with no OS).
 //! - [`clock`]: the [`Clock`] the loop runs on; [`ManualClock`] for tests without sleeping.
 //! - [`exchange`]: newest-state-in (triple buffer) and outputs-out (SPSC ring), both
 //!   allocation-free and non-blocking on the control side.
-//! - [`stats`]: per-tick records in preallocated storage; hdrhistogram summaries after the run.
+//! - [`stats`]: per-tick [`TickRecord`]s, exact [`TickCounters`], and allocation-free latency
+//!   histograms ([`LatencyHistogram`], [`TickStats`]) kept on the control thread over every tick.
+//! - [`telemetry`]: the optional bounded channel streaming every [`TickRecord`] to a consumer
+//!   (`try_send`; a full channel drops and counts), and how to consume it.
 //! - [`controller`]: the [`Controller`] trait and [`TickInfo`].
 //! - [`os`]: the Linux real-time setup calls.
 //! - [`synthetic`]: a realistic tick (the arrival servo on a simulated 1-DoF plant) for jitter
@@ -28,6 +32,10 @@ pub mod periodic;
 pub mod schedule;
 pub mod stats;
 pub mod synthetic;
+pub mod telemetry;
+
+/// The channel crate of [`telemetry`], for callers that build their own bounded channel.
+pub use crossbeam_channel;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use controller::{Controller, TickInfo};
@@ -37,9 +45,9 @@ pub use exchange::{
 };
 pub use os::RtSetup;
 pub use periodic::{
-    DEFAULT_LOG_CAPACITY, DEFAULT_OUTPUT_CAPACITY, LiveStatus, LoopConfig, LoopEnd,
-    PeriodicBuilder, RunOutcome, RunPanicked, RunReport, RuntimeHandle, SpawnError, StopReason,
-    run_loop,
+    DEFAULT_OUTPUT_CAPACITY, LiveStatus, LoopConfig, LoopEnd, PeriodicBuilder, RunOutcome,
+    RunPanicked, RunReport, RuntimeHandle, SpawnError, StopReason, run_loop,
 };
 pub use schedule::{NextRelease, OverrunPolicy, ReleaseSchedule};
-pub use stats::{LatencySummary, TickCounters, TickLog, TickRecord};
+pub use stats::{LatencyHistogram, LatencySummary, TickCounters, TickRecord, TickStats};
+pub use telemetry::{TelemetryReceiver, TelemetrySender};

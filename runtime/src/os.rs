@@ -1,5 +1,6 @@
-//! Real-time setup of the calling thread: SCHED_FIFO check, CPU affinity, `mlockall`, stack
-//! pre-faulting, and holding `/dev/cpu_dma_latency` at 0.
+//! Real-time setup of the calling thread: SCHED_FIFO check (or the switch back to SCHED_OTHER
+//! when normal priority is asked for), CPU affinity, `mlockall`, stack pre-faulting, and holding
+//! `/dev/cpu_dma_latency` at 0.
 //!
 //! Runs once on the control thread before its loop starts (it may allocate then), never inside the
 //! loop. Every step that the OS refuses is recorded in [`RtSetup`] with the reason, never ignored.
@@ -17,12 +18,17 @@ pub const CONTROL_STACK_BYTES: usize = 2 * 1024 * 1024;
 /// What the real-time setup asked for and what it actually got.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RtSetup {
-    /// SCHED_FIFO priority asked for (`None`: normal scheduling was asked for).
+    /// SCHED_FIFO priority asked for, 1..=99 (`None`: normal priority, SCHED_OTHER, was asked
+    /// for, i.e. priority 0).
     pub requested_priority: Option<u8>,
     /// The control thread really runs SCHED_FIFO (read back with `sched_getscheduler`).
     pub sched_fifo: bool,
-    /// Why SCHED_FIFO was refused, if it was.
+    /// Why the scheduling asked for was not obtained: SCHED_FIFO refused, or (normal priority
+    /// asked for) the inherited real-time policy could not be left.
     pub priority_error: Option<String>,
+    /// Linux thread id of the control thread (`gettid`), e.g. for `chrt -p` or
+    /// `/proc/<pid>/task/<tid>`.
+    pub tid: i32,
     /// CPU the thread is pinned to.
     pub cpu: Option<usize>,
     /// `mlockall(MCL_CURRENT | MCL_FUTURE)` succeeded (process-wide; left locked afterwards).
@@ -41,13 +47,16 @@ impl RtSetup {
     /// One line per thing that did not go as asked, for the report (empty when all went well).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
-        if let Some(p) = self.requested_priority
-            && !self.sched_fifo
-        {
-            w.push(format!(
+        match (self.requested_priority, self.sched_fifo) {
+            (Some(p), false) => w.push(format!(
                 "SCHED_FIFO priority {p} was refused ({}): the control thread ran at NORMAL priority (SCHED_OTHER)",
                 self.priority_error.as_deref().unwrap_or("unknown reason")
-            ));
+            )),
+            (None, true) => w.push(format!(
+                "normal priority was asked for but the control thread runs SCHED_FIFO ({})",
+                self.priority_error.as_deref().unwrap_or("unknown reason")
+            )),
+            _ => {}
         }
         if let Some(e) = &self.mlockall_error {
             w.push(format!("mlockall failed ({e}): memory is not locked"));
@@ -63,6 +72,31 @@ impl RtSetup {
 pub fn current_thread_is_fifo() -> bool {
     // SAFETY: sched_getscheduler(0) only reads the calling thread's policy; no pointers involved.
     unsafe { libc::sched_getscheduler(0) == libc::SCHED_FIFO }
+}
+
+/// The calling thread's Linux thread id.
+pub fn current_thread_id() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Moves the calling thread from a real-time policy (SCHED_FIFO or SCHED_RR, e.g. inherited from
+/// a real-time spawner) to SCHED_OTHER; leaves any other policy alone. Lowering one's own policy
+/// needs no privilege.
+pub fn leave_realtime_policy() -> std::io::Result<()> {
+    // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy != libc::SCHED_FIFO && policy != libc::SCHED_RR {
+        return Ok(());
+    }
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param that outlives the call; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Pins the calling thread to `cpu` with `sched_setaffinity`.
@@ -132,6 +166,13 @@ mod tests {
         assert_eq!(w.len(), 2);
         assert!(w[0].contains("NORMAL priority"));
         assert!(RtSetup::default().warnings().is_empty());
+        let stuck = RtSetup {
+            sched_fifo: true,
+            priority_error: Some("EPERM".into()),
+            ..RtSetup::default()
+        };
+        assert_eq!(stuck.warnings().len(), 1);
+        assert!(stuck.warnings()[0].contains("normal priority was asked"));
     }
 
     #[test]

@@ -3,13 +3,15 @@
 //! The loop ([`run_loop`]) is generic over [`Clock`]: the real thread runs it with
 //! [`MonotonicClock`] at SCHED_FIFO; tests run it with [`crate::ManualClock`], no sleeping. Each
 //! iteration sleeps to the absolute release `t_k`, polls the newest state, calls the controller
-//! (or its safe output while the watchdog is tripped), sends the output, records a
-//! [`TickRecord`], and computes the next release (skipping passed ones, see
-//! [`crate::schedule`]).
+//! (or its safe output while the watchdog is tripped), sends the output, adds the tick's
+//! [`TickRecord`] to the counters and the summary histograms ([`TickStats`]), offers it to the
+//! telemetry channel if there is one ([`crate::telemetry`]: `try_send`, a refusal is counted), and
+//! computes the next release (skipping passed ones, see [`crate::schedule`]). Memory is constant
+//! whatever the length of the run.
 //!
 //! Must never, inside the loop: allocate, block on anything but the release sleep, log, or panic
-//! (no unwrap/expect/panicking indexing; arithmetic saturates). Everything that allocates (the log,
-//! the channels, the report) happens before the loop starts or after it ends.
+//! (no unwrap/expect/panicking indexing; arithmetic saturates). Everything that allocates (the
+//! histograms, the channels, the report) happens before the loop starts or after it ends.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,10 +30,8 @@ use crate::controller::{Controller, TickInfo};
 use crate::exchange::{ControlEnds, OutputSample};
 use crate::os::{self, RtSetup};
 use crate::schedule::{OverrunPolicy, ReleaseSchedule};
-use crate::stats::{LatencySummary, TickCounters, TickLog, TickRecord};
-
-/// Default number of per-tick records kept (65 s at 1 kHz, 2 MiB).
-pub const DEFAULT_LOG_CAPACITY: usize = 1 << 16;
+use crate::stats::{LatencyHistogram, LatencySummary, TickCounters, TickRecord, TickStats};
+use crate::telemetry::TelemetrySender;
 /// Default output queue capacity used by callers of [`crate::channels`] that have no better idea.
 pub const DEFAULT_OUTPUT_CAPACITY: usize = 64;
 
@@ -97,6 +97,7 @@ pub struct LiveStatus {
     deadline_misses: AtomicU64,
     skipped_releases: AtomicU64,
     watchdog_trips: AtomicU64,
+    telemetry_dropped: AtomicU64,
 }
 
 impl LiveStatus {
@@ -132,6 +133,10 @@ impl LiveStatus {
     pub fn watchdog_trips(&self) -> u64 {
         self.watchdog_trips.load(Ordering::Relaxed)
     }
+    /// Tick records the telemetry channel refused so far (full or receiver gone).
+    pub fn telemetry_dropped(&self) -> u64 {
+        self.telemetry_dropped.load(Ordering::Relaxed)
+    }
 }
 
 /// What [`run_loop`] returns.
@@ -150,7 +155,9 @@ pub struct LoopEnd {
 }
 
 /// Runs the periodic loop on the calling thread until stopped, `max_ticks`, or an overrun under
-/// [`OverrunPolicy::Stop`]. The first release is one period after the call.
+/// [`OverrunPolicy::Stop`]. The first release is one period after the call (or on the phase
+/// anchor's grid). Every tick is added to `stats` and, if given, offered to `telemetry` with
+/// `try_send` (see [`crate::telemetry`] for how to consume it).
 ///
 /// Real-time path: allocation-free, non-blocking except for `clock.sleep_until_ns`, panic-free.
 pub fn run_loop<C: Clock, K: Controller>(
@@ -158,7 +165,8 @@ pub fn run_loop<C: Clock, K: Controller>(
     cfg: &LoopConfig,
     controller: &mut K,
     ends: &mut ControlEnds<K::State, K::Output>,
-    log: &mut TickLog,
+    stats: &mut TickStats,
+    telemetry: Option<&TelemetrySender>,
     live: &LiveStatus,
 ) -> LoopEnd {
     let start = clock.now_ns();
@@ -224,8 +232,18 @@ pub fn run_loop<C: Clock, K: Controller>(
             skipped_after: next.skipped,
             safe_output: tripped,
         };
-        log.push(record);
+        stats.record(&record);
         counters.add(&record);
+        if let Some(tx) = telemetry {
+            // Never waits: a full channel (or a gone receiver) drops the record, counted.
+            if tx.try_send(record).is_ok() {
+                counters.telemetry_sent = counters.telemetry_sent.saturating_add(1);
+            } else {
+                counters.telemetry_dropped = counters.telemetry_dropped.saturating_add(1);
+                live.telemetry_dropped
+                    .store(counters.telemetry_dropped, Ordering::Relaxed);
+            }
+        }
         live.ticks.store(counters.ticks, Ordering::Relaxed);
         live.deadline_misses
             .store(counters.deadline_misses, Ordering::Relaxed);
@@ -255,8 +273,10 @@ pub fn run_loop<C: Clock, K: Controller>(
 pub enum SpawnError {
     /// Period zero, not finite, or a deadline of zero.
     InvalidPeriod(String),
-    /// SCHED_FIFO priorities are 1..=99.
+    /// Priorities are 0 (normal, SCHED_OTHER) or 1..=99 (SCHED_FIFO).
     InvalidPriority(u8),
+    /// The telemetry channel is unbounded (its sends allocate) or has no room (capacity 0).
+    InvalidTelemetry(String),
     /// Pinning to the requested CPU failed (e.g. no such CPU).
     Affinity {
         /// The CPU asked for.
@@ -274,9 +294,11 @@ impl std::fmt::Display for SpawnError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::InvalidPeriod(why) => write!(f, "invalid period or deadline: {why}"),
-            Self::InvalidPriority(p) => {
-                write!(f, "invalid SCHED_FIFO priority {p}: must be 1..=99")
-            }
+            Self::InvalidPriority(p) => write!(
+                f,
+                "invalid priority {p}: must be 0 (normal, SCHED_OTHER) or 1..=99 (SCHED_FIFO)"
+            ),
+            Self::InvalidTelemetry(why) => write!(f, "invalid telemetry channel: {why}"),
             Self::Affinity { cpu, source } => {
                 write!(f, "cannot pin the control thread to CPU {cpu}: {source}")
             }
@@ -316,11 +338,20 @@ impl std::error::Error for RunPanicked {}
 /// #   fn tick(&mut self, _: &TickInfo, s: Option<StateSample<f64>>) -> f64 { s.map_or(0.0, |s| -s.value) }
 /// #   fn safe_output(&mut self, _: &TickInfo, _: Option<StateSample<f64>>) -> f64 { 0.0 } }
 /// let (mut io, ctl) = channels::<f64, f64>(DEFAULT_OUTPUT_CAPACITY);
+/// let (records, _record_rx) = telemetry::channel(4096); // optional: see `telemetry`
 /// let rt = PeriodicBuilder::from_rate_hz(1000.0)?.priority(80).cpu(1).watchdog_ticks(5)
-///     .spawn(Hold, ctl)?;
+///     .telemetry(records).spawn(Hold, ctl)?;
+/// // What the OS refused (SCHED_FIFO, mlockall, cpu_dma_latency), one line each:
+/// for w in rt.setup().warnings() {
+///     eprintln!("WARNING: {w}");
+/// }
 /// io.states.publish(0.1);
 /// let _torque = io.outputs.recv_timeout(std::time::Duration::from_millis(10));
 /// let outcome = rt.stop()?;
+/// // The same warnings, plus any from the run (e.g. telemetry records dropped):
+/// for w in &outcome.report.warnings {
+///     eprintln!("WARNING: {w}");
+/// }
 /// println!("{}", serde_json::to_string(&outcome.report)?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -328,12 +359,12 @@ impl std::error::Error for RunPanicked {}
 pub struct PeriodicBuilder {
     period_ns: u64,
     deadline_ns: Option<u64>,
-    priority: Option<u8>,
+    priority: u8,
     cpu: Option<usize>,
     overrun: OverrunPolicy,
     watchdog_ticks: Option<u64>,
     phase_anchor_ns: Option<u64>,
-    log_capacity: usize,
+    telemetry: Option<TelemetrySender>,
     max_ticks: Option<u64>,
     lock_memory: bool,
     hold_dma_latency: bool,
@@ -347,12 +378,12 @@ impl PeriodicBuilder {
         Self {
             period_ns: u64::try_from(period.as_nanos()).unwrap_or(u64::MAX),
             deadline_ns: None,
-            priority: None,
+            priority: 0,
             cpu: None,
             overrun: OverrunPolicy::Skip,
             watchdog_ticks: None,
             phase_anchor_ns: None,
-            log_capacity: DEFAULT_LOG_CAPACITY,
+            telemetry: None,
             max_ticks: None,
             lock_memory: true,
             hold_dma_latency: true,
@@ -370,10 +401,17 @@ impl PeriodicBuilder {
         Ok(Self::new(Duration::from_nanos(period_ns)))
     }
 
-    /// SCHED_FIFO with this priority (1..=99). If the OS refuses, the thread runs at normal
-    /// priority and the report says so.
+    /// Scheduling of the control thread, one meaning everywhere:
+    ///
+    /// - `0` (the default): normal priority, SCHED_OTHER. No SCHED_FIFO is requested and nothing
+    ///   is warned about; the report says `sched_fifo: false`. A thread spawned from a
+    ///   SCHED_FIFO/SCHED_RR thread would inherit its policy: the control thread switches itself
+    ///   back to SCHED_OTHER (a warning if that fails).
+    /// - `1..=99`: SCHED_FIFO at that priority. If the OS refuses, the thread runs at normal
+    ///   priority, [`RtSetup::sched_fifo`] is false and [`RtSetup::warnings`] says why.
+    /// - Above 99: [`SpawnError::InvalidPriority`] from [`Self::loop_config`] and [`Self::spawn`].
     pub fn priority(mut self, priority: u8) -> Self {
-        self.priority = Some(priority);
+        self.priority = priority;
         self
     }
 
@@ -410,9 +448,18 @@ impl PeriodicBuilder {
         self
     }
 
-    /// Per-tick records kept (a ring; default [`DEFAULT_LOG_CAPACITY`]).
-    pub fn log_capacity(mut self, records: usize) -> Self {
-        self.log_capacity = records.max(1);
+    /// Stream every tick's [`TickRecord`] to `tx` (optional; without it no record is sent and
+    /// none is kept: the report's summaries and counters are all there is).
+    ///
+    /// The control thread calls only `tx.try_send` (never waits); a record refused because the
+    /// channel is full or its receiver is gone is dropped and counted
+    /// ([`TickCounters::telemetry_dropped`], [`LiveStatus::telemetry_dropped`], and a warning in
+    /// the report). `tx` must be a bounded channel with a capacity of at least 1, e.g. from
+    /// [`crate::telemetry::channel`]; anything else is [`SpawnError::InvalidTelemetry`]. The
+    /// runtime drops its sender when the loop ends. See [`crate::telemetry`] for how to consume
+    /// without slowing the control thread (poll; size the channel so it never fills).
+    pub fn telemetry(mut self, tx: TelemetrySender) -> Self {
+        self.telemetry = Some(tx);
         self
     }
 
@@ -449,10 +496,24 @@ impl PeriodicBuilder {
         if deadline_ns == 0 {
             return Err(SpawnError::InvalidPeriod("deadline of 0 ns".into()));
         }
-        if let Some(p) = self.priority
-            && !(1..=99).contains(&p)
-        {
-            return Err(SpawnError::InvalidPriority(p));
+        if self.priority > 99 {
+            return Err(SpawnError::InvalidPriority(self.priority));
+        }
+        if let Some(tx) = &self.telemetry {
+            match tx.capacity() {
+                Some(c) if c > 0 => {}
+                Some(_) => {
+                    return Err(SpawnError::InvalidTelemetry(
+                        "zero capacity: try_send could never succeed without a waiting receiver"
+                            .into(),
+                    ));
+                }
+                None => {
+                    return Err(SpawnError::InvalidTelemetry(
+                        "unbounded: its sends allocate; use a bounded channel".into(),
+                    ));
+                }
+            }
         }
         Ok(LoopConfig {
             period_ns: self.period_ns,
@@ -479,12 +540,14 @@ impl PeriodicBuilder {
     {
         let cfg = self.loop_config()?;
         let live = Arc::new(LiveStatus::default());
-        let log = TickLog::with_capacity(self.log_capacity);
+        // Allocated and pre-faulted here, off the control thread.
+        let stats = TickStats::new();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<RtSetup, SpawnError>>(1);
         let mut tb = ThreadBuilder::default()
             .name(self.name.clone())
             .stack_size(os::CONTROL_STACK_BYTES);
-        if let Some(p) = self.priority {
+        if self.priority > 0 {
+            let p = self.priority;
             let value =
                 ThreadPriorityValue::try_from(p).map_err(|_| SpawnError::InvalidPriority(p))?;
             tb = tb
@@ -494,7 +557,9 @@ impl PeriodicBuilder {
                 .priority(ThreadPriority::Crossplatform(value));
         }
         let thread_live = Arc::clone(&live);
-        let opts = self.clone();
+        // The builder moves into the thread, telemetry sender included (the thread drops it when
+        // its loop ends).
+        let opts = self;
         let join = tb
             .spawn(move |prio| {
                 control_thread(
@@ -503,7 +568,7 @@ impl PeriodicBuilder {
                     cfg,
                     controller,
                     ends,
-                    log,
+                    stats,
                     &thread_live,
                     &ready_tx,
                 )
@@ -531,7 +596,7 @@ impl PeriodicBuilder {
 /// What the control thread hands back when its loop ends.
 struct ThreadResult<K> {
     controller: K,
-    log: TickLog,
+    stats: TickStats,
     end: LoopEnd,
     setup: RtSetup,
 }
@@ -539,21 +604,27 @@ struct ThreadResult<K> {
 #[allow(clippy::too_many_arguments)]
 fn control_thread<K: Controller>(
     prio: Result<(), thread_priority::Error>,
-    opts: PeriodicBuilder,
+    mut opts: PeriodicBuilder,
     cfg: LoopConfig,
     mut controller: K,
     mut ends: ControlEnds<K::State, K::Output>,
-    mut log: TickLog,
+    mut stats: TickStats,
     live: &LiveStatus,
     ready: &mpsc::SyncSender<Result<RtSetup, SpawnError>>,
 ) -> Option<ThreadResult<K>> {
+    let telemetry = opts.telemetry.take();
+    let fifo_requested = opts.priority > 0;
     let mut setup = RtSetup {
-        requested_priority: opts.priority,
+        requested_priority: fifo_requested.then_some(opts.priority),
         cpu: opts.cpu,
+        tid: os::current_thread_id(),
         ..RtSetup::default()
     };
+    if !fifo_requested && let Err(e) = os::leave_realtime_policy() {
+        setup.priority_error = Some(format!("cannot switch to SCHED_OTHER: {e}"));
+    }
     setup.sched_fifo = os::current_thread_is_fifo();
-    if opts.priority.is_some() && !setup.sched_fifo {
+    if fifo_requested && !setup.sched_fifo {
         setup.priority_error = Some(match prio {
             Err(e) => format!("{e:?}"),
             Ok(()) => "the policy read back is not SCHED_FIFO".to_owned(),
@@ -596,14 +667,18 @@ fn control_thread<K: Controller>(
         &cfg,
         &mut controller,
         &mut ends,
-        &mut log,
+        &mut stats,
+        telemetry.as_ref(),
         live,
     );
+    // Disconnects the telemetry consumer (before `finished`, so a caller that sees the run
+    // finished knows the channel holds all there will be).
+    drop(telemetry);
     drop(dma);
     live.finished.store(true, Ordering::Release);
     Some(ThreadResult {
         controller,
-        log,
+        stats,
         end,
         setup,
     })
@@ -651,10 +726,9 @@ impl<K> RuntimeHandle<K> {
     pub fn join(mut self) -> Result<RunOutcome<K>, RunPanicked> {
         let thread = self.join.take().ok_or(RunPanicked)?;
         let r = thread.join().map_err(|_| RunPanicked)?.ok_or(RunPanicked)?;
-        let report = RunReport::new(&self.cfg, &r.end, r.setup, &r.log);
+        let report = RunReport::new(&self.cfg, &r.end, r.setup, &r.stats);
         Ok(RunOutcome {
             report,
-            log: r.log,
             controller: r.controller,
         })
     }
@@ -668,12 +742,11 @@ impl<K> Drop for RuntimeHandle<K> {
     }
 }
 
-/// What a finished run hands back.
+/// What a finished run hands back. (Per-tick records are not kept: stream them with
+/// [`PeriodicBuilder::telemetry`].)
 pub struct RunOutcome<K> {
-    /// Counters, timing summaries, real-time setup, warnings.
+    /// Counters, timing summaries over every tick, real-time setup, warnings.
     pub report: RunReport,
-    /// The per-tick records kept (for histograms and plots).
-    pub log: TickLog,
     /// The controller, as the loop left it.
     pub controller: K,
 }
@@ -696,14 +769,10 @@ pub struct RunReport {
     pub sched_fifo: bool,
     /// Real-time setup details.
     pub setup: RtSetup,
-    /// Wake-up latency (wake − `t_k`) over the kept records, µs.
+    /// Wake-up latency (wake − `t_k`) over every tick, µs (kept on the control thread).
     pub wake_latency_us: LatencySummary,
-    /// Compute time (end of tick − wake) over the kept records, µs.
+    /// Compute time (end of tick − wake) over every tick, µs (kept on the control thread).
     pub compute_us: LatencySummary,
-    /// Per-tick records kept (summaries cover these).
-    pub records_kept: usize,
-    /// Per-tick records overwritten because the log was full.
-    pub records_overwritten: u64,
     /// First release `t_0`, `CLOCK_MONOTONIC` ns.
     pub t0_ns: u64,
     /// When the loop ended, ns.
@@ -717,15 +786,31 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// Builds the report from the loop's end, the setup and the log. Allocates: off the RT path.
-    pub fn new(cfg: &LoopConfig, end: &LoopEnd, setup: RtSetup, log: &TickLog) -> Self {
+    /// Builds the report from the loop's end, the setup and the statistics. Allocates: off the
+    /// RT path.
+    pub fn new(cfg: &LoopConfig, end: &LoopEnd, setup: RtSetup, stats: &TickStats) -> Self {
         let mut warnings = setup.warnings();
-        if log.overwritten() > 0 {
+        let c = &end.counters;
+        if c.telemetry_dropped > 0 {
             warnings.push(format!(
-                "per-tick log full: latency percentiles cover the last {} of {} ticks",
-                log.len(),
-                log.written()
+                "telemetry channel full or closed: {} of {} tick records were not delivered \
+                 (the summaries still cover every tick)",
+                c.telemetry_dropped, c.ticks
             ));
+        }
+        for (what, h) in [
+            ("wake-up latency", &stats.wake_latency),
+            ("compute time", &stats.compute),
+        ] {
+            if h.above_range() > 0 {
+                warnings.push(format!(
+                    "{} {what} values above {} s are counted at {} s in the percentiles \
+                     (min and max are exact)",
+                    h.above_range(),
+                    LatencyHistogram::MAX_NS / 1_000_000_000,
+                    LatencyHistogram::MAX_NS / 1_000_000_000,
+                ));
+            }
         }
         Self {
             rate_hz: 1e9 / cfg.period_ns.max(1) as f64,
@@ -735,10 +820,8 @@ impl RunReport {
             releases: end.releases,
             sched_fifo: setup.sched_fifo,
             setup,
-            wake_latency_us: LatencySummary::wake_latency(log),
-            compute_us: LatencySummary::compute(log),
-            records_kept: log.len(),
-            records_overwritten: log.overwritten(),
+            wake_latency_us: stats.wake_latency.summary(),
+            compute_us: stats.compute.summary(),
             t0_ns: end.t0_ns,
             stopped_ns: end.stopped_ns,
             elapsed_ns: end.stopped_ns.saturating_sub(end.t0_ns),
@@ -850,28 +933,33 @@ mod tests {
         config.phase_anchor_ns = Some(777);
         let mut c = Scripted::new(&clock, t, |_| 10_000);
         c.t0 = 6_000_777;
-        let (end, _) = run(&clock, &config, &mut c, 64);
+        let (end, _, _) = run(&clock, &config, &mut c, 64);
         assert_eq!(end.t0_ns, 6_000_777);
         assert_eq!((c.ticks, c.off_grid), (50, 0));
     }
 
+    /// Runs the loop with a telemetry channel of `telemetry_capacity`; returns the end, the
+    /// statistics and the records the channel took.
     fn run(
         clock: &ManualClock,
         cfg: &LoopConfig,
         c: &mut Scripted,
-        log_capacity: usize,
-    ) -> (LoopEnd, TickLog) {
+        telemetry_capacity: usize,
+    ) -> (LoopEnd, TickStats, Vec<TickRecord>) {
         let (_io, mut ends) = channels::<u64, u64>(4);
-        let mut log = TickLog::with_capacity(log_capacity);
+        let (tx, rx) = crate::telemetry::channel(telemetry_capacity);
+        let mut stats = TickStats::new();
         let end = run_loop(
             &mut clock.clone(),
             cfg,
             c,
             &mut ends,
-            &mut log,
+            &mut stats,
+            Some(&tx),
             &LiveStatus::default(),
         );
-        (end, log)
+        drop(tx);
+        (end, stats, rx.try_iter().collect())
     }
 
     #[test]
@@ -883,17 +971,29 @@ mod tests {
         let mut c = Scripted::new(&clock, period, |k| 1_000 + (k * 7_919) % 250_000);
         c.next_wake_delay_ns = Some(|k| (k * 104_729) % 60_000);
         let n = 1_000_000;
-        let (end, log) = run(&clock, &cfg(period, n), &mut c, 16);
+        // A telemetry channel of 16 that nobody drains: it fills, and the rest is counted.
+        let (end, stats, records) = run(&clock, &cfg(period, n), &mut c, 16);
         assert_eq!((c.ticks, c.off_grid), (n, 0));
         assert_eq!(c.last_index, n - 1);
         assert_eq!(end.t0_ns, 987_654_321 + period);
         assert_eq!(end.releases, n);
         assert_eq!(end.counters.skipped_releases, 0);
         assert_eq!(end.counters.deadline_misses, 0);
-        // The last kept record is exactly on the grid: release k at t0 + k·T.
-        let last = log.iter().last().copied().unwrap_or_default();
-        assert_eq!(last.release_index, n - 1);
         assert_eq!(end.reason, StopReason::MaxTicks);
+        let idx: Vec<u64> = records.iter().map(|r| r.release_index).collect();
+        assert_eq!(idx, (0..16).collect::<Vec<_>>());
+        assert_eq!(
+            (end.counters.telemetry_sent, end.counters.telemetry_dropped),
+            (16, n - 16)
+        );
+        // The summaries cover every tick, whatever the channel took, in constant memory.
+        assert_eq!(stats.wake_latency.count(), n);
+        assert_eq!(stats.compute.count(), n);
+        assert_eq!(stats.compute.max_ns(), Some(1_000 + 249_999));
+        let report = RunReport::new(&cfg(period, n), &end, RtSetup::default(), &stats);
+        assert_eq!(report.wake_latency_us.count, n);
+        assert_eq!(report.warnings.len(), 1);
+        assert!(report.warnings[0].contains("999984 of 1000000 tick records were not delivered"));
     }
 
     #[test]
@@ -901,7 +1001,7 @@ mod tests {
         let period = 1_000_000;
         let clock = ManualClock::new(0);
         let mut c = Scripted::new(&clock, period, |k| if k == 5 { 3_500_000 } else { 10_000 });
-        let (end, log) = run(&clock, &cfg(period, 10), &mut c, 64);
+        let (end, _, log) = run(&clock, &cfg(period, 10), &mut c, 64);
         let idx: Vec<u64> = log.iter().map(|r| r.release_index).collect();
         assert_eq!(idx, [0, 1, 2, 3, 4, 5, 9, 10, 11, 12]);
         assert_eq!(end.counters.skipped_releases, 3);
@@ -926,7 +1026,7 @@ mod tests {
         let mut c = Scripted::new(&clock, 1_000, |k| if k == 2 { 1_500 } else { 10 });
         let mut config = cfg(1_000, 100);
         config.overrun = OverrunPolicy::Stop;
-        let (end, _) = run(&clock, &config, &mut c, 8);
+        let (end, _, _) = run(&clock, &config, &mut c, 8);
         assert_eq!(end.reason, StopReason::Overrun);
         assert_eq!((end.counters.ticks, end.counters.skipped_releases), (3, 1));
     }
@@ -942,15 +1042,23 @@ mod tests {
         c.next_wake_delay_ns = Some(|k| (k + 1) * 1_024);
         let mut config = cfg(period, 1_000);
         config.deadline_ns = 1_000_000; // a 1 ms deadline inside the 2 ms period
-        let (end, log) = run(&clock, &config, &mut c, 1_000);
-        let report = RunReport::new(&config, &end, RtSetup::default(), &log);
+        let (end, stats, _) = run(&clock, &config, &mut c, 1_000);
+        let report = RunReport::new(&config, &end, RtSetup::default(), &stats);
         let w = report.wake_latency_us;
         assert_eq!(
             (w.count, w.min, w.p50, w.p99, w.p999, w.max),
             (1000, 1.024, 512.0, 1013.76, 1022.976, 1024.0)
         );
+        assert_eq!(w.mean, 512.512);
         let c = report.compute_us;
         assert_eq!((c.min, c.p50, c.p99, c.max), (0.512, 256.0, 506.88, 512.0));
+        assert_eq!(
+            (
+                report.counters.telemetry_sent,
+                report.counters.telemetry_dropped
+            ),
+            (1000, 0)
+        );
         // end − t_k = 1536·(k+1) ns > 1e6 ⇔ k ≥ 651.
         assert_eq!(report.counters.deadline_misses, 349);
         assert_eq!(report.counters.skipped_releases, 0);
@@ -967,17 +1075,18 @@ mod tests {
         c.publisher = Some((io.states, |k| k <= 10 || k >= 20));
         let mut config = cfg(1_000, 30);
         config.watchdog_ticks = Some(3);
-        let mut log = TickLog::with_capacity(64);
+        let (tx, rx) = crate::telemetry::channel(64);
         let end = run_loop(
             &mut clock.clone(),
             &config,
             &mut c,
             &mut ends,
-            &mut log,
+            &mut TickStats::new(),
+            Some(&tx),
             &LiveStatus::default(),
         );
-        let safe: Vec<u64> = log
-            .iter()
+        let safe: Vec<u64> = rx
+            .try_iter()
             .filter(|r| r.safe_output)
             .map(|r| r.release_index)
             .collect();
@@ -1001,7 +1110,7 @@ mod tests {
         let mut c = Scripted::new(&clock, 1_000, |_| 10);
         let mut config = cfg(1_000, 5);
         config.watchdog_ticks = Some(2);
-        let (end, log) = run(&clock, &config, &mut c, 8);
+        let (end, _, log) = run(&clock, &config, &mut c, 8);
         let safe: Vec<bool> = log.iter().map(|r| r.safe_output).collect();
         assert_eq!(safe, [false, true, true, true, true]);
         assert_eq!(end.counters.watchdog_trips, 1);
@@ -1012,7 +1121,6 @@ mod tests {
         let clock = ManualClock::new(0);
         let mut c = Scripted::new(&clock, 1_000, |_| 10);
         let (_io, mut ends) = channels::<u64, u64>(4);
-        let mut log = TickLog::with_capacity(4);
         let live = LiveStatus::default();
         live.request_stop();
         let end = run_loop(
@@ -1020,7 +1128,8 @@ mod tests {
             &cfg(1_000, 10),
             &mut c,
             &mut ends,
-            &mut log,
+            &mut TickStats::new(),
+            None,
             &live,
         );
         assert_eq!(
@@ -1035,10 +1144,27 @@ mod tests {
         assert!(PeriodicBuilder::from_rate_hz(f64::NAN).is_err());
         let b = PeriodicBuilder::from_rate_hz(3_000.0).expect("valid rate");
         assert_eq!(b.loop_config().map(|c| c.period_ns).ok(), Some(333_333));
+        // 0 = normal priority, 1..=99 = SCHED_FIFO, above: an error.
+        for p in [0, 1, 80, 99] {
+            assert!(b.clone().priority(p).loop_config().is_ok(), "priority {p}");
+        }
         assert!(matches!(
-            b.clone().priority(0).loop_config(),
-            Err(SpawnError::InvalidPriority(0))
+            b.clone().priority(100).loop_config(),
+            Err(SpawnError::InvalidPriority(100))
         ));
+        // Telemetry: bounded with room only.
+        let (tx, _rx) = crate::crossbeam_channel::unbounded();
+        assert!(matches!(
+            b.clone().telemetry(tx).loop_config(),
+            Err(SpawnError::InvalidTelemetry(_))
+        ));
+        let (tx, _rx) = crate::crossbeam_channel::bounded(0);
+        assert!(matches!(
+            b.clone().telemetry(tx).loop_config(),
+            Err(SpawnError::InvalidTelemetry(_))
+        ));
+        let (tx, _rx) = crate::telemetry::channel(1);
+        assert!(b.clone().telemetry(tx).loop_config().is_ok());
         assert!(b.clone().deadline(Duration::ZERO).loop_config().is_err());
         assert_eq!(
             PeriodicBuilder::new(Duration::from_millis(5))

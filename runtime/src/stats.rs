@@ -1,18 +1,24 @@
-//! Per-tick timing records and their summary.
+//! Per-tick timing records, exact run totals, and latency summaries in constant memory.
 //!
-//! On the control thread: [`TickLog::push`] writes one [`TickRecord`] per tick into storage
-//! allocated and touched when the log is built (a ring: once full, the oldest records are
-//! overwritten and counted), and [`TickCounters`] keeps exact totals over the whole run. Off the
-//! control thread, after the run: [`LatencySummary`] turns the kept records into min/p50/p99/p99.9/
-//! max in µs with `hdrhistogram`.
+//! On the control thread, every tick: [`TickCounters::add`] keeps exact totals, and
+//! [`TickStats::record`] adds the tick's wake-up latency and compute time to two
+//! [`LatencyHistogram`]s that were allocated (and every page written) before the loop started. So
+//! the summaries of a run of any length cover every one of its ticks, in fixed memory (two
+//! histograms of [`LatencyHistogram::MEMORY_BYTES`] each). The per-tick [`TickRecord`]s are not
+//! kept here: [`crate::PeriodicBuilder::telemetry`] streams them to a consumer (see
+//! [`crate::telemetry`]), which may keep, plot or write them as it likes.
 //!
-//! Must never, on the control thread (`push`, counters): allocate, block, or panic.
-//! Summaries allocate and may only run off the real-time path.
+//! Off the control thread, before or after the run: [`LatencyHistogram::new`] allocates, and
+//! [`LatencyHistogram::summary`] / [`LatencyHistogram::buckets_ns`] build their answers with
+//! allocations.
+//!
+//! Must never, on the control thread ([`TickCounters::add`], [`TickStats::record`],
+//! [`LatencyHistogram::record`]): allocate, block, make a syscall, or panic.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-/// What happened in one tick, as recorded on the control thread.
+/// What happened in one tick, as recorded on the control thread (and sent as telemetry).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TickRecord {
     /// Release index k (`t_k = t_0 + k·T`).
@@ -29,7 +35,7 @@ pub struct TickRecord {
     pub safe_output: bool,
 }
 
-/// Exact run totals, kept on the control thread (never wrap around like the log).
+/// Exact run totals, kept on the control thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TickCounters {
     /// Ticks run.
@@ -48,10 +54,17 @@ pub struct TickCounters {
     pub first_watchdog_trip_release: Option<u64>,
     /// Outputs that found the outgoing queue full and were dropped.
     pub outputs_dropped: u64,
+    /// Tick records handed to the telemetry channel (0 without one).
+    pub telemetry_sent: u64,
+    /// Tick records the telemetry channel refused because it was full or its receiver was gone:
+    /// the consumer never saw them (the summaries still include them). With a telemetry channel,
+    /// `telemetry_sent + telemetry_dropped == ticks`.
+    pub telemetry_dropped: u64,
 }
 
 impl TickCounters {
-    /// Adds one tick's record to the totals (saturating, never panics).
+    /// Adds one tick's record to the totals (saturating, never panics). Telemetry, the watchdog
+    /// and output counts are kept by the loop itself.
     pub fn add(&mut self, r: &TickRecord) {
         self.ticks = self.ticks.saturating_add(1);
         self.skipped_releases = self.skipped_releases.saturating_add(r.skipped_after);
@@ -63,103 +76,179 @@ impl TickCounters {
     }
 }
 
-/// Fixed-capacity ring of [`TickRecord`]s, allocated and pre-faulted when built.
+/// A duration histogram in fixed memory that records without allocating: `hdrhistogram` over
+/// 0 ns..=[`Self::MAX_NS`] at 3 significant digits, no auto-resize, plus exact count, min, max
+/// and sum.
+///
+/// A value above [`Self::MAX_NS`] is never dropped: it is counted ([`Self::above_range`],
+/// [`LatencySummary::above_range`]), enters the percentiles as [`Self::MAX_NS`], and stays exact in
+/// min, max and mean.
 #[derive(Clone, Debug)]
-pub struct TickLog {
-    records: Box<[TickRecord]>,
-    written: u64,
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    count: u64,
+    min_ns: u64,
+    max_ns: u64,
+    sum_ns: u128,
+    above_range: u64,
 }
 
-impl TickLog {
-    /// A log keeping the last `capacity` records (at least 1). Allocates and writes every slot now,
-    /// so `push` never allocates nor page-faults on fresh memory.
-    pub fn with_capacity(capacity: usize) -> Self {
+impl LatencyHistogram {
+    /// Largest value the percentiles resolve: 1000 s. Larger ones are recorded as this value and
+    /// counted.
+    pub const MAX_NS: u64 = 1_000_000_000_000;
+    /// Memory held by one histogram's buckets (u64 counts).
+    pub const MEMORY_BYTES: usize = 30 * 1024 * 8 + 1024 * 8;
+
+    /// An empty histogram. Allocates its buckets and writes every one now, so that
+    /// [`record`](Self::record) never allocates nor touches a fresh page. Off the real-time path.
+    pub fn new() -> Self {
+        // Constant, valid bounds (low ≥ 1, high ≥ 2·low, 3 significant digits ≤ 5): cannot fail.
+        let mut hist = Histogram::<u64>::new_with_bounds(1, Self::MAX_NS, 3)
+            .expect("constant histogram bounds are valid");
+        // `new_with_bounds` zero-allocates (the pages may not exist yet); writing every count
+        // faults them all in now.
+        hist.clear();
         Self {
-            records: vec![TickRecord::default(); capacity.max(1)].into_boxed_slice(),
-            written: 0,
+            hist,
+            count: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            sum_ns: 0,
+            above_range: 0,
         }
     }
 
-    /// Records one tick; once full, overwrites the oldest record. Never allocates or panics.
-    pub fn push(&mut self, record: TickRecord) {
-        let cap = self.records.len() as u64;
-        if cap == 0 {
-            return;
-        }
-        // The remainder is < cap <= usize::MAX, so the conversion is lossless.
-        let slot = usize::try_from(self.written % cap).unwrap_or(0);
-        if let Some(r) = self.records.get_mut(slot) {
-            *r = record;
-        }
-        self.written = self.written.saturating_add(1);
-    }
-
-    /// How many records the log can hold.
-    pub fn capacity(&self) -> usize {
-        self.records.len()
-    }
-
-    /// Records pushed since the log was built (kept or overwritten).
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
-    /// Records kept (≤ capacity).
-    pub fn len(&self) -> usize {
-        usize::try_from(self.written).map_or(self.records.len(), |w| w.min(self.records.len()))
-    }
-
-    /// No record kept.
-    pub fn is_empty(&self) -> bool {
-        self.written == 0
-    }
-
-    /// Records lost to wrap-around.
-    pub fn overwritten(&self) -> u64 {
-        self.written.saturating_sub(self.records.len() as u64)
-    }
-
-    /// Kept records, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &TickRecord> + '_ {
-        let cap = self.records.len();
-        let split = if self.written as u128 > cap as u128 {
-            usize::try_from(self.written % cap as u64).unwrap_or(0)
+    /// Records one duration. Never allocates, blocks or panics (all arithmetic saturates).
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.count = self.count.saturating_add(1);
+        self.sum_ns = self.sum_ns.saturating_add(u128::from(ns));
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        let v = if ns > Self::MAX_NS {
+            self.above_range = self.above_range.saturating_add(1);
+            Self::MAX_NS
         } else {
-            0
+            ns
         };
-        let (newer, older) = self.records.split_at(split);
-        older.iter().chain(newer.iter()).take(self.len())
+        // In range and no auto-resize: `record` neither allocates nor fails (it would return an
+        // error, not panic, if it did).
+        let _ = self.hist.record(v);
     }
 
-    /// Wake-latency histogram of the kept records: `(lower edge µs, count)` for buckets of
-    /// `bucket_us` µs (at least 1), the last bucket holding everything at or above
-    /// `buckets · bucket_us`. Runs off the RT path (allocates).
-    pub fn wake_latency_histogram(&self, bucket_us: u64, buckets: usize) -> Vec<(u64, u64)> {
-        let bucket_ns = bucket_us.max(1).saturating_mul(1_000);
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Values above [`Self::MAX_NS`] (recorded as [`Self::MAX_NS`] in the percentiles).
+    pub fn above_range(&self) -> u64 {
+        self.above_range
+    }
+
+    /// Smallest value recorded, ns (`None` if empty).
+    pub fn min_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.min_ns)
+    }
+
+    /// Largest value recorded, ns (`None` if empty).
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.max_ns)
+    }
+
+    /// Exact mean, ns (0 if empty).
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64
+        }
+    }
+
+    /// min/p50/p99/p99.9/max/mean in µs (see [`LatencySummary`] for the definitions).
+    pub fn summary(&self) -> LatencySummary {
+        if self.count == 0 {
+            return LatencySummary::default();
+        }
+        let h = &self.hist;
+        let q = |q: f64| ns_to_us(h.lowest_equivalent(h.value_at_quantile(q)));
+        LatencySummary {
+            count: self.count,
+            min: ns_to_us(self.min_ns),
+            p50: q(0.50),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: ns_to_us(self.max_ns),
+            mean: self.mean_ns() / 1_000.0,
+            above_range: self.above_range,
+        }
+    }
+
+    /// Counts in linear buckets of `width_ns` (at least 1): `(lower edge ns, count)` for
+    /// `buckets` buckets (at least 1), the last one also holding everything above it. Each value
+    /// is placed by the lower edge of its histogram bucket, so a value up to 0.1 % above a
+    /// bucket edge may be counted in the bucket below (values under 2048 ns are exact). Allocates.
+    pub fn buckets_ns(&self, width_ns: u64, buckets: usize) -> Vec<(u64, u64)> {
+        let width = width_ns.max(1);
         let buckets = buckets.max(1);
         let mut counts = vec![0_u64; buckets];
-        for r in self.iter() {
-            let i = usize::try_from(r.wake_latency_ns / bucket_ns).unwrap_or(usize::MAX);
+        for v in self.hist.iter_recorded() {
+            let lo = self.hist.lowest_equivalent(v.value_iterated_to());
+            let i = usize::try_from(lo / width).unwrap_or(usize::MAX);
             if let Some(c) = counts.get_mut(i.min(buckets - 1)) {
-                *c += 1;
+                *c = c.saturating_add(v.count_at_value());
             }
         }
         (0_u64..)
-            .map(|i| i.saturating_mul(bucket_us.max(1)))
+            .map(|i| i.saturating_mul(width))
             .zip(counts)
             .collect()
     }
 }
 
-/// min/p50/p99/p99.9/max of a set of durations, in µs.
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The two summaries the control thread keeps over every tick of a run: wake-up latency and
+/// compute time. Built before the loop (allocates), updated by [`record`](Self::record) each tick
+/// (never allocates).
+#[derive(Clone, Debug, Default)]
+pub struct TickStats {
+    /// Wake-up latency (wake − `t_k`), ns.
+    pub wake_latency: LatencyHistogram,
+    /// Compute time (end of tick − wake), ns.
+    pub compute: LatencyHistogram,
+}
+
+impl TickStats {
+    /// Empty histograms, allocated and pre-faulted now.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one tick. Never allocates, blocks or panics.
+    #[inline]
+    pub fn record(&mut self, r: &TickRecord) {
+        self.wake_latency.record(r.wake_latency_ns);
+        self.compute.record(r.compute_ns);
+    }
+}
+
+/// min/p50/p99/p99.9/max/mean of a set of durations, in µs.
 ///
-/// min and max are exact. Percentiles use the nearest-rank definition (the smallest recorded value
-/// with at least q of all values at or below it) through `hdrhistogram` at 3 significant digits,
-/// reported as the lower edge of the histogram bucket: exact below 2048 ns and for any value that
-/// is a multiple of its bucket width, otherwise at most 0.1 % below the true value.
+/// min, max and mean are exact. Percentiles use the nearest-rank definition (the smallest
+/// recorded value with at least q of all values at or below it) through `hdrhistogram` at 3
+/// significant digits, reported as the lower edge of the histogram bucket: exact below 2048 ns and
+/// for any value that is a multiple of its bucket width, otherwise at most 0.1 % below the true
+/// value. Values above [`LatencyHistogram::MAX_NS`] (1000 s) enter the percentiles as that value
+/// and are counted in `above_range`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
-    /// Number of values summarized.
+    /// Number of values summarized (for a run's report: every tick).
     pub count: u64,
     /// Smallest value, µs.
     pub min: f64,
@@ -171,45 +260,20 @@ pub struct LatencySummary {
     pub p999: f64,
     /// Largest value, µs.
     pub max: f64,
+    /// Mean, µs.
+    pub mean: f64,
+    /// Values above [`LatencyHistogram::MAX_NS`], recorded as that value in the percentiles.
+    pub above_range: u64,
 }
-
-/// Largest value the summary histograms hold: 1000 s; larger values are clamped to it.
-const HIST_MAX_NS: u64 = 1_000_000_000_000;
 
 impl LatencySummary {
     /// Summarizes durations given in ns. Off the RT path: allocates a histogram.
     pub fn from_ns(values: impl IntoIterator<Item = u64>) -> Self {
-        let Ok(mut h) = Histogram::<u64>::new_with_bounds(1, HIST_MAX_NS, 3) else {
-            return Self::default();
-        };
-        let (mut min, mut max) = (u64::MAX, 0_u64);
+        let mut h = LatencyHistogram::new();
         for v in values {
-            h.saturating_record(v);
-            min = min.min(v);
-            max = max.max(v);
+            h.record(v);
         }
-        if h.is_empty() {
-            return Self::default();
-        }
-        let q = |q: f64| ns_to_us(h.lowest_equivalent(h.value_at_quantile(q)));
-        Self {
-            count: h.len(),
-            min: ns_to_us(min),
-            p50: q(0.50),
-            p99: q(0.99),
-            p999: q(0.999),
-            max: ns_to_us(max),
-        }
-    }
-
-    /// Wake-up latency summary of the kept records.
-    pub fn wake_latency(log: &TickLog) -> Self {
-        Self::from_ns(log.iter().map(|r| r.wake_latency_ns))
-    }
-
-    /// Compute-time summary of the kept records.
-    pub fn compute(log: &TickLog) -> Self {
-        Self::from_ns(log.iter().map(|r| r.compute_ns))
+        h.summary()
     }
 }
 
@@ -234,6 +298,8 @@ mod tests {
         assert_eq!(s.p99, 990.0 * 1.024);
         assert_eq!(s.p999, 999.0 * 1.024);
         assert_eq!(s.max, 1000.0 * 1.024);
+        assert_eq!(s.mean, 512.512); // exact mean 500.5·1024 ns
+        assert_eq!(s.above_range, 0);
     }
 
     #[test]
@@ -244,31 +310,61 @@ mod tests {
     }
 
     #[test]
-    fn log_is_a_ring_oldest_first_and_counts_what_it_lost() {
-        let mut log = TickLog::with_capacity(4);
-        for k in 0..6 {
-            log.push(TickRecord {
-                release_index: k,
-                ..TickRecord::default()
-            });
+    fn values_beyond_the_range_are_counted_clamped_in_percentiles_and_exact_in_max() {
+        let huge = LatencyHistogram::MAX_NS * 3;
+        let mut h = LatencyHistogram::new();
+        for _ in 0..998 {
+            h.record(1_000);
         }
-        let kept: Vec<u64> = log.iter().map(|r| r.release_index).collect();
-        assert_eq!(kept, [2, 3, 4, 5]);
-        assert_eq!((log.len(), log.written(), log.overwritten()), (4, 6, 2));
-        let mut short = TickLog::with_capacity(10);
-        short.push(TickRecord {
-            wake_latency_ns: 2_500,
+        h.record(huge);
+        h.record(u64::MAX);
+        let s = h.summary();
+        assert_eq!((s.count, s.above_range), (1000, 2));
+        assert_eq!(s.p50, 1.0);
+        // The 999th value is one of the clamped ones: at the top of the range, not lost.
+        let top = LatencyHistogram::MAX_NS as f64 / 1e3;
+        assert!(s.p999 <= top && s.p999 >= top * 0.999, "{}", s.p999);
+        assert_eq!(s.max, u64::MAX as f64 / 1e3);
+        assert_eq!((h.min_ns(), h.max_ns()), (Some(1_000), Some(u64::MAX)));
+    }
+
+    #[test]
+    fn memory_is_fixed_whatever_is_recorded() {
+        let h = LatencyHistogram::new();
+        // The documented footprint is the histogram's real one (u64 counts).
+        assert_eq!(h.hist.distinct_values() * 8, LatencyHistogram::MEMORY_BYTES);
+        let mut g = h.clone();
+        for k in 0..100_000_u64 {
+            g.record(k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20);
+        }
+        assert_eq!(g.hist.distinct_values(), h.hist.distinct_values());
+        assert_eq!(g.count(), 100_000);
+    }
+
+    #[test]
+    fn linear_buckets_count_every_value_and_catch_the_tail() {
+        let mut h = LatencyHistogram::new();
+        for ns in [1_500, 1_700, 9_000, 256_000] {
+            h.record(ns);
+        }
+        let b = h.buckets_ns(1_000, 4);
+        assert_eq!(b, [(0, 0), (1_000, 2), (2_000, 0), (3_000, 2)]);
+        let b = h.buckets_ns(5_000, 60);
+        assert_eq!(b.iter().map(|&(_, c)| c).sum::<u64>(), 4);
+        assert_eq!(b[51], (255_000, 1));
+        assert_eq!(LatencyHistogram::new().buckets_ns(0, 0), [(0, 0)]);
+    }
+
+    #[test]
+    fn tick_stats_record_both_durations() {
+        let mut s = TickStats::new();
+        s.record(&TickRecord {
+            wake_latency_ns: 3_000,
+            compute_ns: 700,
             ..TickRecord::default()
         });
-        short.push(TickRecord {
-            wake_latency_ns: 99_000,
-            ..TickRecord::default()
-        });
-        assert_eq!(short.iter().count(), 2);
-        assert_eq!(
-            short.wake_latency_histogram(1, 4),
-            [(0, 0), (1, 0), (2, 1), (3, 1)]
-        );
+        assert_eq!(s.wake_latency.max_ns(), Some(3_000));
+        assert_eq!(s.compute.summary().p50, 0.7);
     }
 
     #[test]
