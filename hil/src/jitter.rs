@@ -136,6 +136,8 @@ struct JitterJson<'a> {
     telemetry_received: u64,
     telemetry_dropped: u64,
     csv_rows: u64,
+    /// Peak resident memory of this process (`VmHWM`), kB: the same for any length of run.
+    peak_rss_kb: Option<u64>,
     tick: &'static str,
     warnings: &'a [String],
 }
@@ -261,6 +263,7 @@ fn measure(args: &JitterArgs) -> Result<(), Failure> {
             telemetry_received: consumed.received,
             telemetry_dropped: report.counters.telemetry_dropped,
             csv_rows: consumed.csv_rows,
+            peak_rss_kb: peak_rss_kb(),
             tick: TICK_DESCRIPTION,
             warnings: &report.warnings,
         };
@@ -487,6 +490,19 @@ fn nice_bucket_us(max_us: f64, rows: u64) -> u64 {
             return base;
         }
     }
+}
+
+/// Peak resident memory of this process so far, kB (`VmHWM` in /proc/self/status).
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn yes_no(b: bool) -> &'static str {
