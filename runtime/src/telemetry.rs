@@ -46,6 +46,15 @@
 //!   [`crate::PeriodicBuilder::telemetry`] refuses unbounded channels, whose sends allocate, and
 //!   zero-capacity ones, which could never take a record without a waiting receiver).
 //!
+//! Per-tick cost on the control thread, after the tick's end time is taken (so outside
+//! `compute_ns`), measured on the 2-vCPU dev VM (`cargo bench -p runtime --bench telemetry`):
+//!
+//! | operation | time |
+//! | --- | --- |
+//! | summaries: `TickStats::record` + `TickCounters::add` | 13 ns |
+//! | `try_send` + `try_recv` (one thread) | 51 ns |
+//! | `try_send` into a full channel (dropped, counted) | 16 ns |
+//!
 //! The runtime drops its sender when the loop ends, before [`crate::RuntimeHandle::is_finished`]
 //! turns true, so a consumer draining until the channel is disconnected ends with the run (as
 //! long as no other clone of the sender is alive).
