@@ -3,8 +3,8 @@
 
 use super::generated::{
     E_HI, E_LO, EXP_TABLE, EXPU, INV_E_HI, INV_E_LO, INV_LN2_N, LN_TABLE, LN2_HI, LN2_LO, LN2_N_HI,
-    LN2_N_LO, LOG_TABLE, U0_BRANCH, UM1_BRANCH, W0_LOG, W0_N0, W0_N1, W0_N2, W0_P0, W0_SMALL,
-    W0_X0, W0_X1, W0_X2, W0_X3, WM1_LOG, WM1_N0, WM1_N1, WM1_N2, WM1_P0,
+    LN2_N_LO, LOG_TABLE, U0_BRANCH, UM1_BRANCH, W_BRANCH_P, W0_LOG, W0_N0, W0_N1, W0_N2, W0_P0,
+    W0_SMALL, W0_X0, W0_X1, W0_X2, W0_X3, WM1_LOG, WM1_N0, WM1_N1, WM1_N2, WM1_P0,
 };
 
 /// Shifter: adding it to |z| < 2^51 rounds z to an integer held in the low mantissa bits.
@@ -57,14 +57,30 @@ pub(super) fn estrin(k: &[f64], s: f64) -> f64 {
     }
 }
 
-/// Taylor series of W₀ at 0 for |x| ≤ 1e−4 (truncation < 1e−19 relative).
+/// Taylor series of W₀ at 0 for |x| ≤ 1e−4 (truncation < 1e−19 relative). Below |x| = 2⁻⁶⁰,
+/// |W₀(x) − x| < x² < 2⁻⁸ ulp(x), so x itself is the rounded result (±0 and subnormals included);
+/// returning it early also keeps x² from underflowing (a slow microcode assist on some CPUs).
 #[inline(always)]
 pub(super) fn w0_taylor(x: f64) -> f64 {
-    if x == 0.0 {
+    if x.abs() < TWO_M60 {
         return x;
     }
     let t = -1.0 + x * (1.5 + x * (-8.0 / 3.0 + x * (125.0 / 24.0)));
     x + (x * x) * t
+}
+
+/// 2⁻⁶⁰.
+const TWO_M60: f64 = 8.673_617_379_884_035e-19;
+
+/// Near the branch point, for 0 ≤ q < 2⁻¹⁴ (|1 + w| < 0.0183): w = −1 + p·S(p) with
+/// p = `sign`·√(2e·q) (`sign` = +1 for W₀, −1 for W₋₁) and S one polynomial of degree 6 for both
+/// branches (`W_BRANCH_P`, error < 2e−18). p is formed from e's high part only: with the
+/// roundings, p carries ~1 ulp of relative error, and u = p·S(p) ~3 ulp of |u| < 0.0183, 0.03 ulp of
+/// w at most, before the final rounding of −1 + u. No division, no iteration.
+#[inline(always)]
+pub(super) fn branch_series(q: f64, sign: f64) -> f64 {
+    let p = sign * libm::sqrt(q * (2.0 * E_HI));
+    -1.0 + p * estrin(&W_BRANCH_P, p)
 }
 
 /// Near the branch point: u = 1 + w from h(u) = e·q by one Halley step. `sign` = +1 for W₀,
@@ -341,15 +357,48 @@ impl<const B: usize, const N: usize> Table<B, N> {
     /// nearest binade/piece is used (inaccurate, never a panic).
     #[inline(always)]
     pub(super) fn eval(&self, vh: f64, vl: f64) -> f64 {
+        self.view().eval(vh, Some(vl))
+    }
+
+    /// W at an exact v (one addition less).
+    #[inline(always)]
+    pub(super) fn eval_exact(&self, v: f64) -> f64 {
+        self.view().eval(v, None)
+    }
+
+    /// The table with its lengths as values, so that callers can choose between tables of
+    /// different sizes without a branch.
+    #[inline(always)]
+    pub(super) fn view(&self) -> TableView<'_> {
+        TableView {
+            e0: self.e0,
+            bins: &self.bins,
+            pieces: &self.pieces,
+        }
+    }
+}
+
+/// A [`Table`] seen through slices.
+#[derive(Clone, Copy)]
+pub(super) struct TableView<'a> {
+    e0: u64,
+    bins: &'a [(i64, u32)],
+    pieces: &'a [[f64; ROW]],
+}
+
+impl TableView<'_> {
+    /// As [`Table::eval`]; `vl` = `None` for an exact variable.
+    #[inline(always)]
+    pub(super) fn eval(self, vh: f64, vl: Option<f64>) -> f64 {
         let bits = vh.to_bits();
         let b = usize::try_from((bits >> 52).wrapping_sub(self.e0))
             .unwrap_or(usize::MAX)
-            .min(B.saturating_sub(1));
+            .min(self.bins.len().saturating_sub(1));
         let (base, shift) = self.bins.get(b).copied().unwrap_or((0, 52));
         let j = (bits & FRACTION).wrapping_shr(shift).cast_signed();
         let idx = usize::try_from(base.wrapping_add(j).max(0))
             .unwrap_or(0)
-            .min(N.saturating_sub(1));
+            .min(self.pieces.len().saturating_sub(1));
         match self.pieces.get(idx) {
             Some(row) => piece_poly(row, vh, vl),
             None => f64::NAN,
@@ -369,9 +418,10 @@ pub(super) struct ExpTable<const P: usize, const N: usize> {
 }
 
 impl<const P: usize, const N: usize> ExpTable<P, N> {
-    /// W at v = vh + vl for exponent index n (clamped to the table; never a panic).
+    /// W at v = vh + vl (v = vh for `None`) for exponent index n (clamped to the table; never a
+    /// panic).
     #[inline(always)]
-    pub(super) fn eval(&self, n: i64, vh: f64, vl: f64) -> f64 {
+    pub(super) fn eval(&self, n: i64, vh: f64, vl: Option<f64>) -> f64 {
         let i = usize::try_from(n.wrapping_sub(self.n0).max(0))
             .unwrap_or(0)
             .min(P.saturating_sub(1));
@@ -383,12 +433,16 @@ impl<const P: usize, const N: usize> ExpTable<P, N> {
     }
 }
 
-/// (k0 + k0_lo) + t·(k1 + k2·t + … + k9·t⁸) at t = (vh − c) + vl, P by Estrin's scheme. |t·P| is at
-/// most ~1/8 of |W| (2 to 64 pieces per binade), so the rounding error stays near 0.5 ulp.
+/// (k0 + k0_lo) + t·(k1 + k2·t + … + k9·t⁸) at t = (vh − c) + vl (t = vh − c for `None`: one
+/// addition less for an exact variable), P by Estrin's scheme. |t·P| is at most ~1/8 of |W| (2 to
+/// 64 pieces per binade), so the rounding error stays near 0.5 ulp.
 #[inline(always)]
-pub(super) fn piece_poly(row: &[f64; ROW], vh: f64, vl: f64) -> f64 {
+pub(super) fn piece_poly(row: &[f64; ROW], vh: f64, vl: Option<f64>) -> f64 {
     let [c, k0_lo, k0, k1, k2, k3, k4, k5, k6, k7, k8, k9] = *row;
-    let t = (vh - c) + vl;
+    let t = match vl {
+        Some(vl) => (vh - c) + vl,
+        None => vh - c,
+    };
     let t2 = t * t;
     let t4 = t2 * t2;
     let p = (((k1 + k2 * t) + t2 * (k3 + k4 * t)) + t4 * ((k5 + k6 * t) + t2 * (k7 + k8 * t)))
@@ -406,16 +460,19 @@ pub(super) fn piece_poly(row: &[f64; ROW], vh: f64, vl: f64) -> f64 {
 /// Taylor series to t⁷ (remainder < 1e−20).
 #[inline(always)]
 pub(super) fn ln_dd(v: f64) -> (i64, f64, f64) {
-    let (v, e_adj, ef_adj) = if v < f64::MIN_POSITIVE {
-        (v * TWO_64, -64, -64.0)
-    } else {
-        (v, 0, 0.0)
-    };
     let bits = v.to_bits();
-    let biased = (bits >> 52) & 0x7ff;
-    let e = biased.cast_signed() - 1023 + e_adj;
-    // e as a double without an int-to-float conversion: 2⁵² + biased, exactly, minus 2⁵² + 1023.
-    let ef = (f64::from_bits(TWO_52_BITS | biased) - (TWO_52 + 1023.0)) + ef_adj;
+    // Subnormal v: normalise with an integer shift (no floating-point operation on a subnormal,
+    // which costs a microcode assist on some CPUs, and no branch). s = 0 for normal v (its
+    // exponent field is nonzero, so at most 11 leading zeros); for subnormal v, `bits << s` has its
+    // leading one at bit 52: the bits of m·2⁻¹⁰²², and v = m·2^(−1022 − s).
+    let s = u64::from(bits.leading_zeros().saturating_sub(11));
+    let bits = bits << s;
+    // The biased exponent of v, plus 64 so that it stays positive for subnormal v (s ≤ 52).
+    let biased = ((bits >> 52) & 0x7ff) + 64 - s;
+    let e = biased.cast_signed() - (1023 + 64);
+    // e as a double without an int-to-float conversion (cvtsi2sd would also make this call wait
+    // for the register's previous value): 2⁵² + biased, exactly, minus 2⁵² + 1087.
+    let ef = f64::from_bits(TWO_52_BITS | biased) - (TWO_52 + 1087.0);
     let m = f64::from_bits((bits & FRACTION) | ONE_BITS);
     let mj = f64::from_bits((bits & (127 << 45)) | (1 << 44) | ONE_BITS);
     let j = usize::try_from((bits >> 45) & 127).unwrap_or(0);
@@ -432,5 +489,3 @@ pub(super) fn ln_dd(v: f64) -> (i64, f64, f64) {
 /// 2⁵² and its bit pattern.
 const TWO_52: f64 = 4_503_599_627_370_496.0;
 const TWO_52_BITS: u64 = 0x4330_0000_0000_0000;
-/// 2⁶⁴ (scales subnormals to normals in [`ln_dd`]).
-const TWO_64: f64 = 18_446_744_073_709_551_616.0;

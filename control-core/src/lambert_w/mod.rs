@@ -13,26 +13,24 @@
 //!
 //! # Method
 //!
-//! [`w0`] and [`wm1`] evaluate W directly, without an iteration, everywhere except right at the
-//! branch point: W = (k0 + k0_lo) + t·P(t) on one piece of a table, P of degree 8 (Estrin), t a
-//! small local variable formed exactly (or with one rounding far below an ulp of W), k0 + k0_lo
-//! = W at the piece centre as a double-double. Each piece's approximation error (with its
+//! [`w0`] and [`wm1`] evaluate W directly, without an iteration or a division, everywhere: away
+//! from the branch point W = (k0 + k0_lo) + t·P(t) on one piece of a table, P of degree 8
+//! (Estrin), t a small local variable formed exactly (or with one rounding far below an ulp of
+//! W), k0 + k0_lo = W at the piece centre as a double-double. Each piece's approximation error (with its
 //! coefficients rounded to f64) is below 8e−18 relative, |t·P| ≤ ~|W|/8, so the result is within
 //! ~0.5 ulp (final rounding) plus a few hundredths. Within a region the piece is chosen from the
 //! bits of a double (binade and top fraction bits, or the binary exponent), not by comparisons. With
 //! q = x + 1/e formed as `(x + INV_E_HI) + INV_E_LO` (the first sum is exact near the branch
 //! point by Sterbenz' lemma, so q carries no cancellation):
 //!
-//! - **Near the branch point** (q < 2⁻¹⁴, i.e. |1 + w| ≲ 0.02, both branches; q < 0.0101,
-//!   |1 + w| ≲ 0.25, in the q entry points): the unknown is u = 1 + w. h(u) = 1 − (1 − u)eᵘ = e·q exactly; with eᵘ = 1 + u + u²P(u) (P a degree-11
-//!   near-minimax polynomial for |u| ≤ 0.27) h(u) = u²(1 − (1 − u)P(u)) has no cancellation, so
-//!   one Halley step on h(u) − e·q (e·q with e as a double-double) from a start u₀ = ±p·C(p),
-//!   p = √(2eq), C a degree-6 polynomial (error < 1e−10), gives u to a relative ~1e−16 and
-//!   w = −1 + u is rounded once.
+//! - **Near the branch point** (q < 2⁻¹⁴, i.e. |1 + w| < 0.0183, both branches): w = −1 + p·S(p)
+//!   with p = ±√(2e·q) (+ for W₀, − for W₋₁): W is analytic in p there, and one degree-6
+//!   polynomial S serves both branches (error < 2e−18). No division, no iteration.
 //! - **x < −0.3, q ≥ 2⁻¹⁴** (both branches): tables in q (`W0_Q`, `WM1_Q`), 8–16 pieces per
 //!   binade of q, t = (qh − c) + `INV_E_LO` with qh = x + `INV_E_HI` exact.
 //! - **Near zero** (|x| ≤ 1e−4, W₀ only): the Taylor series w = x + x²(−1 + 3x/2 − 8x²/3 +
-//!   125x³/24), one final rounding; exact for subnormals and ±0.
+//!   125x³/24), one final rounding; below |x| = 2⁻⁶⁰ the rounded result is x itself (±0 and
+//!   subnormals included).
 //! - **W₀, −0.3 ≤ x < 16384** (outside the Taylor range): tables in |x| (`W0_NEG`, `W0_POS`),
 //!   4–64 pieces per binade, t = |x| − c exact.
 //! - **W₀, x ≥ 16384**: L = ln x (below) and the table `W0_L` in L, one piece per run of binary
@@ -41,31 +39,46 @@
 //! - **W₋₁, −2⁻¹⁰ < x < 0** (subnormals included): M = −ln(−x) and the table `WM1_M` in M, one
 //!   piece per run of binary exponents of x.
 //!
-//! ln v is formed as head + tail (absolute error < 1e−18) by `ln_dd`: v = 2ᵉ·m, a 128-entry table
+//! ln v is formed as head + tail (absolute error < 1e−18) by `ln_dd`: v = 2ᵉ·m (a subnormal v
+//! normalised by an integer shift), a 128-entry table
 //! at m_j = 1 + (j + ½)/128 (1/m_j and ln m_j as a double-double), t = (m − m_j)/m_j (m − m_j
 //! exact, |t| ≤ 2⁻⁸) and ln(1 + t) to t⁷; head = e·ln2_hi + (ln m_j)_hi is exact. The L/M piece
 //! depends only on e, so its row is loaded while the log is computed, and t = (head − c) + tail
 //! (head − c exact).
 //!
-//! The q entry points ([`w0_from_branch_distance`], [`wm1_from_branch_distance`]), which see x as
-//! a double-double, use the previous method outside the branch region: a start value from a
-//! piecewise polynomial (relative error < 1e−6; in x for −0.3 ≤ x < 8, in p for x < −0.3, in a
-//! cheap L = ln x (x ≥ 8) or M = −ln(−x) (W₋₁, x ≥ −e^(−2)) otherwise) and one Halley step on
-//! f(w) = w − x·e^(−w), whose residual is computed almost exactly: e^(−w) = 2ᵏ·t_j·(1 + σ) with
-//! a 128-entry table t_j ≈ 2^(j/128) rounded to 26 significant bits plus its relative remainder,
-//! |r| ≤ ln2/256 and eʳ − 1 from a degree-5 Taylor polynomial; x·2ᵏ·t_j is an exact two-product
-//! (one Dekker split, no FMA needed), so the residual's error is ~0.01 ulp(w); the only rounding
-//! of size 0.5 ulp is the final `w − δ`. For very large |w| (W₋₁ for x > −1e−290 there, and
-//! [`w0_of_exp`] / [`wm1_of_neg_exp`] where e^L over/underflows) one Newton step on the log form
-//! w + ln(±w) = L, whose residual (w − L) + ln(±w) is exact up to the rounding of ln.
+//! The q entry points ([`w0_from_branch_distance`], [`wm1_from_branch_distance`]) form
+//! x = q − 1/e as a normalised double-double xh + xl (exact to ~1e−33: no cancellation however
+//! close q is to 1/e). Within q < 0.0101 (|1 + w| ≲ 0.25) of the branch point the unknown is
+//! u = 1 + w: h(u) = 1 − (1 − u)eᵘ = e·q exactly; with eᵘ = 1 + u + u²P(u) (P a degree-11
+//! near-minimax polynomial for |u| ≤ 0.27) h(u) = u²(1 − (1 − u)P(u)) has no cancellation, so one
+//! Halley step on h(u) − e·q (e·q with e as a double-double) from a start u₀ = ±p·C(p),
+//! p = √(2eq), C a degree-6 polynomial (error < 1e−10), gives u to a relative ~1e−16 and
+//! w = −1 + u is rounded once. Beyond: W₀ by its Taylor series (with xl) for |x| ≤ 1e−4, else a
+//! start value from a piecewise polynomial (relative error < 1e−6; in x for −0.3 ≤ x < 8, in p
+//! for x < −0.3, in a cheap L = ln x (x ≥ 8) or M = −ln(−x) (W₋₁, x ≥ −e^(−2)) otherwise) and
+//! one Halley step on f(w) = w − x·e^(−w), whose residual is computed almost exactly:
+//! e^(−w) = 2ᵏ·t_j·(1 + σ) with a 128-entry table t_j ≈ 2^(j/128) rounded to 26 significant bits
+//! plus its relative remainder, |r| ≤ ln2/256 and eʳ − 1 from a degree-5 Taylor polynomial;
+//! x·2ᵏ·t_j is an exact two-product (one Dekker split, no FMA needed) and xl enters as a small
+//! correction, so the residual's error is ~0.01 ulp(w); the only rounding of size 0.5 ulp is the
+//! final `w − δ`.
+//!
+//! The log entry points ([`w0_of_exp`], [`wm1_of_neg_exp`]) never round e^L to one double: they
+//! form x = ±e^L as a double-double with the same 2^(j/128) table (`exp_dd`, relative error
+//! < 1e−18) and read the direct tables above at it (q = 1/e − e^L from it for W₋₁ below
+//! x = −0.3), or read the L / M tables at L itself where x would take a logarithm; W₀ for a
+//! subnormal e^L is e^L rounded once. Near L = −1 (W₋₁, |1 + w| ≤ 0.25) the branch-point step
+//! above takes q = −(1/e)·expm1(L + 1). Where e^L over- or underflows the tables (W₀ for
+//! L > 709.78, W₋₁ for L < −667) one Newton step on the log form w + ln(±w) = L, whose residual
+//! (w − L) + ln(±w) is exact up to the rounding of ln.
 //!
 //! f32 entry points evaluate the f64 path and round once (≤ 0.5 f32 ulp + a f64 ulp).
 //!
 //! # Layout
 //!
 //! This file holds the entry points and their dispatch; `methods.rs` the evaluation code (table
-//! evaluation, `ln_dd`, the branch-point step, the Halley and Newton steps and their start
-//! values); `generated/` the tables, each file written whole by a tool named on its first line:
+//! evaluation, `ln_dd`, `exp_dd`, the branch-point polynomial and step, the Halley and Newton
+//! steps and their start values); `tests.rs` the unit and property tests; `generated/` the tables, each file written whole by a tool named on its first line:
 //! the direct tables (`Table`, `ExpTable`, the log table) by `control-core/tools/lambert_direct.py`,
 //! the constants, start polynomials, Halley-step tables and branch-point polynomials by
 //! `control-core/tools/lambert_fit.py`. `scripts/check-lambert-tables.sh` regenerates them all and
@@ -80,8 +93,8 @@ mod tests;
 pub use generated::{E_HI, E_LO, INV_E_HI, INV_E_LO};
 use generated::{W0_L, W0_NEG, W0_POS, W0_Q, WM1_M, WM1_NEG, WM1_Q};
 use methods::{
-    branch, exp_dd, halley_exp, ln_dd, minus_inv_e, newton_log_neg, w0_start, w0_taylor,
-    w0_taylor_dd, wm1_general,
+    branch, branch_series, exp_dd, halley_exp, ln_dd, minus_inv_e, newton_log_neg, w0_start,
+    w0_taylor, w0_taylor_dd, wm1_general,
 };
 
 /// The branch point −1/e as the nearest f64. That double lies 1.24e−17 *below* the true −1/e, so
@@ -123,37 +136,37 @@ const M_LOG_FORM: f64 = 667.0;
 /// W₀(±0) = ±0, and subnormal x give x exactly (W₀(x) = x − x² + …).
 #[inline]
 pub fn w0(x: f64) -> Option<f64> {
-    if x.is_nan() || x < -INV_E_HI {
-        return None;
-    }
-    if x < -0.3 {
-        let q = (x + INV_E_HI) + INV_E_LO;
-        if q < 0.0 {
-            return None; // x = BRANCH_POINT, below −1/e
-        }
-        if q < Q_TABLE {
-            return Some(branch(q, 1.0));
-        }
-        // q = qh + INV_E_LO with qh = x + INV_E_HI exact (Sterbenz).
-        return Some(W0_Q.eval(x + INV_E_HI, INV_E_LO));
-    }
+    // The tests are ordered for the fewest branches on the common paths; NaN fails every
+    // comparison and is caught on the last path.
     let a = x.abs();
     if a <= X_TAYLOR {
         return Some(w0_taylor(x));
     }
-    if x < X_LOG {
-        let table_w = if x < 0.0 {
-            W0_NEG.eval(a, 0.0)
-        } else {
-            W0_POS.eval(a, 0.0)
-        };
-        return Some(table_w);
+    if x < -0.3 {
+        // q = x + 1/e without cancellation: x + INV_E_HI is exact (Sterbenz). x < −1/e (and
+        // BRANCH_POINT, which is below −1/e) gives q < 0.
+        let q = (x + INV_E_HI) + INV_E_LO;
+        if q < Q_TABLE {
+            let w = branch_series(q, 1.0);
+            return (q >= 0.0).then_some(w);
+        }
+        // q = qh + INV_E_LO with qh = x + INV_E_HI exact (Sterbenz).
+        return Some(W0_Q.eval(x + INV_E_HI, INV_E_LO));
     }
-    if x == f64::INFINITY {
-        return Some(f64::INFINITY);
+    if x < X_LOG {
+        // The table chosen without a branch (x < 0 is a coin toss on mixed inputs).
+        let table = if x < 0.0 {
+            W0_NEG.view()
+        } else {
+            W0_POS.view()
+        };
+        return Some(table.eval(a, None));
+    }
+    if !(x < f64::INFINITY) {
+        return (x == f64::INFINITY).then_some(x); // +∞, or NaN
     }
     let (e, head, tail) = ln_dd(x);
-    Some(W0_L.eval(e, head, tail))
+    Some(W0_L.eval(e, head, Some(tail)))
 }
 
 /// W₋₁(x), the lower branch: the w ≤ −1 with w·eʷ = x.
@@ -163,31 +176,27 @@ pub fn w0(x: f64) -> Option<f64> {
 /// (down to −5e−324, w ≈ −745) are handled through the log form.
 #[inline]
 pub fn wm1(x: f64) -> Option<f64> {
-    if x.is_nan() || x >= 0.0 {
-        if x == 0.0 && x.is_sign_negative() {
-            return Some(f64::NEG_INFINITY);
-        }
-        return None; // NaN, +0, positive
-    }
+    // The tests are ordered for the fewest branches on the common paths; NaN fails every
+    // comparison and is caught on the last path.
     if x < -0.3 {
-        if x < -INV_E_HI {
-            return None;
-        }
+        // As in `w0`: q < 0 for x below −1/e (and for BRANCH_POINT).
         let q = (x + INV_E_HI) + INV_E_LO;
-        if q < 0.0 {
-            return None; // x = BRANCH_POINT, below −1/e
-        }
         if q < Q_TABLE {
-            return Some(branch(q, -1.0));
+            let w = branch_series(q, -1.0);
+            return (q >= 0.0).then_some(w);
         }
         return Some(WM1_Q.eval(x + INV_E_HI, INV_E_LO));
     }
     if x <= -WM1_X_MIN {
-        return Some(WM1_NEG.eval(-x, 0.0));
+        return Some(WM1_NEG.eval_exact(-x));
+    }
+    if !(x < 0.0) {
+        // −0 gives −∞ (the limit as x → 0⁻); +0, x > 0 and NaN are outside the domain.
+        return (x == 0.0 && x.is_sign_negative()).then_some(f64::NEG_INFINITY);
     }
     // M = −ln(−x) > 6.9 as −(head + tail).
     let (e, head, tail) = ln_dd(-x);
-    Some(WM1_M.eval(-e, -head, -tail))
+    Some(WM1_M.eval(-e, -head, Some(-tail)))
 }
 
 /// W₀ at x = q − 1/e, for a caller who knows the distance q ≥ 0 to the branch point more accurately
@@ -259,7 +268,7 @@ pub fn w0_of_exp(ln_x: f64) -> Option<f64> {
             // so the rounding of L·log₂e does not matter), and L itself is exact.
             #[allow(clippy::cast_possible_truncation)]
             let n = (l * LOG2_E) as i64; // truncation = floor for L > 0; `as` saturates
-            return Some(W0_L.eval(n, l, 0.0));
+            return Some(W0_L.eval(n, l, None));
         }
         if l == f64::INFINITY {
             return Some(f64::INFINITY);
@@ -322,7 +331,7 @@ pub fn wm1_of_neg_exp(ln_neg_x: f64) -> Option<f64> {
         }
         // M = −L exactly; the piece from the binary exponent of −x, −x = 2⁻ⁿ·m.
         let n = 1023 - i64::from(u16::try_from(xh.to_bits() >> 52).unwrap_or(0));
-        return Some(WM1_M.eval(n, -l, 0.0));
+        return Some(WM1_M.eval(n, -l, None));
     }
     if l == f64::NEG_INFINITY {
         return Some(f64::NEG_INFINITY);

@@ -75,6 +75,54 @@ fn branch_distance_entry_points() {
     assert!(ulps(wm1_from_branch_distance(q).unwrap(), wm1(x).unwrap()) <= 2.0);
 }
 
+/// Within a few thousand ulps of q = 1/e (x = q − 1/e → 0), where forming x in plain f64 cancels:
+/// the q entry points agree with the x entry points at x = (q − INV_E_HI) − INV_E_LO (exact: the
+/// first difference by Sterbenz, the second far below an ulp of x), and are finite.
+#[test]
+fn branch_distance_entry_points_near_one_over_e() {
+    let mut q = INV_E_HI;
+    for _ in 0..3000 {
+        q = q.next_down();
+        let x = (q - INV_E_HI) - INV_E_LO;
+        let (a, b) = (wm1_from_branch_distance(q).unwrap(), wm1(x).unwrap());
+        assert!(
+            ulps(a, b) <= 1.0,
+            "wm1_from_branch_distance({q:e}) = {a} vs wm1({x:e}) = {b}"
+        );
+        let (a, b) = (w0_from_branch_distance(q).unwrap(), w0(x).unwrap());
+        assert!(
+            ulps(a, b) <= 1.0,
+            "w0_from_branch_distance({q:e}) = {a} vs w0({x:e}) = {b}"
+        );
+    }
+    let mut q = INV_E_HI;
+    for _ in 0..3000 {
+        q = q.next_up();
+        let x = (q - INV_E_HI) - INV_E_LO;
+        let (a, b) = (w0_from_branch_distance(q).unwrap(), w0(x).unwrap());
+        assert!(
+            ulps(a, b) <= 1.0,
+            "w0_from_branch_distance({q:e}) = {a} vs w0({x:e}) = {b}"
+        );
+    }
+}
+
+/// The log entry points agree with the x entry points wherever e^L is a normal double (the x entry
+/// points see e^L rounded, so up to ~|dW/dx|·|x|·2⁻⁵³ apart: a few ulp at most here).
+#[test]
+fn log_argument_entry_points_agree_with_x() {
+    let mut l = -700.0;
+    while l < 700.0 {
+        let (a, b) = (w0_of_exp(l).unwrap(), w0(libm::exp(l)).unwrap());
+        assert!(ulps(a, b) <= 3.0, "w0_of_exp({l}) = {a} vs {b}");
+        if l <= -1.1 {
+            let (a, b) = (wm1_of_neg_exp(l).unwrap(), wm1(-libm::exp(l)).unwrap());
+            assert!(ulps(a, b) <= 3.0, "wm1_of_neg_exp({l}) = {a} vs {b}");
+        }
+        l += 0.123_456_789;
+    }
+}
+
 #[test]
 fn log_argument_entry_points() {
     assert_eq!(w0_of_exp(f64::NAN), None);

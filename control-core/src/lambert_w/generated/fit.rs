@@ -224,6 +224,11 @@ pub(crate) const LN_TABLE: [[f64; 2]; 64] = [
 /// Centre 0.0, max error 6.241e-17.
 #[rustfmt::skip]
 pub(crate) const EXPU: Poly<12> = Poly { c: 0.0, k: [0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.0013888888888887558, 0.00019841269841268955, 2.480158730937084e-05, 2.7557319229174406e-06, 2.755729863438921e-07, 2.50520946602611e-08, 2.090185780119262e-09, 1.6075776591056405e-10] };
+/// The branch point: w = −1 + p·S(p), p = ±√(2(1 + e·x)) (+ for W₀, − for W₋₁), one
+/// polynomial S for both branches, |p| ≤ 0.01823 (q < 2⁻¹⁴), lowest degree first;
+/// max error of −1 + p·S(p) 1.86e-18 (absolute).
+#[rustfmt::skip]
+pub(crate) const W_BRANCH_P: [f64; 7] = [1.0, -0.333333333333372, 0.15277777777780197, -0.07962962869920505, 0.04450231423291084, -0.02599031138019501, 0.015639132682280087];
 /// Branch-point start for W₀: u = 1 + w ≈ p·C(p), C on [0, 0.235].
 /// Centre 0.1175, max error 2.857e-11.
 #[rustfmt::skip]

@@ -24,9 +24,9 @@ mod wm1_q;
 
 pub use fit::{E_HI, E_LO, INV_E_HI, INV_E_LO};
 pub(crate) use fit::{
-    EXP_TABLE, EXPU, INV_LN2_N, LN_TABLE, LN2_N_HI, LN2_N_LO, U0_BRANCH, UM1_BRANCH, W0_LOG, W0_N0,
-    W0_N1, W0_N2, W0_P0, W0_SMALL, W0_X0, W0_X1, W0_X2, W0_X3, WM1_LOG, WM1_N0, WM1_N1, WM1_N2,
-    WM1_P0,
+    EXP_TABLE, EXPU, INV_LN2_N, LN_TABLE, LN2_N_HI, LN2_N_LO, U0_BRANCH, UM1_BRANCH, W_BRANCH_P,
+    W0_LOG, W0_N0, W0_N1, W0_N2, W0_P0, W0_SMALL, W0_X0, W0_X1, W0_X2, W0_X3, WM1_LOG, WM1_N0,
+    WM1_N1, WM1_N2, WM1_P0,
 };
 pub(crate) use log::{LN2_HI, LN2_LO, LOG_TABLE};
 pub(crate) use w0_l::W0_L;
