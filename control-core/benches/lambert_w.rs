@@ -54,9 +54,12 @@ enum Kind {
     Wm1,
 }
 
-/// The regions of one branch: (name, generator of one input). f32 inputs use `single`.
-fn regions(kind: Kind, single: bool) -> Vec<(&'static str, Box<dyn Fn(&mut Lcg) -> f64>)> {
-    let mut out: Vec<(&'static str, Box<dyn Fn(&mut Lcg) -> f64>)> = Vec::new();
+/// A named region: its name and a generator of one input.
+type Region = (&'static str, Box<dyn Fn(&mut Lcg) -> f64>);
+
+/// The regions of one branch. f32 inputs use `single`.
+fn regions(kind: Kind, single: bool) -> Vec<Region> {
+    let mut out: Vec<Region> = Vec::new();
     let d_min = if single { 1e-7 } else { 1e-16 };
     out.push((
         "branch",

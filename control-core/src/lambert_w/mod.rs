@@ -162,7 +162,7 @@ pub fn w0(x: f64) -> Option<f64> {
         };
         return Some(table.eval(a, None));
     }
-    if !(x < f64::INFINITY) {
+    if x.is_nan() || x == f64::INFINITY {
         return (x == f64::INFINITY).then_some(x); // +∞, or NaN
     }
     let (e, head, tail) = ln_dd(x);
@@ -190,7 +190,7 @@ pub fn wm1(x: f64) -> Option<f64> {
     if x <= -WM1_X_MIN {
         return Some(WM1_NEG.eval_exact(-x));
     }
-    if !(x < 0.0) {
+    if x.is_nan() || x >= 0.0 {
         // −0 gives −∞ (the limit as x → 0⁻); +0, x > 0 and NaN are outside the domain.
         return (x == 0.0 && x.is_sign_negative()).then_some(f64::NEG_INFINITY);
     }
