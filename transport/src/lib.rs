@@ -253,7 +253,12 @@ impl SeqPacket {
                 Ok(len) => return Ok(len),
                 Err(_) => {
                     let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
+                    // A peer that closed with datagrams of ours unread leaves ECONNRESET pending
+                    // on this end, and the kernel reports it *before* the datagrams the peer
+                    // sent us first (and clears it). Read on: those datagrams, then end-of-file.
+                    if e.kind() != io::ErrorKind::Interrupted
+                        && e.raw_os_error() != Some(libc::ECONNRESET)
+                    {
                         return Err(e.into());
                     }
                 }
@@ -386,6 +391,23 @@ fn set_cloexec(fd: RawFd, on: bool) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::process::Stdio;
+
+    #[test]
+    fn a_peer_that_closes_with_our_frames_unread_still_delivers_its_last_frame() {
+        let (a, b) = SeqPacket::pair().unwrap();
+        // b's frame sits unread in a's queue when a closes: the kernel flags ECONNRESET on b.
+        b.send(b"torque").unwrap();
+        a.send(b"final state").unwrap();
+        drop(a);
+        let mut buf = [0u8; 32];
+        let n = b.recv_timeout(&mut buf, Duration::from_secs(1)).unwrap();
+        assert_eq!(&buf[..n], b"final state");
+        assert!(matches!(b.recv(&mut buf), Err(TransportError::PeerClosed)));
+        assert!(matches!(
+            b.try_recv(&mut buf),
+            Err(TransportError::PeerClosed)
+        ));
+    }
 
     #[test]
     fn frames_keep_their_boundaries() {

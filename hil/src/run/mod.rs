@@ -315,18 +315,37 @@ fn run_one(
         )?,
     };
     bar.finish_and_clear();
-    let (run, csv) = session.end(cut.as_ref(), timing, faults);
-    // The plant exits by itself after its final state; a cut one is ended here.
-    let wait = if cut.is_some() {
-        Duration::ZERO
-    } else {
-        Duration::from_secs(2)
+    let (mut run, csv) = session.end(cut.as_ref(), timing, faults);
+    // The plant exits by itself after its final state; a lost one is given a moment to say how
+    // it ended, then ended here.
+    let wait = match cut {
+        None => Duration::from_secs(2),
+        Some(Cut::PlantLost { .. }) => Duration::from_millis(100),
+        Some(Cut::Signal(_)) => Duration::ZERO,
     };
     let status = plant.finish(wait)?;
-    if cut.is_none() && !status.success() {
+    let mut cut = cut;
+    if let Some(Cut::PlantLost { reason }) = &mut cut {
+        let how = plant_status(&status);
+        reason.push_str(&format!(" (the plant process {how})"));
+        run.faults.plant_lost_reason = Some(reason.clone());
+    } else if cut.is_none() && !status.success() {
         return Err(format!("the plant ({}) exited with {status}", kind.name()).into());
     }
     Ok((run, limit, cut, csv))
+}
+
+/// How a plant process ended, for a lost plant's reason.
+fn plant_status(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) if sig == libc::SIGKILL => {
+            "was killed (SIGKILL; by hil if it was still running)".to_owned()
+        }
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => format!("ended: {status}"),
+    }
 }
 
 fn progress_bar(quiet: bool, name: &str, mode: Mode, end_s: f64) -> indicatif::ProgressBar {
