@@ -6,6 +6,7 @@ use super::generated::{
     LN2_N_LO, LOG_TABLE, U0_BRANCH, UM1_BRANCH, W_BRANCH_P, W0_LOG, W0_N0, W0_N1, W0_N2, W0_P0,
     W0_SMALL, W0_X0, W0_X1, W0_X2, W0_X3, WM1_LOG, WM1_N0, WM1_N1, WM1_N2, WM1_P0,
 };
+use super::generated::{W0_NEG, W0_POS, W0_Q, WM1_NEG, WM1_Q};
 
 /// Shifter: adding it to |z| < 2^51 rounds z to an integer held in the low mantissa bits.
 const SHIFTER: f64 = 6_755_399_441_055_744.0;
@@ -351,60 +352,147 @@ pub(super) struct Table<const B: usize, const N: usize> {
     pub(super) pieces: [[f64; ROW]; N],
 }
 
-impl<const B: usize, const N: usize> Table<B, N> {
-    /// W at v = vh + vl, the piece chosen from vh (|vl| small: the fit covers each piece widened
-    /// by the largest |vl| of the caller). Callers keep vh inside the table's range; outside it the
-    /// nearest binade/piece is used (inaccurate, never a panic).
-    #[inline(always)]
-    pub(super) fn eval(&self, vh: f64, vl: f64) -> f64 {
-        self.view().eval(vh, Some(vl))
-    }
-
-    /// W at an exact v (one addition less).
-    #[inline(always)]
-    pub(super) fn eval_exact(&self, v: f64) -> f64 {
-        self.view().eval(v, None)
-    }
-
-    /// The table with its lengths as values, so that callers can choose between tables of
-    /// different sizes without a branch.
-    #[inline(always)]
-    pub(super) fn view(&self) -> TableView<'_> {
-        TableView {
-            e0: self.e0,
-            bins: &self.bins,
-            pieces: &self.pieces,
-        }
-    }
-}
-
-/// A [`Table`] seen through slices.
+/// One or two [`Table`]s ready for evaluation: their pieces and, for every cell of 1/64 of a
+/// binade, the row of the piece that holds it (binades have at most 64 pieces), so that one load of
+/// a `u16` chosen by the top bits of v finds the row. With two tables, the second serves negative
+/// v (its cells follow the first's), so W₀ picks its table for x < 0 or x > 0 without a branch.
+/// Built at compile time by [`direct`] from the generated tables; a `static`, so each table's rows
+/// exist once.
 #[derive(Clone, Copy)]
-pub(super) struct TableView<'a> {
-    e0: u64,
-    bins: &'a [(i64, u32)],
-    pieces: &'a [[f64; ROW]],
+pub(super) struct Direct {
+    /// 64 × the biased exponent of the first binade (the same for both tables).
+    cell0: u64,
+    /// The first cell of the second table (negative v): 64 × the first table's binades.
+    neg_cell: u64,
+    map: &'static [u16],
+    pieces: &'static [[f64; ROW]],
 }
 
-impl TableView<'_> {
-    /// As [`Table::eval`]; `vl` = `None` for an exact variable.
+impl Direct {
+    /// W at |v| = |vh| + vl (|v| = |vh| for `None`), the piece chosen from vh (|vl| small: the fit
+    /// covers each piece widened by the largest |vl| of the caller), from the second table for
+    /// negative vh. Callers keep |vh| inside the table's range; outside it the nearest cell is
+    /// used (inaccurate, never a panic).
     #[inline(always)]
     pub(super) fn eval(self, vh: f64, vl: Option<f64>) -> f64 {
         let bits = vh.to_bits();
-        let b = usize::try_from((bits >> 52).wrapping_sub(self.e0))
+        let cell = ((bits & !SIGN) >> 46)
+            .wrapping_sub(self.cell0)
+            .wrapping_add((bits >> 63) * self.neg_cell);
+        let cell = usize::try_from(cell)
             .unwrap_or(usize::MAX)
-            .min(self.bins.len().saturating_sub(1));
-        let (base, shift) = self.bins.get(b).copied().unwrap_or((0, 52));
-        let j = (bits & FRACTION).wrapping_shr(shift).cast_signed();
-        let idx = usize::try_from(base.wrapping_add(j).max(0))
-            .unwrap_or(0)
-            .min(self.pieces.len().saturating_sub(1));
+            .min(self.map.len().saturating_sub(1));
+        let idx = usize::from(self.map.get(cell).copied().unwrap_or(0));
         match self.pieces.get(idx) {
-            Some(row) => piece_poly(row, vh, vl),
+            Some(row) => piece_poly(row, vh.abs(), vl),
             None => f64::NAN,
         }
     }
 }
+
+/// The sign bit of an f64.
+const SIGN: u64 = 1 << 63;
+
+/// The cell map of a [`Direct`] from one table (`second` = `None`) or two (see there): cell c
+/// covers binade c / 64 from the first and the top six fraction bits c % 64; its piece is
+/// j = (c % 64) >> (shift − 46) of that binade, row `base + j` clamped to its table; the second
+/// table's rows follow the first's. Evaluated at compile time only.
+pub(super) const fn cell_map<
+    const B1: usize,
+    const N1: usize,
+    const B2: usize,
+    const N2: usize,
+    const C: usize,
+>(
+    first: &Table<B1, N1>,
+    second: Option<&Table<B2, N2>>,
+) -> [u16; C] {
+    let b2 = if second.is_some() { B2 } else { 0 };
+    assert!(C == (B1 + b2) * 64 && N1 + N2 <= 1 << 16);
+    let mut map = [0u16; C];
+    let mut cell = 0;
+    while cell < C {
+        let binade = cell / 64;
+        let (base, shift, offset, n) = if binade < B1 {
+            let (base, shift) = first.bins[binade];
+            (base, shift, 0, N1)
+        } else {
+            let (base, shift) = match second {
+                Some(t) => t.bins[binade - B1],
+                None => (0, 52),
+            };
+            (base, shift, N1, N2)
+        };
+        assert!(
+            shift >= 46 && shift <= 52,
+            "more than 64 pieces in a binade"
+        );
+        let j = ((cell % 64) >> (shift - 46)) as i64;
+        let mut idx = base + j;
+        if idx < 0 {
+            idx = 0;
+        }
+        if idx > n as i64 - 1 {
+            idx = n as i64 - 1;
+        }
+        map[cell] = (idx as usize + offset) as u16;
+        cell += 1;
+    }
+    map
+}
+
+/// The rows of two tables, the second's after the first's. Evaluated at compile time only.
+pub(super) const fn concat_rows<const N1: usize, const N2: usize, const N: usize>(
+    first: &[[f64; ROW]; N1],
+    second: &[[f64; ROW]; N2],
+) -> [[f64; ROW]; N] {
+    assert!(N == N1 + N2);
+    let mut rows = [[0.0; ROW]; N];
+    let mut i = 0;
+    while i < N {
+        rows[i] = if i < N1 { first[i] } else { second[i - N1] };
+        i += 1;
+    }
+    rows
+}
+
+/// A [`Direct`] for one generated [`Table`] constant, or for two (the second for negative v; both
+/// must start at the same binade), its cell map computed at compile time.
+macro_rules! direct {
+    ($table:path) => {{
+        const MAP: [u16; $table.bins.len() * 64] =
+            $crate::lambert_w::methods::cell_map::<_, _, 1, 1, _>(&$table, None);
+        $crate::lambert_w::methods::Direct {
+            cell0: $table.e0 << 6,
+            neg_cell: 0,
+            map: &MAP,
+            pieces: &$table.pieces,
+        }
+    }};
+    ($pos:path, $neg:path) => {{
+        const _: () = assert!($pos.e0 == $neg.e0);
+        const MAP: [u16; ($pos.bins.len() + $neg.bins.len()) * 64] =
+            $crate::lambert_w::methods::cell_map(&$pos, Some(&$neg));
+        const ROWS: [[f64; $crate::lambert_w::methods::ROW];
+            $pos.pieces.len() + $neg.pieces.len()] =
+            $crate::lambert_w::methods::concat_rows(&$pos.pieces, &$neg.pieces);
+        $crate::lambert_w::methods::Direct {
+            cell0: $pos.e0 << 6,
+            neg_cell: ($pos.bins.len() * 64) as u64,
+            map: &MAP,
+            pieces: &ROWS,
+        }
+    }};
+}
+
+/// W₀ for 2⁻¹⁴ ≤ |x| ≤ 16384 (x ≥ −0.3001), in |x|: `W0_POS` and, for x < 0, `W0_NEG`.
+pub(super) static W0_X_D: Direct = direct!(W0_POS, W0_NEG);
+/// W₀ for x < −0.3, q = x + 1/e ≥ 2⁻¹⁴, in q.
+pub(super) static W0_Q_D: Direct = direct!(W0_Q);
+/// W₋₁ for −0.3001 ≤ x ≤ −2⁻¹⁰, in −x.
+pub(super) static WM1_NEG_D: Direct = direct!(WM1_NEG);
+/// W₋₁ for x < −0.3, q = x + 1/e ≥ 2⁻¹⁴, in q.
+pub(super) static WM1_Q_D: Direct = direct!(WM1_Q);
 
 /// W as a piecewise polynomial in L = ln x (W₀) or M = −ln(−x) (W₋₁), the piece chosen from the
 /// binary exponent of x (n = e for x = 2ᵉ·m, n = −e for −x = 2ᵉ·m): row `piece_of[n − n0]` covers

@@ -91,10 +91,10 @@ mod methods;
 mod tests;
 
 pub use generated::{E_HI, E_LO, INV_E_HI, INV_E_LO};
-use generated::{W0_L, W0_NEG, W0_POS, W0_Q, WM1_M, WM1_NEG, WM1_Q};
+use generated::{W0_L, WM1_M};
 use methods::{
-    branch, branch_series, exp_dd, halley_exp, ln_dd, minus_inv_e, newton_log_neg, w0_start,
-    w0_taylor, w0_taylor_dd, wm1_general,
+    W0_Q_D, W0_X_D, WM1_NEG_D, WM1_Q_D, branch, branch_series, exp_dd, halley_exp, ln_dd,
+    minus_inv_e, newton_log_neg, w0_start, w0_taylor, w0_taylor_dd, wm1_general,
 };
 
 /// The branch point −1/e as the nearest f64. That double lies 1.24e−17 *below* the true −1/e, so
@@ -151,16 +151,11 @@ pub fn w0(x: f64) -> Option<f64> {
             return (q >= 0.0).then_some(w);
         }
         // q = qh + INV_E_LO with qh = x + INV_E_HI exact (Sterbenz).
-        return Some(W0_Q.eval(x + INV_E_HI, INV_E_LO));
+        return Some(W0_Q_D.eval(x + INV_E_HI, Some(INV_E_LO)));
     }
     if x < X_LOG {
-        // The table chosen without a branch (x < 0 is a coin toss on mixed inputs).
-        let table = if x < 0.0 {
-            W0_NEG.view()
-        } else {
-            W0_POS.view()
-        };
-        return Some(table.eval(a, None));
+        // W0_POS for x > 0, W0_NEG for x < 0, chosen by the sign bit without a branch.
+        return Some(W0_X_D.eval(x, None));
     }
     if x.is_nan() || x == f64::INFINITY {
         return (x == f64::INFINITY).then_some(x); // +∞, or NaN
@@ -185,10 +180,10 @@ pub fn wm1(x: f64) -> Option<f64> {
             let w = branch_series(q, -1.0);
             return (q >= 0.0).then_some(w);
         }
-        return Some(WM1_Q.eval(x + INV_E_HI, INV_E_LO));
+        return Some(WM1_Q_D.eval(x + INV_E_HI, Some(INV_E_LO)));
     }
     if x <= -WM1_X_MIN {
-        return Some(WM1_NEG.eval_exact(-x));
+        return Some(WM1_NEG_D.eval(-x, None));
     }
     if x.is_nan() || x >= 0.0 {
         // −0 gives −∞ (the limit as x → 0⁻); +0, x > 0 and NaN are outside the domain.
@@ -284,7 +279,7 @@ pub fn w0_of_exp(ln_x: f64) -> Option<f64> {
         if xh <= X_TAYLOR {
             return Some(w0_taylor_dd(xh, xl));
         }
-        return Some(W0_POS.eval(xh, xl)); // 1e−4 < x ≤ 16384
+        return Some(W0_X_D.eval(xh, Some(xl))); // 1e−4 < x ≤ 16384
     }
     if l < L_UNDERFLOW {
         return Some(0.0); // e^L < 2⁻¹⁰⁷⁶ (and −∞): W₀ rounds to +0
@@ -324,10 +319,10 @@ pub fn wm1_of_neg_exp(ln_neg_x: f64) -> Option<f64> {
         let (xh, xl) = exp_dd(l, 0);
         if xh > 0.3 {
             // q = 1/e − (xh + xl) ≥ 0.0101: INV_E_HI − xh is exact (Sterbenz).
-            return Some(WM1_Q.eval(INV_E_HI - xh, INV_E_LO - xl));
+            return Some(WM1_Q_D.eval(INV_E_HI - xh, Some(INV_E_LO - xl)));
         }
         if xh >= WM1_X_MIN {
-            return Some(WM1_NEG.eval(xh, xl));
+            return Some(WM1_NEG_D.eval(xh, Some(xl)));
         }
         // M = −L exactly; the piece from the binary exponent of −x, −x = 2⁻ⁿ·m.
         let n = 1023 - i64::from(u16::try_from(xh.to_bits() >> 52).unwrap_or(0));
