@@ -42,7 +42,7 @@ fn a_broken_scenario_file_names_the_file_the_field_and_the_reason() {
         "names the file: {err}"
     );
     assert!(err.contains("arm.mass_kg"), "names the field: {err}");
-    assert!(err.contains("> 0"), "gives the reason: {err}");
+    assert!(err.contains("got -2"), "gives the reason: {err}");
     assert!(!out.join("report.json").exists());
 
     // Values the plant would refuse are refused here, naming the user's field (one schema).
@@ -287,10 +287,11 @@ fn a_silent_plant_receives_the_safe_state_for_its_last_step() {
     let fields: Vec<&str> = line.split(' ').collect();
     assert_eq!(fields.first(), Some(&seq.to_string().as_str()), "{line}");
     assert_eq!(fields.get(1), Some(&"100"), "{line}");
-    // Every tick before it answered its own step once: 100 normal frames, then the safe one.
+    // Every tick answered its own step once (steps 0..=100: 101 normal frames), then the safe
+    // frame answered the last state again.
     assert_eq!(
         log.lines().filter(|l| l.contains(" normal ")).count(),
-        100,
+        101,
         "{log}"
     );
 }

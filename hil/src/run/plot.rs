@@ -150,19 +150,23 @@ pub fn latency_histogram(path: &Path, title: &str, runs: &[&ControllerRun]) -> P
         return no_samples(path, (900, 420), title, "no tick was timed");
     }
     const BINS: usize = 60;
-    let series: Vec<(&str, Vec<(f64, u64)>, u64)> = runs
+    /// One controller's histogram: name, (bucket edge µs, count), whether values lie beyond.
+    struct Series<'a> {
+        name: &'a str,
+        buckets: Vec<(f64, u64)>,
+        beyond: bool,
+    }
+    let series: Vec<Series<'_>> = runs
         .iter()
-        .map(|r| {
-            let beyond = r
-                .latency
-                .percentiles_us()
-                .map_or(0, |p| if p.max > top { 1 } else { 0 });
-            (r.name, r.latency.buckets_us(top, BINS), beyond)
+        .map(|r| Series {
+            name: r.name,
+            buckets: r.latency.buckets_us(top, BINS),
+            beyond: r.latency.percentiles_us().is_some_and(|p| p.max > top),
         })
         .collect();
     let max_count = series
         .iter()
-        .flat_map(|(_, b, _)| b.iter().map(|(_, c)| *c))
+        .flat_map(|s| s.buckets.iter().map(|(_, c)| *c))
         .max()
         .unwrap_or(1)
         .max(1);
@@ -182,14 +186,22 @@ pub fn latency_histogram(path: &Path, title: &str, runs: &[&ControllerRun]) -> P
         .y_labels(6)
         .draw()?;
     let width = top / BINS as f64;
-    for ((name, buckets, beyond), colour) in series.iter().zip(COLOURS.iter().cycle()) {
+    for (
+        Series {
+            name,
+            buckets,
+            beyond,
+        },
+        colour,
+    ) in series.iter().zip(COLOURS.iter().cycle())
+    {
         let colour = *colour;
         // A step line over the non-empty bins.
         let points = buckets.iter().flat_map(|(x, c)| {
             let y = (*c as f64).max(0.8);
             [(*x, y), (*x + width, y)]
         });
-        let label = if *beyond > 0 {
+        let label = if *beyond {
             format!("{name} (largest value beyond the axis, counted in the last bin)")
         } else {
             (*name).to_owned()

@@ -198,6 +198,12 @@ impl Session {
     /// state, as the next torque frame, and wait briefly for a state that says the plant
     /// applied it. Returns what happened; `None` when no state ever arrived.
     fn enter_safe_state(&mut self) -> Option<SafeState> {
+        // Answer the newest state the plant sent (a lockstep plant waits for the torque of its
+        // newest step and would drop one for an older step as late).
+        let drain = Instant::now() + Duration::from_millis(2);
+        while let Ok(f) = self.link.recv_state(drain) {
+            self.recorder.state(&f);
+        }
         let state: ArmState = self.recorder.last_state?;
         let cmd = self.controller.safe(state);
         self.sequence += 1;
