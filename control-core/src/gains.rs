@@ -12,7 +12,7 @@
 //! θ(t) = (θ₀ + t(ω₀ + aθ₀))e^(−at), a = γ/(2m). With u = a·t_d, r = θ_d/θ₀ and c = t_d ω₀/θ₀ the
 //! arrival condition θ(t_d) = θ_d reads (1 + c + u)e^(−u) = r, whose solutions are
 //! u = −(1 + c + W(z)), z = −r e^(−1−c), for either real branch W of Lambert W. Only u > 0 is a
-//! stable controller. The branch follows the table of DESIGN.md:
+//! stable controller. The branch follows the table of docs/ARCHITECTURE.md ("The gain solver"):
 //!
 //! | case | W₀ | W₋₁ |
 //! |---|---|---|
@@ -878,7 +878,7 @@ mod tests {
 
     #[test]
     fn design_example_takes_the_lower_branch() {
-        // DESIGN.md: m=1, θ0=1, ω0=0, θd=0.05, td=1: W₋₁ → γ ≈ 9.4877 (W₀ would give −1.96).
+        // docs/ARCHITECTURE.md's example: m=1, θ0=1, ω0=0, θd=0.05, td=1: W₋₁ → γ ≈ 9.4877 (W₀ would give −1.96).
         let g = solve_arrival_gains(&problem(1.0, 0.0, 0.05, 1.0)).unwrap();
         assert_eq!(g.branch, Branch::Lower);
         assert!((g.damping_nms_per_rad - 9.4877).abs() < 1e-3, "{g:?}");
@@ -1078,7 +1078,7 @@ mod tests {
 
     #[test]
     fn the_fallback_arrives_exactly_when_a_stable_gain_in_range_does() {
-        // DESIGN.md's example (γ ≈ 9.4877 on W₋₁, within the limit): the fallback finds the
+        // The architecture notes' example (γ ≈ 9.4877 on W₋₁, within the limit): the fallback finds the
         // same gain by bisection on the falling piece.
         let p = problem(1.0, 0.0, 0.05, 1.0);
         let limit = GainLimit::new(1.0, 0.005, Integrator::SemiImplicitEuler, 0.8).unwrap();

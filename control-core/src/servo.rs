@@ -53,7 +53,7 @@ pub struct ArrivalPlan {
 impl ArrivalPlan {
     /// Pass through `target_rad` at `deadline_s` on the way to a setpoint `tolerance_rad` beyond
     /// it, as seen from `from_rad`: the joint arrives from one side, within the tolerance of the
-    /// setpoint (DESIGN.md: 0 < θ_d/θ₀ < 1). A critically damped motion never reaches its own
+    /// setpoint (docs/ARCHITECTURE.md, "The gain solver": 0 < θ_d/θ₀ < 1). A critically damped motion never reaches its own
     /// setpoint in finite time, so a plan that must be *at* a pose aims slightly beyond it.
     pub fn approach(target_rad: f64, tolerance_rad: f64, from_rad: f64, deadline_s: f64) -> Self {
         let direction = if target_rad >= from_rad { 1.0 } else { -1.0 };
