@@ -41,6 +41,9 @@ pub struct RtSetup {
     pub dma_latency_held: bool,
     /// Why it could not be, if it could not.
     pub dma_latency_error: Option<String>,
+    /// Why the asynchronous signals could not be blocked on the control thread, if they could
+    /// not.
+    pub signals_error: Option<String>,
 }
 
 impl RtSetup {
@@ -63,6 +66,11 @@ impl RtSetup {
         }
         if let Some(e) = &self.dma_latency_error {
             w.push(format!("/dev/cpu_dma_latency not held at 0 ({e})"));
+        }
+        if let Some(e) = &self.signals_error {
+            w.push(format!(
+                "{e}: signal handlers may run on the control thread"
+            ));
         }
         w
     }
@@ -130,6 +138,43 @@ pub fn lock_memory() -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// Blocks the asynchronous signals ([`ASYNC_SIGNALS`]) in the calling thread, so that a
+/// process's handlers (Ctrl-C, SIGTERM, SIGCHLD…) run on its other threads and never interrupt
+/// the control thread's loop. The process still receives them.
+pub fn block_async_signals() -> std::io::Result<()> {
+    // SAFETY: `set` is a valid sigset_t, initialised by sigemptyset before sigaddset writes it;
+    // pthread_sigmask only reads it and changes this thread's mask (no old mask requested).
+    let rc = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in ASYNC_SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(rc))
+    }
+}
+
+/// The signals [`block_async_signals`] blocks: the asynchronous ones a process normally handles
+/// (faults such as SIGSEGV stay deliverable).
+pub const ASYNC_SIGNALS: [libc::c_int; 11] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGPIPE,
+    libc::SIGCHLD,
+    libc::SIGALRM,
+    libc::SIGWINCH,
+    libc::SIGIO,
+];
 
 /// Touches [`STACK_PREFAULT_BYTES`] of the calling thread's stack so that its pages exist (and,
 /// after `mlockall`, stay) before the loop starts.

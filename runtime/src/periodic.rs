@@ -659,6 +659,10 @@ fn control_thread<K: Controller>(
     };
     setup.dma_latency_held = dma.is_some();
     setup.stack_prefaulted_bytes = os::prefault_stack();
+    // Handlers run on the process's other threads, never inside a tick.
+    if let Err(e) = os::block_async_signals() {
+        setup.signals_error = Some(format!("cannot block asynchronous signals: {e}"));
+    }
     if ready.send(Ok(setup.clone())).is_err() {
         return None;
     }

@@ -71,6 +71,17 @@ fn observe(tid: i32, name: &str) -> Observed {
     }
 }
 
+/// Thread `tid`'s blocked-signal mask (`SigBlk` in its /proc status).
+fn blocked_signals(tid: i32) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no SigBlk for thread {tid}"))
+}
+
 /// Locked memory of this process, kB (`VmLck` in /proc/self/status).
 fn locked_kb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -114,6 +125,7 @@ fn one_second_at_1_khz_granted_what_was_asked_and_delivered_every_record() {
     let mut k = 0;
     let mut seen = None;
     let mut dma_while_running = None;
+    let mut sigblk = 0;
     while start.elapsed() < Duration::from_secs(1) {
         k += 1;
         io.states.publish(k);
@@ -121,6 +133,7 @@ fn one_second_at_1_khz_granted_what_was_asked_and_delivered_every_record() {
         if seen.is_none() && start.elapsed() > Duration::from_millis(300) {
             seen = Some(observe(rt.setup().tid, NAME));
             dma_while_running = cpu_dma_latency_us();
+            sigblk = blocked_signals(rt.setup().tid);
         }
         std::thread::sleep(Duration::from_micros(300));
     }
@@ -130,6 +143,19 @@ fn one_second_at_1_khz_granted_what_was_asked_and_delivered_every_record() {
     eprintln!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
     let seen = seen.expect("observed while running");
     eprintln!("observed from outside: {seen:?}, cpu_dma_latency {dma_while_running:?}");
+
+    // The control thread blocks the asynchronous signals (handlers run elsewhere); this thread
+    // does not.
+    for sig in runtime::os::ASYNC_SIGNALS {
+        assert_ne!(
+            sigblk & (1 << (sig - 1)),
+            0,
+            "signal {sig} not blocked: {sigblk:#x}"
+        );
+    }
+    // SAFETY: gettid has no arguments and cannot fail.
+    let me = unsafe { libc::gettid() };
+    assert_eq!(blocked_signals(me) & (1 << (libc::SIGINT - 1)), 0);
 
     // Counts: every release passed is a tick or a skip.
     let periods = r.elapsed_ns / r.period_ns;

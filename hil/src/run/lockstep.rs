@@ -57,7 +57,7 @@ pub fn drive(
         let frame = super::session::torque_frame(session.sequence, &cmd);
         if let Err(e) = session.link.send_torques(&frame) {
             // A plant that died shows here as often as on the receive side.
-            return Some(Cut::from_link(&e, state.sim_time_s, session.watchdog));
+            return Some(Cut::from_link(&e, Some(state.sim_time_s), session.watchdog));
         }
         last_send = Some(Instant::now());
     }

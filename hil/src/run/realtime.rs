@@ -215,7 +215,7 @@ pub fn drive(
             Err(Ok(sig)) => return Ok((Some(Cut::Signal(sig)), timing_of(settings))),
             Err(Err(e)) => {
                 faults.watchdog_trips += 1;
-                return Ok((Some(Cut::from_link(&e, 0.0, window)), timing_of(settings)));
+                return Ok((Some(Cut::from_link(&e, None, window)), timing_of(settings)));
             }
         }
     };
@@ -307,7 +307,7 @@ pub fn drive(
             let frame = match Session::next_state(&mut rx, &stop, last_accepted + window) {
                 Ok(f) => f,
                 Err(Ok(sig)) => break Some(Cut::Signal(sig)),
-                Err(Err(e)) => break Some(Cut::from_link(&e, last_t, window)),
+                Err(Err(e)) => break Some(Cut::from_link(&e, Some(last_t), window)),
             };
             last_accepted = Instant::now();
             // Our sequence numbers stay far below 2^32 in any run.

@@ -65,18 +65,22 @@ pub enum Cut {
 }
 
 impl Cut {
-    /// The plant is lost because talking to it failed with `error` after the last accepted
-    /// state at `at_s`, with a watchdog window of `window`.
-    pub fn from_link(error: &LinkError, at_s: f64, window: Duration) -> Self {
+    /// The plant is lost because talking to it failed with `error`; `at_s` is the simulated
+    /// time of the last accepted state (`None`: none ever came), `window` the watchdog's.
+    pub fn from_link(error: &LinkError, at_s: Option<f64>, window: Duration) -> Self {
+        let when = match at_s {
+            Some(t) => format!("after t = {t:.3} s"),
+            None => "before its first state".to_owned(),
+        };
         let reason = match error {
             LinkError::PeerClosed => format!(
-                "the plant process closed its link before its final state (it exited or crashed) after t = {at_s:.3} s"
+                "the plant process closed its link before its final state (it exited or crashed) {when}"
             ),
             LinkError::TimedOut => format!(
-                "no valid state from the plant for {} ms after t = {at_s:.3} s (hung, or sending only frames that were rejected)",
+                "no valid state from the plant for {} ms {when} (hung, or sending only frames that were rejected)",
                 window.as_millis()
             ),
-            other => format!("link error after t = {at_s:.3} s: {other}"),
+            other => format!("link error {when}: {other}"),
         };
         Self::PlantLost { reason }
     }
@@ -189,9 +193,9 @@ impl Session {
         }
     }
 
-    /// The newest state's time, s (0 before any).
-    pub fn last_time_s(&self) -> f64 {
-        self.recorder.last_state.map_or(0.0, |s| s.sim_time_s)
+    /// The newest state's time, s (`None` before any).
+    pub fn last_time_s(&self) -> Option<f64> {
+        self.recorder.last_state.map(|s| s.sim_time_s)
     }
 
     /// After a cut run: send the safe-state torque (damping only, torque-limited) for the newest
@@ -244,7 +248,7 @@ impl Session {
         if let Some(Cut::PlantLost { reason }) = cut {
             faults.plant_lost = true;
             faults.plant_lost_reason = Some(reason.clone());
-            faults.plant_lost_at_s = Some(self.last_time_s());
+            faults.plant_lost_at_s = self.last_time_s();
         }
         count_rejections(&mut faults, self.link.rejected());
         let wall = self.started.elapsed();
