@@ -136,12 +136,18 @@ const M_LOG_FORM: f64 = 667.0;
 /// W₀(±0) = ±0, and subnormal x give x exactly (W₀(x) = x − x² + …).
 #[inline]
 pub fn w0(x: f64) -> Option<f64> {
-    // The tests are ordered for the fewest branches on the common paths; NaN fails every
-    // comparison and is caught on the last path.
-    let a = x.abs();
-    if a <= X_TAYLOR {
+    // Small |x| inline in the caller (a few instructions), the rest out of line.
+    if x.abs() <= X_TAYLOR {
         return Some(w0_taylor(x));
     }
+    w0_beyond_taylor(x)
+}
+
+/// [`w0`] for |x| > 1e−4 and NaN.
+#[inline(never)]
+fn w0_beyond_taylor(x: f64) -> Option<f64> {
+    // The tests are ordered for the fewest branches on the common paths; NaN fails every
+    // comparison and is caught on the last path.
     if x < -0.3 {
         // q = x + 1/e without cancellation: x + INV_E_HI is exact (Sterbenz). x < −1/e (and
         // BRANCH_POINT, which is below −1/e) gives q < 0.
