@@ -241,7 +241,7 @@ pub(super) fn exp_dd(l: f64, s: i64) -> (f64, f64) {
     (xh, lo - (xh - hi))
 }
 
-/// W₋₁ for x + xl (|xl| ≤ 1e−16·|x|, nonzero only from the q entry point) in [−0.3579, 0),
+/// W₋₁ for x + xl (|xl| ≤ ulp(x)/2, nonzero only from the q entry point) in [−0.3579, 0),
 /// outside the branch region.
 #[inline(always)]
 pub(super) fn wm1_general(x: f64, xl: f64) -> f64 {
@@ -278,7 +278,7 @@ pub(super) fn newton_log_neg(w: f64, m: f64) -> f64 {
 }
 
 /// One Halley step on f(w) = w − (x + x_lo)·e^(−w) from a start w with relative error < 1e−6.
-/// x_lo is a tiny low part of the argument (|x_lo| ≤ 1e−16·|x|; 0 except for the q entry
+/// x_lo is a tiny low part of the argument (|x_lo| ≤ ulp(x)/2; 0 except for the q entry
 /// points).
 ///
 /// Requires |w| ≥ ~1e−4, w ≤ 704 and w ≥ −690 (so 2ᵏ and x·2ᵏ are normal) and |1 + w| ≥ ~0.2.

@@ -104,8 +104,8 @@ pub const BRANCH_POINT: f64 = -INV_E_HI;
 
 /// Below this distance to the branch point the q entry points use the u-form (see the module docs).
 const Q_BRANCH: f64 = 0.0101;
-/// [`w0`] and [`wm1`] use the q tables ([`W0_Q`], [`WM1_Q`]) for x < −0.3 and q = x + 1/e at or
-/// above this (2⁻¹⁴), the branch-point Halley step below it.
+/// [`w0`] and [`wm1`] use the q tables (`W0_Q`, `WM1_Q`) for x < −0.3 and q = x + 1/e at or
+/// above this (2⁻¹⁴), the branch-point polynomial in p = ±√(2e·q) below it.
 const Q_TABLE: f64 = 0.000_061_035_156_25;
 /// [`w0_of_exp`] reads W₀ off the table in L ([`W0_L`]) from this L = 14·ln2 (x = 2¹⁴) on.
 const L_W0_TABLE: f64 = 9.704_060_527_839_234;
@@ -228,9 +228,11 @@ pub fn w0_from_branch_distance(q: f64) -> Option<f64> {
 /// W₋₁ at x = q − 1/e, for 0 ≤ q ≤ 1/e (q is the distance to the branch point).
 ///
 /// `None` for NaN, q < 0 and q above 1/e. q = [`INV_E_HI`] (the f64 nearest 1/e, which is
-/// 1.24e−17 above 1/e) is taken as x = 0⁻ and gives −∞. Near q = 1/e the q-form is poorly
-/// conditioned for the caller: x = q − 1/e cancels, so pass x to [`wm1`] (or ln(−x) to
-/// [`wm1_of_neg_exp`]) there instead.
+/// 1.24e−17 above 1/e) is taken as x = 0⁻ and gives −∞. Accuracy is the same 2-ulp bound as
+/// [`wm1`], relative to the exact W₋₁(q − 1/e) for the given q, up to q = 1/e (x = q − 1/e is
+/// formed as a double-double, without cancellation). Near q = 1/e, though, q itself is a poor
+/// description of a small x (its ulp is 5.6e−17, so x cannot be closer to 0 than that): a caller
+/// who has x, or ln(−x), should pass it to [`wm1`] or [`wm1_of_neg_exp`].
 #[inline]
 pub fn wm1_from_branch_distance(q: f64) -> Option<f64> {
     if q.is_nan() || q < 0.0 {
