@@ -56,6 +56,32 @@ fn default_scenario_in_lockstep_reaches_the_outcome() {
     for f in ["trajectory.csv", "angle.svg", "latency.svg", "scene.json"] {
         assert!(out.join(f).is_file(), "{f} written");
     }
+    // The plots explain themselves: the weight ticks have a legend entry, and the latency plot
+    // shows each controller as its own series.
+    let angle = std::fs::read_to_string(out.join("angle.svg")).unwrap_or_default();
+    assert!(angle.contains("weight hits the arm"), "angle.svg legend");
+    let latency = std::fs::read_to_string(out.join("latency.svg")).unwrap_or_default();
+    for name in ["analytic", "fixed_gain", "static_timing"] {
+        assert!(latency.contains(name), "latency.svg names {name}");
+    }
+}
+
+/// Without `--quiet` and with stderr not a terminal (a log file, CI), the progress display draws
+/// nothing: no carriage returns in the log.
+#[test]
+fn progress_is_not_drawn_into_a_log() {
+    let out = out_dir("progress");
+    let run = hil()
+        .args(["run", "--only", "analytic", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !err.contains('\r'),
+        "carriage return in a non-terminal stderr: {err:?}"
+    );
 }
 
 /// Without the weights: analytic within 5e-3 rad.

@@ -12,3 +12,20 @@ fn unknown_arguments_are_refused_with_usage() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"));
 }
+
+#[test]
+fn out_of_range_run_options_are_refused_with_their_range() {
+    for args in [
+        ["run", "--watchdog-ms", "0"],
+        ["run", "--priority", "100"],
+        ["run", "--watchdog-states", "0"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hil"))
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("not in"), "{args:?}: {err}");
+    }
+}
