@@ -7,6 +7,7 @@
 //! [`ArmController::tick`] runs on the control thread in real-time mode: it never allocates,
 //! blocks or panics (everything it needs is built before the run starts).
 
+use control_core::frames::StateFrame;
 use control_core::gains::{ArrivalProblem, CriticalGains, GainLimit, solve_arrival_gains};
 use control_core::model::ArmModel;
 use control_core::servo::{
@@ -41,17 +42,27 @@ impl ControllerKind {
     }
 }
 
-/// The plant state the control thread sees (validated and decoded by the I/O thread).
+/// The plant state the control thread sees: the shoulder's [`JointState`] as the plant's
+/// accepted state frame carried it, with the step and time it belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ArmState {
     /// Plant step of this state.
     pub step: u64,
     /// Simulated time of this state, s.
     pub sim_time_s: f64,
-    /// Shoulder angle, rad.
-    pub angle_rad: f64,
-    /// Shoulder velocity, rad/s.
-    pub velocity_rad_s: f64,
+    /// The shoulder joint (angle, velocity).
+    pub joint: JointState,
+}
+
+impl ArmState {
+    /// The arm's state in an accepted state frame (`None` for a frame without a joint).
+    pub fn of(frame: &StateFrame) -> Option<Self> {
+        Some(Self {
+            step: frame.step,
+            sim_time_s: frame.sim_time_s,
+            joint: *frame.joints.first()?,
+        })
+    }
 }
 
 /// What one tick saw and did, raw (the recorder turns it into report rows).
@@ -177,24 +188,16 @@ impl ArmController {
     /// One control tick on `state`. Never allocates, blocks or panics.
     pub fn tick(&mut self, state: ArmState) -> ArmCommand {
         let now = state.sim_time_s;
-        self.advance_plan(now, state.angle_rad);
-        let joint = JointState {
-            position_rad: state.angle_rad,
-            velocity_rad_s: state.velocity_rad_s,
-        };
+        self.advance_plan(now, state.joint.position_rad);
         // Gravity compensation from the model (weights and knocks are not in the model).
-        let feedforward = -self.model.gravity_torque_nm(state.angle_rad);
-        let out = self.servo.as_dyn().tick(now, joint, feedforward);
+        let feedforward = -self.model.gravity_torque_nm(state.joint.position_rad);
+        let out = self.servo.as_dyn().tick(now, state.joint, feedforward);
         self.command(state, out, false)
     }
 
     /// The safe state's output (damping only, torque-limited) for the newest state known.
     pub fn safe(&self, state: ArmState) -> ArmCommand {
-        let joint = JointState {
-            position_rad: state.angle_rad,
-            velocity_rad_s: state.velocity_rad_s,
-        };
-        let torque = self.servo.as_ref().safe_torque(joint);
+        let torque = self.servo.as_ref().safe_torque(state.joint);
         let output = ServoOutput {
             torque_nm: torque,
             requested_torque_nm: torque,

@@ -328,14 +328,8 @@ pub fn drive(
                     }
                 }
             }
-            let Some(joint) = frame.joints.first().copied() else {
+            let Some(state) = ArmState::of(&frame) else {
                 continue;
-            };
-            let state = ArmState {
-                step: frame.step,
-                sim_time_s: frame.sim_time_s,
-                angle_rad: joint.position_rad,
-                velocity_rad_s: joint.velocity_rad_s,
             };
             last_t = state.sim_time_s;
             let last = frame.flags.contains(StateFlags::FINAL);

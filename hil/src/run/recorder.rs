@@ -72,8 +72,8 @@ impl TrajectoryCsv {
             "{controller},{},{:?},{:?},{:?},{:?},{:?},{:?},{},{}",
             s.step,
             s.sim_time_s,
-            s.angle_rad,
-            s.velocity_rad_s,
+            s.joint.position_rad,
+            s.joint.velocity_rad_s,
             o.torque_nm,
             o.stiffness_nm_per_rad,
             o.damping_nms_per_rad,
@@ -305,15 +305,9 @@ impl Recorder {
             self.step_cost.record_ns(frame.step_cost_ns);
         }
         self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
-        let joint = frame.joints.first()?;
-        let state = ArmState {
-            step: frame.step,
-            sim_time_s: t,
-            angle_rad: joint.position_rad,
-            velocity_rad_s: joint.velocity_rad_s,
-        };
+        let state = ArmState::of(frame)?;
         self.arrival(state);
-        self.trajectory.push(t, state.angle_rad);
+        self.trajectory.push(t, state.joint.position_rad);
         self.last_state = Some(state);
         Some(state)
     }
@@ -328,12 +322,12 @@ impl Recorder {
             }
             let mut best = (
                 (t - target.time_s).abs(),
-                (state.angle_rad - target.angle_rad).abs(),
+                (state.joint.position_rad - target.angle_rad).abs(),
             );
             if let Some(p) = self.previous_state {
                 let d = (p.sim_time_s - target.time_s).abs();
                 if d < best.0 {
-                    best = (d, (p.angle_rad - target.angle_rad).abs());
+                    best = (d, (p.joint.position_rad - target.angle_rad).abs());
                 }
             }
             if let Some(slot) = self.arrivals.get_mut(self.next_target) {
