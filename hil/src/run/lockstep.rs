@@ -55,11 +55,14 @@ pub fn drive(
         session.recorder.tick(&cmd.record, Some(compute));
         session.sequence += 1;
         let frame = super::session::torque_frame(session.sequence, &cmd);
+        // Timed from the start of the send: read after it, the clock can include a preemption
+        // during which the plant already answered.
+        let sending = Instant::now();
         if let Err(e) = session.link.send_torques(&frame) {
             // A plant that died shows here as often as on the receive side.
             return Some(Cut::from_link(&e, Some(state.sim_time_s), session.watchdog));
         }
-        last_send = Some(Instant::now());
+        last_send = Some(sending);
     }
 }
 

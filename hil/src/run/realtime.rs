@@ -277,12 +277,13 @@ pub fn drive(
                 };
                 let cmd = out.value;
                 sequence += 1;
+                // Timed from the start of the send (see lockstep.rs).
+                send_times.sent(sequence, cmd.step);
                 if tx.send_torques(&torque_frame(sequence, &cmd)).is_err()
                     && !plant_finished.load(Ordering::Acquire)
                 {
                     send_failed.store(true, Ordering::Release);
                 }
-                send_times.sent(sequence, cmd.step);
                 // One record per plant state (a repeated state gives a repeated command), and
                 // every safe-state output.
                 if last_step != Some(cmd.step) || cmd.safe {
