@@ -29,3 +29,19 @@ fn out_of_range_run_options_are_refused_with_their_range() {
         assert!(err.contains("not in"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_cpu_that_does_not_exist_is_refused_before_anything_starts() {
+    for flag in ["--cpu", "--plant-cpu"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hil"))
+            .args(["run", flag, "4095", "--out", "/nonexistent/never-written"])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains("not a CPU this process may run on"),
+            "{flag}: {err}"
+        );
+    }
+}

@@ -121,6 +121,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    for (flag, cpu) in [("--cpu", args.cpu), ("--plant-cpu", args.plant_cpu)] {
+        if let Some(cpu) = cpu
+            && let Err(allowed) = cpu_available(cpu)
+        {
+            eprintln!("hil: {flag} {cpu}: not a CPU this process may run on (allowed: {allowed})");
+            return ExitCode::from(2);
+        }
+    }
     let (scenario, file) = match Scenario::load(args.scenario.as_deref())
         .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
     {
@@ -161,6 +169,34 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 None => ExitCode::from(1),
             }
         }
+    }
+}
+
+/// Whether this process may run on `cpu`; if not, the CPUs it may run on.
+fn cpu_available(cpu: usize) -> Result<(), String> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set that sched_getaffinity fills; CPU_ISSET
+    // only reads bits below CPU_SETSIZE (checked first).
+    let (rc, set) = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let rc = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
+        (rc, set)
+    };
+    if rc != 0 {
+        return Ok(()); // cannot tell: let pinning itself report
+    }
+    let setsize = usize::try_from(libc::CPU_SETSIZE).unwrap_or(0);
+    // SAFETY: as above, `c` < CPU_SETSIZE.
+    let allowed: Vec<usize> = (0..setsize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    if allowed.contains(&cpu) {
+        Ok(())
+    } else {
+        Err(allowed
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "))
     }
 }
 
