@@ -522,7 +522,7 @@ impl<const P: usize, const N: usize> ExpTable<P, N> {
 }
 
 /// (k0 + k0_lo) + t·(k1 + k2·t + … + k9·t⁸) at t = (vh − c) + vl (t = vh − c for `None`: one
-/// addition less for an exact variable), P by Estrin's scheme. |t·P| is at most ~1/8 of |W| (2 to
+/// addition less for an exact variable), P = E(t²) + t·O(t²). |t·P| is at most ~1/8 of |W| (2 to
 /// 64 pieces per binade), so the rounding error stays near 0.5 ulp.
 #[inline(always)]
 pub(super) fn piece_poly(row: &[f64; ROW], vh: f64, vl: Option<f64>) -> f64 {
@@ -531,11 +531,14 @@ pub(super) fn piece_poly(row: &[f64; ROW], vh: f64, vl: Option<f64>) -> f64 {
         Some(vl) => (vh - c) + vl,
         None => vh - c,
     };
-    let t2 = t * t;
-    let t4 = t2 * t2;
-    let p = (((k1 + k2 * t) + t2 * (k3 + k4 * t)) + t4 * ((k5 + k6 * t) + t2 * (k7 + k8 * t)))
-        + (t4 * t4) * k9;
-    k0 + (k0_lo + t * p)
+    // P = E(s) + t·O(s), s = t², E and O by Horner side by side: (e, o) pairs with adjacent
+    // coefficients ([k5, k6], [k3, k4], [k1, k2]), which vector units take two at a time.
+    let s = t * t;
+    let (e, o) = (k9 * s + k7, k8);
+    let (e, o) = (e * s + k5, o * s + k6);
+    let (e, o) = (e * s + k3, o * s + k4);
+    let (e, o) = (e * s + k1, o * s + k2);
+    k0 + (k0_lo + t * (e + t * o))
 }
 
 /// ln v for v > 0 (normal or subnormal) as (e, head, tail): head + tail = ln v with an absolute
