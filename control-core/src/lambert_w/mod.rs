@@ -17,8 +17,9 @@
 //! from the branch point W = (k0 + k0_lo) + t·P(t) on one piece of a table, P of degree 8 (its
 //! even and odd halves by Horner side by side), t a small local variable formed exactly (or with
 //! one rounding far below an ulp of W), k0 + k0_lo = W at the piece centre as a double-double.
-//! Each piece's approximation error (with its coefficients rounded to f64) is below 8e−18 relative, |t·P| ≤ ~|W|/8, so the result is within
-//! ~0.5 ulp (final rounding) plus a few hundredths. Within a region the piece is chosen from the
+//! Each piece's approximation error (with its coefficients rounded to f64) is below 8e−18
+//! relative, |t·P| ≤ ~|W|/8, so the result is within ~0.5 ulp (final rounding) plus a few
+//! hundredths. Within a region the piece is chosen from the
 //! bits of a double (binade and top fraction bits, or the binary exponent), not by comparisons. With
 //! q = x + 1/e formed as `(x + INV_E_HI) + INV_E_LO` (the first sum is exact near the branch
 //! point by Sterbenz' lemma, so q carries no cancellation):
