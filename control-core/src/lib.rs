@@ -8,6 +8,7 @@
 //!   baselines.
 //! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
 //! - [`model`]: mass properties shared by the plant and the controller.
+//! - [`articulated`]: a fixed-capacity serial chain: kinematics, dynamics, per-joint arrival gains.
 //!
 //! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
 //! frames, math and servos.
@@ -20,6 +21,7 @@
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
 
+pub mod articulated;
 pub mod closed_form;
 pub mod frames;
 pub mod gains;
