@@ -1,0 +1,210 @@
+//! ns per control tick of an articulated chain: forward kinematics, the composite inertia of
+//! every joint, gravity, one Lambert-W arrival solve per joint on its composite inertia (clamped
+//! to the period's limit), the parent feed-forward and the torques (`ChainArrival::tick`), for a
+//! 3-link arm and a 28-DoF chain; and the pieces alone (forward kinematics, composite inertia,
+//! mass matrix).
+//!
+//! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3`
+
+#![allow(missing_docs)] // criterion_group!/criterion_main! generate undocumented items
+
+use std::hint::black_box;
+
+use control_core::articulated::{
+    ArrivalConfig, Chain, ChainArrival, JointStatus, JointTarget, LinkSpec,
+};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use nalgebra::Vector3;
+
+/// A fixed generator of numbers in [0, 1).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.next()
+    }
+}
+
+/// A box link `length` long along its x axis, hinged at its frame origin.
+fn link(offset: [f64; 3], rpy: [f64; 3], axis: [f64; 3], mass: f64, length: f64) -> LinkSpec {
+    let a = 0.08;
+    let k = mass / 12.0;
+    LinkSpec {
+        origin_xyz_m: offset,
+        origin_rpy_rad: rpy,
+        axis,
+        mass_kg: mass,
+        com_m: [length / 2.0, 0.0, 0.0],
+        inertia_kgm2: [
+            k * 2.0 * a * a,
+            0.0,
+            0.0,
+            k * (length * length + a * a),
+            0.0,
+            k * (length * length + a * a),
+        ],
+    }
+}
+
+/// A 3-link arm: shoulder yaw, shoulder pitch, elbow.
+fn arm() -> Chain<3> {
+    Chain::new(&[
+        link([0.0; 3], [0.0; 3], [0.0, 0.0, 1.0], 3.0, 0.1),
+        link([0.1, 0.0, 0.0], [0.0; 3], [0.0, 1.0, 0.0], 2.0, 0.4),
+        link([0.4, 0.0, 0.0], [0.0, 0.0, 0.3], [0.0, 1.0, 0.0], 1.5, 0.35),
+    ])
+    .expect("valid arm")
+}
+
+/// A 28-DoF serial chain, axes cycling through x, y, z (and tilted), masses and lengths
+/// shrinking towards the tip.
+fn long_chain() -> Chain<28> {
+    let axes = [
+        [0.0, 0.0, 1.0],
+        [0.0, 1.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 1.0],
+    ];
+    let specs: Vec<LinkSpec> = (0..28)
+        .map(|i| {
+            let f = i as f64;
+            let length = 0.3 - 0.007 * f;
+            let previous_length = if i == 0 { 0.0 } else { 0.3 - 0.007 * (f - 1.0) };
+            link(
+                [previous_length, 0.0, 0.0],
+                [0.1 * (f % 3.0), 0.0, 0.05 * f],
+                axes[i % axes.len()],
+                4.0 - 0.1 * f,
+                length,
+            )
+        })
+        .collect();
+    Chain::new(&specs).expect("valid long chain")
+}
+
+type State<const N: usize> = ([f64; N], [f64; N], [JointTarget; N]);
+
+/// 64 states and targets from a fixed generator, `mixed`: positions in ±1.5 rad, velocities in
+/// ±2 rad/s, poses up to 1 rad away, times to go from 20 ms to 1 s (about one joint solve in ten
+/// is infeasible and takes the bisecting fallback); or not: velocities in ±0.2 rad/s towards
+/// poses 0.1 to 0.6 rad away, 0.3 to 1 s to go (every solve exact).
+fn states<const N: usize>(mixed: bool) -> Vec<State<N>> {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    (0..64)
+        .map(|_| {
+            let q: [f64; N] = std::array::from_fn(|_| rng.range(-1.5, 1.5));
+            if mixed {
+                let qd: [f64; N] = std::array::from_fn(|_| rng.range(-2.0, 2.0));
+                let targets = std::array::from_fn(|i| JointTarget {
+                    pose_rad: q[i] + rng.range(-1.0, 1.0),
+                    time_to_go_s: rng.range(0.02, 1.0),
+                });
+                (q, qd, targets)
+            } else {
+                let away: [f64; N] = std::array::from_fn(|_| {
+                    let d = rng.range(0.1, 0.6);
+                    if rng.next() < 0.5 { d } else { -d }
+                });
+                let qd = std::array::from_fn(|i| away[i].signum() * rng.range(0.0, 0.2));
+                let targets = std::array::from_fn(|i| JointTarget {
+                    pose_rad: q[i] + away[i],
+                    time_to_go_s: rng.range(0.3, 1.0),
+                });
+                (q, qd, targets)
+            }
+        })
+        .collect()
+}
+
+/// Print how the joint solves of `states` went.
+fn census<const N: usize>(
+    label: &str,
+    arrival: &ChainArrival,
+    chain: &Chain<N>,
+    states: &[State<N>],
+) {
+    let g = Vector3::new(0.0, 0.0, -9.81);
+    let (mut tracking, mut clamped, mut infeasible, mut holding) = (0, 0, 0, 0);
+    for (q, qd, targets) in states {
+        let command = arrival.tick(chain, q, qd, targets, &g).expect("tick");
+        for j in command.joints() {
+            match j.status {
+                JointStatus::Tracking => tracking += 1,
+                JointStatus::GainClamped => clamped += 1,
+                JointStatus::Infeasible(_) => infeasible += 1,
+                _ => holding += 1,
+            }
+        }
+    }
+    println!(
+        "{label}: joint solves over {} states: {tracking} tracking, {clamped} clamped, \
+         {infeasible} infeasible (fallback), {holding} holding",
+        states.len()
+    );
+}
+
+fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) {
+    let arrival = ChainArrival::new(ArrivalConfig::default()).expect("valid config");
+    let g = Vector3::new(0.0, 0.0, -9.81);
+    let mut group = c.benchmark_group("articulated");
+    for (label, mixed) in [("tick", true), ("tick_feasible", false)] {
+        let states = states::<N>(mixed);
+        census(&format!("{label}/{name}"), &arrival, chain, &states);
+        let mut i = 0;
+        group.bench_function(BenchmarkId::new(label, name), |b| {
+            b.iter(|| {
+                i = (i + 1) % states.len();
+                let (q, qd, targets) = &states[i];
+                black_box(arrival.tick(
+                    black_box(chain),
+                    black_box(q),
+                    black_box(qd),
+                    black_box(targets),
+                    &g,
+                ))
+            })
+        });
+    }
+    let states = states::<N>(true);
+    let mut i = 0;
+    let mut next = || {
+        i = (i + 1) % states.len();
+        &states[i]
+    };
+    group.bench_function(BenchmarkId::new("forward_kinematics", name), |b| {
+        b.iter(|| black_box(black_box(chain).forward_kinematics(black_box(&next().0))))
+    });
+    let kin: Vec<_> = states
+        .iter()
+        .map(|(q, _, _)| chain.forward_kinematics(q).expect("fk"))
+        .collect();
+    let mut k = 0;
+    group.bench_function(BenchmarkId::new("composite", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            black_box(black_box(&kin[k]).composite())
+        })
+    });
+    group.bench_function(BenchmarkId::new("mass_matrix", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            black_box(black_box(&kin[k]).mass_matrix())
+        })
+    });
+    group.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    bench_chain(c, "3dof", &arm());
+    bench_chain(c, "28dof", &long_chain());
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
