@@ -6,6 +6,8 @@
 use core::hint::black_box;
 use core::panic::PanicInfo;
 
+use control_core::articulated::nalgebra::Vector3;
+use control_core::articulated::{ArrivalConfig, Chain, ChainArrival, JointTarget, LinkSpec};
 use control_core::frames::{
     BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
 };
@@ -80,6 +82,37 @@ pub extern "C" fn _start() -> ! {
         }
         let _ = guard.reject_oversize(black_box(4096));
         acc += guard.rejected().total() as f64;
+    }
+    // A two-link chain: forward kinematics, the mass matrix and the composite inertia.
+    let link = LinkSpec {
+        origin_xyz_m: [black_box(0.5), 0.0, 0.0],
+        origin_rpy_rad: [0.0, 0.0, black_box(0.1)],
+        axis: [0.0, 0.0, 1.0],
+        mass_kg: black_box(2.0),
+        com_m: [0.25, 0.0, 0.0],
+        inertia_kgm2: [0.01, 0.0, 0.0, 0.05, 0.0, 0.05],
+    };
+    if let Ok(chain) = Chain::<2>::new(&[link, link]) {
+        let q = [black_box(0.3), black_box(-0.7)];
+        if let Ok(kin) = chain.forward_kinematics(&q) {
+            if let Ok(m) = kin.mass_matrix() {
+                acc += m.sum();
+            }
+            if let Ok(composite) = kin.composite() {
+                acc += composite.axis_inertia().sum();
+            }
+        }
+        // And one control tick of the chain: arrival gains on the composite inertia.
+        if let Ok(arrival) = ChainArrival::new(ArrivalConfig::default()) {
+            let target = JointTarget {
+                pose_rad: black_box(0.5),
+                time_to_go_s: black_box(0.4),
+            };
+            let gravity = Vector3::new(0.0, -9.81, 0.0);
+            if let Ok(command) = arrival.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
+                acc += command.torques().iter().sum::<f64>();
+            }
+        }
     }
     let mut torque = TorqueFrame::new(1, 1);
     let _ = torque.push_torque(acc);
