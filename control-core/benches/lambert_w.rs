@@ -17,6 +17,11 @@
 //! - `large` (W₀ only): log-uniform in [1e3, 1e300] (f32: [1e3, 3e38]);
 //! - `mixed`: the regions of the branch interleaved, equally weighted (the whole domain).
 //!
+//! After the criterion groups, a side-by-side table times ours and `lambert_w` in alternation on
+//! each group's inputs (medians of 400 rounds and of the per-round ratios): on a shared machine
+//! the load changes between criterion's separate measurements, the alternation sees both under
+//! the same load.
+//!
 //! Run: `cargo bench -p control-core --bench lambert_w` (shorter: append
 //! `-- --warm-up-time 1 --measurement-time 3`; one group: append `-- wm1_f64/tiny`).
 
@@ -24,7 +29,9 @@
 
 use std::hint::black_box;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::time::Instant;
+
+use criterion::{Criterion, Throughput, criterion_group};
 
 const N: usize = 1024;
 const INV_E: f64 = 0.367_879_441_171_442_33;
@@ -128,7 +135,9 @@ fn to_f32(v: &[f64], kind: Kind) -> Vec<f32> {
         .collect()
 }
 
-fn bench(c: &mut Criterion) {
+/// The input sets of every group: (group name, f64 inputs, kind, single).
+fn groups() -> Vec<(String, Vec<f64>, Kind, bool)> {
+    let mut out = Vec::new();
     for kind in [Kind::W0, Kind::Wm1] {
         let name = if kind == Kind::W0 { "w0" } else { "wm1" };
         for single in [false, true] {
@@ -142,95 +151,122 @@ fn bench(c: &mut Criterion) {
             let k = sets.len();
             let mixed: Vec<f64> = (0..N).map(|i| sets[i % k].1[i / k]).collect();
             sets.push(("mixed", mixed));
-            for (region, xs) in &sets {
-                let mut g = c.benchmark_group(format!(
-                    "{name}_{}/{region}",
-                    if single { "f32" } else { "f64" }
-                ));
-                g.throughput(Throughput::Elements(N as u64));
-                if single {
-                    let xs = to_f32(xs, kind);
-                    match kind {
-                        Kind::W0 => {
-                            g.bench_function("ours", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(&xs) {
-                                        black_box(
-                                            control_core::lambert_w::w0_f32(x).unwrap_or(f32::NAN),
-                                        );
-                                    }
-                                })
-                            });
-                            g.bench_function("lambert_w", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(&xs) {
-                                        black_box(lambert_w::lambert_w0f(x));
-                                    }
-                                })
-                            });
-                        }
-                        Kind::Wm1 => {
-                            g.bench_function("ours", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(&xs) {
-                                        black_box(
-                                            control_core::lambert_w::wm1_f32(x).unwrap_or(f32::NAN),
-                                        );
-                                    }
-                                })
-                            });
-                            g.bench_function("lambert_w", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(&xs) {
-                                        black_box(lambert_w::lambert_wm1f(x));
-                                    }
-                                })
-                            });
-                        }
-                    }
-                } else {
-                    match kind {
-                        Kind::W0 => {
-                            g.bench_function("ours", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(xs) {
-                                        black_box(
-                                            control_core::lambert_w::w0(x).unwrap_or(f64::NAN),
-                                        );
-                                    }
-                                })
-                            });
-                            g.bench_function("lambert_w", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(xs) {
-                                        black_box(lambert_w::lambert_w0(x));
-                                    }
-                                })
-                            });
-                        }
-                        Kind::Wm1 => {
-                            g.bench_function("ours", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(xs) {
-                                        black_box(
-                                            control_core::lambert_w::wm1(x).unwrap_or(f64::NAN),
-                                        );
-                                    }
-                                })
-                            });
-                            g.bench_function("lambert_w", |b| {
-                                b.iter(|| {
-                                    for &x in black_box(xs) {
-                                        black_box(lambert_w::lambert_wm1(x));
-                                    }
-                                })
-                            });
-                        }
-                    }
-                }
-                g.finish();
+            for (region, xs) in sets {
+                let prec = if single { "f32" } else { "f64" };
+                out.push((format!("{name}_{prec}/{region}"), xs, kind, single));
             }
         }
+    }
+    out
+}
+
+/// One pass over a group's inputs.
+type Pass<'a> = Box<dyn Fn() + 'a>;
+
+/// One pass of ours and one of `lambert_w` over a group's inputs.
+fn passes(xs: &[f64], kind: Kind, single: bool) -> (Pass<'_>, Pass<'_>) {
+    if single {
+        let xs: Vec<f32> = to_f32(xs, kind);
+        let ys = xs.clone();
+        match kind {
+            Kind::W0 => (
+                Box::new(move || {
+                    for &x in black_box(&xs) {
+                        black_box(control_core::lambert_w::w0_f32(x).unwrap_or(f32::NAN));
+                    }
+                }),
+                Box::new(move || {
+                    for &x in black_box(&ys) {
+                        black_box(lambert_w::lambert_w0f(x));
+                    }
+                }),
+            ),
+            Kind::Wm1 => (
+                Box::new(move || {
+                    for &x in black_box(&xs) {
+                        black_box(control_core::lambert_w::wm1_f32(x).unwrap_or(f32::NAN));
+                    }
+                }),
+                Box::new(move || {
+                    for &x in black_box(&ys) {
+                        black_box(lambert_w::lambert_wm1f(x));
+                    }
+                }),
+            ),
+        }
+    } else {
+        match kind {
+            Kind::W0 => (
+                Box::new(move || {
+                    for &x in black_box(xs) {
+                        black_box(control_core::lambert_w::w0(x).unwrap_or(f64::NAN));
+                    }
+                }),
+                Box::new(move || {
+                    for &x in black_box(xs) {
+                        black_box(lambert_w::lambert_w0(x));
+                    }
+                }),
+            ),
+            Kind::Wm1 => (
+                Box::new(move || {
+                    for &x in black_box(xs) {
+                        black_box(control_core::lambert_w::wm1(x).unwrap_or(f64::NAN));
+                    }
+                }),
+                Box::new(move || {
+                    for &x in black_box(xs) {
+                        black_box(lambert_w::lambert_wm1(x));
+                    }
+                }),
+            ),
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    for (name, xs, kind, single) in groups() {
+        let (ours, theirs) = passes(&xs, kind, single);
+        let mut g = c.benchmark_group(name);
+        g.throughput(Throughput::Elements(N as u64));
+        g.bench_function("ours", |b| b.iter(&ours));
+        g.bench_function("lambert_w", |b| b.iter(&theirs));
+        g.finish();
+    }
+}
+
+/// Side by side: ours and `lambert_w` timed in alternation (4 passes each, 400 rounds), so that
+/// both see the same load on a shared machine; prints the medians (ns per call) and the median of
+/// the per-round ratios. Criterion times each function over its own seconds, which a busy
+/// neighbour can skew either way.
+fn side_by_side() {
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!("\nside by side (ns per call, medians of 400 alternating rounds):");
+    println!(
+        "{:<20} {:>8} {:>10} {:>7}",
+        "group", "ours", "lambert_w", "ratio"
+    );
+    for (name, xs, kind, single) in groups() {
+        let (ours, theirs) = passes(&xs, kind, single);
+        let (mut a, mut b, mut r) = (Vec::new(), Vec::new(), Vec::new());
+        let time = |f: &dyn Fn()| {
+            let t = Instant::now();
+            for _ in 0..4 {
+                f();
+            }
+            t.elapsed().as_secs_f64() * 1e9 / (4 * N) as f64
+        };
+        for _ in 0..400 {
+            let (ta, tb) = (time(&ours), time(&theirs));
+            a.push(ta);
+            b.push(tb);
+            r.push(ta / tb);
+        }
+        let (ma, mb, mr) = (median(&mut a), median(&mut b), median(&mut r));
+        println!("{name:<20} {ma:>8.2} {mb:>10.2} {mr:>7.2}");
     }
 }
 
@@ -241,4 +277,9 @@ criterion_group! {
         .measurement_time(std::time::Duration::from_secs(2));
     targets = bench
 }
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    side_by_side();
+    Criterion::default().configure_from_args().final_summary();
+}
