@@ -750,7 +750,7 @@ fn bisect(
 ///
 /// # Cost
 /// No allocation; three evaluations of θ(t_d) (one `exp` each) and a few comparisons; plus, only
-/// when the target lies strictly inside a piece's range, at most [`BISECTION_STEPS`] (80) more.
+/// when the target lies strictly inside a piece's range, at most `BISECTION_STEPS` (80) more.
 ///
 /// # Bound on what the floor γ_min gives away
 /// Over (0, γ_min) the error can improve on the returned one by at most
