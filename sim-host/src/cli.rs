@@ -3,6 +3,9 @@
 //! and a harness binary can serve as the plant process itself by calling it (re-executing itself
 //! with a subcommand), so that one `cargo run` builds everything.
 //!
+//! `--scene` is an arm scene ([`crate::Scene`]) or a chain scene ([`crate::ChainScene`], told
+//! apart by its `"kind": "chain"`; see [`PlantScene`]); both run through the same loops.
+//!
 //! Exit codes: 0 when the scene ends or the controller closes its end; 2 on a bad command line or
 //! scene file; 1 on a transport or protocol error (never on what a torque frame holds: refused
 //! frames are counted). One summary line goes to stderr at the end (unless `--quiet`), with the
@@ -13,8 +16,8 @@ use std::process::ExitCode;
 
 use transport::{FrameLink, SeqPacket};
 
-use crate::host::{self, Mode};
-use crate::{Plant, Scene};
+use crate::host::{self, HostedPlant, Mode};
+use crate::{ChainPlant, Plant, PlantScene, SceneError};
 
 /// One line of usage.
 pub const USAGE: &str =
@@ -69,7 +72,7 @@ pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut plant = match Scene::load(&args.scene).and_then(|s| Plant::new(&s)) {
+    let mut plant = match build(&args.scene) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("sim-host: {e}");
@@ -95,8 +98,8 @@ pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
         }
     };
     let result = match args.mode {
-        Mode::Lockstep => host::run_lockstep(&mut plant, &mut link),
-        Mode::Realtime => host::run_realtime(&mut plant, &mut link),
+        Mode::Lockstep => host::run_lockstep(&mut *plant, &mut link),
+        Mode::Realtime => host::run_realtime(&mut *plant, &mut link),
     };
     match result {
         Ok(summary) => {
@@ -110,4 +113,18 @@ pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The plant of the scene file at `path`, of either kind; errors name `path`.
+fn build(path: &std::path::Path) -> Result<Box<dyn HostedPlant>, SceneError> {
+    let in_file = |mut e: SceneError| {
+        if e.file.as_os_str() == "(in memory)" {
+            e.file = path.to_path_buf();
+        }
+        e
+    };
+    Ok(match PlantScene::load(path)? {
+        PlantScene::Arm(s) => Box::new(Plant::new(&s).map_err(in_file)?),
+        PlantScene::Chain(s) => Box::new(ChainPlant::new(&s).map_err(in_file)?),
+    })
 }

@@ -1,5 +1,7 @@
-//! The plant process's two loops: [`run_lockstep`] and [`run_realtime`], each driving a
-//! [`Plant`] over a [`FrameLink`] (any [`FrameTransport`]).
+//! The plant process's two loops: [`run_lockstep`] and [`run_realtime`], each driving a plant
+//! over a [`FrameLink`] (any [`FrameTransport`]). A plant is anything that implements
+//! [`HostedPlant`]: the arm ([`Plant`]) and the URDF chain ([`ChainPlant`]) both do, and the loops
+//! are the same for both.
 //!
 //! - Lockstep (bit-deterministic): send the state of step 0; then for each step k wait for the
 //!   torque frame meant for step k, step, send the state of step k + 1. Torque frames for earlier
@@ -23,8 +25,9 @@
 //! In both, the last state (at the scene's end time) carries `StateFlags::FINAL`; a peer that
 //! closes ends the run cleanly ([`RunEnd::PeerClosed`]). Torque frames that are malformed,
 //! oversize (longer than any frame), non-finite, stale or repeated are refused by the link and
-//! counted by reason ([`RunSummary::rejected`]); a frame with any torque beyond the scene's
-//! `arm.torque_limit_nm` (|τ| > limit) is refused whole and counted
+//! counted by reason ([`RunSummary::rejected`]); a frame with any torque beyond its limit (the arm
+//! scene's `arm.torque_limit_nm`, a chain joint's URDF `<limit effort>`: |τ| > limit, as
+//! [`HostedPlant::check_torques`] judges) is refused whole and counted
 //! ([`RunSummary::over_limit_torque_frames`]). Every state frame carries both running totals
 //! (`plant_rejected_frames`: all refusals; `plant_over_limit_frames`: the over-limit ones), so
 //! the controller can report them from the newest state; the summary line says them too.
@@ -38,7 +41,71 @@ use std::fmt;
 use control_core::frames::{MAX_JOINTS, RejectCounts, StateFlags, StateFrame, TorqueFrame};
 use transport::{FrameLink, FrameTransport, LinkError};
 
+use crate::chain::ChainPlant;
 use crate::plant::Plant;
+
+/// What the host loops need of a plant: its current state as a frame, one step with given
+/// torques, its torque limits, and its clock (steps of dt up to an end). Implemented by the arm
+/// ([`Plant`]) and the URDF chain ([`ChainPlant`]) by their inherent methods of the same names.
+pub trait HostedPlant {
+    /// The state frame of the current state (sequence number = step index).
+    fn state_frame(&mut self) -> StateFrame;
+    /// One physics step with `torques_nm` held for the step, driven by the torque frame with
+    /// sequence number `torque_sequence` (0: none); returns the new state's frame. Applies what
+    /// it is given.
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame;
+    /// `Err((index, torque))` names the first torque beyond its limit; a frame that fails is
+    /// refused whole by the loops.
+    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)>;
+    /// Whether the run has reached the scene's end time.
+    fn is_finished(&self) -> bool;
+    /// Index of the current state (0 before the first step).
+    fn step_index(&self) -> u64;
+    /// Physics step, s.
+    fn dt_s(&self) -> f64;
+}
+
+impl HostedPlant for Plant {
+    fn state_frame(&mut self) -> StateFrame {
+        Plant::state_frame(self)
+    }
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        Plant::step_driven_by(self, torques_nm, torque_sequence)
+    }
+    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        Plant::check_torques(self, torques_nm)
+    }
+    fn is_finished(&self) -> bool {
+        Plant::is_finished(self)
+    }
+    fn step_index(&self) -> u64 {
+        Plant::step_index(self)
+    }
+    fn dt_s(&self) -> f64 {
+        Plant::dt_s(self)
+    }
+}
+
+impl HostedPlant for ChainPlant {
+    fn state_frame(&mut self) -> StateFrame {
+        ChainPlant::state_frame(self)
+    }
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        ChainPlant::step_driven_by(self, torques_nm, torque_sequence)
+    }
+    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        ChainPlant::check_torques(self, torques_nm)
+    }
+    fn is_finished(&self) -> bool {
+        ChainPlant::is_finished(self)
+    }
+    fn step_index(&self) -> u64 {
+        ChainPlant::step_index(self)
+    }
+    fn dt_s(&self) -> f64 {
+        ChainPlant::dt_s(self)
+    }
+}
 
 /// The two ways to run the loop (docs/ARCHITECTURE.md, "The two modes"). the plant's and the harness's one mode type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,7 +165,7 @@ pub struct RunSummary {
     pub steps: u64,
     /// Torque frames the link refused, by reason (oversize datagrams under `oversize`).
     pub rejected: RejectCounts,
-    /// Torque frames refused for a torque beyond the scene's limit (not in `rejected`).
+    /// Torque frames refused for a torque beyond its limit (not in `rejected`).
     pub over_limit_torque_frames: u64,
     /// Real time only: steps whose state was ready after its deadline.
     pub late_steps: u64,
@@ -170,8 +237,8 @@ impl std::error::Error for HostError {
     }
 }
 
-struct Loop<'a, T: FrameTransport> {
-    plant: &'a mut Plant,
+struct Loop<'a, P: HostedPlant + ?Sized, T: FrameTransport> {
+    plant: &'a mut P,
     link: &'a mut FrameLink<T>,
     /// The torques of the last frame applied, and its sequence number (0: none yet).
     held: heapless::Vec<f64, MAX_JOINTS>,
@@ -186,8 +253,8 @@ struct Loop<'a, T: FrameTransport> {
 /// `Ok(None)`: the peer closed.
 type Sent = Result<Option<()>, HostError>;
 
-impl<'a, T: FrameTransport> Loop<'a, T> {
-    fn new(plant: &'a mut Plant, link: &'a mut FrameLink<T>) -> Self {
+impl<'a, P: HostedPlant + ?Sized, T: FrameTransport> Loop<'a, P, T> {
+    fn new(plant: &'a mut P, link: &'a mut FrameLink<T>) -> Self {
         Self {
             plant,
             link,
@@ -216,7 +283,7 @@ impl<'a, T: FrameTransport> Loop<'a, T> {
         }
     }
 
-    /// Whether `frame`'s torques are within the scene's limit; counts it refused if not.
+    /// Whether `frame`'s torques are within the plant's limits; counts it refused if not.
     fn within_limit(&mut self, frame: &TorqueFrame) -> bool {
         let ok = self.plant.check_torques(&frame.torques_nm).is_ok();
         if !ok {
@@ -253,8 +320,8 @@ impl<'a, T: FrameTransport> Loop<'a, T> {
 
 /// Runs `plant` in lockstep with the controller at the other end of `link` until the scene's end
 /// or until the controller closes.
-pub fn run_lockstep<T: FrameTransport>(
-    plant: &mut Plant,
+pub fn run_lockstep<P: HostedPlant + ?Sized, T: FrameTransport>(
+    plant: &mut P,
     link: &mut FrameLink<T>,
 ) -> Result<RunSummary, HostError> {
     let mut l = Loop::new(plant, link);
@@ -304,8 +371,8 @@ pub const REALTIME_LEAD_MIN_NS: u64 = 300_000;
 
 /// Runs `plant` against the wall clock at its dt, holding the newest torques received (and
 /// within the limit), until the scene's end or until the controller closes.
-pub fn run_realtime<T: FrameTransport>(
-    plant: &mut Plant,
+pub fn run_realtime<P: HostedPlant + ?Sized, T: FrameTransport>(
+    plant: &mut P,
     link: &mut FrameLink<T>,
 ) -> Result<RunSummary, HostError> {
     let dt_ns = (plant.dt_s() * 1e9).round() as u64;

@@ -1,12 +1,16 @@
-//! The plant process: a `rapier3d` simulation of the arm scene, driven over wire frames.
+//! The plant process: a `rapier3d` simulation of the arm scene or of a chain described in URDF,
+//! driven over wire frames.
 //!
-//! - [`scene`]: the scene description (JSON) the harness writes, with its checks.
-//! - [`plant`]: the Rapier world built from a scene, stepped with joint torques, reporting joint
-//!   states and contact / plane-crossing events as `control_core::frames::StateFrame`s. The only
-//!   module that names a Rapier type.
-//! - [`host`]: the lockstep and real-time loops that connect a plant to a `transport::FrameLink`,
-//!   refusing and counting bad torque frames (malformed, oversize, over the scene's torque
-//!   limit).
+//! - [`scene`]: the arm scene description (JSON) the harness writes, with its checks, and
+//!   [`PlantScene`], a scene file of either kind.
+//! - [`plant`]: the Rapier world built from an arm scene, stepped with joint torques, reporting
+//!   joint states and contact / plane-crossing events as `control_core::frames::StateFrame`s.
+//! - [`chain`]: a chain scene (JSON naming a URDF file, `"kind": "chain"`) and the Rapier
+//!   multibody built from the URDF (`rapier3d-urdf`), stepped with one torque per joint.
+//!   [`plant`] and [`chain`] are the only modules that name a Rapier type.
+//! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
+//!   [`host::HostedPlant`]) to a `transport::FrameLink`, refusing and counting bad torque frames
+//!   (malformed, oversize, over a torque limit).
 //! - [`cli`]: the process's command line.
 //!
 //! The binary, `sim-host --scene FILE --fd N --mode lockstep|realtime [--cpu N]`, is a one-line
@@ -18,11 +22,13 @@
 //! frame is checked and a bad one refused and counted), read the wall clock for physics.
 #![deny(missing_docs)]
 
+pub mod chain;
 pub mod cli;
 pub mod host;
 pub mod plant;
 pub mod scene;
 
-pub use host::{HostError, Mode, RunEnd, RunSummary};
+pub use chain::{ChainPlant, ChainScene, Push};
+pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use plant::Plant;
-pub use scene::{ArmSpec, BallSpawn, Scene, SceneError, WeightDrop, WeightShape};
+pub use scene::{ArmSpec, BallSpawn, PlantScene, Scene, SceneError, WeightDrop, WeightShape};

@@ -26,6 +26,9 @@
 //! assert_eq!(Scene::from_json_str(&json, "inline".as_ref()).unwrap(), scene);
 //! ```
 //!
+//! [`PlantScene`] reads a scene file of either kind: this arm scene (no `kind` field), or a chain
+//! scene of [`crate::chain`] (`"kind": "chain"`).
+//!
 //! Never does: accept a value the plant cannot simulate (non-finite, out of range, a duplicate
 //! id), or panic on any input.
 
@@ -35,6 +38,8 @@ use std::path::{Path, PathBuf};
 
 use control_core::model::ArmModel;
 use serde::{Deserialize, Serialize};
+
+use crate::chain::ChainScene;
 
 /// The default physics step, s.
 pub const DEFAULT_DT_S: f64 = 0.005;
@@ -372,29 +377,29 @@ impl Scene {
     }
 }
 
-fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
+pub(crate) fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
     // Validated finite and non-negative; `as` saturates anything else to a harmless value.
     (end_time_s / dt_s).round() as u64
 }
 
 /// Collects the first failed check.
 #[derive(Default)]
-struct Checker {
+pub(crate) struct Checker {
     first: Option<(String, String)>,
 }
 
 impl Checker {
-    fn fail(&mut self, field: &str, reason: String) {
+    pub(crate) fn fail(&mut self, field: &str, reason: String) {
         if self.first.is_none() {
             self.first = Some((field.to_owned(), reason));
         }
     }
 
-    fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.first.is_none()
     }
 
-    fn range(&mut self, field: &str, v: f64, lo: f64, hi: f64) {
+    pub(crate) fn range(&mut self, field: &str, v: f64, lo: f64, hi: f64) {
         if !v.is_finite() {
             self.fail(field, format!("must be a finite number, got {v}"));
         } else if v < lo || v > hi {
@@ -403,7 +408,7 @@ impl Checker {
     }
 
     /// In (0, hi].
-    fn positive_up_to(&mut self, field: &str, v: f64, hi: f64) {
+    pub(crate) fn positive_up_to(&mut self, field: &str, v: f64, hi: f64) {
         if !v.is_finite() {
             self.fail(field, format!("must be a finite number, got {v}"));
         } else if v <= 0.0 || v > hi {
@@ -414,13 +419,13 @@ impl Checker {
         }
     }
 
-    fn vec3(&mut self, field: &str, v: [f64; 3]) {
+    pub(crate) fn vec3(&mut self, field: &str, v: [f64; 3]) {
         for (k, x) in v.into_iter().enumerate() {
             self.range(&format!("{field}[{k}]"), x, -1e6, 1e6);
         }
     }
 
-    fn result(self) -> Result<(), (String, String)> {
+    pub(crate) fn result(self) -> Result<(), (String, String)> {
         self.first.map_or(Ok(()), Err)
     }
 }
@@ -449,6 +454,52 @@ impl fmt::Display for SceneError {
 }
 
 impl std::error::Error for SceneError {}
+
+/// A scene file of either plant: an arm scene ([`Scene`], no `kind` field) or a chain scene
+/// ([`ChainScene`], `"kind": "chain"`). What `sim-host --scene` reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlantScene {
+    /// The one-link arm with balls and weights.
+    Arm(Scene),
+    /// A chain built from a URDF file.
+    Chain(ChainScene),
+}
+
+impl PlantScene {
+    /// Reads and checks a scene file of either kind.
+    pub fn load(path: &Path) -> Result<Self, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
+            file: path.to_path_buf(),
+            field: String::from("(file)"),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Self::from_json_str(&text, path)
+    }
+
+    /// Parses and checks a scene of either kind given as JSON text; `file` names it in errors
+    /// (and is where a chain scene's relative `urdf` is resolved from). A document without a
+    /// top-level `kind` is an arm scene (and one that is not a JSON object gets the arm scene's
+    /// error); `"kind": "chain"` is a chain scene; any other `kind` is refused.
+    pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
+        let kind = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(mut map)) => map.remove("kind"),
+            _ => None,
+        };
+        match kind {
+            None => Scene::from_json_str(text, file).map(Self::Arm),
+            Some(serde_json::Value::String(k)) if k == "chain" => {
+                ChainScene::from_json_str(text, file).map(Self::Chain)
+            }
+            Some(k) => Err(SceneError {
+                file: file.to_path_buf(),
+                field: String::from("kind"),
+                reason: format!(
+                    "unknown scene kind {k}: \"chain\" for a chain scene; an arm scene has no `kind`"
+                ),
+            }),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
