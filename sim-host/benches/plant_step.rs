@@ -4,6 +4,9 @@
 //! - `plant_step/arm_4_balls_2_weights`: the same with four balls and two 10 kg weights in
 //!   flight (spawned together, hitting the arm and each other; a fresh plant every 200 steps so
 //!   that they stay in flight).
+//! - `plant_step/arm3_chain`: one physics step of the URDF chain `models/arm3.urdf` (3 multibody
+//!   joints, in process), released from (−1.0, 0.6, 0.2) rad under gravity and driven by a PD
+//!   towards a posture (limits engaging at times); a fresh plant every 400 steps (2 s).
 //! - `lockstep/binary_*`: one lockstep round through the real `sim-host` process over a
 //!   socketpair (send the torque frame for step k, receive the state of step k + 1): the time
 //!   per simulated step of a lockstep run, so speed × real time = dt / this. `same_cpu` pins the
@@ -19,7 +22,7 @@ use std::time::{Duration, Instant};
 use control_core::frames::{MAX_FRAME_LEN, TORQUE_FRAME_LEN, TorqueFrame};
 use criterion::{Criterion, criterion_group, criterion_main};
 use sim_host::host::pin_to_cpu;
-use sim_host::{ArmSpec, BallSpawn, Plant, Scene, WeightDrop, WeightShape};
+use sim_host::{ArmSpec, BallSpawn, ChainPlant, ChainScene, Plant, Scene, WeightDrop, WeightShape};
 use transport::{FrameTransport, SeqPacket};
 
 fn busy_scene() -> Scene {
@@ -64,6 +67,34 @@ fn plant_step(c: &mut Criterion) {
                 let t0 = Instant::now();
                 for _ in 0..n {
                     black_box(p.step(black_box(&[0.5])));
+                }
+                total += t0.elapsed();
+                left -= n;
+            }
+            total
+        });
+    });
+    let mut arm3 = ChainScene::new(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../models/arm3.urdf"),
+        1e6,
+        [0.0, -9.81, 0.0],
+    );
+    arm3.initial_positions_rad = vec![-1.0, 0.6, 0.2];
+    g.bench_function("arm3_chain", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let mut p = ChainPlant::new(&arm3).expect("arm3 scene");
+                let mut f = p.state_frame();
+                let n = left.min(400);
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    let mut tau = [0.0; 3];
+                    for (i, (j, target)) in f.joints.iter().zip([-0.4, 1.2, 0.3]).enumerate() {
+                        tau[i] = 20.0 * (target - j.position_rad) - 2.0 * j.velocity_rad_s;
+                    }
+                    f = p.step(black_box(&tau));
                 }
                 total += t0.elapsed();
                 left -= n;

@@ -57,8 +57,9 @@
 //! every step re-runs the same kinematics and assembly from the joint coordinates.
 //!
 //! # Measured (`models/arm3.urdf`, dt = 5 ms; `tests/chain.rs`, `benches/plant_step.rs`)
-//! - Step cost: median 13.3 µs per step (criterion `plant_step/arm3_chain`; the one-link arm
-//!   5.1 µs in the same run; 2-vCPU VM under a load average of 3–4).
+//! - Step cost: medians of 12.8, 13.3 and 13.4 µs per step in three runs (criterion
+//!   `plant_step/arm3_chain`; the one-link arm 5.1 µs in the first; 2-vCPU VM under a load
+//!   average of 2–4 from other builds).
 //! - Energy of the free chain (joint limits removed: a limit is an inelastic stop) over 2 s:
 //!   within 3.4e-4 of M g L for a swing from rest at joint speeds up to 5.6 rad/s; a whip that
 //!   takes the hand to 37 rad/s loses 2.7e-2 of M g L, first order in dt (5.9e-3 at dt = 1 ms):
