@@ -188,12 +188,7 @@ impl ChainScene {
 
     /// Reads and checks a chain scene file (the checks that need no URDF: [`Self::validate`]).
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
-            file: path.to_path_buf(),
-            field: String::from("(file)"),
-            reason: format!("cannot read: {e}"),
-        })?;
-        Self::from_json_str(&text, path)
+        Self::from_json_str(&crate::scene::read_scene_file(path)?, path)
     }
 
     /// Parses and checks a chain scene given as JSON text; `file` names it in errors, and a
@@ -714,18 +709,7 @@ impl ChainPlant {
     }
 
     fn joint_state(&self, j: &ChainJoint) -> JointState {
-        self.world
-            .multibody_joints
-            .get(j.handle)
-            .and_then(|(mb, link_id)| {
-                let link = mb.link(link_id)?;
-                let velocity = mb.joint_velocity(link).get(0).copied()?;
-                Some(JointState {
-                    position_rad: f64::from(link.joint().coords()[3]),
-                    velocity_rad_s: f64::from(velocity),
-                })
-            })
-            .unwrap_or_default()
+        crate::plant::revolute_state(&self.world.multibody_joints, j.handle)
     }
 
     /// Index of the current state (0 before the first step).

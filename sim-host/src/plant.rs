@@ -121,6 +121,25 @@ impl std::fmt::Debug for Plant {
     }
 }
 
+/// Angle (the joint's angular coordinate about its axis) and angular velocity of the one-DoF
+/// revolute multibody joint `joint`, exact joint coordinates; zero for an unknown handle.
+pub(crate) fn revolute_state(
+    joints: &MultibodyJointSet,
+    joint: MultibodyJointHandle,
+) -> JointState {
+    joints
+        .get(joint)
+        .and_then(|(mb, link_id)| {
+            let link = mb.link(link_id)?;
+            let velocity = mb.joint_velocity(link).get(0).copied()?;
+            Some(JointState {
+                position_rad: f64::from(link.joint().coords()[3]),
+                velocity_rad_s: f64::from(velocity),
+            })
+        })
+        .unwrap_or_default()
+}
+
 fn v3(a: [f64; 3]) -> Vector {
     Vector::new(a[0] as Real, a[1] as Real, a[2] as Real)
 }
@@ -239,18 +258,7 @@ impl Plant {
 
     /// The joint's angle and angular velocity now.
     pub fn joint_state(&self) -> JointState {
-        self.world
-            .multibody_joints
-            .get(self.joint)
-            .and_then(|(mb, link_id)| {
-                let link = mb.link(link_id)?;
-                let velocity = mb.joint_velocity(link).get(0).copied()?;
-                Some(JointState {
-                    position_rad: f64::from(link.joint().coords()[3]),
-                    velocity_rad_s: f64::from(velocity),
-                })
-            })
-            .unwrap_or_default()
+        revolute_state(&self.world.multibody_joints, self.joint)
     }
 
     /// Index of the current state (0 before the first step).

@@ -264,12 +264,7 @@ impl Scene {
 
     /// Reads and checks a scene file.
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
-            file: path.to_path_buf(),
-            field: String::from("(file)"),
-            reason: format!("cannot read: {e}"),
-        })?;
-        Self::from_json_str(&text, path)
+        Self::from_json_str(&read_scene_file(path)?, path)
     }
 
     /// Parses and checks a scene given as JSON text; `file` names it in errors.
@@ -377,6 +372,15 @@ impl Scene {
     }
 }
 
+/// The text of scene file `path`, or an error naming it.
+pub(crate) fn read_scene_file(path: &Path) -> Result<String, SceneError> {
+    std::fs::read_to_string(path).map_err(|e| SceneError {
+        file: path.to_path_buf(),
+        field: String::from("(file)"),
+        reason: format!("cannot read: {e}"),
+    })
+}
+
 pub(crate) fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
     // Validated finite and non-negative; `as` saturates anything else to a harmless value.
     (end_time_s / dt_s).round() as u64
@@ -468,12 +472,7 @@ pub enum PlantScene {
 impl PlantScene {
     /// Reads and checks a scene file of either kind.
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
-            file: path.to_path_buf(),
-            field: String::from("(file)"),
-            reason: format!("cannot read: {e}"),
-        })?;
-        Self::from_json_str(&text, path)
+        Self::from_json_str(&read_scene_file(path)?, path)
     }
 
     /// Parses and checks a scene of either kind given as JSON text; `file` names it in errors
