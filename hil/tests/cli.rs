@@ -45,3 +45,19 @@ fn a_cpu_that_does_not_exist_is_refused_before_anything_starts() {
         );
     }
 }
+
+#[test]
+fn an_output_path_that_is_a_file_is_refused_before_anything_runs() {
+    let file = std::env::temp_dir().join(format!("hil-cli-out-file-{}", std::process::id()));
+    std::fs::write(&file, b"not a folder").unwrap_or_default();
+    let out = Command::new(env!("CARGO_BIN_EXE_hil"))
+        .args(["run", "--quiet", "--out"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a folder"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap_or_default(), b"not a folder");
+    let _ = std::fs::remove_file(&file);
+}

@@ -142,6 +142,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| scenario.default_out_dir());
+    if out.exists() && !out.is_dir() {
+        eprintln!(
+            "hil: output folder {}: exists and is not a folder",
+            out.display()
+        );
+        return ExitCode::from(2);
+    }
     let staging = staging_dir(&out);
     let result = run_scenario(args, &scenario, &file, &staging, &stop)
         .and_then(|report| publish(&staging, &out).map(|()| report));
