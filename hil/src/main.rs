@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod jitter;
+mod model;
 mod paper;
 mod run;
 
