@@ -684,6 +684,18 @@ impl Candidate {
     }
 }
 
+/// `gain` if it lies strictly inside (`lo`, `hi`), else the nearer end; NaN gives `lo`. Plain
+/// comparisons, no panic (unlike `f64::clamp` with an unordered range).
+fn into_range(gain: f64, lo: f64, hi: f64) -> f64 {
+    if gain > lo && gain < hi {
+        gain
+    } else if gain >= hi {
+        hi
+    } else {
+        lo
+    }
+}
+
 /// Bisection in u for θ(t_d; u) = target between `a` and `b` (a.u < b.u, the target strictly
 /// between their offsets, θ(t_d; u) monotone in between): at most [`BISECTION_STEPS`] steps,
 /// stops at adjacent doubles; returns the closer end, with γ = u/`u_per_gain` kept in
@@ -704,13 +716,7 @@ fn bisect(
         }
         let offset = offset_at(n, mid);
         let gain = mid / u_per_gain;
-        let gain = if gain > lo_gain && gain < hi_gain {
-            gain
-        } else if gain >= hi_gain {
-            hi_gain
-        } else {
-            lo_gain
-        };
+        let gain = into_range(gain, lo_gain, hi_gain);
         let c = Candidate {
             gain,
             u: mid,
@@ -784,13 +790,7 @@ pub fn closest_arrival_gains(problem: &ArrivalProblem, limit: &GainLimit) -> Opt
             hi
         } else {
             let gain = u_star / u_per_gain;
-            let gain = if gain > g_min && gain < g_max {
-                gain
-            } else if gain >= g_max {
-                g_max
-            } else {
-                g_min
-            };
+            let gain = into_range(gain, g_min, g_max);
             Candidate::new(&n, gain, u_star)
         }
     } else {

@@ -296,11 +296,7 @@ impl Scene {
     /// `weights[0].shape.box.half_extents_m[1]`), and the reason.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let mut c = Checker::default();
-        c.range("dt_s", self.dt_s, 1e-5, 0.1);
-        c.range("end_time_s", self.end_time_s, 0.0, 1e7);
-        if c.ok() && steps_for(self.end_time_s, self.dt_s) > 1 << 40 {
-            c.fail("end_time_s", String::from("too many steps for this dt_s"));
-        }
+        c.timing(self.dt_s, self.end_time_s);
         c.range("arm.length_m", self.arm.length_m, 1e-3, 100.0);
         c.range("arm.thickness_m", self.arm.thickness_m, 1e-4, 10.0);
         c.range("arm.mass_kg", self.arm.mass_kg, 1e-4, 1e5);
@@ -393,6 +389,16 @@ pub(crate) struct Checker {
 }
 
 impl Checker {
+    /// The step and end time every scene has: `dt_s` in [1e-5, 0.1] s, `end_time_s` in
+    /// [0, 1e7] s, at most 2^40 steps.
+    pub(crate) fn timing(&mut self, dt_s: f64, end_time_s: f64) {
+        self.range("dt_s", dt_s, 1e-5, 0.1);
+        self.range("end_time_s", end_time_s, 0.0, 1e7);
+        if self.ok() && steps_for(end_time_s, dt_s) > 1 << 40 {
+            self.fail("end_time_s", String::from("too many steps for this dt_s"));
+        }
+    }
+
     pub(crate) fn fail(&mut self, field: &str, reason: String) {
         if self.first.is_none() {
             self.first = Some((field.to_owned(), reason));
