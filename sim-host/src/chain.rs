@@ -56,6 +56,12 @@
 //! bit for bit. Calling it between steps does not change the simulation (tested bit for bit):
 //! every step re-runs the same kinematics and assembly from the joint coordinates.
 //!
+//! [`ChainPlant::mass_matrix_at`] gives M(q) at any q without stepping
+//! ([`ChainPlant::set_configuration`] then the same reading): for an offline replica built from
+//! the same scene, posed along a recorded motion. Along a 1 s run of arm3 it matches the running
+//! plant's own M at each recorded state within 7.5e-9 kg·m² (f32 rounding of the re-posed
+//! coordinates).
+//!
 //! # Measured (`models/arm3.urdf`, dt = 5 ms; `tests/chain.rs`, `benches/plant_step.rs`)
 //! - Step cost: medians of 12.8, 13.3 and 13.4 µs per step in three runs (criterion
 //!   `plant_step/arm3_chain`; the one-link arm 5.1 µs in the first; 2-vCPU VM under a load
@@ -264,6 +270,47 @@ impl ChainScene {
         c.result()
     }
 }
+
+/// Why [`ChainPlant::set_configuration`] or [`ChainPlant::mass_matrix_at`] refused a joint
+/// state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigurationError {
+    /// Not one value per joint.
+    WrongLength {
+        /// Which list (`q_rad`, `qd_rad_s`).
+        what: &'static str,
+        /// Values given.
+        got: usize,
+        /// Joints of the chain.
+        joints: usize,
+    },
+    /// A NaN or infinite value.
+    NonFinite {
+        /// Which list (`q_rad`, `qd_rad_s`).
+        what: &'static str,
+        /// Joint index, URDF joint order.
+        joint: usize,
+        /// The value.
+        value: f64,
+    },
+}
+
+impl fmt::Display for ConfigurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::WrongLength { what, got, joints } => write!(
+                f,
+                "{what}: {got} values for a chain of {joints} joints (one per joint, in URDF order)"
+            ),
+            Self::NonFinite { what, joint, value } => {
+                write!(f, "{what}[{joint}] is {value}: must be finite")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigurationError {}
 
 /// One joint of the chain.
 #[derive(Debug, Clone)]
@@ -697,6 +744,52 @@ impl ChainPlant {
                     .collect()
             })
             .collect()
+    }
+
+    /// Puts the chain at joint angles `q_rad` with joint velocities `qd_rad_s` (one each per
+    /// joint, URDF joint order), without stepping: the links are moved where the joints say, the
+    /// step index and time stay as they were. Refuses (leaving the plant as it was) a list of
+    /// the wrong length or a non-finite value. Angles beyond a revolute joint's limits are
+    /// accepted (a recorded motion may sit slightly beyond a limit, which Rapier's limits only
+    /// push back from); a later step would then start with the limit pushing.
+    ///
+    /// For an **offline replica**: a second plant built from the same scene
+    /// ([`ChainPlant::new`]), posed along a recorded motion to read [`Self::mass_matrix`] or the
+    /// links' poses. Used on the plant that is running, it would teleport the chain (contacts
+    /// found at the last step are stale until the next one); nothing here touches any other
+    /// plant instance.
+    pub fn set_configuration(
+        &mut self,
+        q_rad: &[f64],
+        qd_rad_s: &[f64],
+    ) -> Result<(), ConfigurationError> {
+        let n = self.joints.len();
+        for (what, list) in [("q_rad", q_rad), ("qd_rad_s", qd_rad_s)] {
+            if list.len() != n {
+                return Err(ConfigurationError::WrongLength {
+                    what,
+                    got: list.len(),
+                    joints: n,
+                });
+            }
+            if let Some((joint, &value)) = list.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(ConfigurationError::NonFinite { what, joint, value });
+            }
+        }
+        let q = |i: usize| q_rad.get(i).copied().unwrap_or(0.0);
+        let v = |i: usize| qd_rad_s.get(i).copied().unwrap_or(0.0);
+        self.set_start(&q, &v);
+        Ok(())
+    }
+
+    /// Rapier's joint-space mass matrix M(q) at joint angles `q_rad` (one per joint, URDF joint
+    /// order), without stepping: [`Self::set_configuration`] to `q_rad` at rest, then
+    /// [`Self::mass_matrix`]. It leaves the plant at `q_rad` with every joint at rest, so it is
+    /// for an offline replica built from the same scene (see [`Self::set_configuration`]), e.g.
+    /// M along a recorded motion. Refuses a list of the wrong length or a non-finite angle.
+    pub fn mass_matrix_at(&mut self, q_rad: &[f64]) -> Result<Vec<Vec<f64>>, ConfigurationError> {
+        self.set_configuration(q_rad, &vec![0.0; q_rad.len()])?;
+        Ok(self.mass_matrix())
     }
 
     /// The joints' angles and velocities now, in URDF joint order.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use control_core::frames::{StateFlags, StateFrame, TorqueFrame};
 use sim_host::host::run_lockstep;
-use sim_host::{ChainPlant, ChainScene, Mode, RunEnd};
+use sim_host::{ChainPlant, ChainScene, ConfigurationError, Mode, RunEnd};
 use transport::{FrameLink, LinkError, SeqPacket};
 
 const G: [f64; 3] = [0.0, -9.81, 0.0];
@@ -446,6 +446,121 @@ fn reading_the_mass_matrix_does_not_disturb_the_simulation() {
         out
     };
     assert_eq!(run(false), run(true));
+}
+
+/// The mass matrix at a given configuration, on an offline replica built from the same scene:
+/// at the scene's start it is the start's `mass_matrix()`; at another q it differs, stays
+/// symmetric positive definite and matches the composite inertias; along a recorded motion of a
+/// running plant it is that plant's own `mass_matrix()` at each recorded state (measured: within
+/// 7.5e-9 kg·m², f32 rounding of the re-posed joint coordinates; bounded by 1e-6); wrong lengths and non-finite values are refused and leave the replica as it was.
+#[test]
+fn the_mass_matrix_at_a_configuration_without_stepping() {
+    let q0 = [-1.0, 0.6, 0.2];
+    let scene = arm3_at(&q0, 1.0);
+    let mut replica = ChainPlant::new(&scene).unwrap();
+    let at_start = replica.mass_matrix();
+    let at_q0 = replica.mass_matrix_at(&q0).unwrap();
+    assert_eq!(at_q0, at_start);
+
+    let model = model(&arm3());
+    let spd = |mm: &[Vec<f64>], q: &[f64]| {
+        let biggest = mm.iter().flatten().fold(0.0f64, |a, x| a.max(x.abs()));
+        let mut l = [[0.0f64; 3]; 3];
+        for i in 0..3 {
+            for j in 0..=i {
+                assert!(
+                    (mm[i][j] - mm[j][i]).abs() <= 1e-6 * biggest,
+                    "not symmetric at {q:?}: {mm:?}"
+                );
+                let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
+                if i == j {
+                    assert!(mm[i][i] - s > 0.0, "not positive definite at {q:?}: {mm:?}");
+                    l[i][i] = (mm[i][i] - s).sqrt();
+                } else {
+                    l[i][j] = (mm[i][j] - s) / l[j][j];
+                }
+            }
+        }
+    };
+    let q1 = [0.8, 2.0, -1.0];
+    let m1 = replica.mass_matrix_at(&q1).unwrap();
+    spd(&m1, &q1);
+    assert!(
+        (m1[0][0] - at_start[0][0]).abs() > 1e-3 && (m1[0][1] - at_start[0][1]).abs() > 1e-3,
+        "{m1:?} vs {at_start:?}"
+    );
+    let pose = model.fk(&q1);
+    for (i, row) in m1.iter().enumerate() {
+        let c = model.composite_about_axis(&pose, i);
+        assert!(
+            (row[i] / c - 1.0).abs() < 5e-6,
+            "M[{i}][{i}] {} vs {c}",
+            row[i]
+        );
+    }
+    // The replica is at q1, at rest; the step index did not move.
+    let f = replica.state_frame();
+    assert_eq!(f.step, 0);
+    for (j, q) in f.joints.iter().zip(q1) {
+        assert!(
+            (j.position_rad - q).abs() < 1e-6 && j.velocity_rad_s == 0.0,
+            "{f:?}"
+        );
+    }
+
+    // Along a recorded motion.
+    let mut running = ChainPlant::new(&scene).unwrap();
+    let mut f = running.state_frame();
+    let mut worst: f64 = 0.0;
+    while !running.is_finished() {
+        f = running.step(&pd(&f));
+        let live = running.mass_matrix();
+        let offline = replica.mass_matrix_at(&qs(&f)).unwrap();
+        spd(&offline, &qs(&f));
+        for (a, b) in live.iter().flatten().zip(offline.iter().flatten()) {
+            worst = worst.max((a - b).abs());
+        }
+    }
+    println!("along the recorded motion: largest |M_live − M_offline| = {worst:e} kg·m²");
+    assert!(worst <= 1e-6, "{worst}");
+
+    // Refusals leave the replica where it was.
+    let before = replica.joint_states();
+    let e = replica.mass_matrix_at(&[0.0, 0.0]).unwrap_err();
+    assert_eq!(
+        e,
+        ConfigurationError::WrongLength {
+            what: "q_rad",
+            got: 2,
+            joints: 3
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "q_rad: 2 values for a chain of 3 joints (one per joint, in URDF order)"
+    );
+    assert!(replica.mass_matrix_at(&[0.0; 4]).is_err());
+    let e = replica.mass_matrix_at(&[0.0, f64::NAN, 0.0]).unwrap_err();
+    assert!(
+        matches!(e, ConfigurationError::NonFinite { what: "q_rad", joint: 1, value } if value.is_nan()),
+        "{e}"
+    );
+    let e = replica
+        .set_configuration(&[0.0; 3], &[0.0, 0.0, f64::INFINITY])
+        .unwrap_err();
+    assert_eq!(e.to_string(), "qd_rad_s[2] is inf: must be finite");
+    assert!(replica.set_configuration(&[0.0; 3], &[0.0; 2]).is_err());
+    assert_eq!(replica.joint_states(), before);
+    // Velocities set are velocities read.
+    replica
+        .set_configuration(&[0.1, 0.2, 0.3], &[1.0, -2.0, 0.5])
+        .unwrap();
+    let v: Vec<f64> = replica
+        .joint_states()
+        .iter()
+        .map(|j| j.velocity_rad_s)
+        .collect();
+    assert_eq!(v, [1.0, -2.0, 0.5]);
 }
 
 /// A free chain (no torques) under gravity keeps its energy, computed here from the URDF in f64.
