@@ -16,6 +16,7 @@ use control_core::servo::{
 };
 
 use super::scenario::{Scenario, Target};
+use super::session::{LoopCommand, LoopController, LoopState};
 
 /// Which controller drives the arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,16 @@ impl ArmState {
     }
 }
 
+impl LoopState for ArmState {
+    fn step(&self) -> u64 {
+        self.step
+    }
+
+    fn sim_time_s(&self) -> f64 {
+        self.sim_time_s
+    }
+}
+
 /// What one tick saw and did, raw (the recorder turns it into report rows).
 #[derive(Debug, Clone, Copy)]
 pub struct TickRecord {
@@ -87,6 +98,37 @@ pub struct ArmCommand {
     pub safe: bool,
     /// The tick as recorded.
     pub record: TickRecord,
+}
+
+impl LoopCommand for ArmCommand {
+    fn step(&self) -> u64 {
+        self.step
+    }
+
+    fn is_safe(&self) -> bool {
+        self.safe
+    }
+
+    fn torques(&self) -> &[f64] {
+        core::slice::from_ref(&self.torque_nm)
+    }
+}
+
+impl LoopController for ArmController {
+    type State = ArmState;
+    type Command = ArmCommand;
+
+    fn state_of(frame: &StateFrame) -> Option<ArmState> {
+        ArmState::of(frame)
+    }
+
+    fn tick(&mut self, state: ArmState) -> ArmCommand {
+        Self::tick(self, state)
+    }
+
+    fn safe(&self, state: ArmState) -> ArmCommand {
+        Self::safe(self, state)
+    }
 }
 
 /// The three servos behind one type, without boxing.

@@ -13,12 +13,12 @@ use control_core::frames::StateFlags;
 use transport::LinkError;
 
 use super::report::{Faults, Timing};
-use super::session::{Cut, Session};
+use super::session::{Cut, LoopController, LoopRecorder, LoopState as _, Session};
 
 /// Drive `session` in lockstep until the plant's final state (`None`) or a cut.
 /// `progress` is called with the simulated time of each state.
-pub fn drive(
-    session: &mut Session,
+pub fn drive<C: LoopController, R: LoopRecorder<C>>(
+    session: &mut Session<C, R>,
     faults: &mut Faults,
     mut progress: impl FnMut(f64),
 ) -> Option<Cut> {
@@ -27,7 +27,7 @@ pub fn drive(
     let mut deadline = Instant::now() + session.watchdog.max(super::session::STARTUP_GRACE);
     loop {
         let (mut rx, _) = session.link.split();
-        let frame = match Session::next_state(&mut rx, &session.stop, deadline) {
+        let frame = match Session::<C, R>::next_state(&mut rx, &session.stop, deadline) {
             Ok(f) => f,
             Err(Ok(sig)) => return Some(Cut::Signal(sig)),
             Err(Err(e)) => {
@@ -48,11 +48,11 @@ pub fn drive(
         if frame.flags.contains(StateFlags::FINAL) {
             return None;
         }
-        progress(state.sim_time_s);
+        progress(state.sim_time_s());
         let t0 = Instant::now();
         let cmd = session.controller.tick(state);
         let compute = t0.elapsed();
-        session.recorder.tick(&cmd.record, Some(compute));
+        session.recorder.tick(&cmd, Some(compute));
         session.sequence += 1;
         let frame = super::session::torque_frame(session.sequence, &cmd);
         // Timed from the start of the send: read after it, the clock can include a preemption
@@ -60,7 +60,11 @@ pub fn drive(
         let sending = Instant::now();
         if let Err(e) = session.link.send_torques(&frame) {
             // A plant that died shows here as often as on the receive side.
-            return Some(Cut::from_link(&e, Some(state.sim_time_s), session.watchdog));
+            return Some(Cut::from_link(
+                &e,
+                Some(state.sim_time_s()),
+                session.watchdog,
+            ));
         }
         last_send = Some(sending);
     }

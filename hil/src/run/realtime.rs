@@ -20,10 +20,10 @@ use crossbeam_channel::{Receiver, Sender};
 use runtime::exchange::StateSample;
 use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
 
-use super::controller::{ArmCommand, ArmController, ArmState, TickRecord};
-use super::recorder::Recorder;
 use super::report::{Faults, Timing};
-use super::session::{Cut, Session, torque_frame};
+use super::session::{
+    Cut, LoopCommand, LoopController, LoopRecorder, LoopState, Session, torque_frame,
+};
 
 /// How the control thread runs.
 #[derive(Debug, Clone, Copy)]
@@ -49,30 +49,27 @@ impl Settings {
     }
 }
 
-/// The arm controller as the periodic thread drives it.
-struct RealTimeArm {
-    arm: ArmController,
-}
+/// A session's controller as the periodic thread drives it.
+struct OnThread<C>(C);
 
-impl Controller for RealTimeArm {
-    type State = ArmState;
-    type Output = ArmCommand;
+impl<C: LoopController> Controller for OnThread<C> {
+    type State = C::State;
+    type Output = C::Command;
 
-    fn tick(&mut self, _tick: &TickInfo, state: Option<StateSample<ArmState>>) -> ArmCommand {
+    fn tick(&mut self, _tick: &TickInfo, state: Option<StateSample<C::State>>) -> C::Command {
         match state {
             // A state seen before gives the same command again (the plant keeps the newest).
-            Some(s) => self.arm.tick(s.value),
-            None => self.arm.safe(ArmState::default()),
+            Some(s) => self.0.tick(s.value),
+            None => self.0.safe(C::State::default()),
         }
     }
 
     fn safe_output(
         &mut self,
         _tick: &TickInfo,
-        last_state: Option<StateSample<ArmState>>,
-    ) -> ArmCommand {
-        self.arm
-            .safe(last_state.map(|s| s.value).unwrap_or_default())
+        last_state: Option<StateSample<C::State>>,
+    ) -> C::Command {
+        self.0.safe(last_state.map(|s| s.value).unwrap_or_default())
     }
 }
 
@@ -130,20 +127,20 @@ impl SendTimes {
 }
 
 /// What the I/O threads hand the recorder thread.
-enum Record {
+enum Record<T> {
     State(Box<StateFrame>),
-    Tick(TickRecord),
+    Tick(Box<T>),
     RoundTrip(Duration),
 }
 
 /// Hands records to the recorder thread without ever blocking; counts what it had to drop.
-struct RecordSink<'a> {
-    tx: Sender<Record>,
+struct RecordSink<'a, T> {
+    tx: Sender<Record<T>>,
     dropped: &'a AtomicU64,
 }
 
-impl RecordSink<'_> {
-    fn put(&self, r: Record) {
+impl<T> RecordSink<'_, T> {
+    fn put(&self, r: Record<T>) {
         // Full (the recorder fell behind) or disconnected: either way the record is lost; count.
         if self.tx.try_send(r).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -155,9 +152,9 @@ impl RecordSink<'_> {
 /// until both channels are closed and drained. It polls (every [`POLL`]) instead of blocking in
 /// `recv`: a parked receiver would make every `try_send` on the control thread wake it, a
 /// syscall per tick (see `runtime::telemetry`).
-fn record_all(
-    recorder: &mut Recorder,
-    records: &Receiver<Record>,
+fn record_all<C: LoopController, R: LoopRecorder<C>>(
+    recorder: &mut R,
+    records: &Receiver<Record<C::Command>>,
     telemetry: &Receiver<runtime::TickRecord>,
 ) {
     use crossbeam_channel::TryRecvError;
@@ -179,7 +176,7 @@ fn record_all(
         }
         loop {
             match telemetry.try_recv() {
-                Ok(t) => recorder.thread_tick(t.wake_latency_ns, t.compute_ns),
+                Ok(t) => recorder.thread_tick(t.wake_latency_ns),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     telemetry_open = false;
@@ -199,8 +196,8 @@ const RECORD_CHANNEL: usize = 8192;
 
 /// Drive `session` in real time until the plant's final state (`None`) or a cut. Returns the
 /// cut and the run's timing; faults are counted into `faults`.
-pub fn drive(
-    session: &mut Session,
+pub fn drive<C: LoopController, R: LoopRecorder<C>>(
+    session: &mut Session<C, R>,
     settings: Settings,
     faults: &mut Faults,
     mut progress: impl FnMut(f64),
@@ -211,7 +208,7 @@ pub fn drive(
     let first = {
         let (mut rx, _) = session.link.split();
         let deadline = Instant::now() + window.max(super::session::STARTUP_GRACE);
-        match Session::next_state(&mut rx, &session.stop, deadline) {
+        match Session::<C, R>::next_state(&mut rx, &session.stop, deadline) {
             Ok(f) => f,
             Err(Ok(sig)) => return Ok((Some(Cut::Signal(sig)), timing_of(settings))),
             Err(Err(e)) => {
@@ -225,7 +222,7 @@ pub fn drive(
         return Err("the plant's first state has no joint".into());
     };
 
-    let (mut io, control) = runtime::channels::<ArmState, ArmCommand>(64);
+    let (mut io, control) = runtime::channels::<C::State, C::Command>(64);
     io.states.publish(first_state);
     let (telemetry_tx, telemetry_rx) = runtime::telemetry::channel(RECORD_CHANNEL);
     // Tick a little after each state arrives: every tick then reads a fresh state and its
@@ -243,7 +240,7 @@ pub fn drive(
         builder = builder.cpu(cpu);
     }
     let controller = session.controller.clone();
-    let handle = builder.spawn(RealTimeArm { arm: controller }, control)?;
+    let handle = builder.spawn(OnThread(controller), control)?;
     let send_times = SendTimes::new(started);
     let done = AtomicBool::new(false);
     // Set once the plant's final state arrived: it closes its end then, so later sends fail
@@ -252,13 +249,13 @@ pub fn drive(
     let send_failed = AtomicBool::new(false);
     let dropped = AtomicU64::new(0);
     let last_sequence = AtomicU64::new(session.sequence);
-    let (records_tx, records_rx) = crossbeam_channel::bounded::<Record>(RECORD_CHANNEL);
+    let (records_tx, records_rx) = crossbeam_channel::bounded::<Record<C::Command>>(RECORD_CHANNEL);
 
     let stop = session.stop.clone();
     let recorder = &mut session.recorder;
     let (mut rx, tx) = session.link.split();
     let (cut, outcome, stale_torque_steps) = std::thread::scope(|scope| {
-        let rec_thread = scope.spawn(|| record_all(recorder, &records_rx, &telemetry_rx));
+        let rec_thread = scope.spawn(|| record_all::<C, R>(recorder, &records_rx, &telemetry_rx));
         // Sender: torques from the control thread to the plant.
         let sink = RecordSink {
             tx: records_tx.clone(),
@@ -279,7 +276,7 @@ pub fn drive(
                 let cmd = out.value;
                 sequence += 1;
                 // Timed from the start of the send (see lockstep.rs).
-                send_times.sent(sequence, cmd.step);
+                send_times.sent(sequence, cmd.step());
                 if tx.send_torques(&torque_frame(sequence, &cmd)).is_err()
                     && !plant_finished.load(Ordering::Acquire)
                 {
@@ -287,9 +284,9 @@ pub fn drive(
                 }
                 // One record per plant state (a repeated state gives a repeated command), and
                 // every safe-state output.
-                if last_step != Some(cmd.step) || cmd.safe {
-                    sink.put(Record::Tick(cmd.record));
-                    last_step = Some(cmd.step);
+                if last_step != Some(cmd.step()) || cmd.is_safe() {
+                    sink.put(Record::Tick(Box::new(cmd)));
+                    last_step = Some(cmd.step());
                 }
             }
             last_sequence.store(sequence, Ordering::Relaxed);
@@ -304,9 +301,9 @@ pub fn drive(
         let mut last_applied = 0u32;
         let mut stale_torque_steps = 0u64;
         let mut last_accepted = Instant::now();
-        let mut last_t = first_state.sim_time_s;
+        let mut last_t = first_state.sim_time_s();
         let cut = loop {
-            let frame = match Session::next_state(&mut rx, &stop, last_accepted + window) {
+            let frame = match Session::<C, R>::next_state(&mut rx, &stop, last_accepted + window) {
                 Ok(f) => f,
                 Err(Ok(sig)) => break Some(Cut::Signal(sig)),
                 Err(Err(e)) => break Some(Cut::from_link(&e, Some(last_t), window)),
@@ -330,10 +327,10 @@ pub fn drive(
                     }
                 }
             }
-            let Some(state) = ArmState::of(&frame) else {
+            let Some(state) = C::state_of(&frame) else {
                 continue;
             };
-            last_t = state.sim_time_s;
+            last_t = state.sim_time_s();
             let last = frame.flags.contains(StateFlags::FINAL);
             sink.put(Record::State(Box::new(frame)));
             if last {
@@ -341,7 +338,7 @@ pub fn drive(
                 break None;
             }
             states.publish(state);
-            progress(state.sim_time_s);
+            progress(state.sim_time_s());
         };
         if matches!(cut, Some(Cut::PlantLost { .. })) {
             // Let the watchdog put the controller in its safe state before stopping it.

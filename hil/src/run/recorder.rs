@@ -16,9 +16,10 @@ use control_core::frames::{Event, StateFrame};
 use control_core::servo::ServoStatus;
 use hdrhistogram::Histogram;
 
-use super::controller::{ArmState, TickRecord};
+use super::controller::{ArmCommand, ArmController, ArmState, TickRecord};
 use super::report::{BallOutcome, ControllerRun, Faults, Percentiles, Timing};
 use super::scenario::Target;
+use super::session::LoopRecorder;
 
 /// Most points of one controller's trajectory kept for the angle plot.
 pub const MAX_PLOT_POINTS: usize = 4096;
@@ -365,13 +366,8 @@ impl Recorder {
         self.round_trip.record(d);
     }
 
-    /// Note one control-thread tick's timing (real time), for the latency plot.
-    pub fn thread_tick(&mut self, wake_latency_ns: u64, _compute_ns: u64) {
-        self.wake.record_ns(wake_latency_ns);
-    }
-
     /// Close the record: figures, faults. Returns the run and the CSV writer for the next one.
-    pub fn finish(
+    fn close(
         self,
         mut timing: Timing,
         mut faults: Faults,
@@ -409,6 +405,34 @@ impl Recorder {
     }
 }
 
+impl LoopRecorder<ArmController> for Recorder {
+    type Finished = (ControllerRun, Option<TrajectoryCsv>);
+
+    fn state(&mut self, frame: &StateFrame) -> Option<ArmState> {
+        Self::state(self, frame)
+    }
+
+    fn tick(&mut self, command: &ArmCommand, compute: Option<Duration>) {
+        Self::tick(self, &command.record, compute);
+    }
+
+    fn round_trip(&mut self, d: Duration) {
+        Self::round_trip(self, d);
+    }
+
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.wake.record_ns(wake_latency_ns);
+    }
+
+    fn last_state(&self) -> Option<ArmState> {
+        self.last_state
+    }
+
+    fn finish(self, timing: Timing, faults: Faults, wall: Duration) -> Self::Finished {
+        self.close(timing, faults, wall)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,7 +466,7 @@ mod tests {
         {
             r.state(&frame(k as u64, t, a));
         }
-        let (run, _) = r.finish(Timing::default(), Faults::default(), Duration::ZERO);
+        let (run, _) = r.close(Timing::default(), Faults::default(), Duration::ZERO);
         assert!((run.arrival_error_rad[0].unwrap_or(f64::NAN) - 0.01).abs() < 1e-12);
         assert_eq!(run.arrival_error_rad[1], None, "t = 2 s was never reached");
     }

@@ -72,8 +72,10 @@ pub struct SafeState {
     pub sent_at_s: f64,
     /// Sequence number of the torque frame flagged SAFE_STATE.
     pub torque_frame_sequence: u64,
-    /// The damping-only torque sent, N·m.
+    /// The damping-only torque sent, N·m (the first joint's).
     pub torque_nm: f64,
+    /// The damping-only torque sent to every joint, root first, N·m.
+    pub torques_nm: Vec<f64>,
     /// Whether the send succeeded (a dead plant's socket refuses it).
     pub delivered_to_socket: bool,
     /// Whether a later state frame from the plant named it as the torque that drove its step.

@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 use control_core::frames::{RejectCounts, StateFrame, TorqueFlags, TorqueFrame};
 use transport::{FrameLink, LinkError, SeqPacket};
 
-use super::controller::{ArmCommand, ArmController, ArmState};
-use super::recorder::{Recorder, TrajectoryCsv};
-use super::report::{ControllerRun, Faults, SafeState, Timing};
+use super::report::{Faults, SafeState, Timing};
 
 /// How long to wait for the plant to show that it applied the safe-state torque.
 const SAFE_STATE_ACK_WAIT: Duration = Duration::from_millis(300);
@@ -103,14 +101,73 @@ pub fn signal_name(sig: i32) -> String {
     }
 }
 
+/// The plant state a controller ticks on, as decoded from an accepted state frame.
+pub trait LoopState: Copy + Default + Send + 'static {
+    /// The plant step of this state.
+    fn step(&self) -> u64;
+    /// The simulated time of this state, s.
+    fn sim_time_s(&self) -> f64;
+}
+
+/// What a controller answers a state with: the torques for the plant's step, whether they are
+/// the safe state's, and (inside) whatever the recorder wants of the tick.
+pub trait LoopCommand: Copy + Send + 'static {
+    /// The plant step whose state this answers (the torques apply from it on).
+    fn step(&self) -> u64;
+    /// Whether this is the safe state's output.
+    fn is_safe(&self) -> bool;
+    /// The joint torques, root first, N·m (at most `frames::MAX_JOINTS`).
+    fn torques(&self) -> &[f64];
+}
+
+/// A controller that a session drives, in lockstep or on the real-time thread: the same object
+/// either way. [`LoopController::tick`] and [`LoopController::safe`] run on the control thread
+/// in real time, so they must never allocate, block or panic.
+pub trait LoopController: Clone + Send + 'static {
+    /// The state it ticks on.
+    type State: LoopState;
+    /// What a tick returns.
+    type Command: LoopCommand;
+    /// The state an accepted frame carries (`None`: not one this controller can use).
+    fn state_of(frame: &StateFrame) -> Option<Self::State>;
+    /// One tick on `state`.
+    fn tick(&mut self, state: Self::State) -> Self::Command;
+    /// The safe state's output (damping only, torque-limited) for the newest state known.
+    fn safe(&self, state: Self::State) -> Self::Command;
+}
+
+/// What records a session's run: fed by both drivers, turned into the run's figures at the end.
+pub trait LoopRecorder<C: LoopController>: Send {
+    /// What [`LoopRecorder::finish`] makes of the record.
+    type Finished;
+    /// Note an accepted state frame; returns its state (`None`: a frame the controller cannot
+    /// use).
+    fn state(&mut self, frame: &StateFrame) -> Option<C::State>;
+    /// Note one tick's command, and its compute time when measured on this thread.
+    fn tick(&mut self, command: &C::Command, compute: Option<Duration>);
+    /// Note one round trip (torque sent → the state it drove received).
+    fn round_trip(&mut self, d: Duration);
+    /// Note one control-thread tick's wake-up latency (real time).
+    fn thread_tick(&mut self, wake_latency_ns: u64);
+    /// The newest state noted.
+    fn last_state(&self) -> Option<C::State>;
+    /// Close the record.
+    fn finish(self, timing: Timing, faults: Faults, wall: Duration) -> Self::Finished;
+}
+
 /// The torque frame for `cmd`, numbered `sequence`.
-pub fn torque_frame(sequence: u64, cmd: &ArmCommand) -> TorqueFrame {
-    let mut frame = TorqueFrame::new(sequence, cmd.step);
-    if cmd.safe {
+pub fn torque_frame(sequence: u64, cmd: &impl LoopCommand) -> TorqueFrame {
+    let mut frame = TorqueFrame::new(sequence, cmd.step());
+    if cmd.is_safe() {
         frame.flags = TorqueFlags::SAFE_STATE;
     }
-    // One joint always fits (MAX_JOINTS ≥ 1).
-    let _ = frame.push_torque(cmd.torque_nm);
+    // A controller never commands more joints than a frame carries (its model was checked
+    // against the frame's capacity when it was built); any excess is not sent.
+    for &t in cmd.torques() {
+        if frame.push_torque(t).is_err() {
+            break;
+        }
+    }
     frame
 }
 
@@ -136,13 +193,13 @@ pub fn count_rejections(faults: &mut Faults, counts: &RejectCounts) {
 }
 
 /// One controller against one plant.
-pub struct Session {
+pub struct Session<C: LoopController, R: LoopRecorder<C>> {
     /// The controller.
-    pub controller: ArmController,
+    pub controller: C,
     /// The plant's link.
     pub link: FrameLink<SeqPacket>,
     /// The record of the run (both drivers feed it).
-    pub recorder: Recorder,
+    pub recorder: R,
     /// The plant is lost after this long without an accepted state.
     pub watchdog: Duration,
     /// Set by SIGINT/SIGTERM.
@@ -152,12 +209,12 @@ pub struct Session {
     started: Instant,
 }
 
-impl Session {
+impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
     /// A session over `link`.
     pub fn new(
-        controller: ArmController,
+        controller: C,
         link: FrameLink<SeqPacket>,
-        recorder: Recorder,
+        recorder: R,
         watchdog: Duration,
         stop: StopFlag,
     ) -> Self {
@@ -195,7 +252,7 @@ impl Session {
 
     /// The newest state's time, s (`None` before any).
     pub fn last_time_s(&self) -> Option<f64> {
-        self.recorder.last_state.map(|s| s.sim_time_s)
+        self.recorder.last_state().map(|s| s.sim_time_s())
     }
 
     /// After a cut run: send the safe-state torque (damping only, torque-limited) for the newest
@@ -208,12 +265,12 @@ impl Session {
         while let Ok(f) = self.link.recv_state(drain) {
             self.recorder.state(&f);
         }
-        let state: ArmState = self.recorder.last_state?;
+        let state = self.recorder.last_state()?;
         let cmd = self.controller.safe(state);
         self.sequence += 1;
         let frame = torque_frame(self.sequence, &cmd);
         let delivered = self.link.send_torques(&frame).is_ok();
-        self.recorder.tick(&cmd.record, None);
+        self.recorder.tick(&cmd, None);
         let mut applied = false;
         if delivered {
             let deadline = Instant::now() + SAFE_STATE_ACK_WAIT;
@@ -226,22 +283,18 @@ impl Session {
             }
         }
         Some(SafeState {
-            sent_at_step: state.step,
-            sent_at_s: state.sim_time_s,
+            sent_at_step: state.step(),
+            sent_at_s: state.sim_time_s(),
             torque_frame_sequence: self.sequence,
-            torque_nm: cmd.torque_nm,
+            torque_nm: cmd.torques().first().copied().unwrap_or(0.0),
+            torques_nm: cmd.torques().to_vec(),
             delivered_to_socket: delivered,
             applied_by_plant: applied,
         })
     }
 
     /// Close the session: the safe state if the run was cut, the faults, the record.
-    pub fn end(
-        mut self,
-        cut: Option<&Cut>,
-        timing: Timing,
-        mut faults: Faults,
-    ) -> (ControllerRun, Option<TrajectoryCsv>) {
+    pub fn end(mut self, cut: Option<&Cut>, timing: Timing, mut faults: Faults) -> R::Finished {
         if cut.is_some() {
             faults.safe_state = self.enter_safe_state();
         }
