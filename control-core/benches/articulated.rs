@@ -2,7 +2,9 @@
 //! every joint, gravity, one Lambert-W arrival solve per joint on its composite inertia (clamped
 //! to the period's limit), the parent feed-forward and the torques (`ChainArrival::tick`), for a
 //! 3-link arm and a 28-DoF chain; and the pieces alone (forward kinematics, composite inertia,
-//! mass matrix).
+//! mass matrix); and the "On the Beat!" tick (`BeatServo::tick`: the same kinematics, composite
+//! inertia, gravity and feed-forward, with the method's closed-form gains instead of the arrival
+//! solve), on the composite and on the single-link inertia.
 //!
 //! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3`
 
@@ -13,6 +15,7 @@ use std::hint::black_box;
 use control_core::articulated::{
     ArrivalConfig, Chain, ChainArrival, JointStatus, JointTarget, LinkSpec,
 };
+use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use nalgebra::Vector3;
 
@@ -163,6 +166,42 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
                 i = (i + 1) % states.len();
                 let (q, qd, targets) = &states[i];
                 black_box(arrival.tick(
+                    black_box(chain),
+                    black_box(q),
+                    black_box(qd),
+                    black_box(targets),
+                    &g,
+                ))
+            })
+        });
+    }
+    // The beat tick on the same states: each time to go taken as the keyframe's segment, ω̂ = 0.
+    let beat_states: Vec<([f64; N], [f64; N], [BeatTarget; N])> = states::<N>(true)
+        .into_iter()
+        .map(|(q, qd, targets)| {
+            let targets = targets.map(|t| BeatTarget {
+                pose_rad: t.pose_rad,
+                velocity_rad_s: 0.0,
+                segment_s: t.time_to_go_s,
+            });
+            (q, qd, targets)
+        })
+        .collect();
+    for (label, inertia) in [
+        ("beat_tick", InertiaModel::Composite),
+        ("beat_tick_single_link", InertiaModel::SingleLink),
+    ] {
+        let beat = BeatServo::new(BeatConfig {
+            inertia,
+            ..BeatConfig::default()
+        })
+        .expect("valid config");
+        let mut i = 0;
+        group.bench_function(BenchmarkId::new(label, name), |b| {
+            b.iter(|| {
+                i = (i + 1) % beat_states.len();
+                let (q, qd, targets) = &beat_states[i];
+                black_box(beat.tick(
                     black_box(chain),
                     black_box(q),
                     black_box(qd),

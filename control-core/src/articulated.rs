@@ -245,6 +245,16 @@ pub enum Input {
         /// The joint.
         joint: usize,
     },
+    /// A keyframe's target velocity ([`crate::beat::BeatTarget::velocity_rad_s`]).
+    TargetVelocity {
+        /// The joint.
+        joint: usize,
+    },
+    /// A keyframe's segment duration ([`crate::beat::BeatTarget::segment_s`]).
+    Segment {
+        /// The joint.
+        joint: usize,
+    },
     /// A drive torque given to [`Composite::parent_feedforward`].
     DriveTorque {
         /// The joint.
@@ -256,7 +266,7 @@ pub enum Input {
     Point,
 }
 
-/// A field of an [`ArrivalConfig`].
+/// A field of an [`ArrivalConfig`] or a [`crate::beat::BeatConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigField {
@@ -268,6 +278,8 @@ pub enum ConfigField {
     HoldFrequency,
     /// [`ArrivalConfig::pose_tolerance_rad`].
     PoseTolerance,
+    /// [`crate::beat::BeatConfig::time_constants`].
+    TimeConstants,
 }
 
 /// Why an evaluation of a chain returned no result.
@@ -286,7 +298,8 @@ pub enum ModelError {
     /// A result is not a finite f64: the chain's dimensions, masses and inputs are too far apart
     /// for f64 (for example positions of 1e200 m).
     OutOfRange,
-    /// An [`ArrivalConfig`] field is not finite or outside its range.
+    /// An [`ArrivalConfig`] or [`crate::beat::BeatConfig`] field is not finite or outside its
+    /// range.
     Config(ConfigField),
     /// A joint's stable gain limit could not be formed from its composite inertia.
     GainLimit {
@@ -303,6 +316,12 @@ pub enum ModelError {
         /// Why the exact solve refused.
         error: GainError,
     },
+    /// A keyframe's segment duration ([`crate::beat::BeatTarget::segment_s`]) is zero or
+    /// negative: its time constant λ = t̂/n would be too.
+    NonPositiveSegment {
+        /// The joint.
+        joint: usize,
+    },
 }
 
 impl fmt::Display for ModelError {
@@ -313,11 +332,14 @@ impl fmt::Display for ModelError {
                 write!(f, "chain: no link {link} (the chain has {len})")
             }
             Self::OutOfRange => write!(f, "chain: a result exceeds the f64 range"),
-            Self::Config(field) => write!(f, "chain arrival config: {field:?} out of range"),
+            Self::Config(field) => write!(f, "chain controller config: {field:?} out of range"),
             Self::GainLimit { joint, error } => {
                 write!(f, "chain: joint {joint}: no gain limit: {error}")
             }
             Self::NoGain { joint, error } => write!(f, "chain: joint {joint}: no gain: {error}"),
+            Self::NonPositiveSegment { joint } => {
+                write!(f, "chain: joint {joint}: keyframe segment must be > 0 s")
+            }
         }
     }
 }
@@ -514,7 +536,11 @@ impl<const N: usize> Chain<N> {
     }
 
     /// [`Chain::forward_kinematics`] into `kin` (whose `len` is this chain's).
-    fn fill_kinematics(&self, q: &[f64; N], kin: &mut Kinematics<N>) -> Result<(), ModelError> {
+    pub(crate) fn fill_kinematics(
+        &self,
+        q: &[f64; N],
+        kin: &mut Kinematics<N>,
+    ) -> Result<(), ModelError> {
         let mut parent_rotation = Matrix3::identity();
         let mut parent_origin = Vector3::zeros();
         // Rotations and axes are orthonormal, so always finite; positions and inertias overflow
@@ -567,7 +593,7 @@ impl<const N: usize> Chain<N> {
 
 /// The world frame of one link at one configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct LinkFrame {
+pub(crate) struct LinkFrame {
     rotation: Matrix3<f64>,
     /// The link frame's origin: the joint's position d_i.
     origin: Vector3<f64>,
@@ -580,7 +606,7 @@ struct LinkFrame {
 }
 
 impl LinkFrame {
-    const PLACEHOLDER: Self = Self {
+    pub(crate) const PLACEHOLDER: Self = Self {
         rotation: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         origin: Vector3::new(0.0, 0.0, 0.0),
         axis: Vector3::new(0.0, 0.0, 0.0),
@@ -592,7 +618,7 @@ impl LinkFrame {
 
 /// Whether every value is finite; without early exit, so that it vectorises.
 #[inline]
-fn all_finite(values: &[f64]) -> bool {
+pub(crate) fn all_finite(values: &[f64]) -> bool {
     values.iter().fold(true, |ok, v| ok & v.is_finite())
 }
 
@@ -600,8 +626,8 @@ fn all_finite(values: &[f64]) -> bool {
 /// Every value in it is finite.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Kinematics<const N: usize> {
-    frames: [LinkFrame; N],
-    len: usize,
+    pub(crate) frames: [LinkFrame; N],
+    pub(crate) len: usize,
 }
 
 impl<const N: usize> Kinematics<N> {
@@ -659,6 +685,21 @@ impl<const N: usize> Kinematics<N> {
     /// Mass of link `link`.
     pub fn link_mass(&self, link: usize) -> Option<f64> {
         self.frames().get(link).map(|f| f.mass)
+    }
+
+    /// The inertia of link `link` alone (no descendants) about its own joint axis:
+    /// s·I s + m‖(c − d) × s‖² (its centre-of-mass inertia I, mass m, centre c, joint position
+    /// d, unit axis s, all world), kg·m². The composite m_i of a leaf link. A result that is not
+    /// a finite positive f64 (a link of extreme dimensions) is [`ModelError::OutOfRange`].
+    pub fn own_axis_inertia(&self, link: usize) -> Result<f64, ModelError> {
+        let f = self.frame(link)?;
+        let arm = (f.com - f.origin).cross(&f.axis);
+        let inertia = f.axis.dot(&(f.inertia * f.axis)) + f.mass * arm.norm_squared();
+        if inertia.is_finite() && inertia > 0.0 {
+            Ok(inertia)
+        } else {
+            Err(ModelError::OutOfRange)
+        }
     }
 
     /// World position of `point`, given in link `link`'s frame.
@@ -729,7 +770,7 @@ impl<const N: usize> Kinematics<N> {
     }
 
     /// [`Kinematics::composite`] into `composite` (whose `len` is this one's).
-    fn fill_composite(&self, composite: &mut Composite<N>) -> Result<(), ModelError> {
+    pub(crate) fn fill_composite(&self, composite: &mut Composite<N>) -> Result<(), ModelError> {
         let subtrees = composite.subtrees.get_mut(..self.len).unwrap_or(&mut []);
         let mut mass = 0.0;
         let mut com = Vector3::zeros();
@@ -794,18 +835,18 @@ fn finite_or_out_of_range<const R: usize, const C: usize>(
 
 /// The subtree hanging from one joint (the joint's link and all its descendants), world frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Subtree {
+pub(crate) struct Subtree {
     mass: f64,
     com: Vector3<f64>,
     /// About `com`, world axes.
     inertia: Matrix3<f64>,
     axis: Vector3<f64>,
     joint: Vector3<f64>,
-    axis_inertia: f64,
+    pub(crate) axis_inertia: f64,
 }
 
 impl Subtree {
-    const PLACEHOLDER: Self = Self {
+    pub(crate) const PLACEHOLDER: Self = Self {
         mass: 0.0,
         com: Vector3::new(0.0, 0.0, 0.0),
         inertia: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
@@ -820,8 +861,8 @@ impl Subtree {
 /// each joint axis. Every value in it is finite, every axis inertia positive.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Composite<const N: usize> {
-    subtrees: [Subtree; N],
-    len: usize,
+    pub(crate) subtrees: [Subtree; N],
+    pub(crate) len: usize,
 }
 
 impl<const N: usize> Composite<N> {
@@ -835,7 +876,7 @@ impl<const N: usize> Composite<N> {
         self.len == 0
     }
 
-    fn subtrees(&self) -> &[Subtree] {
+    pub(crate) fn subtrees(&self) -> &[Subtree] {
         self.subtrees.get(..self.len).unwrap_or(&[])
     }
 
@@ -930,14 +971,14 @@ impl<const N: usize> Composite<N> {
 }
 
 impl Subtree {
-    fn gravity_torque(&self, gravity: &Vector3<f64>) -> f64 {
+    pub(crate) fn gravity_torque(&self, gravity: &Vector3<f64>) -> f64 {
         self.axis
             .dot(&gravity.cross(&((self.com - self.joint) * self.mass)))
     }
 
     /// This joint's feed-forward m_i(a_i·s_i) from the ancestors' acceleration `acceleration`
     /// (a_i), which it then advances to a_{i+1} with its own drive torque.
-    fn feedforward_step(&self, acceleration: &mut Vector3<f64>, drive_nm: f64) -> f64 {
+    pub(crate) fn feedforward_step(&self, acceleration: &mut Vector3<f64>, drive_nm: f64) -> f64 {
         let ff = self.axis_inertia * acceleration.dot(&self.axis);
         *acceleration += self.axis * (drive_nm / self.axis_inertia);
         ff
@@ -985,13 +1026,17 @@ impl Default for ArrivalConfig {
     }
 }
 
-/// What one joint's arrival solve did this tick.
+/// What one joint's gain computation did this tick ([`ChainArrival`]'s arrival solve, or
+/// [`crate::beat::BeatServo`]'s time-constant gains, which are only ever `Tracking` or
+/// `GainClamped`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum JointStatus {
-    /// The gains arrive on time.
+    /// The gains arrive on time (for [`crate::beat::BeatServo`]: the method's gains, within the
+    /// limit).
     Tracking,
-    /// The arriving gains exceed what the period integrates stably; clamped to the limit.
+    /// The arriving (or the method's) gains exceed what the period integrates stably; clamped
+    /// to the limit.
     GainClamped,
     /// No stable gain arrives on time (the error says why); the gain of the stable range whose
     /// predicted arrival comes closest is used ([`closest_arrival_gains`]).
@@ -1003,7 +1048,8 @@ pub enum JointStatus {
 /// One joint's part of a [`ChainCommand`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JointCommand {
-    /// The composite inertia about the joint axis the gains were solved for, m_i, kg·m².
+    /// The inertia about the joint axis the gains were solved for, kg·m²: the composite m_i
+    /// (for [`crate::beat::BeatServo`], the one its [`crate::beat::InertiaModel`] picks).
     pub inertia_kgm2: f64,
     /// The gains used (after the clamp).
     pub gains: CriticalGains,
@@ -1011,7 +1057,7 @@ pub struct JointCommand {
     pub status: JointStatus,
     /// The PD setpoint, rad.
     pub setpoint_rad: f64,
-    /// k(setpoint − θ) − γω, N·m.
+    /// k(setpoint − θ) − γω, N·m ([`crate::beat::BeatServo`]: k(θ̂ − θ) + γ(ω̂ − ω)).
     pub drive_nm: f64,
     /// The parent feed-forward m_i(a_i·s_i), N·m.
     pub parent_feedforward_nm: f64,
@@ -1022,7 +1068,7 @@ pub struct JointCommand {
 }
 
 impl JointCommand {
-    const PLACEHOLDER: Self = Self {
+    pub(crate) const PLACEHOLDER: Self = Self {
         inertia_kgm2: 0.0,
         gains: CriticalGains {
             stiffness_nm_per_rad: 0.0,
@@ -1038,11 +1084,12 @@ impl JointCommand {
     };
 }
 
-/// The torques of one tick of [`ChainArrival::tick`], and how each was made.
+/// The torques of one tick of [`ChainArrival::tick`] (or [`crate::beat::BeatServo::tick`]), and
+/// how each was made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChainCommand<const N: usize> {
-    joints: [JointCommand; N],
-    len: usize,
+    pub(crate) joints: [JointCommand; N],
+    pub(crate) len: usize,
 }
 
 impl<const N: usize> ChainCommand<N> {
@@ -1224,7 +1271,7 @@ impl ChainArrival {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::ArmModel;
     use crate::servo::{ArrivalServo, JointServo, JointState, ServoConfig};
@@ -1233,9 +1280,9 @@ mod tests {
 
     /// Capacity of the random chains of the tests: chains of 1 to `CAP` links, so that the
     /// unused part of the fixed-size results is exercised too.
-    const CAP: usize = 6;
+    pub(crate) const CAP: usize = 6;
 
-    fn close(a: f64, b: f64, rel: f64, abs: f64) -> bool {
+    pub(crate) fn close(a: f64, b: f64, rel: f64, abs: f64) -> bool {
         (a - b).abs() <= abs + rel * a.abs().max(b.abs())
     }
 
@@ -1255,7 +1302,13 @@ mod tests {
 
     /// A uniform box link of mass `m`, sides `sides`, hinged at the frame origin about `axis`,
     /// its centre at `com`, its joint frame `xyz` from its parent's frame.
-    fn box_link(xyz: [f64; 3], axis: [f64; 3], m: f64, com: [f64; 3], sides: [f64; 3]) -> LinkSpec {
+    pub(crate) fn box_link(
+        xyz: [f64; 3],
+        axis: [f64; 3],
+        m: f64,
+        com: [f64; 3],
+        sides: [f64; 3],
+    ) -> LinkSpec {
         LinkSpec {
             origin_xyz_m: xyz,
             origin_rpy_rad: [0.0; 3],
@@ -1268,7 +1321,7 @@ mod tests {
 
     /// A link with a physical inertia: a box of random sides, its principal axes turned by a
     /// random rotation.
-    fn link_strategy() -> impl Strategy<Value = LinkSpec> {
+    pub(crate) fn link_strategy() -> impl Strategy<Value = LinkSpec> {
         let v3 = |r: f64| prop::array::uniform3(-r..r);
         (
             (v3(1.0), v3(PI), v3(1.0)),
@@ -2141,7 +2194,7 @@ mod tests {
     /// One f64 from a selector and 64 random bits: any bits at all (3 in 8), a special value
     /// (1 in 8), or a moderate value in [−10, 10] (4 in 8). (A plain function of flat
     /// strategies: nested `prop_oneof!` trees overflow the test thread's stack in debug builds.)
-    fn pick((selector, bits): (u8, u64)) -> f64 {
+    pub(crate) fn pick((selector, bits): (u8, u64)) -> f64 {
         match selector % 8 {
             0..=2 => f64::from_bits(bits),
             3 => SPECIALS[(bits % SPECIALS.len() as u64) as usize],
@@ -2157,7 +2210,7 @@ mod tests {
     /// mostly builds — finite fields of any magnitude, a positive mass and a box inertia — so
     /// that the evaluations see valid chains of absurd scales too (3 in 8); or a moderate valid
     /// one (4 in 8).
-    fn spec_from(kind: u8, raw: &[(u8, u64)]) -> LinkSpec {
+    pub(crate) fn spec_from(kind: u8, raw: &[(u8, u64)]) -> LinkSpec {
         let raw: Vec<(u8, u64)> = match kind % 8 {
             0..=3 => raw.to_vec(),
             _ => raw.iter().map(|&(_, bits)| (4, bits)).collect(),
@@ -2195,11 +2248,11 @@ mod tests {
         }
     }
 
-    fn raw_values(n: usize) -> impl Strategy<Value = Vec<(u8, u64)>> {
+    pub(crate) fn raw_values(n: usize) -> impl Strategy<Value = Vec<(u8, u64)>> {
         prop::collection::vec(any::<(u8, u64)>(), n)
     }
 
-    fn all_finite_slice(values: &[f64]) -> bool {
+    pub(crate) fn all_finite_slice(values: &[f64]) -> bool {
         values.iter().all(|v| v.is_finite())
     }
 

@@ -9,6 +9,8 @@
 //! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
 //! - [`model`]: mass properties shared by the plant and the controller.
 //! - [`articulated`]: a fixed-capacity serial chain: kinematics, dynamics, per-joint arrival gains.
+//! - [`beat`]: the timing-and-tension controllers of "On the Beat!" for such a chain (gains from
+//!   a keyframe's segment and n time constants, on the composite or the single-link inertia).
 //!
 //! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
 //! frames, math and servos.
@@ -22,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod articulated;
+pub mod beat;
 pub mod closed_form;
 pub mod frames;
 pub mod gains;

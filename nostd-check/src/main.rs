@@ -8,6 +8,7 @@ use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::Vector3;
 use control_core::articulated::{ArrivalConfig, Chain, ChainArrival, JointTarget, LinkSpec};
+use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::{
     BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
 };
@@ -111,6 +112,24 @@ pub extern "C" fn _start() -> ! {
             let gravity = Vector3::new(0.0, -9.81, 0.0);
             if let Ok(command) = arrival.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
                 acc += command.torques().iter().sum::<f64>();
+            }
+        }
+        // And one "On the Beat!" tick: time-constant gains on the single-link inertia.
+        if let Ok(beat) = BeatServo::new(BeatConfig {
+            inertia: InertiaModel::SingleLink,
+            ..BeatConfig::default()
+        }) {
+            let target = BeatTarget {
+                pose_rad: black_box(0.5),
+                velocity_rad_s: 0.0,
+                segment_s: black_box(0.4),
+            };
+            let gravity = Vector3::new(0.0, -9.81, 0.0);
+            if let Ok(command) = beat.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
+                acc += command.torques().iter().sum::<f64>();
+            }
+            if let Ok(kin) = chain.forward_kinematics(&q) {
+                acc += kin.own_axis_inertia(1).unwrap_or(0.0);
             }
         }
     }
