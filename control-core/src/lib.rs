@@ -30,4 +30,5 @@ pub mod frames;
 pub mod gains;
 pub mod lambert_w;
 pub mod model;
+pub mod reach;
 pub mod servo;

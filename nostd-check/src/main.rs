@@ -14,6 +14,7 @@ use control_core::frames::{
 };
 use control_core::gains::{ArrivalProblem, solve_arrival_gains};
 use control_core::lambert_w;
+use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
 
 #[panic_handler]
@@ -131,6 +132,33 @@ pub extern "C" fn _start() -> ! {
             if let Ok(kin) = chain.forward_kinematics(&q) {
                 acc += kin.own_axis_inertia(1).unwrap_or(0.0);
             }
+        }
+        // Kenwright's hand control of the same chain (both projectors), and CCD IK.
+        let hand = Vector3::new(black_box(0.5), 0.0, 0.0);
+        let target = Vector3::new(black_box(0.6), black_box(0.4), 0.0);
+        for projector in [Projector::PseudoInverse, Projector::DynamicallyConsistent] {
+            let config = ReachConfig {
+                projector,
+                hand_link: 1,
+                hand_point_m: hand.into(),
+                stiffness_n_per_m: black_box(400.0),
+                damping_ns_per_m: 40.0,
+                posture_stiffness_nm_per_rad: 10.0,
+                posture_damping_nms_per_rad: 2.0,
+                gravity_compensation: true,
+            };
+            if let Ok(reach) = Reach::new(config) {
+                let gravity = Vector3::new(0.0, -9.81, 0.0);
+                let still = Vector3::zeros();
+                if let Ok(command) =
+                    reach.tick(&chain, &q, &[0.0; 2], &target, &still, &q, &gravity)
+                {
+                    acc += command.torques_nm.iter().sum::<f64>();
+                }
+            }
+        }
+        if let Ok(ik) = ccd_ik(&chain, &q, 1, &hand, &target, black_box(20), 1e-4) {
+            acc += ik.residual_m + ik.q_rad.iter().sum::<f64>();
         }
     }
     let mut torque = TorqueFrame::new(1, 1);
