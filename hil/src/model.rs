@@ -63,8 +63,6 @@ use control_core::articulated::nalgebra::{Matrix3, Rotation3};
 use control_core::articulated::{Chain, ChainError, LinkField, LinkSpec};
 
 /// Why a URDF file gives no chain model: the file, the element and the reason.
-// Used by the tests only so far; the `on_the_beat` chain scenario builds its model with it next.
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelLoadError {
     /// The URDF file.
@@ -77,8 +75,6 @@ pub struct ModelLoadError {
 }
 
 /// What is wrong with the element of a [`ModelLoadError`].
-// Used by the tests only so far; the `on_the_beat` chain scenario builds its model with it next.
-#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Refusal {
@@ -176,8 +172,6 @@ impl std::error::Error for ModelLoadError {}
 /// Reads the URDF at `path` with `urdf-rs` (the parser the plant uses) and builds the chain
 /// model of its joints, with the joints' names, both in URDF joint order (the plant's). See the
 /// module docs for the mapping and for what is refused.
-// Used by the tests only so far; the `on_the_beat` chain scenario builds its model with it next.
-#[cfg_attr(not(test), allow(dead_code))]
 pub fn chain_from_urdf<const N: usize>(
     path: &Path,
 ) -> Result<(Chain<N>, Vec<String>), ModelLoadError> {

@@ -16,6 +16,7 @@
 //! Exit codes: 0 complete; 1 plant lost or outputs not written; 2 bad scenario or command line;
 //! 130 after SIGINT, 143 after SIGTERM. No child process outlives `hil`.
 
+pub mod chain;
 pub mod controller;
 pub mod lockstep;
 pub mod plant;
@@ -30,7 +31,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use sim_host::Mode;
 use transport::FrameLink;
 
@@ -62,9 +62,11 @@ pub struct RunArgs {
     /// Output folder (default: out/<scenario name>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Run only these controllers (default: all three).
+    /// Run only these controllers (default: all of the scenario's). Ball blocking: analytic,
+    /// fixed-gain, static-timing. Chains (on_the_beat): single_link, composite,
+    /// composite_feedforward, arrival.
     #[arg(long, value_delimiter = ',')]
-    pub only: Vec<ControllerArg>,
+    pub only: Vec<String>,
     /// The plant is declared lost after this long without an accepted state, ms (1..=60000).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub watchdog_ms: u64,
@@ -91,25 +93,40 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
-/// A controller named on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ControllerArg {
-    /// The analytic arrival servo.
-    Analytic,
-    /// The fixed-gain PD.
-    FixedGain,
-    /// The static-timing method.
-    StaticTiming,
-}
-
-impl From<ControllerArg> for ControllerKind {
-    fn from(c: ControllerArg) -> Self {
-        match c {
-            ControllerArg::Analytic => Self::Analytic,
-            ControllerArg::FixedGain => Self::FixedGain,
-            ControllerArg::StaticTiming => Self::StaticTiming,
+/// The controllers `--only` names, from `all` (by name; `-` and `_` alike), in `all`'s order;
+/// all of them when `--only` is not given. An unknown name is an error that lists the known ones.
+pub fn select<T: Copy>(
+    only: &[String],
+    all: &[T],
+    name: impl Fn(T) -> &'static str,
+) -> Result<Vec<T>, String> {
+    if only.is_empty() {
+        return Ok(all.to_vec());
+    }
+    let known: Vec<&str> = all.iter().map(|&c| name(c)).collect();
+    for o in only {
+        if !known.contains(&o.replace('-', "_").as_str()) {
+            return Err(format!(
+                "--only {o}: no such controller in this scenario (known: {})",
+                known.join(", ")
+            ));
         }
     }
+    Ok(all
+        .iter()
+        .copied()
+        .filter(|&c| only.iter().any(|o| o.replace('-', "_") == name(c)))
+        .collect())
+}
+
+/// What a finished run tells the console and the exit code.
+pub struct Finished {
+    /// The summary table.
+    pub summary: String,
+    /// Why the run is incomplete, if it is.
+    pub incomplete_reason: Option<String>,
+    /// The files written, in the order the console lists them.
+    pub files: &'static [&'static str],
 }
 
 /// Run `hil run`; see the module docs for the exit codes.
@@ -129,6 +146,33 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if let Some(path) = args.scenario.as_deref()
+        && chain::is_chain_scenario(path)
+    {
+        return match chain::ChainScenario::load(path)
+            .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s))
+        {
+            Ok(scenario) => {
+                let out = args
+                    .out
+                    .clone()
+                    .unwrap_or_else(|| scenario.default_out_dir());
+                staged(&out, &stop, |staging| {
+                    chain::run_scenario(
+                        args,
+                        &scenario,
+                        &path.display().to_string(),
+                        staging,
+                        &stop,
+                    )
+                })
+            }
+            Err(e) => {
+                eprintln!("hil: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let (scenario, file) = match Scenario::load(args.scenario.as_deref())
         .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
     {
@@ -142,6 +186,23 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| scenario.default_out_dir());
+    staged(&out, &stop, |staging| {
+        let report = run_scenario(args, &scenario, &file, staging, &stop)?;
+        Ok(Finished {
+            summary: report::summary_table(&report),
+            incomplete_reason: report.incomplete_reason,
+            files: &OUTPUT_FILES,
+        })
+    })
+}
+
+/// Run `body` writing into a staging folder beside `out`, move what it wrote into `out`, and
+/// turn the outcome into the console's lines and the exit code (see the module docs).
+fn staged(
+    out: &Path,
+    stop: &StopFlag,
+    body: impl FnOnce(&Path) -> Result<Finished, Box<dyn std::error::Error>>,
+) -> ExitCode {
     if out.exists() && !out.is_dir() {
         eprintln!(
             "hil: output folder {}: exists and is not a folder",
@@ -149,15 +210,18 @@ pub fn run(args: &RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let staging = staging_dir(&out);
-    let result = run_scenario(args, &scenario, &file, &staging, &stop)
-        .and_then(|report| publish(&staging, &out).map(|()| report));
+    let staging = staging_dir(out);
+    let _ = std::fs::remove_dir_all(&staging);
+    let result = std::fs::create_dir_all(&staging)
+        .map_err(|e| format!("cannot create {}: {e}", staging.display()).into())
+        .and_then(|()| body(&staging))
+        .and_then(|f| publish(&staging, out, f.files).map(|()| f));
     let _ = std::fs::remove_dir_all(&staging);
     match result {
-        Ok(report) => {
-            println!("{}", report::summary_table(&report));
-            println!("wrote {}: {}", out.display(), OUTPUT_FILES.join(", "));
-            match (&report.incomplete_reason, stop.signal()) {
+        Ok(finished) => {
+            println!("{}", finished.summary);
+            println!("wrote {}: {}", out.display(), finished.files.join(", "));
+            match (&finished.incomplete_reason, stop.signal()) {
                 (None, _) => ExitCode::SUCCESS,
                 (Some(reason), Some(sig)) => {
                     eprintln!("hil: {reason}; safe state sent; partial report written");
@@ -226,18 +290,18 @@ fn check_mode(scenario: &Scenario, file: &str, mode: Mode) -> Result<(), scenari
 }
 
 /// Where a run's outputs are written before they are moved into `out`.
-fn staging_dir(out: &Path) -> PathBuf {
+pub(crate) fn staging_dir(out: &Path) -> PathBuf {
     let name = out
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     out.with_file_name(format!(".{name}.partial-{}", std::process::id()))
 }
 
-/// Move the staged outputs into `out` (each file replaced whole).
-fn publish(staging: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+/// Move the staged outputs `files` into `out` (each file replaced whole).
+fn publish(staging: &Path, out: &Path, files: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(out)
         .map_err(|e| format!("cannot create output folder {}: {e}", out.display()))?;
-    for f in OUTPUT_FILES {
+    for f in files {
         std::fs::rename(staging.join(f), out.join(f))
             .map_err(|e| format!("cannot move {f} into {}: {e}", out.display()))?;
     }
@@ -257,9 +321,6 @@ fn run_scenario(
     staging: &Path,
     stop: &StopFlag,
 ) -> Result<Report, Box<dyn std::error::Error>> {
-    let _ = std::fs::remove_dir_all(staging);
-    std::fs::create_dir_all(staging)
-        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
     let scene_file = staging.join("scene.json");
     std::fs::write(
         &scene_file,
@@ -267,11 +328,7 @@ fn run_scenario(
     )
     .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
     let plant = plant::plant_executable()?;
-    let kinds: Vec<ControllerKind> = if args.only.is_empty() {
-        ControllerKind::ALL.to_vec()
-    } else {
-        args.only.iter().map(|c| (*c).into()).collect()
-    };
+    let kinds = select(&args.only, &ControllerKind::ALL, ControllerKind::name)?;
     let mut csv = Some(
         TrajectoryCsv::create(&staging.join("trajectory.csv"))
             .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
@@ -326,9 +383,52 @@ fn run_one(
     let controller = ArmController::new(kind, scenario, state_period)
         .map_err(|e| format!("controller {}: {e}", kind.name()))?;
     let limit = controller.gain_limit().max_damping_nms_per_rad;
+    let recorder = Recorder::new(kind.name(), &scenario.targets, state_period, csv);
+    let periods = Periods {
+        control_s: scenario.control_period_s(),
+        state_s: state_period,
+        end_s: scenario.end_s,
+    };
+    let ((mut run, csv), cut) = run_session(
+        args,
+        controller,
+        recorder,
+        kind.name(),
+        (plant_exe, scene_file),
+        periods,
+        stop,
+    )?;
+    if let Some(Cut::PlantLost { reason }) = &cut {
+        run.faults.plant_lost_reason = Some(reason.clone());
+    }
+    Ok((run, limit, cut, csv))
+}
+
+/// A run's periods and length.
+#[derive(Debug, Clone, Copy)]
+pub struct Periods {
+    /// Control period, s.
+    pub control_s: f64,
+    /// The period fresh states arrive at, s.
+    pub state_s: f64,
+    /// Simulated end time, s (for the progress bar).
+    pub end_s: f64,
+}
+
+/// One controller against one plant process, in the mode of `args`: spawn the plant on
+/// `scene_file`, drive the session, end it (the safe state if it was cut), and reap the plant.
+/// A lost plant's reason in the returned cut says how the plant process ended.
+pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
+    args: &RunArgs,
+    controller: C,
+    recorder: R,
+    name: &str,
+    (plant_exe, scene_file): ((&Path, &[&str]), &Path),
+    periods: Periods,
+    stop: &StopFlag,
+) -> Result<(R::Finished, Option<Cut>), Box<dyn std::error::Error>> {
     let mut plant = PlantProcess::spawn(plant_exe, scene_file, args.mode, args.plant_cpu)?;
     let link = FrameLink::new(plant.link.take().ok_or("the plant has no link")?);
-    let recorder = Recorder::new(kind.name(), &scenario.targets, state_period, csv);
     let mut session = Session::new(
         controller,
         link,
@@ -336,19 +436,19 @@ fn run_one(
         Duration::from_millis(args.watchdog_ms),
         stop.clone(),
     );
-    let bar = progress_bar(args.quiet, kind.name(), args.mode, scenario.end_s);
+    let bar = progress_bar(args.quiet, name, args.mode, periods.end_s);
     let progress = |t: f64| bar.set_position((t * 1000.0) as u64);
     let mut faults = Faults::default();
     let (cut, timing) = match args.mode {
         Mode::Lockstep => (
             lockstep::drive(&mut session, &mut faults, progress),
-            lockstep::timing(state_period),
+            lockstep::timing(periods.state_s),
         ),
         Mode::Realtime => realtime::drive(
             &mut session,
             realtime::Settings {
-                control_period_s: scenario.control_period_s(),
-                state_period_s: state_period,
+                control_period_s: periods.control_s,
+                state_period_s: periods.state_s,
                 priority: args.priority,
                 cpu: args.cpu,
                 watchdog_state_periods: args.watchdog_states,
@@ -358,7 +458,7 @@ fn run_one(
         )?,
     };
     bar.finish_and_clear();
-    let (mut run, csv) = session.end(cut.as_ref(), timing, faults);
+    let finished = session.end(cut.as_ref(), timing, faults);
     // The plant exits by itself after its final state; a lost one is given a moment to say how
     // it ended, then ended here.
     let wait = match cut {
@@ -371,11 +471,10 @@ fn run_one(
     if let Some(Cut::PlantLost { reason }) = &mut cut {
         let how = plant_status(&status);
         reason.push_str(&format!(" (the plant process {how})"));
-        run.faults.plant_lost_reason = Some(reason.clone());
     } else if cut.is_none() && !status.success() {
-        return Err(format!("the plant ({}) exited with {status}", kind.name()).into());
+        return Err(format!("the plant ({name}) exited with {status}").into());
     }
-    Ok((run, limit, cut, csv))
+    Ok((finished, cut))
 }
 
 /// How a plant process ended, for a lost plant's reason.
@@ -391,7 +490,12 @@ fn plant_status(status: &std::process::ExitStatus) -> String {
     }
 }
 
-fn progress_bar(quiet: bool, name: &str, mode: Mode, end_s: f64) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(
+    quiet: bool,
+    name: &str,
+    mode: Mode,
+    end_s: f64,
+) -> indicatif::ProgressBar {
     if quiet {
         return indicatif::ProgressBar::hidden();
     }
@@ -424,26 +528,7 @@ fn build_report(
         .or_else(|| runs.first())
         .map(|(r, _)| r.timing.clone())
         .unwrap_or_default();
-    let mut faults = Faults::default();
-    for (r, _) in runs {
-        let f = &r.faults;
-        faults.rejected_frames += f.rejected_frames;
-        faults.plant_rejected_frames += f.plant_rejected_frames;
-        faults.plant_over_limit_frames += f.plant_over_limit_frames;
-        faults.watchdog_trips += f.watchdog_trips;
-        faults.records_dropped += f.records_dropped;
-        faults
-            .rejected_by_reason
-            .extend(f.rejected_by_reason.iter().cloned());
-        if f.safe_state.is_some() {
-            faults.safe_state.clone_from(&f.safe_state);
-        }
-        if f.plant_lost {
-            faults.plant_lost = true;
-            faults.plant_lost_reason.clone_from(&f.plant_lost_reason);
-            faults.plant_lost_at_s = f.plant_lost_at_s;
-        }
-    }
+    let faults = Faults::sum(runs.iter().map(|(r, _)| &r.faults));
     Report {
         complete: cut.is_none(),
         incomplete_reason: cut.map(|(kind, c)| {
@@ -492,10 +577,11 @@ fn write_outputs(
     } else {
         "round trip (lockstep: no wall-clock schedule)"
     };
+    let latency: Vec<_> = runs.iter().map(|r| (r.name, &r.latency)).collect();
     plot::latency_histogram(
         &dir.join("latency.svg"),
         &format!("{} ({} mode): {what}", scenario.name, report.mode),
-        &runs,
+        &latency,
     )
     .map_err(|e| format!("cannot plot latency.svg: {e}"))?;
     Ok(())

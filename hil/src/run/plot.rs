@@ -7,19 +7,23 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use super::recorder::LatencyHistogram;
 use super::report::ControllerRun;
 use super::scenario::Target;
 
-type PlotResult = Result<(), Box<dyn std::error::Error>>;
+/// What drawing a plot returns.
+pub type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
-const COLOURS: [RGBColor; 3] = [
+/// One colour per controller, in report order.
+pub const COLOURS: [RGBColor; 4] = [
     RGBColor(0, 90, 200),
     RGBColor(220, 50, 32),
     RGBColor(0, 150, 60),
+    RGBColor(150, 60, 170),
 ];
 
 /// A plot that has nothing to draw: its title and "no samples".
-fn no_samples(path: &Path, size: (u32, u32), title: &str, why: &str) -> PlotResult {
+pub fn no_samples(path: &Path, size: (u32, u32), title: &str, why: &str) -> PlotResult {
     let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE)?;
     root.draw(&Text::new(
@@ -140,10 +144,14 @@ pub fn angle_plot(
 /// `latency.svg`: one histogram line per controller (wake-up latency in real time, round trip
 /// in lockstep), linear bins up to the largest p99.9 × 1.5, counts on a log axis; values beyond
 /// are counted in the last bin and said so in the legend.
-pub fn latency_histogram(path: &Path, title: &str, runs: &[&ControllerRun]) -> PlotResult {
+pub fn latency_histogram(
+    path: &Path,
+    title: &str,
+    runs: &[(&str, &LatencyHistogram)],
+) -> PlotResult {
     let top = runs
         .iter()
-        .filter_map(|r| r.latency.percentiles_us())
+        .filter_map(|r| r.1.percentiles_us())
         .map(|p| p.p999 * 1.5)
         .fold(0.0, f64::max);
     if !(top.is_finite() && top > 0.0) {
@@ -158,10 +166,10 @@ pub fn latency_histogram(path: &Path, title: &str, runs: &[&ControllerRun]) -> P
     }
     let series: Vec<Series<'_>> = runs
         .iter()
-        .map(|r| Series {
-            name: r.name,
-            buckets: r.latency.buckets_us(top, BINS),
-            beyond: r.latency.percentiles_us().is_some_and(|p| p.max > top),
+        .map(|&(name, latency)| Series {
+            name,
+            buckets: latency.buckets_us(top, BINS),
+            beyond: latency.percentiles_us().is_some_and(|p| p.max > top),
         })
         .collect();
     let max_count = series

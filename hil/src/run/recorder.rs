@@ -167,16 +167,27 @@ impl LatencyHistogram {
 
 /// A trajectory decimated to at most [`MAX_PLOT_POINTS`] points (every k-th, k doubling when
 /// full).
-#[derive(Debug, Clone, Default)]
-pub struct Decimated {
+#[derive(Debug, Clone)]
+pub struct Decimated<T = f64> {
     /// (t, value) points kept.
-    pub points: Vec<(f64, f64)>,
+    pub points: Vec<(f64, T)>,
     stride: u64,
     seen: u64,
 }
 
-impl Decimated {
-    fn push(&mut self, t: f64, v: f64) {
+impl<T> Default for Decimated<T> {
+    fn default() -> Self {
+        Self {
+            points: Vec::new(),
+            stride: 0,
+            seen: 0,
+        }
+    }
+}
+
+impl<T> Decimated<T> {
+    /// Offer the point (t, v): kept if it falls on the stride.
+    pub fn push(&mut self, t: f64, v: T) {
         let stride = self.stride.max(1);
         if self.seen.is_multiple_of(stride) {
             if self.points.len() >= MAX_PLOT_POINTS {

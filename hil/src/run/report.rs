@@ -109,6 +109,33 @@ pub struct Faults {
     pub plant_lost_at_s: Option<f64>,
 }
 
+impl Faults {
+    /// The faults of a run of several controllers: counts summed, the last safe state and the
+    /// lost plant kept.
+    pub fn sum<'a>(runs: impl IntoIterator<Item = &'a Self>) -> Self {
+        let mut faults = Self::default();
+        for f in runs {
+            faults.rejected_frames += f.rejected_frames;
+            faults.plant_rejected_frames += f.plant_rejected_frames;
+            faults.plant_over_limit_frames += f.plant_over_limit_frames;
+            faults.watchdog_trips += f.watchdog_trips;
+            faults.records_dropped += f.records_dropped;
+            faults
+                .rejected_by_reason
+                .extend(f.rejected_by_reason.iter().cloned());
+            if f.safe_state.is_some() {
+                faults.safe_state.clone_from(&f.safe_state);
+            }
+            if f.plant_lost {
+                faults.plant_lost = true;
+                faults.plant_lost_reason.clone_from(&f.plant_lost_reason);
+                faults.plant_lost_at_s = f.plant_lost_at_s;
+            }
+        }
+        faults
+    }
+}
+
 /// min/p50/p99/p99.9/max of a sample set (µs), from a histogram at 3 significant digits.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Percentiles {

@@ -1,0 +1,358 @@
+//! `hil run scenarios/on_the_beat.toml`: a URDF chain driven through keyframes on a beat by
+//! each of four controllers, one plant process each, in lockstep or in real time.
+//!
+//! The path of a chain run: [`scenario`] reads and checks the file (the plant's own checks on
+//! the resolved scene, and an in-process replica of the plant built from the URDF); the
+//! controller's model is read from the same URDF ([`crate::model::chain_from_urdf`]) and must
+//! name the same joints in the same order as the plant; for each controller
+//! ([`controller`]) a plant process runs the scene through the same session and drivers as the
+//! ball-blocking arm ([`super::run_session`]); the [`recorder`] reads the arrival error of every
+//! joint at every keyframe; then `report.json`, `trajectory.csv`, the plots ([`plot`]) and
+//! `scene.json` are written. After the runs, the controller model's composite inertia is
+//! compared with Rapier's mass-matrix diagonal along the `arrival` run's recorded motion, on the
+//! replica ([`sim_host::ChainPlant::mass_matrix_at`]).
+
+pub mod controller;
+pub mod plot;
+pub mod recorder;
+pub mod scenario;
+
+use std::path::Path;
+
+use serde::Serialize;
+use sim_host::{ChainPlant, Mode, Push};
+
+pub use scenario::ChainScenario;
+
+use super::report::{Faults, Timing};
+use super::scenario::ScenarioError;
+use super::session::{Cut, StopFlag};
+use super::{Finished, Periods, RunArgs, plant, run_session, select};
+use controller::{CAP, ChainController, ChainLaw};
+use recorder::{ChainCsv, ChainOutcome, ChainRecorder, ChainRun};
+
+/// The files a chain run writes, in the order the console lists them.
+pub const OUTPUT_FILES: [&str; 7] = [
+    "report.json",
+    "trajectory.csv",
+    "angles.svg",
+    "arrival.svg",
+    "inertia.svg",
+    "latency.svg",
+    "scene.json",
+];
+
+/// Whether the scenario file at `path` is a chain scenario (it has a top-level `kind`). A file
+/// that cannot be read or parsed is not: the ball-blocking reader then reports why.
+pub fn is_chain_scenario(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| t.contains_key("kind"))
+}
+
+/// In lockstep the controller ticks once per plant step.
+pub fn check_mode(scenario: &ChainScenario, file: &Path, mode: Mode) -> Result<(), ScenarioError> {
+    let dt = scenario.physics_dt_s;
+    if mode == Mode::Lockstep && (scenario.control_period_s() - dt).abs() > 1e-9 * dt {
+        return Err(ScenarioError {
+            file: file.display().to_string(),
+            field: "control_rate_hz".into(),
+            reason: format!(
+                "in lockstep the controller ticks once per plant step, so the control rate must be 1/physics_dt_s = {} Hz (got {} Hz); use --mode realtime for other rates",
+                1.0 / dt,
+                scenario.control_rate_hz
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The model's composite inertia against Rapier's mass-matrix diagonal along a recorded motion.
+#[derive(Debug, Clone, Serialize)]
+pub struct InertiaCheck {
+    /// The run whose motion was replayed.
+    pub controller: &'static str,
+    /// Configurations compared.
+    pub samples: usize,
+    /// Largest |m_i − M_ii| over samples and joints, kg·m².
+    pub max_abs_diff_kgm2: f64,
+    /// Largest |m_i − M_ii| / M_ii.
+    pub max_rel_diff: f64,
+    /// (t, ours, Rapier's) per sample, for the plot (not in the JSON).
+    #[serde(skip)]
+    pub series: Vec<(f64, Vec<f64>, Vec<f64>)>,
+}
+
+/// One keyframe as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyframeOut {
+    /// Instant, s.
+    pub time_s: f64,
+    /// Poses, rad.
+    pub positions_rad: Vec<f64>,
+}
+
+/// `report.json` of a chain run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainReport {
+    /// Whether every controller ran to the plant's final state.
+    pub complete: bool,
+    /// Why not.
+    pub incomplete_reason: Option<String>,
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario file.
+    pub scenario_file: String,
+    /// `"on_the_beat"`.
+    pub kind: &'static str,
+    /// `"lockstep"` or `"realtime"`.
+    pub mode: &'static str,
+    /// Control rate, Hz.
+    pub control_rate_hz: f64,
+    /// Physics step, s.
+    pub physics_dt_s: f64,
+    /// The URDF both sides were built from.
+    pub urdf: String,
+    /// Joint names, URDF order.
+    pub joints: Vec<String>,
+    /// Effort limits, N·m.
+    pub effort_limits_nm: Vec<f64>,
+    /// The keyframes.
+    pub keyframes: Vec<KeyframeOut>,
+    /// The pushes.
+    pub pushes: Vec<Push>,
+    /// One entry per controller run.
+    pub controllers: Vec<ChainOutcome>,
+    /// Composite inertia against Rapier's M_ii along the `arrival` run (or the first run).
+    pub inertia_check: Option<InertiaCheck>,
+    /// Timing of the first run.
+    pub timing: Timing,
+    /// Faults of all runs.
+    pub faults: Faults,
+}
+
+/// Run every selected controller on `scenario`, writing into `staging`.
+pub fn run_scenario(
+    args: &RunArgs,
+    scenario: &ChainScenario,
+    file: &str,
+    staging: &Path,
+    stop: &StopFlag,
+) -> Result<Finished, Box<dyn std::error::Error>> {
+    let laws = select(&args.only, &ChainLaw::ALL, ChainLaw::name)?;
+    let scene = scenario.scene();
+    let mut replica = ChainPlant::new(&scene).map_err(|e| e.to_string())?;
+    let plant_joints: Vec<String> = replica
+        .joint_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let (chain, model_joints) = crate::model::chain_from_urdf::<CAP>(&scene.urdf)?;
+    if model_joints != plant_joints {
+        return Err(format!(
+            "the controller's model of {} names the joints {model_joints:?}, the plant {plant_joints:?}",
+            scene.urdf.display()
+        )
+        .into());
+    }
+    let effort = replica.torque_limits_nm();
+    let scene_file = staging.join("scene.json");
+    std::fs::write(&scene_file, serde_json::to_string_pretty(&scene)?)
+        .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
+    let plant = plant::plant_executable()?;
+    let state_period = scenario.control_period_s().max(scenario.physics_dt_s);
+    let keyframes: Vec<(f64, Vec<f64>)> = scenario
+        .keyframes
+        .iter()
+        .map(|k| (k.time_s, k.positions_rad.clone()))
+        .collect();
+    let mut csv = Some(
+        ChainCsv::create(&staging.join("trajectory.csv"), plant_joints.len())
+            .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
+    );
+    let mut runs: Vec<ChainRun> = Vec::new();
+    let mut cut: Option<(ChainLaw, Cut)> = None;
+    let mut printed_warnings = false;
+    for law in laws {
+        let controller = ChainController::new(law, scenario, chain, &effort, state_period)
+            .map_err(|e| format!("controller {}: {e}", law.name()))?;
+        let recorder = ChainRecorder::new(
+            law.name(),
+            plant_joints.len(),
+            keyframes.clone(),
+            csv.take(),
+        );
+        let ((mut run, next_csv), run_cut) = run_session(
+            args,
+            controller,
+            recorder,
+            law.name(),
+            ((&plant.0, &plant.1), &scene_file),
+            Periods {
+                control_s: scenario.control_period_s(),
+                state_s: state_period,
+                end_s: scenario.end_s,
+            },
+            stop,
+        )?;
+        csv = next_csv;
+        if let Some(Cut::PlantLost { reason }) = &run_cut {
+            run.faults.plant_lost_reason = Some(reason.clone());
+        }
+        if !printed_warnings {
+            for w in &run.timing.warnings {
+                eprintln!("hil: WARNING: {w}");
+                printed_warnings = true;
+            }
+        }
+        runs.push(run);
+        if let Some(c) = run_cut {
+            cut = Some((law, c));
+            break;
+        }
+    }
+    if let Some(csv) = csv {
+        csv.finish()
+            .map_err(|e| format!("cannot write trajectory.csv: {e}"))?;
+    }
+    let inertia_check = inertia_check(&runs, &chain, &mut replica, plant_joints.len());
+    let joints = plant_joints.len();
+    let report = ChainReport {
+        complete: cut.is_none(),
+        incomplete_reason: cut.as_ref().map(|(law, c)| {
+            format!(
+                "{} while running the {} controller",
+                c.describe(),
+                law.name()
+            )
+        }),
+        scenario: scenario.name.clone(),
+        scenario_file: file.to_owned(),
+        kind: scenario.kind.name(),
+        mode: args.mode.name(),
+        control_rate_hz: scenario.control_rate_hz,
+        physics_dt_s: scenario.physics_dt_s,
+        urdf: scene.urdf.display().to_string(),
+        joints: plant_joints,
+        effort_limits_nm: effort,
+        keyframes: scenario
+            .keyframes
+            .iter()
+            .map(|k| KeyframeOut {
+                time_s: k.time_s,
+                positions_rad: k.positions_rad.clone(),
+            })
+            .collect(),
+        pushes: scenario.pushes.clone(),
+        controllers: runs.iter().map(|r| r.outcome(joints)).collect(),
+        inertia_check,
+        timing: runs.first().map(|r| r.timing.clone()).unwrap_or_default(),
+        faults: Faults::sum(runs.iter().map(|r| &r.faults)),
+    };
+    let path = staging.join("report.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    plot::write_all(staging, scenario, &report, &runs)?;
+    Ok(Finished {
+        summary: summary_table(&report),
+        incomplete_reason: report.incomplete_reason.clone(),
+        files: &OUTPUT_FILES,
+    })
+}
+
+/// Most configurations replayed for the inertia check.
+const INERTIA_SAMPLES: usize = 400;
+
+/// Replay the `arrival` run's (or the first run's) recorded motion on the replica and compare
+/// the model's composite inertia with Rapier's M_ii there.
+fn inertia_check(
+    runs: &[ChainRun],
+    chain: &control_core::articulated::Chain<CAP>,
+    replica: &mut ChainPlant,
+    joints: usize,
+) -> Option<InertiaCheck> {
+    let run = runs
+        .iter()
+        .find(|r| r.name == ChainLaw::Arrival.name())
+        .or_else(|| runs.first())?;
+    let stride = run.trajectory.len().div_ceil(INERTIA_SAMPLES).max(1);
+    let mut check = InertiaCheck {
+        controller: run.name,
+        samples: 0,
+        max_abs_diff_kgm2: 0.0,
+        max_rel_diff: 0.0,
+        series: Vec::new(),
+    };
+    for (t, q) in run.trajectory.iter().step_by(stride) {
+        let ours = chain
+            .forward_kinematics(q)
+            .and_then(|k| k.composite())
+            .map(|c| c.axis_inertia());
+        let Ok(ours) = ours else { continue };
+        let Some(q) = q.get(..joints) else { continue };
+        let Ok(m) = replica.mass_matrix_at(q) else {
+            continue;
+        };
+        let ours: Vec<f64> = ours.iter().take(joints).copied().collect();
+        let theirs: Vec<f64> = (0..joints)
+            .map(|i| m.get(i).and_then(|r| r.get(i)).copied().unwrap_or(f64::NAN))
+            .collect();
+        for (a, b) in ours.iter().zip(&theirs) {
+            let d = (a - b).abs();
+            check.max_abs_diff_kgm2 = check.max_abs_diff_kgm2.max(d);
+            check.max_rel_diff = check.max_rel_diff.max(d / b.abs());
+        }
+        check.samples += 1;
+        check.series.push((*t, ours, theirs));
+    }
+    (check.samples > 0).then_some(check)
+}
+
+fn or_na(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |e| format!("{e:.2e}"))
+}
+
+/// The console's table.
+pub fn summary_table(report: &ChainReport) -> String {
+    let mut s = format!(
+        "scenario {} ({}), {} mode, control {} Hz, physics dt {} s, {} keyframes, joints {}{}\n",
+        report.scenario,
+        report.scenario_file,
+        report.mode,
+        report.control_rate_hz,
+        report.physics_dt_s,
+        report.keyframes.len(),
+        report.joints.join(", "),
+        if report.complete {
+            ""
+        } else {
+            " — INCOMPLETE"
+        }
+    );
+    s.push_str(&format!(
+        "{:<22} {:>10}  {:<32} {:>14}\n",
+        "controller", "max (rad)", "max per joint (rad)", "torque-limited"
+    ));
+    for c in &report.controllers {
+        let per_joint: Vec<String> = c
+            .max_arrival_error_per_joint_rad
+            .iter()
+            .map(|e| or_na(*e))
+            .collect();
+        s.push_str(&format!(
+            "{:<22} {:>10}  {:<32} {:>14}\n",
+            c.name,
+            or_na(c.max_arrival_error_rad),
+            per_joint.join(" "),
+            c.torque_limited_joint_ticks
+        ));
+    }
+    if let Some(i) = &report.inertia_check {
+        s.push_str(&format!(
+            "composite inertia vs Rapier's M_ii along the {} run: {} configurations, max |diff| {:.2e} kg·m² ({:.2e} relative)\n",
+            i.controller, i.samples, i.max_abs_diff_kgm2, i.max_rel_diff
+        ));
+    }
+    s
+}

@@ -1,0 +1,401 @@
+//! Records one chain controller's run: the arrival error of every joint at every keyframe (read
+//! from the state nearest the keyframe's instant), what each joint's law did, torque limiting,
+//! timing histograms, a decimated trajectory for the plots, and `trajectory.csv` streamed row by
+//! row. Memory stays bounded whatever the run's length. Off the real-time path (the lockstep
+//! driver's thread or the real-time recorder thread).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use control_core::frames::StateFrame;
+use serde::Serialize;
+
+use super::super::recorder::{Decimated, LatencyHistogram};
+use super::super::report::{Faults, Percentiles, Timing};
+use super::super::session::LoopRecorder;
+use super::controller::{CAP, ChainCommandOut, ChainController, ChainState};
+
+/// `trajectory.csv` of a chain run, shared by its controllers one after the other.
+#[derive(Debug)]
+pub struct ChainCsv {
+    out: BufWriter<File>,
+    joints: usize,
+    error: Option<std::io::Error>,
+}
+
+impl ChainCsv {
+    /// Create the file and write the header for `joints` joints.
+    pub fn create(path: &Path, joints: usize) -> std::io::Result<Self> {
+        let mut out = BufWriter::new(File::create(path)?);
+        let mut header = String::from("controller,step,t_s,keyframe,safe,model_error");
+        for (what, unit) in [
+            ("q", "rad"),
+            ("qd", "rad_s"),
+            ("tau", "nm"),
+            ("inertia", "kgm2"),
+            ("stiffness", "nm_per_rad"),
+        ] {
+            for j in 0..joints {
+                header.push_str(&format!(",{what}{j}_{unit}"));
+            }
+        }
+        for j in 0..joints {
+            header.push_str(&format!(",status{j},torque_limited{j}"));
+        }
+        writeln!(out, "{header}")?;
+        Ok(Self {
+            out,
+            joints,
+            error: None,
+        })
+    }
+
+    fn row(&mut self, controller: &str, c: &ChainCommandOut) {
+        if self.error.is_some() {
+            return;
+        }
+        let r = &c.record;
+        let s = &r.state;
+        let n = self.joints.min(CAP);
+        let mut line = format!(
+            "{controller},{},{:?},{},{},{}",
+            s.step,
+            s.sim_time_s,
+            r.keyframe,
+            u8::from(c.safe),
+            u8::from(r.model_error)
+        );
+        // `{:?}`: the shortest representation that round-trips (bit-exact CSV).
+        for values in [&s.q, &s.qd, &c.torques_nm, &r.inertia_kgm2, &r.stiffness] {
+            for v in values.iter().take(n) {
+                line.push_str(&format!(",{v:?}"));
+            }
+        }
+        for j in 0..n {
+            let status = r.status.get(j).map_or("-", |s| s.name());
+            line.push_str(&format!(",{status},{}", (r.torque_limited >> j) & 1));
+        }
+        if let Err(e) = writeln!(self.out, "{line}") {
+            self.error = Some(e);
+        }
+    }
+
+    /// Flush; the first write error, if any, is returned here.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
+
+/// One chain controller's run, as the report and the plots need it.
+#[derive(Debug, Clone)]
+pub struct ChainRun {
+    /// Controller name.
+    pub name: &'static str,
+    /// Per keyframe, per joint: |θ(t̂) − θ̂| at the state nearest the keyframe's instant, rad
+    /// (`None`: the run ended before it).
+    pub arrival_error_rad: Vec<Option<Vec<f64>>>,
+    /// Ticks per joint status name, summed over joints.
+    pub status_counts: Vec<(&'static str, u64)>,
+    /// Joint-ticks whose torque was limited to the URDF effort.
+    pub torque_limited_joint_ticks: u64,
+    /// Ticks whose state the model refused (safe torques sent).
+    pub model_error_ticks: u64,
+    /// Ticks.
+    pub ticks: u64,
+    /// The plant's step cost, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Wall time of the run, s.
+    pub wall_s: f64,
+    /// Decimated (t, q) for the plots.
+    pub trajectory: Vec<(f64, [f64; CAP])>,
+    /// Timing.
+    pub timing: Timing,
+    /// Faults.
+    pub faults: Faults,
+    /// Control-thread wake-up latency (real time) or round trip (lockstep).
+    pub latency: LatencyHistogram,
+}
+
+/// What a chain controller's run reports in `report.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainOutcome {
+    /// Controller name.
+    pub name: &'static str,
+    /// Keyframes.
+    pub targets: usize,
+    /// Per keyframe, per joint, rad (`null`: not reached).
+    pub arrival_error_rad: Vec<Option<Vec<f64>>>,
+    /// The largest of them, rad (`null`: none reached).
+    pub max_arrival_error_rad: Option<f64>,
+    /// Per joint, the largest over keyframes, rad.
+    pub max_arrival_error_per_joint_rad: Vec<Option<f64>>,
+    /// Ticks per joint status, summed over joints.
+    pub status_counts: Vec<(&'static str, u64)>,
+    /// Joint-ticks whose torque was limited to the URDF's effort.
+    pub torque_limited_joint_ticks: u64,
+    /// Ticks whose state the model refused.
+    pub model_error_ticks: u64,
+    /// Ticks.
+    pub ticks: u64,
+    /// Plant step cost, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Wall time, s.
+    pub wall_s: f64,
+    /// Timing of this controller's run.
+    pub timing: Timing,
+    /// Faults of this controller's run.
+    pub faults: Faults,
+}
+
+impl ChainRun {
+    /// The report's view of the run.
+    pub fn outcome(&self, joints: usize) -> ChainOutcome {
+        let reached = self.arrival_error_rad.iter().flatten();
+        let max = reached
+            .clone()
+            .flat_map(|e| e.iter().copied())
+            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+        let per_joint = (0..joints)
+            .map(|j| {
+                reached
+                    .clone()
+                    .filter_map(|e| e.get(j).copied())
+                    .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
+            })
+            .collect();
+        ChainOutcome {
+            name: self.name,
+            targets: self.arrival_error_rad.len(),
+            arrival_error_rad: self.arrival_error_rad.clone(),
+            max_arrival_error_rad: max,
+            max_arrival_error_per_joint_rad: per_joint,
+            status_counts: self.status_counts.clone(),
+            torque_limited_joint_ticks: self.torque_limited_joint_ticks,
+            model_error_ticks: self.model_error_ticks,
+            ticks: self.ticks,
+            plant_step_us: self.plant_step_us,
+            wall_s: self.wall_s,
+            timing: self.timing.clone(),
+            faults: self.faults.clone(),
+        }
+    }
+}
+
+/// Records one chain controller's run.
+#[derive(Debug)]
+pub struct ChainRecorder {
+    name: &'static str,
+    joints: usize,
+    /// (instant, poses) of every keyframe.
+    keyframes: Vec<(f64, Vec<f64>)>,
+    /// Per keyframe: (|t − t̂| of the state used, errors).
+    arrivals: Vec<Option<(f64, Vec<f64>)>>,
+    next_keyframe: usize,
+    previous: Option<ChainState>,
+    status_counts: Vec<(&'static str, u64)>,
+    torque_limited: u64,
+    model_errors: u64,
+    ticks: u64,
+    step_cost: LatencyHistogram,
+    round_trip: LatencyHistogram,
+    compute: LatencyHistogram,
+    wake: LatencyHistogram,
+    trajectory: Decimated<[f64; CAP]>,
+    last_state: Option<ChainState>,
+    plant_counts: (u32, u32),
+    csv: Option<ChainCsv>,
+}
+
+impl ChainRecorder {
+    /// A recorder for controller `name` of a `joints`-joint chain with `keyframes`
+    /// ((instant, poses)); `csv` receives the tick rows.
+    pub fn new(
+        name: &'static str,
+        joints: usize,
+        keyframes: Vec<(f64, Vec<f64>)>,
+        csv: Option<ChainCsv>,
+    ) -> Self {
+        Self {
+            name,
+            joints,
+            arrivals: vec![None; keyframes.len()],
+            keyframes,
+            next_keyframe: 0,
+            previous: None,
+            status_counts: Vec::new(),
+            torque_limited: 0,
+            model_errors: 0,
+            ticks: 0,
+            step_cost: LatencyHistogram::default(),
+            round_trip: LatencyHistogram::default(),
+            compute: LatencyHistogram::default(),
+            wake: LatencyHistogram::default(),
+            trajectory: Decimated::default(),
+            last_state: None,
+            plant_counts: (0, 0),
+            csv,
+        }
+    }
+
+    fn errors(&self, state: &ChainState, pose: &[f64]) -> Vec<f64> {
+        state
+            .q
+            .iter()
+            .zip(pose)
+            .take(self.joints)
+            .map(|(q, p)| (q - p).abs())
+            .collect()
+    }
+
+    /// Settle every keyframe whose instant lies between the previous state and `state`: its
+    /// errors are read from whichever of the two is nearer its instant.
+    fn settle_keyframes(&mut self, state: &ChainState) {
+        while let Some((t_k, pose)) = self.keyframes.get(self.next_keyframe) {
+            if state.sim_time_s < *t_k {
+                break;
+            }
+            let mut best = ((state.sim_time_s - t_k).abs(), self.errors(state, pose));
+            if let Some(p) = &self.previous {
+                let d = (p.sim_time_s - t_k).abs();
+                if d < best.0 {
+                    best = (d, self.errors(p, pose));
+                }
+            }
+            if let Some(slot) = self.arrivals.get_mut(self.next_keyframe) {
+                *slot = Some(best);
+            }
+            self.next_keyframe += 1;
+        }
+    }
+}
+
+impl LoopRecorder<ChainController> for ChainRecorder {
+    type Finished = (ChainRun, Option<ChainCsv>);
+
+    fn state(&mut self, frame: &StateFrame) -> Option<ChainState> {
+        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
+        if frame.step > 0 {
+            self.step_cost.record_ns(frame.step_cost_ns);
+        }
+        let state = ChainState::of(frame)?;
+        self.settle_keyframes(&state);
+        self.trajectory.push(state.sim_time_s, state.q);
+        self.previous = Some(state);
+        self.last_state = Some(state);
+        Some(state)
+    }
+
+    fn tick(&mut self, command: &ChainCommandOut, compute: Option<Duration>) {
+        self.ticks += 1;
+        let r = &command.record;
+        if r.model_error {
+            self.model_errors += 1;
+        }
+        self.torque_limited += u64::from(r.torque_limited.count_ones());
+        if !command.safe {
+            for s in r.status.iter().take(self.joints) {
+                let name = s.name();
+                match self.status_counts.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, n)) => *n += 1,
+                    None => self.status_counts.push((name, 1)),
+                }
+            }
+        }
+        if let Some(c) = compute {
+            self.compute.record(c);
+        }
+        if let Some(csv) = &mut self.csv {
+            csv.row(self.name, command);
+        }
+    }
+
+    fn round_trip(&mut self, d: Duration) {
+        self.round_trip.record(d);
+    }
+
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.wake.record_ns(wake_latency_ns);
+    }
+
+    fn last_state(&self) -> Option<ChainState> {
+        self.last_state
+    }
+
+    fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Self::Finished {
+        timing.round_trip_us = self.round_trip.percentiles_us();
+        if timing.compute_us.is_none() {
+            timing.compute_us = self.compute.percentiles_us();
+        }
+        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
+        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let run = ChainRun {
+            name: self.name,
+            arrival_error_rad: self
+                .arrivals
+                .into_iter()
+                .map(|a| a.map(|(_, e)| e))
+                .collect(),
+            status_counts: self.status_counts,
+            torque_limited_joint_ticks: self.torque_limited,
+            model_error_ticks: self.model_errors,
+            ticks: self.ticks,
+            plant_step_us: self.step_cost.percentiles_us(),
+            wall_s: wall.as_secs_f64(),
+            trajectory: self.trajectory.points,
+            timing,
+            faults,
+            latency: if self.wake.is_empty() {
+                self.round_trip
+            } else {
+                self.wake
+            },
+        };
+        (run, self.csv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use control_core::frames::JointState;
+
+    fn frame(step: u64, t: f64, q: [f64; 2]) -> StateFrame {
+        let mut f = StateFrame::new(step + 1, step, t);
+        for p in q {
+            let _ = f.push_joint(JointState {
+                position_rad: p,
+                velocity_rad_s: 0.0,
+            });
+        }
+        f
+    }
+
+    #[test]
+    fn arrival_errors_are_read_per_joint_at_the_nearest_state_and_unreached_stay_unknown() {
+        let keyframes = vec![(0.5, vec![1.0, -1.0]), (1.0, vec![0.0, 0.0])];
+        let mut r = ChainRecorder::new("arrival", 2, keyframes, None);
+        for (k, (t, q)) in [
+            (0.49, [0.8, -0.7]),
+            (0.499, [0.9, -0.95]),
+            (0.505, [1.2, -1.3]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            r.state(&frame(k as u64, t, q));
+        }
+        let (run, _) = r.finish(Timing::default(), Faults::default(), Duration::ZERO);
+        let first = run.arrival_error_rad[0].clone().unwrap_or_default();
+        assert_eq!(first.len(), 2);
+        assert!((first[0] - 0.1).abs() < 1e-12 && (first[1] - 0.05).abs() < 1e-12);
+        assert_eq!(run.arrival_error_rad[1], None, "t = 1 s was never reached");
+        let o = run.outcome(2);
+        assert!((o.max_arrival_error_rad.unwrap_or(f64::NAN) - 0.1).abs() < 1e-12);
+        assert_eq!(o.max_arrival_error_per_joint_rad.len(), 2);
+    }
+}
