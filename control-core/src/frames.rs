@@ -7,8 +7,9 @@
 //! the bytes were rejected. [`FrameGuard`] adds what one frame cannot know (stale and repeated
 //! sequence numbers) and counts every rejection by reason.
 //!
-//! The vocabulary is generic: a state frame names bodies of the scene by number ([`BodyId`]) and
-//! says what happened to them ([`Event`]); what a body is (a thrown ball, a dropped weight) is the
+//! The vocabulary is generic: a state frame names bodies of the scene by number ([`BodyId`]), says
+//! what happened to them ([`Event`]) and what force the scene's static geometry put on them
+//! ([`ContactForce`]); what a body is (a thrown ball, a dropped weight, a link of a chain) is the
 //! scene's business, not the wire's.
 //!
 //! ```
@@ -21,16 +22,16 @@
 //! assert_eq!(StateFrame::decode(&buf), Ok(frame));
 //! ```
 //!
-//! # Layout (version 2, all integers and floats little-endian)
+//! # Layout (version 3, all integers and floats little-endian)
 //! Every frame starts with an 8-byte header: magic `b"HILF"`, version (u8), kind (u8: 1 state,
 //! 2 torque), total length in bytes (u16, including header and checksum). It ends with the
-//! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint and event slots
-//! and reserved bytes are zero. Frames are fixed-size whatever their joint count, so a receive
+//! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint, event and
+//! contact slots and reserved bytes are zero. Frames are fixed-size whatever their joint count, so a receive
 //! buffer of [`MAX_FRAME_LEN`] bytes fits both kinds.
 //!
 //! | state frame bytes | field |
 //! |---|---|
-//! | 0..8 | header (kind 1, length 252) |
+//! | 0..8 | header (kind 1, length 388) |
 //! | 8..16 | sequence (u64) |
 //! | 16..24 | plant step index (u64) |
 //! | 24..32 | simulation time, s (f64) |
@@ -42,7 +43,10 @@
 //! | 52..56 | of those, refused for a torque beyond the plant's limit (u32) |
 //! | 56..184 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
 //! | 184..248 | [`MAX_EVENTS`] × 8-byte event: tag, reserved (0), body id (u16), 4 reserved |
-//! | 248..252 | CRC-32 |
+//! | 248 | contact count (u8) |
+//! | 249..256 | reserved (0) |
+//! | 256..384 | [`MAX_CONTACTS`] × 32-byte contact: body id (u16), 6 reserved (0), world force x, y, z, N (f64 × 3) |
+//! | 384..388 | CRC-32 |
 //!
 //! | torque frame bytes | field |
 //! |---|---|
@@ -55,14 +59,15 @@
 //! | 32..96 | [`MAX_JOINTS`] × torque, N·m (f64) |
 //! | 96..100 | CRC-32 |
 //!
-//! Event tags: 1 contact began, 2 contact ended, 3 plane crossed. Version 1 (244-byte state
-//! frames, ball/weight body kinds, no plant counters) is refused as [`DecodeError::WrongVersion`].
+//! Event tags: 1 contact began, 2 contact ended, 3 plane crossed. Versions 1 (244-byte state
+//! frames, ball/weight body kinds, no plant counters) and 2 (252-byte state frames, no contact
+//! forces) are refused as [`DecodeError::WrongVersion`].
 //!
 //! Encoding is faithful: it writes non-finite values as they are, so a receiver can see (and
 //! count) what a broken sender produced. Decoding rejects them.
 //!
 //! Never does: allocate, panic, or accept a frame with a non-finite value, an unknown flag, an
-//! unknown event or a non-zero reserved byte.
+//! unknown event, more contacts than [`MAX_CONTACTS`] or a non-zero reserved byte.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -81,14 +86,17 @@ pub const MAX_JOINTS: usize = 8;
 /// Most events a state frame carries. A plant with more events in one step sends the rest in
 /// the following frames.
 pub const MAX_EVENTS: usize = 8;
+/// Most contact forces a state frame carries (one per body; a plant with more bodies in contact
+/// says which it leaves out).
+pub const MAX_CONTACTS: usize = 4;
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"HILF";
 /// The layout version this module writes and accepts.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 /// Length of the common header (magic, version, kind, length), bytes.
 pub const HEADER_LEN: usize = 8;
 /// Encoded length of a [`StateFrame`], bytes.
-pub const STATE_FRAME_LEN: usize = 252;
+pub const STATE_FRAME_LEN: usize = 388;
 /// Encoded length of a [`TorqueFrame`], bytes.
 pub const TORQUE_FRAME_LEN: usize = 100;
 /// A buffer of this many bytes holds a frame of either kind.
@@ -98,12 +106,24 @@ const CRC_LEN: usize = 4;
 const EVENT_LEN: usize = 8;
 const STATE_JOINTS_AT: usize = 56;
 const STATE_EVENTS_AT: usize = STATE_JOINTS_AT + MAX_JOINTS * 16;
+const STATE_CONTACT_COUNT_AT: usize = STATE_EVENTS_AT + MAX_EVENTS * EVENT_LEN;
+const CONTACT_COUNT_RESERVED: usize = 7;
+const STATE_CONTACTS_AT: usize = STATE_CONTACT_COUNT_AT + 1 + CONTACT_COUNT_RESERVED;
+const CONTACT_LEN: usize = 32;
+const CONTACT_RESERVED: usize = 6;
 const TORQUE_JOINTS_AT: usize = 32;
 
 // The layout tables above are the contract; these keep the constants honest.
-const _: () = assert!(STATE_EVENTS_AT + MAX_EVENTS * EVENT_LEN + CRC_LEN == STATE_FRAME_LEN);
+const _: () = assert!(STATE_CONTACT_COUNT_AT == 248 && STATE_CONTACTS_AT == 256);
+const _: () = assert!(2 + CONTACT_RESERVED + 3 * 8 == CONTACT_LEN);
+const _: () = assert!(STATE_CONTACTS_AT + MAX_CONTACTS * CONTACT_LEN + CRC_LEN == STATE_FRAME_LEN);
 const _: () = assert!(TORQUE_JOINTS_AT + MAX_JOINTS * 8 + CRC_LEN == TORQUE_FRAME_LEN);
-const _: () = assert!(MAX_JOINTS <= u8::MAX as usize && MAX_EVENTS <= u8::MAX as usize);
+const _: () = assert!(
+    MAX_JOINTS <= u8::MAX as usize
+        && MAX_EVENTS <= u8::MAX as usize
+        && MAX_CONTACTS <= u8::MAX as usize
+);
+const _: () = assert!(STATE_FRAME_LEN <= u16::MAX as usize && STATE_FRAME_LEN >= TORQUE_FRAME_LEN);
 
 // ---------------------------------------------------------------------------------------------
 // CRC-32
@@ -170,7 +190,7 @@ impl FrameKind {
 /// A body of the scene, by its id in the scene description (ids are unique across the scene; the
 /// scene says what the body is). The arm itself is never named: every contact event is between
 /// the arm and this body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct BodyId(pub u16);
 
 /// Something that happened in the plant during the step a state frame reports.
@@ -225,6 +245,18 @@ impl Event {
             _ => None,
         }
     }
+}
+
+/// The force the scene's static geometry (walls, floors) put on one body during the step a state
+/// frame reports: the sum over every contact between them, world frame, N, averaged over the step
+/// (the contact impulses of the step divided by its duration). Which body an id names is the
+/// scene's business (a chain plant: the link's index in URDF link order).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ContactForce {
+    /// The body pushed.
+    pub body: BodyId,
+    /// The force on it, world frame, N (x, y, z).
+    pub force_n: [f64; 3],
 }
 
 /// Position and velocity of one joint, in the plant's joint convention: the servo's own type,
@@ -316,6 +348,9 @@ pub struct StateFrame {
     pub joints: heapless::Vec<JointState, MAX_JOINTS>,
     /// Events of the step, at most [`MAX_EVENTS`].
     pub events: heapless::Vec<Event, MAX_EVENTS>,
+    /// Contact forces of the step on bodies the scene's static geometry pushed, at most
+    /// [`MAX_CONTACTS`] (which bodies, when more were pushed, is the plant's documented choice).
+    pub contacts: heapless::Vec<ContactForce, MAX_CONTACTS>,
 }
 
 /// Controller → plant: the torques to apply during one plant step.
@@ -347,6 +382,7 @@ impl StateFrame {
             plant_over_limit_frames: 0,
             joints: heapless::Vec::new(),
             events: heapless::Vec::new(),
+            contacts: heapless::Vec::new(),
         }
     }
 
@@ -358,6 +394,25 @@ impl StateFrame {
     /// Appends an event; gives it back when [`MAX_EVENTS`] are there already.
     pub fn push_event(&mut self, event: Event) -> Result<(), Event> {
         self.events.push(event)
+    }
+
+    /// Appends a contact force; gives it back when [`MAX_CONTACTS`] are there already.
+    pub fn push_contact(&mut self, contact: ContactForce) -> Result<(), ContactForce> {
+        self.contacts.push(contact)
+    }
+
+    /// The contact forces of the step, in the order the plant pushed them.
+    pub fn contacts(&self) -> &[ContactForce] {
+        &self.contacts
+    }
+
+    /// The contact force on `body` during the step, world frame, N (the first entry naming it),
+    /// or `None` when the frame carries none for it.
+    pub fn contact_force_on(&self, body: BodyId) -> Option<[f64; 3]> {
+        self.contacts
+            .iter()
+            .find(|c| c.body == body)
+            .map(|c| c.force_n)
     }
 
     /// Writes the frame into the start of `buf` and returns the number of bytes written
@@ -381,6 +436,16 @@ impl StateFrame {
         }
         for e in 0..MAX_EVENTS {
             w.bytes(&self.events.get(e).map_or([0; EVENT_LEN], |e| e.to_wire()));
+        }
+        w.u8(count_u8(self.contacts.len()));
+        w.bytes(&[0; CONTACT_COUNT_RESERVED]);
+        for c in 0..MAX_CONTACTS {
+            let contact = self.contacts.get(c).copied().unwrap_or_default();
+            w.u16(contact.body.0);
+            w.bytes(&[0; CONTACT_RESERVED]);
+            for x in contact.force_n {
+                w.f64(x);
+            }
         }
         Ok(w.finish())
     }
@@ -440,6 +505,26 @@ impl StateFrame {
             let _ = events.push(event);
         }
         r.zeros((MAX_EVENTS - usize::from(event_count)) * EVENT_LEN)?;
+        let contact_count = r.u8();
+        if usize::from(contact_count) > MAX_CONTACTS {
+            return Err(DecodeError::ContactCountOutOfRange {
+                count: contact_count,
+                max: MAX_CONTACTS,
+            });
+        }
+        r.zeros(CONTACT_COUNT_RESERVED)?;
+        let mut contacts = heapless::Vec::new();
+        for index in 0..contact_count {
+            let body = BodyId(r.u16());
+            r.zeros(CONTACT_RESERVED)?;
+            let mut force_n = [0.0; 3];
+            for (axis, x) in (0u8..).zip(force_n.iter_mut()) {
+                *x = finite(r.f64(), Field::ContactForce { index, axis })?;
+            }
+            // At most MAX_CONTACTS iterations (checked above): the push cannot fail.
+            let _ = contacts.push(ContactForce { body, force_n });
+        }
+        r.zeros((MAX_CONTACTS - usize::from(contact_count)) * CONTACT_LEN)?;
         Ok(Self {
             sequence,
             step,
@@ -451,6 +536,7 @@ impl StateFrame {
             plant_over_limit_frames,
             joints,
             events,
+            contacts,
         })
     }
 }
@@ -577,6 +663,13 @@ pub enum Field {
         /// Joint index.
         joint: u8,
     },
+    /// Component `axis` (0 x, 1 y, 2 z) of contact force `index` in a state frame.
+    ContactForce {
+        /// Contact index in the frame.
+        index: u8,
+        /// 0, 1, 2: x, y, z.
+        axis: u8,
+    },
 }
 
 impl fmt::Display for Field {
@@ -586,6 +679,9 @@ impl fmt::Display for Field {
             Self::Position { joint } => write!(f, "joints[{joint}].position_rad"),
             Self::Velocity { joint } => write!(f, "joints[{joint}].velocity_rad_s"),
             Self::Torque { joint } => write!(f, "torques_nm[{joint}]"),
+            Self::ContactForce { index, axis } => {
+                write!(f, "contacts[{index}].force_n[{axis}]")
+            }
         }
     }
 }
@@ -655,6 +751,13 @@ pub enum DecodeError {
         /// [`MAX_EVENTS`].
         max: usize,
     },
+    /// More contact forces than [`MAX_CONTACTS`].
+    ContactCountOutOfRange {
+        /// Contact count in the frame.
+        count: u8,
+        /// [`MAX_CONTACTS`].
+        max: usize,
+    },
     /// A NaN or infinite value.
     NonFinite {
         /// Which value.
@@ -719,6 +822,9 @@ impl fmt::Display for DecodeError {
             }
             Self::EventCountOutOfRange { count, max } => {
                 write!(f, "event count {count} out of range (max {max})")
+            }
+            Self::ContactCountOutOfRange { count, max } => {
+                write!(f, "contact count {count} out of range (max {max})")
             }
             Self::NonFinite { field } => write!(f, "non-finite value in {field}"),
             Self::BadEvent { index, tag } => write!(f, "bad event {index} (tag {tag})"),
@@ -836,8 +942,8 @@ pub struct RejectCounts {
     pub wrong_kind: u64,
     /// CRC-32 mismatch.
     pub checksum: u64,
-    /// Joint or event count out of range, bad event, unknown flags, non-zero padding, plant
-    /// counts that disagree.
+    /// Joint, event or contact count out of range, bad event, unknown flags, non-zero padding,
+    /// plant counts that disagree.
     pub bad_content: u64,
     /// NaN or infinite values.
     pub non_finite: u64,
@@ -877,6 +983,7 @@ impl RejectCounts {
                 DecodeError::NonFinite { .. } => &mut self.non_finite,
                 DecodeError::JointCountOutOfRange { .. }
                 | DecodeError::EventCountOutOfRange { .. }
+                | DecodeError::ContactCountOutOfRange { .. }
                 | DecodeError::BadEvent { .. }
                 | DecodeError::UnknownFlags { .. }
                 | DecodeError::NonZeroPadding { .. }
@@ -989,7 +1096,8 @@ impl FrameGuard {
 // Byte-level helpers
 
 fn count_u8(n: usize) -> u8 {
-    // Lengths of vectors of capacity MAX_JOINTS / MAX_EVENTS (≤ 255, asserted above).
+    // Lengths of vectors of capacity MAX_JOINTS / MAX_EVENTS / MAX_CONTACTS (≤ 255, asserted
+    // above).
     u8::try_from(n).unwrap_or(u8::MAX)
 }
 
@@ -1194,6 +1302,11 @@ mod tests {
         .unwrap();
         f.push_event(Event::PlaneCrossed { body: BodyId(7) })
             .unwrap();
+        f.push_contact(ContactForce {
+            body: BodyId(2),
+            force_n: [-12.5, 0.75, 0.0],
+        })
+        .unwrap();
         f
     }
 
@@ -1250,8 +1363,16 @@ mod tests {
                 })
                 .unwrap();
             }
+            for c in 0..MAX_CONTACTS {
+                f.push_contact(ContactForce {
+                    body: BodyId(u16::MAX - c as u16),
+                    force_n: [f64::MAX, -f64::MAX, c as f64],
+                })
+                .unwrap();
+            }
             f.plant_rejected_frames = u32::MAX;
             f.plant_over_limit_frames = u32::MAX;
+            assert!(f.push_contact(ContactForce::default()).is_err());
             assert!(f.push_joint(JointState::default()).is_err());
             assert!(
                 f.push_event(Event::PlaneCrossed { body: BodyId(0) })
@@ -1301,15 +1422,17 @@ mod tests {
             StateFrame::decode(&b),
             Err(DecodeError::BadMagic { .. })
         ));
-        let mut b = good;
-        b[4] = 1;
-        assert_eq!(
-            StateFrame::decode(&b),
-            Err(DecodeError::WrongVersion {
-                found: 1,
-                expected: 2
-            })
-        );
+        for old in [1, 2] {
+            let mut b = good;
+            b[4] = old;
+            assert_eq!(
+                StateFrame::decode(&b),
+                Err(DecodeError::WrongVersion {
+                    found: old,
+                    expected: 3
+                })
+            );
+        }
         assert_eq!(
             TorqueFrame::decode(&good),
             Err(DecodeError::WrongKind {
@@ -1385,6 +1508,32 @@ mod tests {
                 offset: STATE_JOINTS_AT + 16
             })
         );
+        // Contacts: a count beyond MAX_CONTACTS, the reserved bytes after the count and in a
+        // slot, an unused slot.
+        let mut b = good;
+        b[STATE_CONTACT_COUNT_AT] = 5;
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::ContactCountOutOfRange { count: 5, max: 4 })
+        );
+        for offset in [
+            STATE_CONTACT_COUNT_AT + 1,
+            STATE_CONTACT_COUNT_AT + 7,
+            STATE_CONTACTS_AT + 2,
+            STATE_CONTACTS_AT + 7,
+            STATE_CONTACTS_AT + CONTACT_LEN, // contact 1 is unused in the sample
+            STATE_FRAME_LEN - CRC_LEN - 1,
+        ] {
+            let mut b = good;
+            b[offset] = 0x40;
+            reseal(&mut b);
+            assert_eq!(
+                StateFrame::decode(&b),
+                Err(DecodeError::NonZeroPadding { offset }),
+                "{offset}"
+            );
+        }
     }
 
     #[test]
@@ -1405,6 +1554,24 @@ mod tests {
                 field: Field::SimTime
             })
         );
+        for axis in 0..3u8 {
+            let mut f = sample_state(1);
+            f.contacts[0].force_n[usize::from(axis)] = f64::NAN;
+            let e = StateFrame::decode(&encoded_state(&f)).unwrap_err();
+            assert_eq!(
+                e,
+                DecodeError::NonFinite {
+                    field: Field::ContactForce { index: 0, axis }
+                }
+            );
+            assert_eq!(
+                e.to_string(),
+                format!("non-finite value in contacts[0].force_n[{axis}]")
+            );
+        }
+        let mut f = sample_state(1);
+        f.contacts[0].force_n[0] = f64::INFINITY;
+        assert!(StateFrame::decode(&encoded_state(&f)).is_err());
         let mut f = sample_torque(1);
         f.torques_nm[1] = f64::NEG_INFINITY;
         let e = TorqueFrame::decode(&encoded_torque(&f)).unwrap_err();
@@ -1481,11 +1648,23 @@ mod tests {
         assert_eq!(b[48..52], 0x0102_0304u32.to_le_bytes());
         assert_eq!(b[52..56], 0x0001_0203u32.to_le_bytes());
         assert_eq!(b[6..8], (STATE_FRAME_LEN as u16).to_le_bytes());
-        assert_eq!(STATE_FRAME_LEN, 252);
-        assert_eq!(MAX_FRAME_LEN, 252);
+        assert_eq!(STATE_FRAME_LEN, 388);
+        assert_eq!(MAX_FRAME_LEN, 388);
+        assert_eq!(b[4], 3);
         // Event 2 of the sample: plane crossed (tag 3), body 7.
         let e = STATE_EVENTS_AT + 2 * EVENT_LEN;
         assert_eq!(b[e..e + EVENT_LEN], [3, 0, 7, 0, 0, 0, 0, 0]);
+        // One contact: count at 248, then body 2 with (-12.5, 0.75, 0) N from 256.
+        assert_eq!(b[248..256], [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b[256..264], [2, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b[264..272], (-12.5f64).to_le_bytes());
+        assert_eq!(b[272..280], 0.75f64.to_le_bytes());
+        assert_eq!(b[280..288], 0.0f64.to_le_bytes());
+        assert!(b[288..384].iter().all(|&x| x == 0));
+        let f = StateFrame::decode(&b).unwrap();
+        assert_eq!(f.contact_force_on(BodyId(2)), Some([-12.5, 0.75, 0.0]));
+        assert_eq!(f.contact_force_on(BodyId(3)), None);
+        assert_eq!(f.contacts().len(), 1);
     }
 
     #[test]
@@ -1499,7 +1678,7 @@ mod tests {
         assert_eq!(why, Rejected::Oversize { datagram: 4096 });
         assert_eq!(
             why.to_string(),
-            "oversize datagram: 4096 bytes, no frame is longer than 252"
+            "oversize datagram: 4096 bytes, no frame is longer than 388"
         );
         assert_eq!(
             *g.rejected(),
@@ -1540,11 +1719,15 @@ mod tests {
     fn errors_display_their_reason() {
         let e = Rejected::Malformed(DecodeError::WrongVersion {
             found: 7,
-            expected: 2,
+            expected: 3,
         });
         assert_eq!(
             e.to_string(),
-            "malformed frame: wrong frame version 7, expected 2"
+            "malformed frame: wrong frame version 7, expected 3"
+        );
+        assert_eq!(
+            DecodeError::ContactCountOutOfRange { count: 9, max: 4 }.to_string(),
+            "contact count 9 out of range (max 4)"
         );
         assert!(core::error::Error::source(&e).is_some());
     }
@@ -1554,7 +1737,7 @@ mod tests {
 
         /// The fuzz target: arbitrary bytes through every decoder and the guard never panic.
         #[test]
-        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..450)) {
             let _ = StateFrame::decode(&bytes);
             let _ = TorqueFrame::decode(&bytes);
             let _ = peek_kind(&bytes);
@@ -1590,6 +1773,62 @@ mod tests {
             }
         }
 
+        /// The contact section, written byte by byte with any count, any body ids, any force bits
+        /// (NaN and ±∞ included), and reserved bytes and unused slots sometimes non-zero: the
+        /// frame decodes exactly when the count is at most MAX_CONTACTS, every used force is
+        /// finite and every reserved and unused byte is zero, and then re-encodes to the same
+        /// bytes.
+        #[test]
+        fn the_contact_section_decodes_exactly_when_it_is_valid(
+            count in 0u8..=6,
+            slots in proptest::array::uniform4((
+                any::<u16>(),
+                proptest::array::uniform3(any::<u64>()),
+                proptest::option::weighted(0.1, (0..CONTACT_RESERVED, 1u8..=255)),
+            )),
+            after_count in proptest::option::weighted(0.1, (0..CONTACT_COUNT_RESERVED, 1u8..=255)),
+        ) {
+            let mut b = encoded_state(&sample_state(3));
+            b[STATE_CONTACT_COUNT_AT] = count;
+            let mut valid = usize::from(count) <= MAX_CONTACTS;
+            if let Some((at, x)) = after_count {
+                b[STATE_CONTACT_COUNT_AT + 1 + at] = x;
+                valid = false;
+            }
+            for (k, (id, bits, reserved)) in slots.iter().enumerate() {
+                let at = STATE_CONTACTS_AT + k * CONTACT_LEN;
+                let used = k < usize::from(count);
+                let slot = &mut b[at..at + CONTACT_LEN];
+                slot.fill(0);
+                slot[..2].copy_from_slice(&id.to_le_bytes());
+                if let Some((r, x)) = reserved {
+                    slot[2 + r] = *x;
+                    valid = false;
+                }
+                for (a, bits) in bits.iter().enumerate() {
+                    slot[8 + 8 * a..16 + 8 * a].copy_from_slice(&bits.to_le_bytes());
+                    let x = f64::from_bits(*bits);
+                    if (used && !x.is_finite()) || (!used && *bits != 0) {
+                        valid = false;
+                    }
+                }
+                if !used && *id != 0 {
+                    valid = false;
+                }
+            }
+            reseal(&mut b);
+            match StateFrame::decode(&b) {
+                Ok(f) => {
+                    prop_assert!(valid);
+                    prop_assert_eq!(f.contacts.len(), usize::from(count));
+                    let mut out = [0u8; STATE_FRAME_LEN];
+                    f.encode(&mut out).unwrap();
+                    prop_assert_eq!(&out[..], &b[..]);
+                }
+                Err(_) => prop_assert!(!valid),
+            }
+        }
+
         /// Flipping any one bit of a valid frame gets it rejected (CRC-32 catches every
         /// single-bit error).
         #[test]
@@ -1605,6 +1844,10 @@ mod tests {
             joints in proptest::collection::vec((-1e6f64..1e6, -1e6f64..1e6), 0..=MAX_JOINTS),
             torques in proptest::collection::vec(-1e6f64..1e6, 0..=MAX_JOINTS),
             ids in proptest::collection::vec((0u8..3, any::<u16>()), 0..=MAX_EVENTS),
+            contacts in proptest::collection::vec(
+                (any::<u16>(), proptest::array::uniform3(-1e9f64..1e9)),
+                0..=MAX_CONTACTS,
+            ),
             (rejected, over_limit) in any::<u32>().prop_flat_map(|r| (Just(r), 0..=r)),
         ) {
             let mut s = StateFrame::new(seq, step, t);
@@ -1621,6 +1864,9 @@ mod tests {
                     _ => Event::PlaneCrossed { body },
                 };
                 s.push_event(e).unwrap();
+            }
+            for (id, force_n) in contacts {
+                s.push_contact(ContactForce { body: BodyId(id), force_n }).unwrap();
             }
             prop_assert_eq!(StateFrame::decode(&encoded_state(&s)), Ok(s));
             let mut t = TorqueFrame::new(seq, step);

@@ -39,6 +39,32 @@
 //! have is beyond unless it is exactly 0), and the host refuses such a frame whole, counted, never
 //! clamped, exactly as for the arm. Stepping applies what it is given.
 //!
+//! # Walls and contact forces
+//! A scene's `walls` are static boxes, axis-aligned in the world: one fixed collider each, with
+//! no body, friction [`WALL_FRICTION`] (0.5; with the links' 0.5, combined by average: 0.5) and
+//! no restitution. The links collide with them through their `<collision>` shapes (rapier3d-urdf
+//! builds one collider per `<collision>`, massless; arm3 has one box per link); the links never
+//! collide with each other. A wall that overlaps a link at the start is not refused: the solver
+//! pushes them apart (at most its maximal corrective velocity).
+//!
+//! After every step, for each link, the force the walls put on it during the step: over every
+//! contact pair between a wall collider and one of the link's colliders
+//! (`NarrowPhase::contact_pairs_with` the wall), over the manifolds the solver saw
+//! (`ContactPair::solver_manifolds`) and their solver contacts, the normal impulse plus the two
+//! friction impulses, each summed by Rapier over the step's substeps (`ContactData::impulse`,
+//! `tangent_impulse`), put in the world frame (see `impulse_on_first`), summed, and divided by
+//! dt: the step's mean force, world frame, N. (`ContactPair::total_impulse` is the normal part
+//! only.) A link is reported when that sum is not zero; a link near a wall but not pushed (a
+//! speculative contact, impulse 0) is not. Friction along a direction the chain cannot move in
+//! (z for arm3, whose joints all turn about z) is indeterminate for the solver and is reported
+//! as it left it (measured −6.3 N out of plane, within the friction cone, after the impact in
+//! `tests/chain.rs`).
+//!
+//! The state frames carry these forces (at most [`MAX_CONTACTS`], in URDF link order; the
+//! links beyond are left out and counted, [`ChainPlant::contacts_left_out`]); a link's
+//! [`BodyId`] is its index in URDF link order (the fixed root is 0 and is never pushed:
+//! [`ChainPlant::link_body_id`]).
+//!
 //! # Pushes
 //! A push is a constant world force on one link, applied at its centre of mass for the steps
 //! k with round(start_s/dt) ≤ k < round(start_s/dt) + round(duration_s/dt).
@@ -73,6 +99,9 @@
 //! - The mass matrix against the URDF's own composite inertias (f64): within 1.3e-6 relative on
 //!   the diagonal, and ½q̇ᵀMq̇ within 1.1e-6 of the links' kinetic energy.
 //!
+//! - Contact force of the upper arm pressed onto a wall's edge by 5 N·m at the shoulder, at
+//!   rest: its moment about the shoulder is 4.997 N·m (`tests/chain.rs`).
+//!
 //! Never does: accept a URDF or scene it cannot simulate (a joint type other than revolute or
 //! continuous, a missing torque limit, more joints than a frame carries, a chain whose mass
 //! matrix is singular at the start, a start state outside a joint's limits; each refused naming
@@ -84,10 +113,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use control_core::frames::{JointState, MAX_JOINTS, StateFrame};
+use control_core::frames::{
+    BodyId, ContactForce, JointState, MAX_CONTACTS, MAX_JOINTS, StateFrame,
+};
 use rapier3d::glamx::EulerRot;
 use rapier3d::na;
 use rapier3d::prelude::*;
+use rapier3d::utils::OrthonormalBasis;
 use rapier3d_urdf::urdf_rs;
 use rapier3d_urdf::{UrdfLoaderOptions, UrdfMultibodyOptions, UrdfRobot};
 use serde::{Deserialize, Serialize};
@@ -116,13 +148,16 @@ pub enum ChainKind {
 ///   "initial_velocities_rad_s": [0.0, 0.0, 0.0],
 ///   "pushes": [
 ///     { "body": "hand", "force_n": [0.0, 20.0, 0.0], "start_s": 0.5, "duration_s": 0.1 }
+///   ],
+///   "walls": [
+///     { "center_m": [0.15, -0.55, 0.0], "half_extents_m": [0.05, 0.45, 0.5] }
 ///   ]
 /// }
 /// ```
 ///
 /// `kind`, `urdf`, `end_time_s` and `gravity_m_s2` are required; `dt_s` defaults to
-/// [`DEFAULT_DT_S`], the start state to all joints at 0 and at rest, `pushes` to none. Unknown
-/// fields are refused.
+/// [`DEFAULT_DT_S`], the start state to all joints at 0 and at rest, `pushes` and `walls` to
+/// none. Unknown fields are refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainScene {
@@ -151,6 +186,30 @@ pub struct ChainScene {
     /// External forces on links.
     #[serde(default)]
     pub pushes: Vec<Push>,
+    /// Static boxes the links collide with (at most [`MAX_WALLS`]); the force each puts on the
+    /// links is reported in every state frame (see the module doc, "Walls and contact forces").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub walls: Vec<Wall>,
+}
+
+/// Most walls a chain scene has.
+pub const MAX_WALLS: usize = 8;
+/// Largest half extent of a wall, m.
+pub const MAX_WALL_HALF_EXTENT_M: f64 = 100.0;
+/// Friction coefficient of a wall's collider. Rapier combines it with a link collider's (0.5,
+/// Rapier's default, which rapier3d-urdf keeps) by their average: 0.5 between a link and a wall.
+/// Restitution is 0 on both (Rapier's default): a link that hits a wall does not bounce.
+pub const WALL_FRICTION: f64 = 0.5;
+
+/// A static box, axis-aligned in the world: a fixed collider with no body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wall {
+    /// Centre of the box, world frame, m (each within ±1000 m).
+    pub center_m: [f64; 3],
+    /// Half the box's size along the world x, y and z axes, m (each greater than 0 and at most
+    /// [`MAX_WALL_HALF_EXTENT_M`]).
+    pub half_extents_m: [f64; 3],
 }
 
 fn default_dt() -> f64 {
@@ -184,6 +243,7 @@ impl ChainScene {
             initial_positions_rad: Vec::new(),
             initial_velocities_rad_s: Vec::new(),
             pushes: Vec::new(),
+            walls: Vec::new(),
         }
     }
 
@@ -267,6 +327,30 @@ impl ChainScene {
             c.range(&f("start_s"), p.start_s, 0.0, 1e7);
             c.range(&f("duration_s"), p.duration_s, 0.0, 1e7);
         }
+        if self.walls.len() > MAX_WALLS {
+            c.fail(
+                "walls",
+                format!(
+                    "{} walls: a chain scene has at most {MAX_WALLS}",
+                    self.walls.len()
+                ),
+            );
+        }
+        for (i, w) in self.walls.iter().enumerate() {
+            for k in 0..3 {
+                c.range(
+                    &format!("walls[{i}].center_m[{k}]"),
+                    w.center_m[k],
+                    -1e3,
+                    1e3,
+                );
+                c.positive_up_to(
+                    &format!("walls[{i}].half_extents_m[{k}]"),
+                    w.half_extents_m[k],
+                    MAX_WALL_HALF_EXTENT_M,
+                );
+            }
+        }
         c.result()
     }
 }
@@ -338,6 +422,15 @@ pub struct ChainPlant {
     joints: Vec<ChainJoint>,
     /// URDF link order: name and body.
     links: Vec<(String, RigidBodyHandle)>,
+    /// Each link body's index in URDF link order (its [`BodyId`] on the wire).
+    link_ids: Vec<(RigidBodyHandle, u16)>,
+    /// The walls' colliders, in scene order.
+    walls: Vec<ColliderHandle>,
+    /// The contact forces of the last step, as the frames carry them.
+    contacts: heapless::Vec<ContactForce, MAX_CONTACTS>,
+    /// Per-link wall forces of the step being summed: link index, force (N).
+    contact_sums: Vec<(u16, [f64; 3])>,
+    contacts_left_out: u64,
     pushes: Vec<ActivePush>,
     dt_s: f64,
     step: u64,
@@ -522,11 +615,26 @@ impl ChainPlant {
             });
         }
         let mut links = Vec::with_capacity(urdf.links.len());
+        let mut link_ids = Vec::with_capacity(urdf.links.len());
         for (i, l) in urdf.links.iter().enumerate() {
             if let Some(h) = link_slot[i].and_then(|s| handles.links.get(s)) {
                 links.push((l.name.clone(), h.body));
+                // At most a few hundred links in any URDF the plant accepts (MAX_JOINTS + 1).
+                link_ids.push((h.body, u16::try_from(i).unwrap_or(u16::MAX)));
             }
         }
+        let walls = scene
+            .walls
+            .iter()
+            .map(|w| {
+                let [hx, hy, hz] = w.half_extents_m.map(|x| x as Real);
+                world.colliders.insert(
+                    ColliderBuilder::cuboid(hx, hy, hz)
+                        .translation(v3(w.center_m))
+                        .friction(WALL_FRICTION as Real),
+                )
+            })
+            .collect();
         let Some(first) = joints.first().map(|j| j.handle) else {
             return Err(urdf_err(String::from("no joint")));
         };
@@ -580,6 +688,11 @@ impl ChainPlant {
             world,
             joints,
             links,
+            link_ids,
+            walls,
+            contacts: heapless::Vec::new(),
+            contact_sums: Vec::new(),
+            contacts_left_out: 0,
             pushes,
             dt_s: scene.dt_s,
             step: 0,
@@ -842,7 +955,8 @@ impl ChainPlant {
     }
 
     /// The state frame of the current state: sequence number = step index, the joints in URDF
-    /// order, no events, and the cost of the step that produced it.
+    /// order, no events, the walls' forces on the links during the step that produced it (none
+    /// for step 0), and that step's cost.
     pub fn state_frame(&mut self) -> StateFrame {
         let mut frame = StateFrame::new(self.step, self.step, self.time_s());
         frame.step_cost_ns = self.last_cost_ns;
@@ -850,7 +964,84 @@ impl ChainPlant {
             // At most MAX_JOINTS joints (checked when built).
             let _ = frame.push_joint(self.joint_state(j));
         }
+        frame.contacts = self.contacts.clone();
         frame
+    }
+
+    /// The walls' forces on the links during the last step (none before the first), as the
+    /// state frames carry them: at most [`MAX_CONTACTS`], in URDF link order.
+    pub fn wall_contacts(&self) -> &[ContactForce] {
+        &self.contacts
+    }
+
+    /// Link forces left out of the frames so far: one per link and step when more than
+    /// [`MAX_CONTACTS`] links were pushed by walls in one step (the links last in URDF order
+    /// are left out).
+    pub const fn contacts_left_out(&self) -> u64 {
+        self.contacts_left_out
+    }
+
+    /// Each link's index in URDF link order, its [`BodyId`] in the frames' contact forces, by
+    /// name; `None` for a name the URDF does not have.
+    pub fn link_body_id(&self, name: &str) -> Option<BodyId> {
+        let (_, h) = self.links.iter().find(|(n, _)| n == name)?;
+        self.link_ids
+            .iter()
+            .find(|(b, _)| b == h)
+            .map(|&(_, id)| BodyId(id))
+    }
+
+    /// Sums, over every contact between a wall and a link, the impulses the solver applied in
+    /// the step just taken, and keeps the per-link forces (impulse / dt) for the frames.
+    fn collect_wall_contacts(&mut self) {
+        self.contact_sums.clear();
+        for &wall in &self.walls {
+            for pair in self.world.narrow_phase.contact_pairs_with(wall) {
+                let (other, link_is_first) = if pair.collider1 == wall {
+                    (pair.collider2, false)
+                } else {
+                    (pair.collider1, true)
+                };
+                let Some(id) = self
+                    .world
+                    .colliders
+                    .get(other)
+                    .and_then(|c| c.parent())
+                    .and_then(|b| self.link_ids.iter().find(|(h, _)| *h == b))
+                    .map(|&(_, id)| id)
+                else {
+                    continue;
+                };
+                let on_first = impulse_on_first(pair);
+                let sign = if link_is_first { 1.0 } else { -1.0 };
+                let f = to_f64(on_first).map(|x| sign * x / self.dt_s);
+                if f.iter().all(|&x| x == 0.0) {
+                    continue;
+                }
+                match self.contact_sums.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, sum)) => {
+                        for (s, x) in sum.iter_mut().zip(f) {
+                            *s += x;
+                        }
+                    }
+                    None => self.contact_sums.push((id, f)),
+                }
+            }
+        }
+        self.contact_sums.sort_by_key(|&(id, _)| id);
+        self.contacts.clear();
+        for &(id, force_n) in &self.contact_sums {
+            if self
+                .contacts
+                .push(ContactForce {
+                    body: BodyId(id),
+                    force_n,
+                })
+                .is_err()
+            {
+                self.contacts_left_out = self.contacts_left_out.saturating_add(1);
+            }
+        }
     }
 
     /// Steps the world by dt with joint torques `torques_nm` (N·m, URDF joint order; a missing
@@ -891,6 +1082,7 @@ impl ChainPlant {
             }
         }
         self.world.step();
+        self.collect_wall_contacts();
         self.step += 1;
         self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let mut frame = self.state_frame();
@@ -898,6 +1090,30 @@ impl ChainPlant {
         frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
         frame
     }
+}
+
+/// The impulse the contacts of `pair` applied to its first collider's body during the step just
+/// taken, world frame, N·s: over the manifolds the solver saw and their solver contacts, the
+/// normal impulse λ along −n (n, the manifold normal, points from the first collider to the
+/// second) plus the friction impulses (t₁, t₂) along the solver's tangent basis, which Rapier
+/// 0.36 derives from −n alone: t₁ = (−n).orthonormal_vector(), t₂ = (−n) × t₁. λ and (t₁, t₂) are
+/// each the sum over the step's substeps (`ContactData::impulse`, `tangent_impulse`, written back
+/// by the solver after the last substep). The second collider's body got the opposite.
+fn impulse_on_first(pair: &ContactPair) -> Vector {
+    let mut total = Vector::ZERO;
+    for m in pair.solver_manifolds() {
+        let dir1 = -m.data.normal;
+        let t1 = dir1.orthonormal_vector();
+        let t2 = dir1.cross(t1);
+        for sc in &m.data.solver_contacts {
+            let [index] = sc.contact_indices();
+            if let Some(pt) = usize::try_from(index).ok().and_then(|i| m.points.get(i)) {
+                let d = &pt.data;
+                total += dir1 * d.impulse + t1 * d.tangent_impulse.x + t2 * d.tangent_impulse.y;
+            }
+        }
+    }
+    total
 }
 
 /// The mass properties of an `<inertial>` in its link's frame: the inertia tensor rotated by the
@@ -1162,6 +1378,31 @@ mod tests {
                 "missing field `duration_s`",
             ),
             (r#", "gravity": 3"#, "gravity", "unknown field `gravity`"),
+            (
+                r#", "walls": [{"center_m": [0,0,0], "half_extents_m": [1,0,1]}]"#,
+                "walls[0].half_extents_m[1]",
+                "must be greater than 0 and at most 100, got 0",
+            ),
+            (
+                r#", "walls": [{"center_m": [0,0,0], "half_extents_m": [1,1,101]}]"#,
+                "walls[0].half_extents_m[2]",
+                "at most 100",
+            ),
+            (
+                r#", "walls": [{"center_m": [0,0,0], "half_extents_m": [1,1,1]}, {"center_m": [0,2e3,0], "half_extents_m": [1,1,1]}]"#,
+                "walls[1].center_m[1]",
+                "must be between -1000 and 1000",
+            ),
+            (
+                r#", "walls": [{"center_m": [0,0,0]}]"#,
+                "walls[0]",
+                "missing field `half_extents_m`",
+            ),
+            (
+                r#", "walls": [{"center_m": [0,0,0], "half_extents_m": [1,1,1], "friction": 1}]"#,
+                "walls[0].friction",
+                "unknown field `friction`",
+            ),
         ];
         for (extra, field, reason) in cases {
             let e = parse(&format!("{{{MIN}{extra}}}")).unwrap_err();
@@ -1192,6 +1433,24 @@ mod tests {
         s.gravity_m_s2 = [0.0; 3];
         s.initial_velocities_rad_s = vec![f64::INFINITY];
         assert_eq!(s.validate().unwrap_err().0, "initial_velocities_rad_s[0]");
+        s.initial_velocities_rad_s = vec![];
+        s.walls = vec![
+            Wall {
+                center_m: [0.0; 3],
+                half_extents_m: [1.0; 3],
+            };
+            MAX_WALLS + 1
+        ];
+        let (field, reason) = s.validate().unwrap_err();
+        assert_eq!(field, "walls");
+        assert!(reason.contains("at most 8"), "{reason}");
+        s.walls.truncate(MAX_WALLS);
+        assert!(s.validate().is_ok());
+        s.walls[3].center_m[2] = f64::NAN;
+        assert_eq!(s.validate().unwrap_err().0, "walls[3].center_m[2]");
+        s.walls[3].center_m[2] = 0.0;
+        s.walls[3].half_extents_m[0] = f64::INFINITY;
+        assert_eq!(s.validate().unwrap_err().0, "walls[3].half_extents_m[0]");
     }
 
     #[test]
@@ -1221,7 +1480,11 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.field, "arm.mass_kg");
         // The example files of both kinds load.
-        for (name, chain) in [("example.json", false), ("arm3.json", true)] {
+        for (name, chain) in [
+            ("example.json", false),
+            ("arm3.json", true),
+            ("arm3_wall.json", true),
+        ] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("scenes")
                 .join(name);

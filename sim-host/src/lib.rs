@@ -28,7 +28,7 @@ pub mod host;
 pub mod plant;
 pub mod scene;
 
-pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push};
+pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use plant::Plant;
 pub use scene::{ArmSpec, BallSpawn, PlantScene, Scene, SceneError, WeightDrop, WeightShape};
