@@ -4,7 +4,9 @@
 //! 3-link arm and a 28-DoF chain; and the pieces alone (forward kinematics, composite inertia,
 //! mass matrix); and the "On the Beat!" tick (`BeatServo::tick`: the same kinematics, composite
 //! inertia, gravity and feed-forward, with the method's closed-form gains instead of the arrival
-//! solve), on the composite and on the single-link inertia.
+//! solve), on the composite and on the single-link inertia; the arrival tick with the
+//! inverse-dynamics coupling (`Coupling::InverseDynamics`: the same, then one recursive
+//! Newton–Euler pass), and inverse dynamics alone (`Kinematics::inverse_dynamics`).
 //!
 //! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3`
 
@@ -13,7 +15,7 @@
 use std::hint::black_box;
 
 use control_core::articulated::{
-    ArrivalConfig, Chain, ChainArrival, JointStatus, JointTarget, LinkSpec,
+    ArrivalConfig, Chain, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -175,6 +177,27 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
             })
         });
     }
+    // The arrival tick with the inverse-dynamics coupling, on the mixed states.
+    let exact = ChainArrival::new(ArrivalConfig {
+        coupling: Coupling::InverseDynamics,
+        ..ArrivalConfig::default()
+    })
+    .expect("valid config");
+    let states_mixed = states::<N>(true);
+    let mut i = 0;
+    group.bench_function(BenchmarkId::new("tick_inverse_dynamics", name), |b| {
+        b.iter(|| {
+            i = (i + 1) % states_mixed.len();
+            let (q, qd, targets) = &states_mixed[i];
+            black_box(exact.tick(
+                black_box(chain),
+                black_box(q),
+                black_box(qd),
+                black_box(targets),
+                &g,
+            ))
+        })
+    });
     // The beat tick on the same states: each time to go taken as the keyframe's segment, ω̂ = 0.
     let beat_states: Vec<([f64; N], [f64; N], [BeatTarget; N])> = states::<N>(true)
         .into_iter()
@@ -235,6 +258,14 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
         b.iter(|| {
             k = (k + 1) % kin.len();
             black_box(black_box(&kin[k]).mass_matrix())
+        })
+    });
+    // Inverse dynamics at the states' velocities, the velocities taken as accelerations too.
+    group.bench_function(BenchmarkId::new("inverse_dynamics", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            let qd = &states[k].1;
+            black_box(black_box(&kin[k]).inverse_dynamics(black_box(qd), black_box(qd), &g))
         })
     });
     group.finish();

@@ -7,7 +7,9 @@ use core::hint::black_box;
 use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::Vector3;
-use control_core::articulated::{ArrivalConfig, Chain, ChainArrival, JointTarget, LinkSpec};
+use control_core::articulated::{
+    ArrivalConfig, Chain, ChainArrival, Coupling, JointTarget, LinkSpec,
+};
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::{
     BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
@@ -103,16 +105,26 @@ pub extern "C" fn _start() -> ! {
             if let Ok(composite) = kin.composite() {
                 acc += composite.axis_inertia().sum();
             }
-        }
-        // And one control tick of the chain: arrival gains on the composite inertia.
-        if let Ok(arrival) = ChainArrival::new(ArrivalConfig::default()) {
-            let target = JointTarget {
-                pose_rad: black_box(0.5),
-                time_to_go_s: black_box(0.4),
-            };
             let gravity = Vector3::new(0.0, -9.81, 0.0);
-            if let Ok(command) = arrival.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
-                acc += command.torques().iter().sum::<f64>();
+            if let Ok(tau) = kin.inverse_dynamics(&[black_box(0.4), 0.0], &[0.0, 1.0], &gravity) {
+                acc += tau.sum();
+            }
+        }
+        // And one control tick of the chain: arrival gains on the composite inertia, with each
+        // coupling compensation.
+        for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
+            if let Ok(arrival) = ChainArrival::new(ArrivalConfig {
+                coupling,
+                ..ArrivalConfig::default()
+            }) {
+                let target = JointTarget {
+                    pose_rad: black_box(0.5),
+                    time_to_go_s: black_box(0.4),
+                };
+                let gravity = Vector3::new(0.0, -9.81, 0.0);
+                if let Ok(command) = arrival.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
+                    acc += command.torques().iter().sum::<f64>();
+                }
             }
         }
         // And one "On the Beat!" tick: time-constant gains on the single-link inertia.
