@@ -17,14 +17,15 @@
 
 use control_core::articulated::nalgebra::Vector3;
 use control_core::articulated::{
-    ArrivalConfig, Chain, ChainArrival, ChainCommand, JointStatus, JointTarget, ModelError,
+    ArrivalConfig, Chain, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::{MAX_JOINTS, StateFrame};
 use control_core::gains::{GainLimit, Integrator};
+use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 
 use super::super::session::{LoopCommand, LoopController, LoopState};
-use super::scenario::ChainScenario;
+use super::scenario::{ChainScenario, ChainTask};
 
 /// Joints a chain may have here: what a frame carries.
 pub const CAP: usize = MAX_JOINTS;
@@ -38,18 +39,42 @@ pub enum ChainLaw {
     Composite,
     /// λ = t̂/n on the composite inertia, plus the parent feed-forward.
     CompositeFeedforward,
-    /// Lambert-W arrival gains on the composite inertia, plus the parent feed-forward.
+    /// Lambert-W arrival gains on the composite inertia, plus the coupling compensation.
     Arrival,
+    /// Kenwright: Jᵀ F at the hand, the posture torque projected with the plain pseudo-inverse.
+    JtNullspace,
+    /// The same with the dynamically consistent projector.
+    JtNullspaceDynamic,
+    /// CCD IK to joint targets, tracked by critically damped PD (+ gravity).
+    CcdIk,
+    /// Jᵀ F at the hand and no posture torque at all: the reference the null-space torque is
+    /// judged against (the wall force it should leave unchanged).
+    JtNoPosture,
 }
 
 impl ChainLaw {
-    /// All four, in report order.
-    pub const ALL: [Self; 4] = [
+    /// The four of "On the Beat!", in report order.
+    pub const BEAT: [Self; 4] = [
         Self::SingleLink,
         Self::Composite,
         Self::CompositeFeedforward,
         Self::Arrival,
     ];
+    /// The three of Kenwright's reach, in report order.
+    pub const REACH: [Self; 4] = [
+        Self::JtNullspace,
+        Self::JtNullspaceDynamic,
+        Self::CcdIk,
+        Self::JtNoPosture,
+    ];
+
+    /// The controllers of a task, in report order.
+    pub fn of(task: ChainTask) -> &'static [Self] {
+        match task {
+            ChainTask::OnTheBeat => &Self::BEAT,
+            ChainTask::KenwrightReach => &Self::REACH,
+        }
+    }
 
     /// The name used in reports and on the command line.
     pub fn name(self) -> &'static str {
@@ -58,6 +83,10 @@ impl ChainLaw {
             Self::Composite => "composite",
             Self::CompositeFeedforward => "composite_feedforward",
             Self::Arrival => "arrival",
+            Self::JtNullspace => "jt_nullspace",
+            Self::JtNullspaceDynamic => "jt_nullspace_dynamic",
+            Self::CcdIk => "ccd_ik",
+            Self::JtNoPosture => "jt_no_posture",
         }
     }
 }
@@ -148,8 +177,12 @@ pub struct ChainTickRecord {
     pub torque_limited: u16,
     /// The model refused the state (safe torques sent).
     pub model_error: bool,
-    /// The index of the keyframe being aimed at.
+    /// The index of the keyframe (or hand target) being aimed at.
     pub keyframe: usize,
+    /// Reach: |x* − x| of the hand point, m (NaN for other tasks).
+    pub hand_error_m: f64,
+    /// Reach: max over joints of |q_g − q|, rad (NaN for other tasks).
+    pub posture_error_rad: f64,
 }
 
 /// What the control thread sends back: torques for a plant step and the tick's record.
@@ -181,10 +214,55 @@ impl LoopCommand for ChainCommandOut {
     }
 }
 
+/// A tick the model refused (a non-finite state, a result out of range): the safe state's
+/// torques go out and the record says so. No detail is kept, so nothing is allocated on the
+/// control thread.
+#[derive(Debug, Clone, Copy)]
+struct Refused;
+
 #[derive(Debug, Clone, Copy)]
 enum Law {
     Beat(BeatServo),
     Arrival(ChainArrival),
+    Reach(Reach),
+    /// The IK's joint targets (solved when the hand target changes) held by the arrival
+    /// servo's critically damped hold.
+    Ccd {
+        hold: ChainArrival,
+        solution: [f64; CAP],
+        solved_for: Option<usize>,
+    },
+}
+
+/// The reach task: the hand, its targets, the posture goal and the IK's limits.
+#[derive(Debug, Clone)]
+struct ReachTask {
+    hand_link: usize,
+    hand_point: Vector3<f64>,
+    /// (from instant, world position).
+    targets: Vec<(f64, Vector3<f64>)>,
+    posture_center: [f64; CAP],
+    posture_amplitude: [f64; CAP],
+    posture_period_s: f64,
+    posture_still_from_s: f64,
+    ccd_max_sweeps: usize,
+    ccd_tolerance_m: f64,
+}
+
+impl ReachTask {
+    fn posture(&self, t: f64) -> [f64; CAP] {
+        let mut q = [0.0; CAP];
+        let t = t.min(self.posture_still_from_s);
+        let phase = (std::f64::consts::TAU * t / self.posture_period_s).sin();
+        for ((q, c), a) in q
+            .iter_mut()
+            .zip(&self.posture_center)
+            .zip(&self.posture_amplitude)
+        {
+            *q = c + a * phase;
+        }
+        q
+    }
 }
 
 /// One controller of the chain for one run.
@@ -202,42 +280,122 @@ pub struct ChainController {
     period_s: f64,
     margin: f64,
     hold_freq_rad_s: f64,
+    reach: Option<ReachTask>,
 }
 
 impl ChainController {
     /// The controller `law` for `scenario`, on the model `chain` with the plant's effort limits
     /// `effort_nm` (URDF joint order); `state_period_s` is the period fresh states arrive at,
-    /// which the gains must be stable for.
+    /// which the gains must be stable for; `hand_link` is the chain link of the scenario's hand
+    /// (reach scenarios).
     pub fn new(
         law: ChainLaw,
         scenario: &ChainScenario,
         chain: Chain<CAP>,
         effort_nm: &[f64],
         state_period_s: f64,
-    ) -> Result<Self, ModelError> {
+        hand_link: Option<usize>,
+    ) -> Result<Self, String> {
         let c = &scenario.controllers;
         let beat = |inertia, parent_feedforward| {
             BeatServo::new(BeatConfig {
                 inertia,
                 parent_feedforward,
-                time_constants: c.time_constants,
+                time_constants: c.time_constants.unwrap_or(0.0),
                 period_s: state_period_s,
                 integrator: Integrator::SemiImplicitEuler,
                 stability_margin: c.stability_margin,
             })
             .map(Law::Beat)
+            .map_err(|e| e.to_string())
+        };
+        let arrival = ChainArrival::new(ArrivalConfig {
+            period_s: state_period_s,
+            integrator: Integrator::SemiImplicitEuler,
+            stability_margin: c.stability_margin,
+            hold_natural_freq_rad_s: c.hold_natural_freq_rad_s,
+            pose_tolerance_rad: c.tolerance_rad,
+            coupling: Coupling::InverseDynamics,
+        })
+        .map_err(|e| e.to_string());
+        let reach_task = match (&scenario.hand, &scenario.posture, &c.reach, hand_link) {
+            (Some(hand), Some(posture), Some(r), Some(link)) => {
+                let mut center = [0.0; CAP];
+                let mut amplitude = [0.0; CAP];
+                for (a, &b) in center.iter_mut().zip(&posture.center_rad) {
+                    *a = b;
+                }
+                for (a, &b) in amplitude.iter_mut().zip(&posture.amplitude_rad) {
+                    *a = b;
+                }
+                let [x, y, z] = hand.point_m;
+                Some(ReachTask {
+                    hand_link: link,
+                    hand_point: Vector3::new(x, y, z),
+                    targets: scenario
+                        .hand_targets
+                        .iter()
+                        .map(|t| {
+                            let [x, y, z] = t.position_m;
+                            (t.time_s, Vector3::new(x, y, z))
+                        })
+                        .collect(),
+                    posture_center: center,
+                    posture_amplitude: amplitude,
+                    posture_period_s: posture.period_s,
+                    posture_still_from_s: posture.still_from_s.unwrap_or(f64::INFINITY),
+                    ccd_max_sweeps: r.ccd_max_sweeps,
+                    ccd_tolerance_m: r.ccd_tolerance_m,
+                })
+            }
+            _ => None,
+        };
+        let reach = |projector, posture: bool| {
+            let (Some(task), Some(r)) = (&reach_task, &c.reach) else {
+                return Err(
+                    "a reach controller needs the scenario's hand, posture and reach gains"
+                        .to_owned(),
+                );
+            };
+            Reach::new(ReachConfig {
+                projector,
+                hand_link: task.hand_link,
+                hand_point_m: scenario.hand.as_ref().map_or([0.0; 3], |h| h.point_m),
+                stiffness_n_per_m: r.stiffness_n_per_m,
+                damping_ns_per_m: r.damping_ns_per_m,
+                posture_stiffness_nm_per_rad: if posture {
+                    r.posture_stiffness_nm_per_rad
+                } else {
+                    0.0
+                },
+                posture_damping_nms_per_rad: if posture {
+                    r.posture_damping_nms_per_rad
+                } else {
+                    0.0
+                },
+                gravity_compensation: true,
+            })
+            .map(Law::Reach)
+            .map_err(|e| e.to_string())
         };
         let law = match law {
             ChainLaw::SingleLink => beat(InertiaModel::SingleLink, false)?,
             ChainLaw::Composite => beat(InertiaModel::Composite, false)?,
             ChainLaw::CompositeFeedforward => beat(InertiaModel::Composite, true)?,
-            ChainLaw::Arrival => Law::Arrival(ChainArrival::new(ArrivalConfig {
-                period_s: state_period_s,
-                integrator: Integrator::SemiImplicitEuler,
-                stability_margin: c.stability_margin,
-                hold_natural_freq_rad_s: c.hold_natural_freq_rad_s,
-                pose_tolerance_rad: c.tolerance_rad,
-            })?),
+            ChainLaw::Arrival => Law::Arrival(arrival?),
+            ChainLaw::JtNullspace => reach(Projector::PseudoInverse, true)?,
+            ChainLaw::JtNullspaceDynamic => reach(Projector::DynamicallyConsistent, true)?,
+            ChainLaw::JtNoPosture => reach(Projector::PseudoInverse, false)?,
+            ChainLaw::CcdIk => {
+                if reach_task.is_none() {
+                    return Err("ccd_ik needs the scenario's hand, posture and reach gains".into());
+                }
+                Law::Ccd {
+                    hold: arrival?,
+                    solution: [0.0; CAP],
+                    solved_for: None,
+                }
+            }
         };
         let mut effort = [0.0; CAP];
         for (e, &l) in effort.iter_mut().zip(effort_nm) {
@@ -267,23 +425,43 @@ impl ChainController {
             period_s: state_period_s,
             margin: c.stability_margin,
             hold_freq_rad_s: c.hold_natural_freq_rad_s,
+            reach: reach_task,
         })
     }
 
     /// One tick. Never allocates, blocks or panics.
     pub fn tick(&mut self, state: ChainState) -> ChainCommandOut {
         let now = state.sim_time_s;
-        // Aim at the next keyframe once the current one's instant has come.
-        while self.current + 1 < self.keyframes.len()
-            && self
-                .keyframes
-                .get(self.current)
-                .is_some_and(|k| now > k.0 - self.half_period_s)
-        {
-            self.current += 1;
-        }
-        match self.command(&state, now) {
-            Ok(cmd) => self.limited(state, &cmd),
+        let result = match self.reach.take() {
+            Some(task) => {
+                // The hand target in force: the last one whose instant has come.
+                while task
+                    .targets
+                    .get(self.current + 1)
+                    .is_some_and(|t| now > t.0 - self.half_period_s)
+                {
+                    self.current += 1;
+                }
+                let result = self.reach_command(&task, &state, now);
+                self.reach = Some(task);
+                result
+            }
+            None => {
+                // Aim at the next keyframe once the current one's instant has come.
+                while self.current + 1 < self.keyframes.len()
+                    && self
+                        .keyframes
+                        .get(self.current)
+                        .is_some_and(|k| now > k.0 - self.half_period_s)
+                {
+                    self.current += 1;
+                }
+                self.command(&state, now)
+                    .map(|cmd| self.limited(state, &cmd))
+            }
+        };
+        match result {
+            Ok(out) => out,
             Err(_) => {
                 let mut out = self.safe(state);
                 out.safe = false;
@@ -293,9 +471,101 @@ impl ChainController {
         }
     }
 
-    fn command(&self, state: &ChainState, now: f64) -> Result<ChainCommand<CAP>, ModelError> {
+    /// A reach law's tick: the torques, limited, with the hand and posture errors recorded.
+    fn reach_command(
+        &mut self,
+        task: &ReachTask,
+        state: &ChainState,
+        now: f64,
+    ) -> Result<ChainCommandOut, Refused> {
+        let target = task.targets.get(self.current).map(|t| t.1).ok_or(Refused)?;
+        let posture = task.posture(now);
+        let mut out = match &mut self.law {
+            Law::Reach(reach) => {
+                let cmd = reach
+                    .tick(
+                        &self.chain,
+                        &state.q,
+                        &state.qd,
+                        &target,
+                        &Vector3::zeros(),
+                        &posture,
+                        &self.gravity,
+                    )
+                    .map_err(|_| Refused)?;
+                let mut out = self.empty(*state, false);
+                self.limit_into(&mut out, &cmd.torques_nm);
+                out.record.status = [JointTick::Tracking; CAP];
+                out
+            }
+            Law::Ccd {
+                hold,
+                solution,
+                solved_for,
+            } => {
+                if *solved_for != Some(self.current) {
+                    let ik = ccd_ik(
+                        &self.chain,
+                        &state.q,
+                        task.hand_link,
+                        &task.hand_point,
+                        &target,
+                        task.ccd_max_sweeps,
+                        task.ccd_tolerance_m,
+                    )
+                    .map_err(|_| Refused)?;
+                    *solution = ik.q_rad;
+                    *solved_for = Some(self.current);
+                }
+                let mut targets = [JointTarget::default(); CAP];
+                for (t, &p) in targets.iter_mut().zip(solution.iter()) {
+                    *t = JointTarget {
+                        pose_rad: p,
+                        time_to_go_s: 0.0,
+                    };
+                }
+                let hold = *hold;
+                let cmd = hold
+                    .tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
+                    .map_err(|_| Refused)?;
+                self.limited(*state, &cmd)
+            }
+            _ => return Err(Refused),
+        };
+        let kin = self
+            .chain
+            .forward_kinematics(&state.q)
+            .map_err(|_| Refused)?;
+        let hand = kin
+            .point_in_world(task.hand_link, &task.hand_point)
+            .map_err(|_| Refused)?;
+        out.record.hand_error_m = (target - hand).norm();
+        out.record.posture_error_rad = posture
+            .iter()
+            .zip(&state.q)
+            .take(self.joints)
+            .map(|(g, q)| (g - q).abs())
+            .fold(0.0, f64::max);
+        Ok(out)
+    }
+
+    /// Limit each of `torques` to its joint's effort into `out`, flagging the limited joints.
+    fn limit_into(&self, out: &mut ChainCommandOut, torques: &[f64]) {
+        for (j, &requested) in torques.iter().enumerate().take(self.joints) {
+            let limit = self.effort_nm.get(j).copied().unwrap_or(0.0);
+            let t = requested.clamp(-limit, limit);
+            if t != requested {
+                out.record.torque_limited |= 1 << j;
+            }
+            if let Some(slot) = out.torques_nm.get_mut(j) {
+                *slot = t;
+            }
+        }
+    }
+
+    fn command(&self, state: &ChainState, now: f64) -> Result<ChainCommand<CAP>, Refused> {
         let Some(&(t_k, pose)) = self.keyframes.get(self.current) else {
-            return Err(ModelError::OutOfRange);
+            return Err(Refused);
         };
         let previous = match self.current.checked_sub(1) {
             Some(i) => self.keyframes.get(i).map_or(0.0, |k| k.0),
@@ -311,7 +581,9 @@ impl ChainController {
                         segment_s: t_k - previous,
                     };
                 }
-                servo.tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
+                servo
+                    .tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
+                    .map_err(|_| Refused)
             }
             Law::Arrival(servo) => {
                 let mut targets = [JointTarget::default(); CAP];
@@ -321,23 +593,23 @@ impl ChainController {
                         time_to_go_s: t_k - now,
                     };
                 }
-                servo.tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
+                servo
+                    .tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
+                    .map_err(|_| Refused)
             }
+            _ => Err(Refused),
         }
     }
 
     /// The command with each torque limited to its joint's effort, and its record.
     fn limited(&self, state: ChainState, cmd: &ChainCommand<CAP>) -> ChainCommandOut {
         let mut out = self.empty(state, false);
+        let mut requested = [0.0; CAP];
+        for (r, jc) in requested.iter_mut().zip(cmd.joints()) {
+            *r = jc.torque_nm;
+        }
+        self.limit_into(&mut out, &requested);
         for (j, jc) in cmd.joints().iter().enumerate() {
-            let limit = self.effort_nm.get(j).copied().unwrap_or(0.0);
-            let t = jc.torque_nm.clamp(-limit, limit);
-            if t != jc.torque_nm {
-                out.record.torque_limited |= 1 << j;
-            }
-            if let Some(slot) = out.torques_nm.get_mut(j) {
-                *slot = t;
-            }
             if let Some(slot) = out.record.inertia_kgm2.get_mut(j) {
                 *slot = jc.inertia_kgm2;
             }
@@ -370,6 +642,8 @@ impl ChainController {
                 torque_limited: 0,
                 model_error: false,
                 keyframe: self.current,
+                hand_error_m: f64::NAN,
+                posture_error_rad: f64::NAN,
             },
         }
     }

@@ -19,7 +19,9 @@ pub mod scenario;
 
 use std::path::Path;
 
+use control_core::articulated::nalgebra::Vector3;
 use serde::Serialize;
+use sim_host::chain::Wall;
 use sim_host::{ChainPlant, Mode, Push};
 
 pub use scenario::ChainScenario;
@@ -29,14 +31,26 @@ use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use controller::{CAP, ChainController, ChainLaw};
-use recorder::{ChainCsv, ChainOutcome, ChainRecorder, ChainRun};
+use recorder::{ChainCsv, ChainOutcome, ChainRecorder, ChainRun, ReachJudge};
+use scenario::ChainTask;
 
-/// The files a chain run writes, in the order the console lists them.
-pub const OUTPUT_FILES: [&str; 7] = [
+/// The files an `on_the_beat` run writes, in the order the console lists them.
+pub const BEAT_FILES: [&str; 7] = [
     "report.json",
     "trajectory.csv",
     "angles.svg",
     "arrival.svg",
+    "inertia.svg",
+    "latency.svg",
+    "scene.json",
+];
+
+/// The files a `kenwright_reach` run writes, in the order the console lists them.
+pub const REACH_FILES: [&str; 7] = [
+    "report.json",
+    "trajectory.csv",
+    "angles.svg",
+    "hand.svg",
     "inertia.svg",
     "latency.svg",
     "scene.json",
@@ -104,7 +118,7 @@ pub struct ChainReport {
     pub scenario: String,
     /// Scenario file.
     pub scenario_file: String,
-    /// `"on_the_beat"`.
+    /// `"on_the_beat"` or `"kenwright_reach"`.
     pub kind: &'static str,
     /// `"lockstep"` or `"realtime"`.
     pub mode: &'static str,
@@ -118,10 +132,16 @@ pub struct ChainReport {
     pub joints: Vec<String>,
     /// Effort limits, N·m.
     pub effort_limits_nm: Vec<f64>,
-    /// The keyframes.
+    /// The keyframes (`on_the_beat`).
     pub keyframes: Vec<KeyframeOut>,
+    /// The hand targets (`kenwright_reach`): (from instant s, world position m).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hand_targets: Vec<(f64, [f64; 3])>,
     /// The pushes.
     pub pushes: Vec<Push>,
+    /// The walls.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub walls: Vec<Wall>,
     /// One entry per controller run.
     pub controllers: Vec<ChainOutcome>,
     /// Composite inertia against Rapier's M_ii along the `arrival` run (or the first run).
@@ -140,7 +160,7 @@ pub fn run_scenario(
     staging: &Path,
     stop: &StopFlag,
 ) -> Result<Finished, Box<dyn std::error::Error>> {
-    let laws = select(&args.only, &ChainLaw::ALL, ChainLaw::name)?;
+    let laws = select(&args.only, ChainLaw::of(scenario.kind), ChainLaw::name)?;
     let scene = scenario.scene();
     let mut replica = ChainPlant::new(&scene).map_err(|e| e.to_string())?;
     let plant_joints: Vec<String> = replica
@@ -157,6 +177,35 @@ pub fn run_scenario(
         .into());
     }
     let effort = replica.torque_limits_nm();
+    let (hand_link, judge) = match &scenario.hand {
+        Some(hand) => {
+            let robot = urdf_rs::read_file(&scene.urdf)?;
+            let link = robot
+                .joints
+                .iter()
+                .position(|j| j.child.link == hand.link)
+                .ok_or_else(|| format!("hand.link `{}` is no joint's child", hand.link))?;
+            let body = replica
+                .link_body_id(&hand.link)
+                .ok_or_else(|| format!("hand.link `{}` is not a plant body", hand.link))?;
+            let judge = ReachJudge {
+                targets: scenario
+                    .hand_targets
+                    .iter()
+                    .map(|t| (t.time_s, t.press))
+                    .collect(),
+                settle_s: hand.settle_s,
+                hand_body: body.0,
+                model: (
+                    chain,
+                    link,
+                    Vector3::new(hand.point_m[0], hand.point_m[1], hand.point_m[2]),
+                ),
+            };
+            (Some(link), Some(judge))
+        }
+        None => (None, None),
+    };
     let scene_file = staging.join("scene.json");
     std::fs::write(&scene_file, serde_json::to_string_pretty(&scene)?)
         .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
@@ -175,14 +224,18 @@ pub fn run_scenario(
     let mut cut: Option<(ChainLaw, Cut)> = None;
     let mut printed_warnings = false;
     for law in laws {
-        let controller = ChainController::new(law, scenario, chain, &effort, state_period)
-            .map_err(|e| format!("controller {}: {e}", law.name()))?;
-        let recorder = ChainRecorder::new(
+        let controller =
+            ChainController::new(law, scenario, chain, &effort, state_period, hand_link)
+                .map_err(|e| format!("controller {}: {e}", law.name()))?;
+        let mut recorder = ChainRecorder::new(
             law.name(),
             plant_joints.len(),
             keyframes.clone(),
             csv.take(),
         );
+        if let Some(judge) = &judge {
+            recorder = recorder.reach(judge.clone());
+        }
         let ((mut run, next_csv), run_cut) = run_session(
             args,
             controller,
@@ -244,7 +297,13 @@ pub fn run_scenario(
                 positions_rad: k.positions_rad.clone(),
             })
             .collect(),
+        hand_targets: scenario
+            .hand_targets
+            .iter()
+            .map(|t| (t.time_s, t.position_m))
+            .collect(),
         pushes: scenario.pushes.clone(),
+        walls: scenario.walls.clone(),
         controllers: runs.iter().map(|r| r.outcome(joints)).collect(),
         inertia_check,
         timing: runs.first().map(|r| r.timing.clone()).unwrap_or_default(),
@@ -257,7 +316,10 @@ pub fn run_scenario(
     Ok(Finished {
         summary: summary_table(&report),
         incomplete_reason: report.incomplete_reason.clone(),
-        files: &OUTPUT_FILES,
+        files: match scenario.kind {
+            ChainTask::OnTheBeat => &BEAT_FILES,
+            ChainTask::KenwrightReach => &REACH_FILES,
+        },
     })
 }
 
@@ -330,23 +392,54 @@ pub fn summary_table(report: &ChainReport) -> String {
             " — INCOMPLETE"
         }
     );
-    s.push_str(&format!(
-        "{:<22} {:>10}  {:<32} {:>14}\n",
-        "controller", "max (rad)", "max per joint (rad)", "torque-limited"
-    ));
-    for c in &report.controllers {
-        let per_joint: Vec<String> = c
-            .max_arrival_error_per_joint_rad
-            .iter()
-            .map(|e| or_na(*e))
-            .collect();
+    if report.kind == ChainTask::KenwrightReach.name() {
+        s.push_str(&format!(
+            "{:<22} {:>16} {:>18} {:>14}  {}\n",
+            "controller",
+            "max hand err (m)",
+            "max posture (rad)",
+            "torque-limited",
+            "wall force on the hand, pressing (N)"
+        ));
+        for c in &report.controllers {
+            let wall = c.wall_force_n.map_or_else(
+                || "no contact".to_owned(),
+                |f| {
+                    let [x, y, z] = f.mean_vector_n;
+                    format!(
+                        "|F| {:.1} [{:.1}, {:.1}], mean F ({x:.1}, {y:.1}, {z:.1})",
+                        f.mean, f.min, f.max
+                    )
+                },
+            );
+            s.push_str(&format!(
+                "{:<22} {:>16} {:>18} {:>14}  {}\n",
+                c.name,
+                or_na(c.max_hand_error_m),
+                or_na(c.max_posture_error_rad),
+                c.torque_limited_joint_ticks,
+                wall
+            ));
+        }
+    } else {
         s.push_str(&format!(
             "{:<22} {:>10}  {:<32} {:>14}\n",
-            c.name,
-            or_na(c.max_arrival_error_rad),
-            per_joint.join(" "),
-            c.torque_limited_joint_ticks
+            "controller", "max (rad)", "max per joint (rad)", "torque-limited"
         ));
+        for c in &report.controllers {
+            let per_joint: Vec<String> = c
+                .max_arrival_error_per_joint_rad
+                .iter()
+                .map(|e| or_na(*e))
+                .collect();
+            s.push_str(&format!(
+                "{:<22} {:>10}  {:<32} {:>14}\n",
+                c.name,
+                or_na(c.max_arrival_error_rad),
+                per_joint.join(" "),
+                c.torque_limited_joint_ticks
+            ));
+        }
     }
     if let Some(i) = &report.inertia_check {
         s.push_str(&format!(

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 
 use super::super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::ChainRun;
-use super::scenario::ChainScenario;
+use super::scenario::{ChainScenario, ChainTask};
 use super::{ChainReport, InertiaCheck};
 use sim_host::Mode;
 
@@ -28,8 +28,13 @@ pub fn write_all(
     );
     angles(&dir.join("angles.svg"), &heading, scenario, report, runs)
         .map_err(|e| format!("cannot plot angles.svg: {e}"))?;
-    arrival(&dir.join("arrival.svg"), &heading, report)
-        .map_err(|e| format!("cannot plot arrival.svg: {e}"))?;
+    if report.kind == ChainTask::KenwrightReach.name() {
+        hand(&dir.join("hand.svg"), &heading, report, runs)
+            .map_err(|e| format!("cannot plot hand.svg: {e}"))?;
+    } else {
+        arrival(&dir.join("arrival.svg"), &heading, report)
+            .map_err(|e| format!("cannot plot arrival.svg: {e}"))?;
+    }
     inertia(
         &dir.join("inertia.svg"),
         &heading,
@@ -72,7 +77,11 @@ fn angles(
     report: &ChainReport,
     runs: &[ChainRun],
 ) -> PlotResult {
-    let title = format!("{heading}: joint angles, beat lines at the keyframes");
+    let title = if scenario.keyframes.is_empty() {
+        format!("{heading}: joint angles")
+    } else {
+        format!("{heading}: joint angles, beat lines at the keyframes")
+    };
     let joints = report.joints.len();
     if joints == 0 || runs.iter().all(|r| r.trajectory.is_empty()) {
         return no_samples(path, (1000, 300), &title, "the plant sent no state");
@@ -310,6 +319,89 @@ fn inertia(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// `hand.svg`: hand error, posture error and the walls' force on the hand against time, one
+/// line per controller, target instants as vertical lines.
+fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> PlotResult {
+    let title = format!("{heading}: hand error, posture error, wall force on the hand");
+    if runs.iter().all(|r| r.reach_series.is_empty()) {
+        return no_samples(path, (1000, 300), &title, "no reach tick was recorded");
+    }
+    let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(&title, ("sans-serif", 20))?;
+    let panels = root.split_evenly((3, 1));
+    let t_max = runs
+        .iter()
+        .filter_map(|r| r.reach_series.last().map(|p| p.0))
+        .fold(1e-3, f64::max);
+    let targets: Vec<f64> = report.hand_targets.iter().map(|t| t.0).collect();
+    type Pick = fn(&ChainRun) -> Vec<(f64, f64)>;
+    let panels_spec: [(&str, Pick); 3] = [
+        ("hand error (m)", |r| {
+            r.reach_series.iter().map(|(t, v)| (*t, v[0])).collect()
+        }),
+        ("posture error, max over joints (rad)", |r| {
+            r.reach_series.iter().map(|(t, v)| (*t, v[1])).collect()
+        }),
+        ("force of the walls on the hand (N)", |r| {
+            r.wall_series.clone()
+        }),
+    ];
+    for (i, (panel, (label, pick))) in panels.iter().zip(panels_spec).enumerate() {
+        let series: Vec<(&str, Vec<(f64, f64)>)> = runs
+            .iter()
+            .map(|r| {
+                (
+                    r.name,
+                    pick(r).into_iter().filter(|p| p.1.is_finite()).collect(),
+                )
+            })
+            .collect();
+        let top = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.1))
+            .fold(1e-6, f64::max)
+            * 1.1;
+        let mut chart = ChartBuilder::on(panel)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_max, 0.0..top)?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time (s)")
+            .y_desc(label)
+            .draw()?;
+        chart
+            .draw_series(
+                targets
+                    .iter()
+                    .map(|t| PathElement::new(vec![(*t, 0.0), (*t, top)], BLACK.mix(0.25))),
+            )?
+            .label("new hand target")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.25)));
+        for ((name, points), colour) in series.into_iter().zip(COLOURS.iter().cycle()) {
+            let colour = *colour;
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+        }
+        if i == 0 {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()?;
+        }
+    }
     root.present()?;
     Ok(())
 }

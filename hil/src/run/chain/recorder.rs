@@ -9,6 +9,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use control_core::articulated::Chain;
+use control_core::articulated::nalgebra::{Matrix3, Vector3};
 use control_core::frames::StateFrame;
 use serde::Serialize;
 
@@ -44,6 +46,7 @@ impl ChainCsv {
         for j in 0..joints {
             header.push_str(&format!(",status{j},torque_limited{j}"));
         }
+        header.push_str(",hand_error_m,posture_error_rad");
         writeln!(out, "{header}")?;
         Ok(Self {
             out,
@@ -77,6 +80,7 @@ impl ChainCsv {
             let status = r.status.get(j).map_or("-", |s| s.name());
             line.push_str(&format!(",{status},{}", (r.torque_limited >> j) & 1));
         }
+        line.push_str(&format!(",{:?},{:?}", r.hand_error_m, r.posture_error_rad));
         if let Err(e) = writeln!(self.out, "{line}") {
             self.error = Some(e);
         }
@@ -119,6 +123,82 @@ pub struct ChainRun {
     pub faults: Faults,
     /// Control-thread wake-up latency (real time) or round trip (lockstep).
     pub latency: LatencyHistogram,
+    /// Reach: decimated (t, hand error m, posture error rad).
+    pub reach_series: Vec<(f64, [f64; 2])>,
+    /// Reach: decimated (t, |force of the walls on the hand| N).
+    pub wall_series: Vec<(f64, f64)>,
+    /// Reach: the largest hand error once each free (not pressed) target has settled, m.
+    pub max_hand_error_m: Option<f64>,
+    /// Reach: the largest posture error once each free target has settled, rad.
+    pub max_posture_error_rad: Option<f64>,
+    /// Reach: the walls' force on the hand while pressing, once settled (the part the chain
+    /// feels: see [`ReachJudge`]).
+    pub wall_force_n: Option<ForceStats>,
+}
+
+/// Statistics of a force magnitude over the samples that had one.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ForceStats {
+    /// Samples (states with a contact on the hand, after settling).
+    pub samples: u64,
+    /// Mean, N.
+    pub mean: f64,
+    /// Smallest, N.
+    pub min: f64,
+    /// Largest, N.
+    pub max: f64,
+    /// The mean force vector, world frame, N: its component along the wall's normal is the
+    /// push, the rest friction.
+    pub mean_vector_n: [f64; 3],
+}
+
+/// What the recorder needs to judge a reach run.
+#[derive(Debug, Clone)]
+pub struct ReachJudge {
+    /// The instants the hand targets appear, s, and whether each is pressed against a wall.
+    pub targets: Vec<(f64, bool)>,
+    /// Errors count from this long after each target appears, s.
+    pub settle_s: f64,
+    /// The plant's body id of the hand link (its contact forces).
+    pub hand_body: u16,
+    /// The controller's model, the hand's chain link and its point in that link: to keep of a
+    /// contact force only what the chain can feel at the hand (below).
+    pub model: (Chain<CAP>, usize, Vector3<f64>),
+}
+
+impl ReachJudge {
+    /// The part of `force` (world, on the hand) in the range of the hand point's Jacobian J at
+    /// `q`, J J⁺ F: the part that does work on the chain (Jᵀ F is the same for both). A
+    /// planar chain's contact can carry friction impulses along the axis it cannot move in
+    /// (Rapier's solver accumulates them up to the friction cone with no effect on the motion);
+    /// they are dropped here. `None` if the model cannot evaluate `q`.
+    fn felt(&self, q: &[f64; CAP], force: [f64; 3]) -> Option<[f64; 3]> {
+        let (chain, link, point) = &self.model;
+        let kin = chain.forward_kinematics(q).ok()?;
+        let j = kin.point_jacobian(*link, point).ok()?;
+        // J J⁺ = J Jᵀ (J Jᵀ)⁺: on the 3×3 J Jᵀ, regularised by 1e-12 of its trace so that a
+        // direction the chain cannot move in (a zero row) maps to 0.
+        let a = j * j.transpose();
+        let eps = 1e-12 * a.trace().max(f64::MIN_POSITIVE);
+        let inv = (a + Matrix3::identity() * eps).try_inverse()?;
+        let p = a * inv * Vector3::new(force[0], force[1], force[2]);
+        Some([p[0], p[1], p[2]])
+    }
+
+    /// Whether the target in force at `t` has settled, and whether it is pressed against a
+    /// wall (`None`: not settled).
+    fn settled(&self, t: f64) -> Option<bool> {
+        self.targets
+            .iter()
+            .rev()
+            .find(|s| s.0 <= t)
+            .filter(|s| t >= s.0 + self.settle_s)
+            .map(|s| s.1)
+    }
+}
+
+fn max_opt(a: Option<f64>, b: f64) -> Option<f64> {
+    Some(a.map_or(b, |a| a.max(b)))
 }
 
 /// What a chain controller's run reports in `report.json`.
@@ -146,6 +226,15 @@ pub struct ChainOutcome {
     pub plant_step_us: Option<Percentiles>,
     /// Wall time, s.
     pub wall_s: f64,
+    /// Reach: the largest hand error once each target has settled, m.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_hand_error_m: Option<f64>,
+    /// Reach: the largest posture error (max over joints of |q_g − q|) once settled, rad.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_posture_error_rad: Option<f64>,
+    /// Reach: the walls' force on the hand, while in contact and settled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_force_n: Option<ForceStats>,
     /// Timing of this controller's run.
     pub timing: Timing,
     /// Faults of this controller's run.
@@ -180,6 +269,9 @@ impl ChainRun {
             ticks: self.ticks,
             plant_step_us: self.plant_step_us,
             wall_s: self.wall_s,
+            max_hand_error_m: self.max_hand_error_m,
+            max_posture_error_rad: self.max_posture_error_rad,
+            wall_force_n: self.wall_force_n,
             timing: self.timing.clone(),
             faults: self.faults.clone(),
         }
@@ -209,6 +301,12 @@ pub struct ChainRecorder {
     last_state: Option<ChainState>,
     plant_counts: (u32, u32),
     csv: Option<ChainCsv>,
+    reach: Option<ReachJudge>,
+    reach_series: Decimated<[f64; 2]>,
+    wall_series: Decimated<f64>,
+    max_hand_error_m: Option<f64>,
+    max_posture_error_rad: Option<f64>,
+    wall: Option<(u64, f64, f64, f64, [f64; 3])>,
 }
 
 impl ChainRecorder {
@@ -239,7 +337,21 @@ impl ChainRecorder {
             last_state: None,
             plant_counts: (0, 0),
             csv,
+            reach: None,
+            reach_series: Decimated::default(),
+            wall_series: Decimated::default(),
+            max_hand_error_m: None,
+            max_posture_error_rad: None,
+            wall: None,
         }
+    }
+
+    /// Judge the run as a reach: hand and posture errors after settling, the walls' force on
+    /// the hand.
+    #[must_use]
+    pub fn reach(mut self, judge: ReachJudge) -> Self {
+        self.reach = Some(judge);
+        self
     }
 
     fn errors(&self, state: &ChainState, pose: &[f64]) -> Vec<f64> {
@@ -283,6 +395,31 @@ impl LoopRecorder<ChainController> for ChainRecorder {
             self.step_cost.record_ns(frame.step_cost_ns);
         }
         let state = ChainState::of(frame)?;
+        if let Some(judge) = &self.reach {
+            let force: Option<[f64; 3]> = frame
+                .contacts
+                .iter()
+                .filter(|c| c.body.0 == judge.hand_body)
+                .map(|c| c.force_n)
+                .reduce(|a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]])
+                .and_then(|f| judge.felt(&state.q, f));
+            let norm = |v: [f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            self.wall_series
+                .push(state.sim_time_s, force.map_or(0.0, norm));
+            if let Some(v) = force
+                && judge.settled(state.sim_time_s) == Some(true)
+            {
+                let f = norm(v);
+                let (n, sum, lo, hi, vs) = self.wall.unwrap_or((0, 0.0, f, f, [0.0; 3]));
+                self.wall = Some((
+                    n + 1,
+                    sum + f,
+                    lo.min(f),
+                    hi.max(f),
+                    [vs[0] + v[0], vs[1] + v[1], vs[2] + v[2]],
+                ));
+            }
+        }
         self.settle_keyframes(&state);
         self.trajectory.push(state.sim_time_s, state.q);
         self.previous = Some(state);
@@ -304,6 +441,19 @@ impl LoopRecorder<ChainController> for ChainRecorder {
                     Some((_, n)) => *n += 1,
                     None => self.status_counts.push((name, 1)),
                 }
+            }
+        }
+        if let Some(judge) = &self.reach
+            && !command.safe
+            && !r.model_error
+        {
+            let t = r.state.sim_time_s;
+            self.reach_series
+                .push(t, [r.hand_error_m, r.posture_error_rad]);
+            if judge.settled(t) == Some(false) {
+                self.max_hand_error_m = max_opt(self.max_hand_error_m, r.hand_error_m);
+                self.max_posture_error_rad =
+                    max_opt(self.max_posture_error_rad, r.posture_error_rad);
             }
         }
         if let Some(c) = compute {
@@ -354,6 +504,20 @@ impl LoopRecorder<ChainController> for ChainRecorder {
             } else {
                 self.wake
             },
+            reach_series: self.reach_series.points,
+            wall_series: self.wall_series.points,
+            max_hand_error_m: self.max_hand_error_m,
+            max_posture_error_rad: self.max_posture_error_rad,
+            wall_force_n: self.wall.map(|(samples, sum, min, max, v)| {
+                let n = samples as f64;
+                ForceStats {
+                    samples,
+                    mean: sum / n,
+                    min,
+                    max,
+                    mean_vector_n: [v[0] / n, v[1] / n, v[2] / n],
+                }
+            }),
         };
         (run, self.csv)
     }

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use sim_host::chain::{ChainKind, ChainPlant, ChainScene, Push};
+use sim_host::chain::{ChainKind, ChainPlant, ChainScene, Push, Wall};
 
 use super::super::scenario::{MAX_CONTROL_RATE_HZ, MAX_END_S, MIN_CONTROL_RATE_HZ, ScenarioError};
 
@@ -27,6 +27,9 @@ pub const MAX_KEYFRAMES: usize = 10_000;
 pub enum ChainTask {
     /// "On the Beat!": keyframed joint poses at given instants.
     OnTheBeat,
+    /// Kenwright's reach: the hand held on moving targets by Jᵀ F, a posture goal in the null
+    /// space.
+    KenwrightReach,
 }
 
 impl ChainTask {
@@ -34,6 +37,7 @@ impl ChainTask {
     pub fn name(self) -> &'static str {
         match self {
             Self::OnTheBeat => "on_the_beat",
+            Self::KenwrightReach => "kenwright_reach",
         }
     }
 }
@@ -42,7 +46,7 @@ impl ChainTask {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainScenario {
-    /// Which demonstration (`"on_the_beat"`).
+    /// Which demonstration (`"on_the_beat"` or `"kenwright_reach"`).
     pub kind: ChainTask,
     /// Name (the default output folder is `out/<name>/`).
     pub name: String,
@@ -57,8 +61,19 @@ pub struct ChainScenario {
     /// External forces on links.
     #[serde(default)]
     pub pushes: Vec<Push>,
-    /// Joint poses and the instants they must be reached at, in time order.
+    /// Static boxes in the world (the plant reports their contact forces).
+    #[serde(default)]
+    pub walls: Vec<Wall>,
+    /// `on_the_beat`: joint poses and the instants they must be reached at, in time order.
+    #[serde(default)]
     pub keyframes: Vec<Keyframe>,
+    /// `kenwright_reach`: the hand point.
+    pub hand: Option<HandSpec>,
+    /// `kenwright_reach`: where the hand must be from each instant on, in time order.
+    #[serde(default)]
+    pub hand_targets: Vec<HandTarget>,
+    /// `kenwright_reach`: the posture goal.
+    pub posture: Option<PostureSpec>,
     /// Controller settings.
     pub controllers: ChainControllerSpec,
 }
@@ -86,18 +101,81 @@ pub struct Keyframe {
     pub positions_rad: Vec<f64>,
 }
 
-/// Settings of the four chain controllers.
+/// The hand: a point fixed in one link.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandSpec {
+    /// The URDF link the hand point is fixed in (a joint's child).
+    pub link: String,
+    /// The point in that link's frame, m.
+    pub point_m: [f64; 3],
+    /// The hand error is judged from this long after each target appears, s.
+    pub settle_s: f64,
+}
+
+/// One hand target: the hand must go to `position_m` from `time_s` on (until the next one).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandTarget {
+    /// From this instant, s.
+    pub time_s: f64,
+    /// World position, m.
+    pub position_m: [f64; 3],
+    /// The target lies behind a wall: the hand presses against it. Its hand error is not judged
+    /// (the wall stops the hand by design); the wall's force on the hand is.
+    #[serde(default)]
+    pub press: bool,
+}
+
+/// The posture goal q_g(t) = centre + amplitude · sin(2π t / period), per joint.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostureSpec {
+    /// Centre, rad, one per joint.
+    pub center_rad: Vec<f64>,
+    /// Amplitude, rad, one per joint.
+    pub amplitude_rad: Vec<f64>,
+    /// Period, s.
+    pub period_s: f64,
+    /// From this instant on the goal stays where it is then, s (none: it sways to the end). A
+    /// still goal lets the arm settle, so the static wall force can be read.
+    pub still_from_s: Option<f64>,
+}
+
+/// Settings of the reach controllers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachSpec {
+    /// Hand spring stiffness K, N/m.
+    pub stiffness_n_per_m: f64,
+    /// Hand damping D, N·s/m.
+    pub damping_ns_per_m: f64,
+    /// Posture stiffness K_p, N·m/rad.
+    pub posture_stiffness_nm_per_rad: f64,
+    /// Posture damping K_d, N·m·s/rad.
+    pub posture_damping_nms_per_rad: f64,
+    /// `ccd_ik`: most CCD sweeps per solve.
+    pub ccd_max_sweeps: usize,
+    /// `ccd_ik`: the solve stops within this distance of the target, m.
+    pub ccd_tolerance_m: f64,
+}
+
+/// Settings of the chain controllers.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainControllerSpec {
     /// Fraction of the sampled loop's stable gain limit any gain may use, in (0, 1].
     pub stability_margin: f64,
-    /// n of "On the Beat!": λ = t̂/n for `single_link`, `composite`, `composite_feedforward`.
-    pub time_constants: f64,
+    /// n of "On the Beat!": λ = t̂/n for `single_link`, `composite`, `composite_feedforward`
+    /// (`on_the_beat` only).
+    pub time_constants: Option<f64>,
     /// `arrival`: the setpoint is aimed this far beyond each pose, rad.
     pub tolerance_rad: f64,
-    /// `arrival`: natural frequency of the hold after the last keyframe, rad/s.
+    /// `arrival`: natural frequency of the hold after the last keyframe, rad/s; `ccd_ik`: of the
+    /// PD that tracks the IK's joint targets.
     pub hold_natural_freq_rad_s: f64,
+    /// `kenwright_reach`: the reach controllers' gains.
+    pub reach: Option<ReachSpec>,
 }
 
 impl ChainScenario {
@@ -164,7 +242,7 @@ impl ChainScenario {
             initial_positions_rad: self.model.initial_positions_rad.clone(),
             initial_velocities_rad_s: Vec::new(),
             pushes: self.pushes.clone(),
-            ..ChainScene::new(PathBuf::new(), self.end_s, self.model.gravity_m_s2)
+            walls: self.walls.clone(),
         }
     }
 
@@ -206,16 +284,13 @@ impl ChainScenario {
             );
         }
         for (field, v) in [
-            ("controllers.time_constants", c.time_constants),
             ("controllers.tolerance_rad", c.tolerance_rad),
             (
                 "controllers.hold_natural_freq_rad_s",
                 c.hold_natural_freq_rad_s,
             ),
         ] {
-            if !(v.is_finite() && v > 0.0 && v <= 1e6) {
-                return fail(field, format!("must lie in (0, 1e6] (got {v})"));
-            }
+            positive_at_most(field, v, 1e6)?;
         }
         // Everything the plant is given, by the plant's checks (a URDF-free pass, then the
         // replica built from the URDF as the plant will build it).
@@ -224,18 +299,43 @@ impl ChainScenario {
             .validate()
             .map_err(|(field, reason)| (scene_field(&field), reason))?;
         let plant = ChainPlant::new(&scene).map_err(|e| (scene_field(&e.field), e.reason))?;
-        let joints = plant.joint_count();
+        match self.kind {
+            ChainTask::OnTheBeat => self.check_beat(&plant),
+            ChainTask::KenwrightReach => self.check_reach(&plant),
+        }
+    }
+
+    fn check_beat(&self, plant: &ChainPlant) -> Result<(), (String, String)> {
+        match self.controllers.time_constants {
+            Some(n) => positive_at_most("controllers.time_constants", n, 1e6)?,
+            None => {
+                return Err((
+                    "controllers.time_constants".into(),
+                    "an on_the_beat scenario needs n of λ = t̂/n".into(),
+                ));
+            }
+        }
+        for (field, present) in [
+            ("hand", self.hand.is_some()),
+            ("hand_targets", !self.hand_targets.is_empty()),
+            ("posture", self.posture.is_some()),
+            ("controllers.reach", self.controllers.reach.is_some()),
+        ] {
+            if present {
+                return Err((field.into(), "belongs to a kenwright_reach scenario".into()));
+            }
+        }
         if self.keyframes.is_empty() {
-            return fail("keyframes", "at least one keyframe is needed".into());
+            return Err(("keyframes".into(), "at least one keyframe is needed".into()));
         }
         if self.keyframes.len() > MAX_KEYFRAMES {
-            return fail(
-                "keyframes",
+            return Err((
+                "keyframes".into(),
                 format!(
                     "at most {MAX_KEYFRAMES} keyframes (got {})",
                     self.keyframes.len()
                 ),
-            );
+            ));
         }
         let mut previous = 0.0;
         for (i, k) in self.keyframes.iter().enumerate() {
@@ -249,28 +349,182 @@ impl ChainScenario {
                     ),
                 ));
             }
-            if k.positions_rad.len() != joints {
-                return Err((
-                    field("positions_rad"),
-                    format!(
-                        "{} values for a chain of {joints} joints (one per joint, in URDF order: {})",
-                        k.positions_rad.len(),
-                        plant.joint_names().join(", ")
-                    ),
-                ));
-            }
-            for (j, &p) in k.positions_rad.iter().enumerate() {
-                if !(p.is_finite() && p.abs() <= 100.0) {
-                    return Err((
-                        format!("keyframes[{i}].positions_rad[{j}]"),
-                        format!("must be finite and within ±100 rad (got {p})"),
-                    ));
-                }
-            }
+            per_joint(&field("positions_rad"), &k.positions_rad, plant, 100.0)?;
             previous = k.time_s;
         }
         Ok(())
     }
+
+    fn check_reach(&self, plant: &ChainPlant) -> Result<(), (String, String)> {
+        if !self.keyframes.is_empty() {
+            return Err((
+                "keyframes".into(),
+                "belong to an on_the_beat scenario".into(),
+            ));
+        }
+        let Some(hand) = &self.hand else {
+            return Err((
+                "hand".into(),
+                "a kenwright_reach scenario needs its hand".into(),
+            ));
+        };
+        let links: Vec<&str> = plant.link_names();
+        if !links.iter().skip(1).any(|l| *l == hand.link) {
+            return Err((
+                "hand.link".into(),
+                format!(
+                    "`{}` is not a moving link of the URDF (links: {})",
+                    hand.link,
+                    links.join(", ")
+                ),
+            ));
+        }
+        for (k, v) in hand.point_m.iter().enumerate() {
+            if !(v.is_finite() && v.abs() <= 100.0) {
+                return Err((
+                    format!("hand.point_m[{k}]"),
+                    format!("must be finite and within ±100 m (got {v})"),
+                ));
+            }
+        }
+        if !(hand.settle_s.is_finite() && hand.settle_s >= 0.0 && hand.settle_s <= MAX_END_S) {
+            return Err((
+                "hand.settle_s".into(),
+                format!("must lie in [0, {MAX_END_S}] s (got {})", hand.settle_s),
+            ));
+        }
+        if self.hand_targets.is_empty() || self.hand_targets.len() > MAX_KEYFRAMES {
+            return Err((
+                "hand_targets".into(),
+                format!(
+                    "between 1 and {MAX_KEYFRAMES} targets are needed (got {})",
+                    self.hand_targets.len()
+                ),
+            ));
+        }
+        let mut previous = -1.0;
+        for (i, t) in self.hand_targets.iter().enumerate() {
+            if !(t.time_s.is_finite()
+                && t.time_s > previous
+                && t.time_s < self.end_s
+                && t.time_s >= 0.0)
+            {
+                return Err((
+                    format!("hand_targets[{i}].time_s"),
+                    format!(
+                        "must be finite, ≥ 0, after the previous target and before end_s = {} s (got {})",
+                        self.end_s, t.time_s
+                    ),
+                ));
+            }
+            for (k, v) in t.position_m.iter().enumerate() {
+                if !(v.is_finite() && v.abs() <= 1000.0) {
+                    return Err((
+                        format!("hand_targets[{i}].position_m[{k}]"),
+                        format!("must be finite and within ±1000 m (got {v})"),
+                    ));
+                }
+            }
+            previous = t.time_s;
+        }
+        if self.hand_targets.first().is_some_and(|t| t.time_s > 0.0) {
+            return Err((
+                "hand_targets[0].time_s".into(),
+                "the first target must start at 0 s".into(),
+            ));
+        }
+        let Some(p) = &self.posture else {
+            return Err((
+                "posture".into(),
+                "a kenwright_reach scenario needs its posture goal".into(),
+            ));
+        };
+        per_joint("posture.center_rad", &p.center_rad, plant, 100.0)?;
+        per_joint("posture.amplitude_rad", &p.amplitude_rad, plant, 100.0)?;
+        positive_at_most("posture.period_s", p.period_s, MAX_END_S)?;
+        if let Some(t) = p.still_from_s
+            && !(t.is_finite() && (0.0..=MAX_END_S).contains(&t))
+        {
+            return Err((
+                "posture.still_from_s".into(),
+                format!("must lie in [0, {MAX_END_S}] s (got {t})"),
+            ));
+        }
+        let Some(r) = &self.controllers.reach else {
+            return Err((
+                "controllers.reach".into(),
+                "a kenwright_reach scenario needs the reach gains".into(),
+            ));
+        };
+        for (field, v) in [
+            ("controllers.reach.stiffness_n_per_m", r.stiffness_n_per_m),
+            ("controllers.reach.damping_ns_per_m", r.damping_ns_per_m),
+            (
+                "controllers.reach.posture_stiffness_nm_per_rad",
+                r.posture_stiffness_nm_per_rad,
+            ),
+            (
+                "controllers.reach.posture_damping_nms_per_rad",
+                r.posture_damping_nms_per_rad,
+            ),
+        ] {
+            if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+                return Err((field.into(), format!("must lie in [0, 1e6] (got {v})")));
+            }
+        }
+        if !(1..=10_000).contains(&r.ccd_max_sweeps) {
+            return Err((
+                "controllers.reach.ccd_max_sweeps".into(),
+                format!("must lie in [1, 10000] (got {})", r.ccd_max_sweeps),
+            ));
+        }
+        positive_at_most("controllers.reach.ccd_tolerance_m", r.ccd_tolerance_m, 1.0)?;
+        if self.controllers.time_constants.is_some() {
+            return Err((
+                "controllers.time_constants".into(),
+                "belongs to an on_the_beat scenario".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A finite number in (0, `max`], or the field's error.
+fn positive_at_most(field: &str, v: f64, max: f64) -> Result<(), (String, String)> {
+    if v.is_finite() && v > 0.0 && v <= max {
+        Ok(())
+    } else {
+        Err((field.into(), format!("must lie in (0, {max}] (got {v})")))
+    }
+}
+
+/// One finite value per joint of `plant`, each within ±`max`, or the field's error.
+fn per_joint(
+    field: &str,
+    values: &[f64],
+    plant: &ChainPlant,
+    max: f64,
+) -> Result<(), (String, String)> {
+    let joints = plant.joint_count();
+    if values.len() != joints {
+        return Err((
+            field.into(),
+            format!(
+                "{} values for a chain of {joints} joints (one per joint, in URDF order: {})",
+                values.len(),
+                plant.joint_names().join(", ")
+            ),
+        ));
+    }
+    for (j, &v) in values.iter().enumerate() {
+        if !(v.is_finite() && v.abs() <= max) {
+            return Err((
+                format!("{field}[{j}]"),
+                format!("must be finite and within ±{max} (got {v})"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A field of the plant's scene named as the scenario names it.
