@@ -323,8 +323,8 @@ fn inertia(
     Ok(())
 }
 
-/// `hand.svg`: hand error, posture error and the walls' force on the hand against time, one
-/// line per controller, target instants as vertical lines.
+/// `hand.svg`: hand error (log, with the 1 cm line), posture error and the walls' force on the
+/// hand against time, one line per controller, target instants as vertical lines.
 fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> PlotResult {
     let title = format!("{heading}: hand error, posture error, wall force on the hand");
     if runs.iter().all(|r| r.reach_series.is_empty()) {
@@ -339,29 +339,86 @@ fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> 
         .filter_map(|r| r.reach_series.last().map(|p| p.0))
         .fold(1e-3, f64::max);
     let targets: Vec<f64> = report.hand_targets.iter().map(|t| t.0).collect();
-    type Pick = fn(&ChainRun) -> Vec<(f64, f64)>;
-    let panels_spec: [(&str, Pick); 3] = [
-        ("hand error (m)", |r| {
-            r.reach_series.iter().map(|(t, v)| (*t, v[0])).collect()
-        }),
-        ("posture error, max over joints (rad)", |r| {
-            r.reach_series.iter().map(|(t, v)| (*t, v[1])).collect()
-        }),
-        ("force of the walls on the hand (N)", |r| {
-            r.wall_series.clone()
-        }),
-    ];
-    for (i, (panel, (label, pick))) in panels.iter().zip(panels_spec).enumerate() {
-        let series: Vec<(&str, Vec<(f64, f64)>)> = runs
-            .iter()
+    let series = |pick: &dyn Fn(&ChainRun) -> Vec<(f64, f64)>| -> Vec<(&str, Vec<(f64, f64)>)> {
+        runs.iter()
             .map(|r| {
                 (
                     r.name,
                     pick(r).into_iter().filter(|p| p.1.is_finite()).collect(),
                 )
             })
-            .collect();
-        let top = series
+            .collect()
+    };
+
+    // Hand error, log scale.
+    let floor = 1e-5;
+    let hand = series(&|r| {
+        r.reach_series
+            .iter()
+            .map(|(t, v)| (*t, v[0].max(floor)))
+            .collect()
+    });
+    let top = hand
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.02, f64::max)
+        * 1.5;
+    if let Some(panel) = panels.first() {
+        let mut chart = ChartBuilder::on(panel)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_max, (floor..top).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time (s)")
+            .y_desc("hand error (m, log)")
+            .draw()?;
+        chart
+            .draw_series(
+                targets
+                    .iter()
+                    .map(|t| PathElement::new(vec![(*t, floor), (*t, top)], BLACK.mix(0.25))),
+            )?
+            .label("new hand target (last: pressed on the wall)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.25)));
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(0.0, 0.01), (t_max, 0.01)],
+                BLACK.stroke_width(1),
+            )))?
+            .label("1 cm")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(1)));
+        for ((name, points), colour) in hand.into_iter().zip(COLOURS.iter().cycle()) {
+            let colour = *colour;
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+    }
+
+    // Posture error and wall force, linear.
+    let linear: [(&str, Vec<(&str, Vec<(f64, f64)>)>); 2] = [
+        (
+            "posture error, max over joints (rad)",
+            series(&|r| r.reach_series.iter().map(|(t, v)| (*t, v[1])).collect()),
+        ),
+        (
+            "wall force on the hand, as the chain feels it (N)",
+            series(&|r| r.wall_series.clone()),
+        ),
+    ];
+    for (panel, (label, lines)) in panels.iter().skip(1).zip(linear) {
+        let top = lines
             .iter()
             .flat_map(|s| s.1.iter().map(|p| p.1))
             .fold(1e-6, f64::max)
@@ -376,30 +433,13 @@ fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> 
             .x_desc("simulated time (s)")
             .y_desc(label)
             .draw()?;
-        chart
-            .draw_series(
-                targets
-                    .iter()
-                    .map(|t| PathElement::new(vec![(*t, 0.0), (*t, top)], BLACK.mix(0.25))),
-            )?
-            .label("new hand target")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.25)));
-        for ((name, points), colour) in series.into_iter().zip(COLOURS.iter().cycle()) {
-            let colour = *colour;
-            chart
-                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
-        }
-        if i == 0 {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()?;
+        chart.draw_series(
+            targets
+                .iter()
+                .map(|t| PathElement::new(vec![(*t, 0.0), (*t, top)], BLACK.mix(0.25))),
+        )?;
+        for ((_, points), colour) in lines.into_iter().zip(COLOURS.iter().cycle()) {
+            chart.draw_series(LineSeries::new(points, colour.stroke_width(2)))?;
         }
     }
     root.present()?;
