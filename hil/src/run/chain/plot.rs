@@ -323,6 +323,9 @@ fn inertia(
     Ok(())
 }
 
+/// Named series of (t, value) points, one per controller.
+type Lines<'a> = Vec<(&'a str, Vec<(f64, f64)>)>;
+
 /// `hand.svg`: hand error (log, with the 1 cm line), posture error and the walls' force on the
 /// hand against time, one line per controller, target instants as vertical lines.
 fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> PlotResult {
@@ -339,7 +342,7 @@ fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> 
         .filter_map(|r| r.reach_series.last().map(|p| p.0))
         .fold(1e-3, f64::max);
     let targets: Vec<f64> = report.hand_targets.iter().map(|t| t.0).collect();
-    let series = |pick: &dyn Fn(&ChainRun) -> Vec<(f64, f64)>| -> Vec<(&str, Vec<(f64, f64)>)> {
+    let series = |pick: &dyn Fn(&ChainRun) -> Vec<(f64, f64)>| -> Lines<'_> {
         runs.iter()
             .map(|r| {
                 (
@@ -407,7 +410,7 @@ fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> 
     }
 
     // Posture error and wall force, linear.
-    let linear: [(&str, Vec<(&str, Vec<(f64, f64)>)>); 2] = [
+    let linear: [(&str, Lines<'_>); 2] = [
         (
             "posture error, max over joints (rad)",
             series(&|r| r.reach_series.iter().map(|(t, v)| (*t, v[1])).collect()),
