@@ -7,6 +7,10 @@
 //! - `plant_step/arm3_chain`: one physics step of the URDF chain `models/arm3.urdf` (3 multibody
 //!   joints, in process), released from (−1.0, 0.6, 0.2) rad under gravity and driven by a PD
 //!   towards a posture (limits engaging at times); a fresh plant every 400 steps (2 s).
+//! - `plant_step/arm3_chain_wall_contact`: the same chain in `scenes/arm3_wall.json` (gravity
+//!   off, one wall), its upper arm pressed onto the wall's edge by 5 N·m at the shoulder, the
+//!   elbow and wrist held by PDs: every step solves the resting edge contact and sums its
+//!   impulses into the frame's contact force. Settled in contact for 0.5 s before timing.
 //! - `lockstep/binary_*`: one lockstep round through the real `sim-host` process over a
 //!   socketpair (send the torque frame for step k, receive the state of step k + 1): the time
 //!   per simulated step of a lockstep run, so speed × real time = dt / this. `same_cpu` pins the
@@ -102,6 +106,33 @@ fn plant_step(c: &mut Criterion) {
             total
         });
     });
+    let mut wall = ChainScene::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenes/arm3_wall.json"
+    )))
+    .expect("arm3_wall scene");
+    wall.end_time_s = 1e6;
+    let press = |f: &control_core::frames::StateFrame| {
+        let q: Vec<f64> = f.joints.iter().map(|j| j.position_rad).collect();
+        let v: Vec<f64> = f.joints.iter().map(|j| j.velocity_rad_s).collect();
+        [
+            -5.0,
+            30.0 * (0.3 - q[1]) - 2.0 * v[1],
+            4.0 * (0.0 - q[2]) - 0.2 * v[2],
+        ]
+    };
+    let mut p = ChainPlant::new(&wall).expect("arm3_wall plant");
+    let mut f = p.state_frame();
+    for _ in 0..100 {
+        f = p.step(&press(&f));
+    }
+    assert_eq!(f.contacts.len(), 1, "in contact before timing");
+    g.bench_function("arm3_chain_wall_contact", |b| {
+        b.iter(|| {
+            f = p.step(black_box(&press(&f)));
+        });
+    });
+    assert_eq!(f.contacts.len(), 1, "still in contact");
     g.finish();
 }
 
