@@ -100,6 +100,8 @@ impl ChainCsv {
 pub struct ChainRun {
     /// Controller name.
     pub name: &'static str,
+    /// Keyframes or hand targets.
+    pub targets: usize,
     /// Per keyframe, per joint: |θ(t̂) − θ̂| at the state nearest the keyframe's instant, rad
     /// (`None`: the run ended before it).
     pub arrival_error_rad: Vec<Option<Vec<f64>>>,
@@ -206,13 +208,15 @@ fn max_opt(a: Option<f64>, b: f64) -> Option<f64> {
 pub struct ChainOutcome {
     /// Controller name.
     pub name: &'static str,
-    /// Keyframes.
+    /// Keyframes (on_the_beat) or hand targets (kenwright_reach).
     pub targets: usize,
     /// Per keyframe, per joint, rad (`null`: not reached).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub arrival_error_rad: Vec<Option<Vec<f64>>>,
-    /// The largest of them, rad (`null`: none reached).
+    /// The largest of them, rad (`null`: none reached, or a reach, which has no keyframes).
     pub max_arrival_error_rad: Option<f64>,
     /// Per joint, the largest over keyframes, rad.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub max_arrival_error_per_joint_rad: Vec<Option<f64>>,
     /// Ticks per joint status, summed over joints.
     pub status_counts: Vec<(&'static str, u64)>,
@@ -249,6 +253,12 @@ impl ChainRun {
             .clone()
             .flat_map(|e| e.iter().copied())
             .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+        // No keyframes (a reach): no per-joint figures either.
+        let joints = if self.arrival_error_rad.is_empty() {
+            0
+        } else {
+            joints
+        };
         let per_joint = (0..joints)
             .map(|j| {
                 reached
@@ -259,7 +269,7 @@ impl ChainRun {
             .collect();
         ChainOutcome {
             name: self.name,
-            targets: self.arrival_error_rad.len(),
+            targets: self.targets,
             arrival_error_rad: self.arrival_error_rad.clone(),
             max_arrival_error_rad: max,
             max_arrival_error_per_joint_rad: per_joint,
@@ -485,6 +495,10 @@ impl LoopRecorder<ChainController> for ChainRecorder {
         faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
         let run = ChainRun {
             name: self.name,
+            targets: self
+                .reach
+                .as_ref()
+                .map_or(self.keyframes.len(), |j| j.targets.len()),
             arrival_error_rad: self
                 .arrivals
                 .into_iter()
