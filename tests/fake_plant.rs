@@ -4,12 +4,13 @@
 //!
 //! - `FAKE_PLANT=garbage`: sends only malformed state frames (bad checksums, then oversize
 //!   datagrams), one per millisecond, never a valid one.
-//! - `FAKE_PLANT=silent-after:N`: a lockstep plant of one joint at rest for N steps (each step
-//!   waits for the torque frame of its step), then stops sending states but keeps reading.
+//! - `FAKE_PLANT=silent-after:N`: a lockstep plant of `$FAKE_PLANT_JOINTS` joints (default 1)
+//!   at rest for N steps (each step waits for the torque frame of its step), then stops sending
+//!   states but keeps reading.
 //!
 //! Every torque frame it accepts is appended to the file `$FAKE_PLANT_LOG` as a line
-//! `sequence step flags torque_nm`, so a test can assert what reached the plant. It ends when the
-//! controller closes its end. Test support only.
+//! `sequence step flags torques_nm` (the torques comma-separated), so a test can assert what
+//! reached the plant. It ends when the controller closes its end. Test support only.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -19,9 +20,10 @@ use transport::{FrameLink, FrameTransport, LinkError, SeqPacket};
 
 fn log_torque(log: &mut Option<std::fs::File>, f: &TorqueFrame) {
     if let Some(file) = log {
+        let torques: Vec<String> = f.torques_nm.iter().map(|t| format!("{t:?}")).collect();
         let _ = writeln!(
             file,
-            "{} {} {} {:?}",
+            "{} {} {} {}",
             f.sequence,
             f.step,
             if f.flags.contains(TorqueFlags::SAFE_STATE) {
@@ -29,19 +31,21 @@ fn log_torque(log: &mut Option<std::fs::File>, f: &TorqueFrame) {
             } else {
                 "normal"
             },
-            f.torques_nm.first().copied().unwrap_or(0.0)
+            torques.join(",")
         );
         let _ = file.flush();
     }
 }
 
-fn state(step: u64, applied: u64) -> StateFrame {
+fn state(step: u64, applied: u64, joints: usize) -> StateFrame {
     let mut s = StateFrame::new(step + 1, step, step as f64 * 0.005);
     s.applied_torque_sequence = u32::try_from(applied).unwrap_or(0);
-    let _ = s.push_joint(JointState {
-        position_rad: 0.0,
-        velocity_rad_s: 0.0,
-    });
+    for _ in 0..joints {
+        let _ = s.push_joint(JointState {
+            position_rad: 0.0,
+            velocity_rad_s: 0.0,
+        });
+    }
     s
 }
 
@@ -66,11 +70,15 @@ fn main() {
             .ok()
     });
     let behaviour = std::env::var("FAKE_PLANT").unwrap_or_default();
+    let joints: usize = std::env::var("FAKE_PLANT_JOINTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     let mut link = FrameLink::new(socket);
     if behaviour == "garbage" {
         let mut bad = [0u8; 4096];
         let mut good = [0u8; control_core::frames::MAX_FRAME_LEN];
-        let n = state(0, 0).encode(&mut good).unwrap_or(0);
+        let n = state(0, 0, joints).encode(&mut good).unwrap_or(0);
         let start = Instant::now();
         for i in 0u64.. {
             let sent = if i % 2 == 0 {
@@ -105,7 +113,7 @@ fn main() {
     let mut sent: Option<u64> = None;
     loop {
         if step <= silent_after && sent != Some(step) {
-            if link.send_state(&state(step, applied)).is_err() {
+            if link.send_state(&state(step, applied, joints)).is_err() {
                 return;
             }
             sent = Some(step);

@@ -3,26 +3,14 @@
 //! goes silent, or never starts; SIGINT and SIGTERM mid-run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use e2e::{hil, hil_run, out_dir, report};
+use e2e::{hil, hil_run, out_dir, report, signal_mid_run, staging_needle};
 
 /// The misbehaving plant of `fake_plant.rs`.
 fn fake_plant() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_fake-plant"))
-}
-
-/// The folder a run's outputs are staged in (the plant's command line names its scene.json
-/// there).
-fn staging_needle(out: &Path) -> String {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    out.with_file_name(format!(".{name}.partial-"))
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// A scenario with a wrong field gets an error naming the file, the field and the reason, and
@@ -94,85 +82,20 @@ fn help_lists_run_and_jitter() {
     assert!(text.contains("run") && text.contains("jitter"), "{text}");
 }
 
-/// Pids of the live processes whose command line mentions `needle` (e.g. a test's own folder).
-fn processes_mentioning(needle: &str) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // A zombie is not running; skip it (its parent reaps it).
-        let zombie = state
-            .rsplit(')')
-            .next()
-            .is_some_and(|s| s.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// Start a long lockstep run (300 s of simulated time, several seconds of wall time) of the real
-/// plant, wait until the plant process is running, send `signal` to the plant (or to `hil`
-/// itself), and return what `hil` did and how long it took to exit after the signal.
+/// plant and send `signal` to the plant (or to `hil` itself) mid-run; return what `hil` did, how
+/// long it took to exit after the signal, and the output folder.
 fn run_and_signal(test: &str, signal: i32, to_hil: bool) -> (Output, Duration, PathBuf) {
     let out = out_dir(test);
     let file = out.join("long.toml");
     let text =
         include_str!("../scenarios/ball_blocking.toml").replace("end_s = 4.0", "end_s = 300.0");
     std::fs::write(&file, text).unwrap_or_default();
-    let child = hil()
-        .args([
-            "run",
-            file.to_str().unwrap_or_default(),
-            "--only",
-            "analytic",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
-    // The plant's command line names the scene file in this run's staging folder.
-    let needle = staging_needle(&out);
-    let start = Instant::now();
-    let plant = loop {
-        if let Some(pid) = processes_mentioning(&needle).first() {
-            break *pid;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the plant never started"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    std::thread::sleep(Duration::from_millis(300));
-    let target = if to_hil {
-        i32::try_from(child.id()).unwrap_or(0)
-    } else {
-        plant
-    };
-    // SAFETY: kill(2) on a pid we just found; the worst case of a reused pid is a signal to an
-    // unrelated process of this test's user, and the pid was seen running a moment ago.
-    let rc = unsafe { libc::kill(target, signal) };
-    assert_eq!(rc, 0, "cannot send the signal");
-    let hurt = Instant::now();
-    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-    let took = hurt.elapsed();
-    // Nothing of this run may be left behind.
-    let start = Instant::now();
-    while !processes_mentioning(&needle).is_empty() && start.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(
-        processes_mentioning(&needle),
-        Vec::<i32>::new(),
-        "orphan plant left behind"
+    let (output, took) = signal_mid_run(
+        &[file.to_str().unwrap_or_default(), "--only", "analytic"],
+        &out,
+        signal,
+        to_hil,
     );
     (output, took, out)
 }

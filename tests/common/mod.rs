@@ -2,7 +2,8 @@
 //! outputs. Test support only.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The folder holding the workspace's executables for this build profile (`target/release/`
 /// when the tests run with `--release`): the test binary lives in its `deps/`.
@@ -71,4 +72,90 @@ pub fn controller<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_js
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["name"] == name))
         .unwrap_or_else(|| panic!("no controller {name} in the report"))
+}
+
+/// The folder a run's outputs are staged in (the plant's command line names its scene.json
+/// there).
+pub fn staging_needle(out: &Path) -> String {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    out.with_file_name(format!(".{name}.partial-"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Pids of the live processes whose command line mentions `needle` (e.g. a test's own folder).
+pub fn processes_mentioning(needle: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // A zombie is not running; skip it (its parent reaps it).
+        let zombie = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Start `hil run <args> --quiet --out <out>` (a run long enough to be interrupted), wait until
+/// its plant process is running and 300 ms more, send `signal` to the plant (or to `hil` itself
+/// when `to_hil`), and return what `hil` did and how long it took to exit after the signal.
+/// Asserts that no process of the run is left behind.
+pub fn signal_mid_run(args: &[&str], out: &Path, signal: i32, to_hil: bool) -> (Output, Duration) {
+    let child = hil()
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--out"])
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    // The plant's command line names the scene file in this run's staging folder.
+    let needle = staging_needle(out);
+    let start = Instant::now();
+    let plant = loop {
+        if let Some(pid) = processes_mentioning(&needle).first() {
+            break *pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the plant never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let target = if to_hil {
+        i32::try_from(child.id()).unwrap_or(0)
+    } else {
+        plant
+    };
+    // SAFETY: kill(2) on a pid we just found; the worst case of a reused pid is a signal to an
+    // unrelated process of this test's user, and the pid was seen running a moment ago.
+    let rc = unsafe { libc::kill(target, signal) };
+    assert_eq!(rc, 0, "cannot send the signal");
+    let hurt = Instant::now();
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let took = hurt.elapsed();
+    // Nothing of this run may be left behind.
+    let start = Instant::now();
+    while !processes_mentioning(&needle).is_empty() && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        processes_mentioning(&needle),
+        Vec::<i32>::new(),
+        "orphan plant left behind"
+    );
+    (output, took)
 }
