@@ -362,7 +362,6 @@ fn broken_chain_scenarios_name_the_file_and_the_field() {
 /// `--only` naming a controller the chain scenario does not have is a command-line error: exit
 /// status 2, naming the option and the scenario's controllers, no output folder.
 #[test]
-#[ignore = "hil exits 1 (not 2) for an unknown --only controller: select() fails inside staged(), which maps every error to 1"]
 fn an_unknown_controller_is_a_command_line_error() {
     let out = out_dir("chain_unknown_controller");
     let _ = std::fs::remove_dir_all(&out);
@@ -434,7 +433,6 @@ fn a_silent_plant_ends_a_chain_run_in_the_safe_state() {
 /// as if the two missing joints stood at 0 rad: hil refuses those states (no control torque
 /// reaches the plant) and says the joint counts differ.
 #[test]
-#[ignore = "hil accepts a 1-joint state for a 3-joint chain: ChainState::of pads the missing joints with 0 rad and the run goes on (101 torque frames of 3 torques reach the plant)"]
 fn a_plant_with_fewer_joints_than_the_chain_is_refused() {
     let (output, _, log) = run_with_silent_plant("chain_one_joint", 1, 100);
     let err = String::from_utf8_lossy(&output.stderr);

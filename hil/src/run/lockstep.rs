@@ -45,6 +45,9 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
         let Some(state) = session.recorder.state(&frame) else {
             continue;
         };
+        if let Err(reason) = session.controller.accepts(&state) {
+            return Some(Cut::PlantLost { reason });
+        }
         if frame.flags.contains(StateFlags::FINAL) {
             return None;
         }

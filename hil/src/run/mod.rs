@@ -153,6 +153,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
             .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s))
         {
             Ok(scenario) => {
+                if let Err(e) = select(
+                    &args.only,
+                    chain::controller::ChainLaw::of(scenario.kind),
+                    chain::controller::ChainLaw::name,
+                ) {
+                    eprintln!("hil: {e}");
+                    return ExitCode::from(2);
+                }
                 let out = args
                     .out
                     .clone()
@@ -182,6 +190,10 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = select(&args.only, &ControllerKind::ALL, ControllerKind::name) {
+        eprintln!("hil: {e}");
+        return ExitCode::from(2);
+    }
     let out = args
         .out
         .clone()

@@ -221,6 +221,10 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     let Some(first_state) = session.recorder.state(&first) else {
         return Err("the plant's first state has no joint".into());
     };
+    if let Err(reason) = session.controller.accepts(&first_state) {
+        return Ok((Some(Cut::PlantLost { reason }), timing_of(settings)));
+    }
+    let checker = session.controller.clone();
 
     let (mut io, control) = runtime::channels::<C::State, C::Command>(64);
     io.states.publish(first_state);
@@ -330,6 +334,9 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
             let Some(state) = C::state_of(&frame) else {
                 continue;
             };
+            if let Err(reason) = checker.accepts(&state) {
+                break Some(Cut::PlantLost { reason });
+            }
             last_t = state.sim_time_s();
             let last = frame.flags.contains(StateFlags::FINAL);
             sink.put(Record::State(Box::new(frame)));

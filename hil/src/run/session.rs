@@ -134,6 +134,11 @@ pub trait LoopController: Clone + Send + 'static {
     fn tick(&mut self, state: Self::State) -> Self::Command;
     /// The safe state's output (damping only, torque-limited) for the newest state known.
     fn safe(&self, state: Self::State) -> Self::Command;
+    /// Whether a state from the plant fits this controller (e.g. as many joints as its model);
+    /// if not, why. A plant whose states do not fit is as good as lost: the drivers end the run.
+    fn accepts(&self, _state: &Self::State) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// What records a session's run: fed by both drivers, turned into the run's figures at the end.

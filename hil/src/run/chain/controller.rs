@@ -432,6 +432,14 @@ impl ChainController {
     /// One tick. Never allocates, blocks or panics.
     pub fn tick(&mut self, state: ChainState) -> ChainCommandOut {
         let now = state.sim_time_s;
+        if state.joints != self.joints {
+            // Not this chain's state (the drivers end such a run): the safe torques, flagged.
+            let mut out = self.safe(ChainState::default());
+            out.step = state.step;
+            out.safe = false;
+            out.record.model_error = true;
+            return out;
+        }
         let result = match self.reach.take() {
             Some(task) => {
                 // The hand target in force: the last one whose instant has come.
@@ -704,5 +712,16 @@ impl LoopController for ChainController {
 
     fn safe(&self, state: ChainState) -> ChainCommandOut {
         Self::safe(self, state)
+    }
+
+    fn accepts(&self, state: &ChainState) -> Result<(), String> {
+        if state.joints == self.joints {
+            Ok(())
+        } else {
+            Err(format!(
+                "the plant's states carry {} joint(s), the controller's model of the chain has {}: not the plant of this scenario",
+                state.joints, self.joints
+            ))
+        }
     }
 }

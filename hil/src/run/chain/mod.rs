@@ -217,8 +217,12 @@ pub fn run_scenario(
         .map(|k| (k.time_s, k.positions_rad.clone()))
         .collect();
     let mut csv = Some(
-        ChainCsv::create(&staging.join("trajectory.csv"), plant_joints.len())
-            .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
+        ChainCsv::create(
+            &staging.join("trajectory.csv"),
+            plant_joints.len(),
+            scenario.kind == ChainTask::KenwrightReach,
+        )
+        .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
     );
     let mut runs: Vec<ChainRun> = Vec::new();
     let mut cut: Option<(ChainLaw, Cut)> = None;

@@ -24,12 +24,14 @@ use super::controller::{CAP, ChainCommandOut, ChainController, ChainState};
 pub struct ChainCsv {
     out: BufWriter<File>,
     joints: usize,
+    reach: bool,
     error: Option<std::io::Error>,
 }
 
 impl ChainCsv {
-    /// Create the file and write the header for `joints` joints.
-    pub fn create(path: &Path, joints: usize) -> std::io::Result<Self> {
+    /// Create the file and write the header for `joints` joints (and, for a reach, the hand
+    /// and posture errors).
+    pub fn create(path: &Path, joints: usize, reach: bool) -> std::io::Result<Self> {
         let mut out = BufWriter::new(File::create(path)?);
         let mut header = String::from("controller,step,t_s,keyframe,safe,model_error");
         for (what, unit) in [
@@ -46,11 +48,14 @@ impl ChainCsv {
         for j in 0..joints {
             header.push_str(&format!(",status{j},torque_limited{j}"));
         }
-        header.push_str(",hand_error_m,posture_error_rad");
+        if reach {
+            header.push_str(",hand_error_m,posture_error_rad");
+        }
         writeln!(out, "{header}")?;
         Ok(Self {
             out,
             joints,
+            reach,
             error: None,
         })
     }
@@ -80,7 +85,9 @@ impl ChainCsv {
             let status = r.status.get(j).map_or("-", |s| s.name());
             line.push_str(&format!(",{status},{}", (r.torque_limited >> j) & 1));
         }
-        line.push_str(&format!(",{:?},{:?}", r.hand_error_m, r.posture_error_rad));
+        if self.reach {
+            line.push_str(&format!(",{:?},{:?}", r.hand_error_m, r.posture_error_rad));
+        }
         if let Err(e) = writeln!(self.out, "{line}") {
             self.error = Some(e);
         }

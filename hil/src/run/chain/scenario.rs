@@ -231,8 +231,10 @@ impl ChainScenario {
 
     /// The plant's scene: the URDF as an absolute path (the scene file is written elsewhere).
     pub fn scene(&self) -> ChainScene {
-        let urdf =
-            std::path::absolute(&self.model.urdf).unwrap_or_else(|_| self.model.urdf.clone());
+        // Canonical when it exists (no `..` in reports); absolute otherwise, for the error.
+        let urdf = std::fs::canonicalize(&self.model.urdf)
+            .or_else(|_| std::path::absolute(&self.model.urdf))
+            .unwrap_or_else(|_| self.model.urdf.clone());
         ChainScene {
             kind: ChainKind::Chain,
             urdf,
