@@ -4,6 +4,9 @@
 //!   distance to the branch point.
 //! - [`gains`]: the analytic critically damped arrival-gain solver (Allen, Neff and Faloutsos),
 //!   the stable gain limit of a sampled loop, and a clamp that reports when it acted.
+//! - `gains_f32` and `servo_f32` (feature `micromath`): the gain solver and the arrival servo in
+//!   f32 with micromath's `exp`/`ln`, on `lambert_w::micromath_f32`, for MCUs with a
+//!   single-precision FPU.
 //! - [`servo`]: the arrival servo for a fixed-rate tick, and the fixed-gain and static-timing
 //!   baselines.
 //! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
@@ -28,7 +31,11 @@ pub mod beat;
 pub mod closed_form;
 pub mod frames;
 pub mod gains;
+#[cfg(feature = "micromath")]
+pub mod gains_f32;
 pub mod lambert_w;
 pub mod model;
 pub mod reach;
 pub mod servo;
+#[cfg(feature = "micromath")]
+pub mod servo_f32;

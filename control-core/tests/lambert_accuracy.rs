@@ -248,3 +248,90 @@ fn lambert_w_matches_dense_boundary_reference() {
     assert!(records.len() >= 600_000, "{} records", records.len());
     check("lambert_dense.bin", &records, 10_000);
 }
+
+/// `lambert_w::micromath_f32` (feature `micromath`: W computed in f32 with micromath's `ln`)
+/// against the f32 records (kinds `w0_f32`, `wm1_f32`) of both reference files: max and mean
+/// error in f32 ulp per branch and method region, printed. The bounds were set from the method's
+/// error analysis (module docs of `micromath_f32`) before the run: the two series regions use no
+/// elementary function (≤ 4 ulp); the log-form region inherits micromath's `ln` error (~6e−5
+/// absolute, δ·|w/(1 + w)| in w), bounded at 3e−4·|w/(1 + w)| + 4 ulp per point and reported
+/// in ulp.
+#[cfg(feature = "micromath")]
+#[test]
+fn micromath_f32_lambert_w_against_mpmath() {
+    use control_core::lambert_w::micromath_f32 as mm;
+    const REGION: [&str; 3] = ["Taylor |x| <= 1/16", "branch series", "log form"];
+    let mut records = read_flat(&read("lambert_reference.bin"));
+    records.extend(read_compact(&read("lambert_dense.bin")));
+    // [branch][region] -> (count, sum ulp, max ulp, worst x, over-bound count)
+    let mut stats = [[(0usize, 0f64, 0f64, 0f64, 0usize); 3]; 2];
+    for r in records.iter().filter(|r| r.kind == 2 || r.kind == 3) {
+        let branch = r.kind - 2;
+        let x = r.x as f32;
+        let q = f64::from(x) + 1.0 / std::f64::consts::E;
+        let region = if branch == 0 && x.abs() <= mm::X_TAYLOR {
+            0
+        } else if q < f64::from(mm::Q_SERIES) {
+            1
+        } else {
+            2
+        };
+        let got = if branch == 0 { mm::w0(x) } else { mm::wm1(x) };
+        let s = spacing(r.hi);
+        let u = ulp(r.hi, r.lo_units, 23, -126);
+        let err = match got.map(f64::from) {
+            Some(g) if g.is_finite() => ((g - r.hi) / s - r.lo_units).abs() * (s / u),
+            // ±∞ where the exact W is ±∞ (x = 0⁻ for W₋₁) is exact.
+            Some(g) if g == r.hi => 0.0,
+            _ => f64::INFINITY,
+        };
+        let w = r.hi;
+        let bound = if region == 2 {
+            3e-4 * (w / (1.0 + w)).abs() / u + 4.0
+        } else {
+            4.0
+        };
+        let st = &mut stats[branch][region];
+        st.0 += 1;
+        st.1 += err;
+        if err > st.2 || st.0 == 1 {
+            st.2 = err;
+            st.3 = r.x;
+        }
+        if err.is_nan() || err > bound {
+            st.4 += 1;
+        }
+    }
+    println!("micromath_f32 against mpmath (both reference files, f32 records):");
+    println!(
+        "{:<6} {:<20} {:>8} {:>12} {:>12}  worst x",
+        "branch", "region", "points", "mean ulp", "max ulp"
+    );
+    let mut failures = Vec::new();
+    for (b, regions) in stats.iter().enumerate() {
+        for (g, st) in regions.iter().enumerate() {
+            if st.0 == 0 {
+                continue;
+            }
+            let name = ["W0", "W-1"][b];
+            println!(
+                "{:<6} {:<20} {:>8} {:>12.2} {:>12.2}  {:e}",
+                name,
+                REGION[g],
+                st.0,
+                st.1 / st.0 as f64,
+                st.2,
+                st.3
+            );
+            if st.4 > 0 {
+                failures.push(format!(
+                    "{name} {}: {} points over the bound",
+                    REGION[g], st.4
+                ));
+            }
+        }
+    }
+    assert!(stats[0].iter().map(|s| s.0).sum::<usize>() >= 10_000);
+    assert!(stats[1].iter().map(|s| s.0).sum::<usize>() >= 10_000);
+    assert!(failures.is_empty(), "{failures:?}");
+}

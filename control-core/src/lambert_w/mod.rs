@@ -73,7 +73,10 @@
 //! L > 709.78, W₋₁ for L < −667) one Newton step on the log form w + ln(±w) = L, whose residual
 //! (w − L) + ln(±w) is exact up to the rounding of ln.
 //!
-//! f32 entry points evaluate the f64 path and round once (≤ 0.5 f32 ulp + a f64 ulp).
+//! f32 entry points evaluate the f64 path and round once (≤ 0.5 f32 ulp + a f64 ulp). With the
+//! feature `micromath`, [`micromath_f32`] computes both branches in f32 throughout, for targets
+//! with a single-precision FPU, with micromath's `exp`/`ln` in place of libm's (its own accuracy,
+//! set by micromath's `ln`, is measured there).
 //!
 //! # Layout
 //!
@@ -88,6 +91,8 @@
 
 mod generated;
 mod methods;
+#[cfg(feature = "micromath")]
+pub mod micromath_f32;
 #[cfg(test)]
 mod tests;
 
