@@ -179,6 +179,27 @@ pub extern "C" fn _start() -> ! {
     if let Ok(n) = torque.encode(&mut tbuf) {
         acc += TorqueFrame::decode(tbuf.get(..n).unwrap_or(&[])).map_or(0.0, |f| f.step as f64);
     }
+    #[cfg(feature = "micromath")]
+    {
+        acc += micromath_servo_tick();
+    }
     black_box(acc);
     loop {}
+}
+
+/// Feature `micromath`: the f32 servo (micromath's exp/ln) and its Lambert W, linked in too.
+#[cfg(feature = "micromath")]
+fn micromath_servo_tick() -> f64 {
+    use control_core::servo_f32::ArrivalServoF32;
+    let mut acc = f64::from(lambert_w::micromath_f32::wm1(black_box(-0.1f32)).unwrap_or(0.0));
+    if let Ok(mut servo) = ArrivalServoF32::new(ServoConfig::default())
+        && servo.set_pose_target(1.0, 0.05, 1.0).is_ok()
+    {
+        let state = JointState {
+            position_rad: black_box(0.0),
+            velocity_rad_s: black_box(0.0),
+        };
+        acc += servo.tick(black_box(0.0), state, 0.0).torque_nm;
+    }
+    acc
 }
