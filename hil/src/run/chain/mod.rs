@@ -382,13 +382,17 @@ fn or_na(v: Option<f64>) -> String {
 /// The console's table.
 pub fn summary_table(report: &ChainReport) -> String {
     let mut s = format!(
-        "scenario {} ({}), {} mode, control {} Hz, physics dt {} s, {} keyframes, joints {}{}\n",
+        "scenario {} ({}), {} mode, control {} Hz, physics dt {} s, {}, joints {}{}\n",
         report.scenario,
         report.scenario_file,
         report.mode,
         report.control_rate_hz,
         report.physics_dt_s,
-        report.keyframes.len(),
+        if report.hand_targets.is_empty() {
+            format!("{} keyframes", report.keyframes.len())
+        } else {
+            format!("{} hand targets", report.hand_targets.len())
+        },
         report.joints.join(", "),
         if report.complete {
             ""
