@@ -328,6 +328,7 @@ mod tests {
     fn gains_match_the_f64_servo_on_a_ball_blocking_grid() {
         let mut diffs = std::vec::Vec::new();
         let (mut same_status, mut total, mut worst) = (0usize, 0usize, (0.0f64, String::new()));
+        let mut coasting_cases = 0usize;
         let times = [
             0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0,
         ];
@@ -354,7 +355,13 @@ mod tests {
                         if same {
                             same_status += 1;
                         }
-                        if same && matches!(a.status, ServoStatus::Tracking) {
+                        // Where the coasting motion itself arrives (r = 1 + c, hit exactly by
+                        // this grid), every tiny gain arrives and which one is "softest" is
+                        // rounding: counted apart, not compared.
+                        let coasting = a.damping_nms_per_rad.min(b.damping_nms_per_rad) < 1e-3;
+                        if same && matches!(a.status, ServoStatus::Tracking) && coasting {
+                            coasting_cases += 1;
+                        } else if same && matches!(a.status, ServoStatus::Tracking) {
                             let d = rel(b.damping_nms_per_rad, a.damping_nms_per_rad);
                             if d > worst.0 {
                                 worst = (d, format!("td {td} pose {pose} θ {theta} ω {omega}"));
@@ -373,7 +380,8 @@ mod tests {
         let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
         println!(
             "f32 (micromath) vs f64 servo: {total} problems, same status {same_status}; tracking in both: {} \
-             — relative difference of γ: median {:.2e}, mean {:.2e}, p99 {:.2e}, max {:.2e} ({})",
+             — relative difference of γ: median {:.2e}, mean {:.2e}, p99 {:.2e}, max {:.2e} ({}); \
+             {coasting_cases} more where the coast arrives (γ < 1e-3 in one: not compared)",
             diffs.len(),
             pct(0.5),
             mean,
@@ -385,6 +393,8 @@ mod tests {
         assert!(same_status * 100 >= total * 97, "{same_status}/{total}");
         assert!(pct(0.5) < 1e-3, "median {}", pct(0.5));
         assert!(pct(0.99) < 2e-2, "p99 {}", pct(0.99));
+        assert!(worst.0 < 1e-2, "max {:?}", worst);
+        assert!(coasting_cases * 100 <= total, "{coasting_cases}");
     }
 
     #[test]

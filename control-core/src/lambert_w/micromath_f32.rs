@@ -348,8 +348,13 @@ pub fn w0_of_neg_exp(ln_neg_x: f32) -> Option<f32> {
     if q < Q_SERIES {
         return Some(branch_series(sqrt(TWO_E * q)));
     }
-    let start = branch_start(sqrt(TWO_E * q)).clamp(-0.999, -0.01);
-    Some(log_form(start, l, false))
+    // As in `w0_from_q_and_x`: the Taylor series for x ≥ −0.25, the branch series below.
+    let start = if l <= -1.386_294_4 {
+        w0_taylor(-exp(l))
+    } else {
+        branch_start(sqrt(TWO_E * q))
+    };
+    Some(log_form(start.clamp(-0.999, -0.001), l, false))
 }
 
 /// W₋₁(−e^L) for L ≤ −1 (NaN and L > −1 give `None`; −∞ gives −∞): near L = −1 the distance to
@@ -427,6 +432,20 @@ mod tests {
         for &l in &[-100.0f32, -3.0, 0.0, 2.0, 50.0, 88.0, 1000.0] {
             let w = w0_of_exp(l).unwrap();
             assert!(w.is_finite() && w >= 0.0, "{l}: {w}");
+        }
+    }
+
+    #[test]
+    fn w0_of_neg_exp_agrees_with_w0() {
+        let mut l = -1.0f32;
+        while l > -10.0 {
+            let direct = w0(-libm::expf(l)).unwrap_or(-1.0);
+            let via_log = w0_of_neg_exp(l).unwrap();
+            assert!(
+                (direct - via_log).abs() <= 3e-3 * direct.abs(),
+                "{l}: {direct} {via_log}"
+            );
+            l -= 0.013;
         }
     }
 
