@@ -9,6 +9,8 @@
 //!   single-precision FPU.
 //! - [`servo`]: the arrival servo for a fixed-rate tick, and the fixed-gain and static-timing
 //!   baselines.
+//! - [`servo_fixed`]: the arrival servo's torque law in fixed point (the firmware profile), with
+//!   its gains re-solved at a lower rate.
 //! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
 //! - [`model`]: mass properties shared by the plant and the controller.
 //! - [`articulated`]: a fixed-capacity serial chain: kinematics, dynamics, per-joint arrival gains.
@@ -39,3 +41,4 @@ pub mod reach;
 pub mod servo;
 #[cfg(feature = "micromath")]
 pub mod servo_f32;
+pub mod servo_fixed;

@@ -157,6 +157,11 @@ pub enum ServoStatus {
     /// far out that the torque k(s − θ) − γω + feed-forward (or the gain problem behind it) is not
     /// a finite f64: the output is the safe torque (zero if the velocity itself is unusable).
     BadState,
+    /// Fixed-point servos only ([`crate::servo_fixed`]): a finite input or intermediate did not
+    /// fit its number format and was saturated (which ones: the flags). The torque is the law's
+    /// on the saturated values, still within the torque limit; the gain solve's own status is
+    /// [`crate::servo_fixed::ArrivalServoFixed::gain_status`].
+    Saturated(crate::servo_fixed::FixedSaturation),
 }
 
 /// The result of one tick.
@@ -192,14 +197,14 @@ pub trait JointServo {
 
 /// What every servo here shares: the configuration, the stable limit and the hold gains.
 #[derive(Debug, Clone, Copy)]
-struct Common {
-    config: ServoConfig,
-    limit: GainLimit,
-    hold: CriticalGains,
+pub(crate) struct Common {
+    pub(crate) config: ServoConfig,
+    pub(crate) limit: GainLimit,
+    pub(crate) hold: CriticalGains,
 }
 
 impl Common {
-    fn new(config: ServoConfig) -> Result<Self, ConfigError> {
+    pub(crate) fn new(config: ServoConfig) -> Result<Self, ConfigError> {
         let positive = |v: f64| v.is_finite() && v > 0.0;
         if !positive(config.inertia_kgm2) {
             return Err(ConfigError::Invalid("inertia_kgm2"));
@@ -318,17 +323,44 @@ impl Common {
         self.pd(&damping_only, 0.0, state, feedforward_nm, ServoStatus::Idle)
     }
 
+    /// The arrival servo's gains for `problem` and the status they carry: `solve`'s gains
+    /// clamped to the stable limit (Tracking or GainClamped), the hold gains where the problem
+    /// is indeterminate, the closest stable arrival where it has no stable solution
+    /// (Infeasible), `None` where not even that exists (the caller's safe state). `solve` is
+    /// [`solve_arrival_gains`] here, and the reduced-precision solve in
+    /// [`crate::servo_fixed`].
+    pub(crate) fn arrival_gains(
+        &self,
+        problem: &ArrivalProblem,
+        solve: impl FnOnce(&ArrivalProblem) -> Result<CriticalGains, GainError>,
+    ) -> Option<(CriticalGains, ServoStatus)> {
+        match solve(problem) {
+            Ok(gains) => {
+                let (gains, clamped) = self.clamp(gains);
+                let status = if clamped {
+                    ServoStatus::GainClamped
+                } else {
+                    ServoStatus::Tracking
+                };
+                Some((gains, status))
+            }
+            Err(GainError::Indeterminate) => Some((self.hold, ServoStatus::Tracking)),
+            Err(e) => closest_arrival_gains(problem, &self.limit)
+                .map(|gains| (gains, ServoStatus::Infeasible(e))),
+        }
+    }
+
     fn clamp(&self, gains: CriticalGains) -> (CriticalGains, bool) {
         let c = gains.clamp_to(&self.limit);
         (c.gains, c.acted)
     }
 }
 
-fn inputs_finite(now_s: f64, state: &JointState, feedforward_nm: f64) -> bool {
+pub(crate) fn inputs_finite(now_s: f64, state: &JointState, feedforward_nm: f64) -> bool {
     now_s.is_finite() && state.is_finite() && feedforward_nm.is_finite()
 }
 
-fn check_plan(plan: &ArrivalPlan) -> Result<(), PlanError> {
+pub(crate) fn check_plan(plan: &ArrivalPlan) -> Result<(), PlanError> {
     if plan.setpoint_rad.is_finite() && plan.arrival_rad.is_finite() && plan.deadline_s.is_finite()
     {
         Ok(())
@@ -429,33 +461,9 @@ impl JointServo for ArrivalServo {
             arrival_rad: plan.arrival_rad,
             time_to_go_s,
         };
-        match solve_arrival_gains(&problem) {
-            Ok(gains) => {
-                let (gains, clamped) = c.clamp(gains);
-                let status = if clamped {
-                    ServoStatus::GainClamped
-                } else {
-                    ServoStatus::Tracking
-                };
-                c.pd(&gains, plan.setpoint_rad, state, feedforward_nm, status)
-            }
-            Err(GainError::Indeterminate) => c.pd(
-                &c.hold,
-                plan.setpoint_rad,
-                state,
-                feedforward_nm,
-                ServoStatus::Tracking,
-            ),
-            Err(e) => match closest_arrival_gains(&problem, &c.limit) {
-                Some(gains) => c.pd(
-                    &gains,
-                    plan.setpoint_rad,
-                    state,
-                    feedforward_nm,
-                    ServoStatus::Infeasible(e),
-                ),
-                None => c.bad_state(state),
-            },
+        match c.arrival_gains(&problem, solve_arrival_gains) {
+            Some((gains, status)) => c.pd(&gains, plan.setpoint_rad, state, feedforward_nm, status),
+            None => c.bad_state(state),
         }
     }
 
@@ -1069,6 +1077,7 @@ mod tests {
                     prop_assert!((k - k_of(g)).abs() <= 1e-12 * (k_of(g) + f64::MIN_POSITIVE), "k {k} for γ {g}");
                 }
                 ServoStatus::BadState => {}
+                ServoStatus::Saturated(_) => prop_assert!(false, "an f64 servo saturated"),
             }
             if let ServoStatus::Infeasible(e) = out.status {
                 prop_assert!(e != GainError::Indeterminate);

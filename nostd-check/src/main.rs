@@ -183,6 +183,10 @@ pub extern "C" fn _start() -> ! {
     {
         acc += micromath_servo_tick();
     }
+    #[cfg(feature = "fixed")]
+    {
+        acc += fixed_servo_tick();
+    }
     black_box(acc);
     loop {}
 }
@@ -200,6 +204,24 @@ fn micromath_servo_tick() -> f64 {
             velocity_rad_s: black_box(0.0),
         };
         acc += servo.tick(black_box(0.0), state, 0.0).torque_nm;
+    }
+    acc
+}
+
+/// Feature `fixed`: the fixed-point servo (the `fixed` crate's torque law), linked in too.
+#[cfg(feature = "fixed")]
+fn fixed_servo_tick() -> f64 {
+    use control_core::servo_fixed::{ArrivalServoFixed, DEFAULT_GAIN_DECIMATION};
+    let mut acc = 0.0;
+    if let Ok(mut servo) = ArrivalServoFixed::new(ServoConfig::default(), DEFAULT_GAIN_DECIMATION)
+        && servo.set_pose_target(1.0, 0.05, 1.0).is_ok()
+    {
+        let state = JointState {
+            position_rad: black_box(0.0),
+            velocity_rad_s: black_box(0.0),
+        };
+        acc += servo.tick(black_box(0.0), state, 0.0).torque_nm;
+        acc += servo.safe_torque(state);
     }
     acc
 }
