@@ -14,6 +14,8 @@ use control_core::servo::{
     ArrivalPlan, ArrivalServo, ConfigError, FixedGainServo, JointServo, JointState, ServoConfig,
     ServoOutput, ServoStatus, StaticTimingServo,
 };
+use control_core::servo_f32::ArrivalServoF32;
+use control_core::servo_fixed::{ArrivalServoFixed, DEFAULT_GAIN_DECIMATION};
 
 use super::scenario::{Scenario, Target};
 use super::session::{LoopCommand, LoopController, LoopState};
@@ -27,11 +29,30 @@ pub enum ControllerKind {
     FixedGain,
     /// The static-timing method of "On the Beat!".
     StaticTiming,
+    /// The analytic arrival servo in f32, its exp/ln from micromath (firmware profile).
+    AnalyticF32Micromath,
+    /// The analytic arrival servo's torque law in fixed point, gains re-solved at a lower rate
+    /// (firmware profile).
+    AnalyticFixed,
 }
 
 impl ControllerKind {
-    /// All three, in report order.
+    /// The default three, in report order.
     pub const ALL: [Self; 3] = [Self::Analytic, Self::FixedGain, Self::StaticTiming];
+    /// Every controller a ball-blocking scenario can name in `controllers.run`.
+    pub const KNOWN: [Self; 5] = [
+        Self::Analytic,
+        Self::FixedGain,
+        Self::StaticTiming,
+        Self::AnalyticF32Micromath,
+        Self::AnalyticFixed,
+    ];
+
+    /// The controller named `name` (`-` and `_` alike).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let name = name.replace('-', "_");
+        Self::KNOWN.into_iter().find(|k| k.name() == name)
+    }
 
     /// The name used in reports.
     pub fn name(self) -> &'static str {
@@ -39,6 +60,8 @@ impl ControllerKind {
             Self::Analytic => "analytic",
             Self::FixedGain => "fixed_gain",
             Self::StaticTiming => "static_timing",
+            Self::AnalyticF32Micromath => "analytic_f32_micromath",
+            Self::AnalyticFixed => "analytic_fixed",
         }
     }
 }
@@ -137,6 +160,8 @@ enum Servo {
     Analytic(ArrivalServo),
     Fixed(FixedGainServo),
     Static(StaticTimingServo),
+    F32(ArrivalServoF32),
+    FixedPoint(ArrivalServoFixed),
 }
 
 impl Servo {
@@ -145,6 +170,8 @@ impl Servo {
             Self::Analytic(s) => s,
             Self::Fixed(s) => s,
             Self::Static(s) => s,
+            Self::F32(s) => s,
+            Self::FixedPoint(s) => s,
         }
     }
 
@@ -153,6 +180,8 @@ impl Servo {
             Self::Analytic(s) => s,
             Self::Fixed(s) => s,
             Self::Static(s) => s,
+            Self::F32(s) => s,
+            Self::FixedPoint(s) => s,
         }
     }
 }
@@ -179,7 +208,7 @@ impl ArmController {
         kind: ControllerKind,
         scenario: &Scenario,
         state_period_s: f64,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, String> {
         let model = scenario.arm_model();
         let config = ServoConfig {
             inertia_kgm2: model.inertia_about_hinge_kgm2(),
@@ -194,26 +223,43 @@ impl ArmController {
             config.integrator,
             config.stability_margin,
         )
-        .map_err(ConfigError::Gain)?;
+        .map_err(|e| ConfigError::Gain(e).to_string())?;
         let c = &scenario.controllers;
+        let err = |e: ConfigError| e.to_string();
         let (servo, tolerance_rad) = match kind {
             ControllerKind::Analytic => (
-                Servo::Analytic(ArrivalServo::new(config)?),
+                Servo::Analytic(ArrivalServo::new(config).map_err(err)?),
                 c.analytic.tolerance_rad,
             ),
             ControllerKind::FixedGain => (
-                Servo::Fixed(FixedGainServo::new(
-                    config,
-                    tuned_fixed_gains(scenario, c.fixed_gain.tolerance_rad)?,
-                )?),
+                Servo::Fixed(
+                    FixedGainServo::new(
+                        config,
+                        tuned_fixed_gains(scenario, c.fixed_gain.tolerance_rad).map_err(err)?,
+                    )
+                    .map_err(err)?,
+                ),
                 c.fixed_gain.tolerance_rad,
             ),
             ControllerKind::StaticTiming => (
-                Servo::Static(StaticTimingServo::new(
-                    config,
-                    c.static_timing.time_constants,
-                )?),
+                Servo::Static(
+                    StaticTimingServo::new(config, c.static_timing.time_constants).map_err(err)?,
+                ),
                 0.0,
+            ),
+            ControllerKind::AnalyticF32Micromath => (
+                Servo::F32(ArrivalServoF32::new(config).map_err(err)?),
+                c.analytic.tolerance_rad,
+            ),
+            ControllerKind::AnalyticFixed => (
+                Servo::FixedPoint(
+                    ArrivalServoFixed::new(
+                        config,
+                        c.fixed_gain_decimation.unwrap_or(DEFAULT_GAIN_DECIMATION),
+                    )
+                    .map_err(|e| e.to_string())?,
+                ),
+                c.analytic.tolerance_rad,
             ),
         };
         Ok(Self {
@@ -273,6 +319,10 @@ impl ArmController {
         let set = match &mut self.servo {
             // The analytic servo re-aims its setpoint every tick from the measured position.
             Servo::Analytic(s) => {
+                s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
+            }
+            Servo::F32(s) => s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s),
+            Servo::FixedPoint(s) => {
                 s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
             }
             other => other.as_dyn().set_plan(

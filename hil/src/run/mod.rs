@@ -190,7 +190,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = select(&args.only, &ControllerKind::ALL, ControllerKind::name) {
+    if let Err(e) = select(
+        &args.only,
+        &scenario.controller_kinds(),
+        ControllerKind::name,
+    ) {
         eprintln!("hil: {e}");
         return ExitCode::from(2);
     }
@@ -340,7 +344,11 @@ fn run_scenario(
     )
     .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
     let plant = plant::plant_executable()?;
-    let kinds = select(&args.only, &ControllerKind::ALL, ControllerKind::name)?;
+    let kinds = select(
+        &args.only,
+        &scenario.controller_kinds(),
+        ControllerKind::name,
+    )?;
     let mut csv = Some(
         TrajectoryCsv::create(&staging.join("trajectory.csv"))
             .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,

@@ -38,6 +38,7 @@ pub fn status_name(record: &TickRecord) -> &'static str {
         ServoStatus::Infeasible(_) => "infeasible",
         ServoStatus::Holding => "holding",
         ServoStatus::BadState => "bad_state",
+        ServoStatus::Saturated(_) => "saturated",
         _ => "other",
     }
 }

@@ -13,6 +13,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::controller::ControllerKind;
 use control_core::model::ArmModel;
 use serde::Deserialize;
 use sim_host::{ArmSpec, BallSpawn, Scene, WeightDrop, WeightShape};
@@ -121,6 +122,15 @@ pub struct ControllerSpec {
     pub fixed_gain: ToleranceSpec,
     /// The static-timing method.
     pub static_timing: StaticTimingSpec,
+    /// Which controllers the scenario runs, in order (default: `analytic`, `fixed_gain`,
+    /// `static_timing`). The firmware profile adds `analytic_f32_micromath` and
+    /// `analytic_fixed`, which share `analytic`'s tolerance.
+    #[serde(default)]
+    pub run: Option<Vec<String>>,
+    /// `analytic_fixed`: its gains are re-solved every this many ticks (default 4: 50 Hz at
+    /// 200 Hz), the fixed-point torque law runs every tick.
+    #[serde(default)]
+    pub fixed_gain_decimation: Option<u32>,
 }
 
 /// Servo that aims `tolerance_rad` beyond each pose.
@@ -365,7 +375,45 @@ impl Scenario {
             "controllers.static_timing.time_constants",
             self.controllers.static_timing.time_constants,
         )?;
+        if let Some(run) = &self.controllers.run {
+            if run.is_empty() {
+                return Err(("controllers.run".into(), "names no controller".into()));
+            }
+            for (i, name) in run.iter().enumerate() {
+                if ControllerKind::from_name(name).is_none() {
+                    return Err((
+                        format!("controllers.run[{i}]"),
+                        format!(
+                            "no controller `{name}` (known: {})",
+                            ControllerKind::KNOWN.map(ControllerKind::name).join(", ")
+                        ),
+                    ));
+                }
+                if run.get(..i).is_some_and(|before| before.contains(name)) {
+                    return Err((format!("controllers.run[{i}]"), format!("`{name}` twice")));
+                }
+            }
+        }
+        if let Some(d) = self.controllers.fixed_gain_decimation
+            && !(1..=10_000).contains(&d)
+        {
+            return Err((
+                "controllers.fixed_gain_decimation".into(),
+                format!("must lie in [1, 10000] ticks (got {d})"),
+            ));
+        }
         Ok(())
+    }
+
+    /// The controllers this scenario runs, in order.
+    pub fn controller_kinds(&self) -> Vec<ControllerKind> {
+        match &self.controllers.run {
+            Some(run) => run
+                .iter()
+                .filter_map(|n| ControllerKind::from_name(n))
+                .collect(),
+            None => ControllerKind::ALL.to_vec(),
+        }
     }
 
     /// The arm's mass properties.
