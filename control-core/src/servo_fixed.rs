@@ -121,6 +121,13 @@
 //! −0.25 rad in 20 ms) that the f32-rounded problem does not have (it clamps instead). A pose
 //! within half an angle step of θ may be re-aimed to the other side.
 //!
+//! Those figures are for the f64 solve given the problem rounded to f32 (the build without the
+//! `micromath` feature). With `micromath` the gains come from the f32 solver
+//! ([`crate::gains_f32`]), whose Lambert W inherits micromath's `ln` error: on the same grid the
+//! gains then agree within 1.97e-2 relative (the worst at one tick to go) and the torques within
+//! 0.47 N·m; the law's own bound is unchanged. On the ball-blocking job (`hil run
+//! scenarios/ball_blocking_firmware.toml`) both give the same arrival errors to three digits.
+//!
 //! # Cost
 //!
 //! `cargo bench -p control-core --bench servo_fixed` (this machine, x86-64, under load ~3 on 2
@@ -135,7 +142,7 @@ use core::fmt;
 use fixed::traits::{Fixed, ToFixed};
 use fixed::types::{I4F28, I8F24, I14F18, I20F12, I32F32};
 
-use crate::gains::{ArrivalProblem, CriticalGains, GainError, GainLimit, solve_arrival_gains};
+use crate::gains::{ArrivalProblem, CriticalGains, GainError, GainLimit};
 use crate::servo::{
     ArrivalPlan, Common, ConfigError, JointServo, JointState, PlanError, ServoConfig, ServoOutput,
     ServoStatus, check_plan, inputs_finite,
@@ -263,20 +270,41 @@ fn add_flagged<F: Fixed>(a: F, b: F, saturated: &mut bool) -> F {
     })
 }
 
-/// The gain solve of the slow loop, in f32 precision.
+/// The gain solve of the slow loop, in f32.
 ///
-/// ============================== F32 SOLVER PLUGS IN HERE ==============================
-/// Until the f32 solver exists this models one: the problem is rounded to f32 (what an f32
-/// solver would be given), solved by the f64 [`solve_arrival_gains`], and the gains are rounded
-/// to f32 (what it would return). Replace the body with the f32 solver; nothing else changes.
-/// ========================================================================================
+/// With the `micromath` feature this is the f32 solver ([`crate::gains_f32`]: Lambert W and the
+/// solve computed in f32, exp/ln from micromath), given the problem rounded to f32. Without it,
+/// an f32 solver is modelled: the problem is rounded to f32, solved by the f64
+/// [`crate::gains::solve_arrival_gains`], and the gains rounded to f32.
 pub fn solve_gains_f32(problem: &ArrivalProblem) -> Result<CriticalGains, GainError> {
-    let gains = solve_arrival_gains(&round_problem_to_f32(problem))?;
-    Ok(CriticalGains {
-        stiffness_nm_per_rad: round_to_f32(gains.stiffness_nm_per_rad),
-        damping_nms_per_rad: round_to_f32(gains.damping_nms_per_rad),
-        branch: gains.branch,
-    })
+    #[cfg(feature = "micromath")]
+    {
+        let p = round_problem_to_f32(problem);
+        let narrow = |v: f64| v as f32;
+        let gains =
+            crate::gains_f32::solve_arrival_gains_f32(&crate::gains_f32::ArrivalProblemF32 {
+                inertia_kgm2: narrow(p.inertia_kgm2),
+                position_rad: narrow(p.position_rad),
+                velocity_rad_s: narrow(p.velocity_rad_s),
+                setpoint_rad: narrow(p.setpoint_rad),
+                arrival_rad: narrow(p.arrival_rad),
+                time_to_go_s: narrow(p.time_to_go_s),
+            })?;
+        Ok(CriticalGains {
+            stiffness_nm_per_rad: f64::from(gains.stiffness_nm_per_rad),
+            damping_nms_per_rad: f64::from(gains.damping_nms_per_rad),
+            branch: gains.branch,
+        })
+    }
+    #[cfg(not(feature = "micromath"))]
+    {
+        let gains = crate::gains::solve_arrival_gains(&round_problem_to_f32(problem))?;
+        Ok(CriticalGains {
+            stiffness_nm_per_rad: round_to_f32(gains.stiffness_nm_per_rad),
+            damping_nms_per_rad: round_to_f32(gains.damping_nms_per_rad),
+            branch: gains.branch,
+        })
+    }
 }
 
 fn round_to_f32(v: f64) -> f64 {
@@ -1057,9 +1085,17 @@ mod tests {
         std::println!(
             "law: worst {worst_law} of the bound; gains: worst relative {worst_gain:e}; torque: worst {worst_torque:e} N·m; {compared} compared, {differing_status} with another status"
         );
-        // Measured: 2.3e-5 (one tick to go), 3 of 13 500 states with another status (module
-        // docs, "Quantisation").
-        assert!(worst_gain <= 5e-5, "{worst_gain}");
+        // Measured with the f64 solve rounded to f32: 2.3e-5 (one tick to go), 3 of 13 500
+        // states with another status (module docs, "Quantisation"). With the `micromath`
+        // feature the gains come from the f32 solver, whose Lambert W (micromath's ln) is off
+        // by up to ~3.8e3 f32 ulp in its log region (`gains_f32` docs): measured 1.97e-2 on this
+        // grid, at the problems with one tick to go, where the gain is most sensitive.
+        let gain_bound = if cfg!(feature = "micromath") {
+            2.5e-2
+        } else {
+            5e-5
+        };
+        assert!(worst_gain <= gain_bound, "{worst_gain}");
         assert!(differing_status <= 10, "{differing_status} of {compared}");
     }
 
