@@ -3,11 +3,9 @@
 //! (gains re-solved in f32 every second tick), each against its own plant process: every variant
 //! blocks every ball and arrives within 1e-2 rad, with and without the falling weights.
 
-mod common;
-
 use std::path::Path;
 
-use common::{controller, hil_run, out_dir, report, workspace_root};
+use e2e::{controller, hil_run, out_dir, report, workspace_root};
 use serde_json::Value;
 
 const VARIANTS: [&str; 3] = ["analytic", "analytic_f32_micromath", "analytic_fixed"];
