@@ -68,3 +68,33 @@ fn every_variant_blocks_every_ball_without_the_weights() {
     assert_eq!(r["weights"], false);
     check(&r);
 }
+
+/// An arm whose stable gains do not fit the fixed-point formats: the scenario is refused before
+/// any plant starts (exit 2, the controller and the reason named, no output folder).
+#[test]
+fn an_arm_beyond_the_fixed_point_formats_is_refused_up_front() {
+    let dir = out_dir("firmware_heavy_arm");
+    let out = dir.join("out");
+    let source = std::fs::read_to_string(
+        workspace_root()
+            .join("scenarios")
+            .join("ball_blocking_firmware.toml"),
+    )
+    .unwrap_or_default();
+    let from = "[arm]\nlength_m = 1.0\nthickness_m = 0.06\nmass_kg = 2.0";
+    assert!(source.contains(from), "the scenario's [arm] table changed");
+    let file = dir.join("heavy_arm.toml");
+    std::fs::write(
+        &file,
+        source.replacen(from, &from.replace("2.0", "100.0"), 1),
+    )
+    .unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
+    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("analytic_fixed") && err.contains("fixed-point"),
+        "{err}"
+    );
+    assert!(!out.exists(), "an output folder was left");
+}

@@ -190,13 +190,28 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = select(
+    let kinds = match select(
         &args.only,
         &scenario.controller_kinds(),
         ControllerKind::name,
     ) {
-        eprintln!("hil: {e}");
-        return ExitCode::from(2);
+        Ok(kinds) => kinds,
+        Err(e) => {
+            eprintln!("hil: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Every controller is built once before anything runs: one that cannot be made for this
+    // scenario (e.g. an arm whose gains do not fit the fixed-point formats) is the scenario's
+    // fault, found before any plant starts.
+    for kind in kinds {
+        if let Err(e) = ArmController::new(kind, &scenario, state_period_s(&scenario)) {
+            eprintln!(
+                "hil: scenario {file}: controller {}: cannot be built for this scenario: {e}",
+                kind.name()
+            );
+            return ExitCode::from(2);
+        }
     }
     let out = args
         .out
