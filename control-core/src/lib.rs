@@ -42,3 +42,4 @@ pub mod servo;
 #[cfg(feature = "micromath")]
 pub mod servo_f32;
 pub mod servo_fixed;
+pub mod simbicon;

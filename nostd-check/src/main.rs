@@ -18,6 +18,7 @@ use control_core::gains::{ArrivalProblem, solve_arrival_gains};
 use control_core::lambert_w;
 use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
+use control_core::simbicon::{Gains, Simbicon, SimbiconConfig, WalkerState};
 
 #[panic_handler]
 fn panic(_info: &PanicInfo) -> ! {
@@ -171,6 +172,20 @@ pub extern "C" fn _start() -> ! {
         }
         if let Ok(ik) = ccd_ik(&chain, &q, 1, &hand, &target, black_box(20), 1e-4) {
             acc += ik.residual_m + ik.q_rad.iter().sum::<f64>();
+        }
+    }
+    // SIMBICON's walk: one tick with the analytic gains for 200 Hz.
+    if let Ok(mut walker) = Simbicon::new(SimbiconConfig {
+        gains: Gains::analytic(black_box(1.0 / 200.0)),
+        ..SimbiconConfig::default()
+    }) {
+        let state = WalkerState {
+            torso_pitch_rad: black_box(0.05),
+            foot_contact: [true, black_box(false)],
+            ..WalkerState::default()
+        };
+        if let Ok(command) = walker.tick(&state) {
+            acc += command.torques_nm.iter().sum::<f64>();
         }
     }
     let mut torque = TorqueFrame::new(1, 1);
