@@ -7,7 +7,10 @@
 //!   joint states and contact / plane-crossing events as `control_core::frames::StateFrame`s.
 //! - [`chain`]: a chain scene (JSON naming a URDF file, `"kind": "chain"`) and the Rapier
 //!   multibody built from the URDF (`rapier3d-urdf`), stepped with one torque per joint.
-//!   [`plant`] and [`chain`] are the only modules that name a Rapier type.
+//!   [`plant`], [`chain`] and [`biped`] are the only modules that name a Rapier type.
+//! - [`biped`]: the SIMBICON planar 7-link walker (`"kind": "biped"` scenes), a floating-base
+//!   Rapier plant with impulse joints and ground contact, stepped in process with six joint
+//!   torques (not yet hosted over wire frames).
 //! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
 //!   [`host::HostedPlant`]) to a `transport::FrameLink`, refusing and counting bad torque frames
 //!   (malformed, oversize, over a torque limit).
@@ -22,12 +25,14 @@
 //! frame is checked and a bad one refused and counted), read the wall clock for physics.
 #![deny(missing_docs)]
 
+pub mod biped;
 pub mod chain;
 pub mod cli;
 pub mod host;
 pub mod plant;
 pub mod scene;
 
+pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
 pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use plant::Plant;
