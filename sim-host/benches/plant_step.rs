@@ -11,6 +11,8 @@
 //!   off, one wall), its upper arm pressed onto the wall's edge by 5 N·m at the shoulder, the
 //!   elbow and wrist held by PDs: every step solves the resting edge contact and sums its
 //!   impulses into the frame's contact force. Settled in contact for 0.5 s before timing.
+//! - `plant_step/biped_standing`: one step of the SIMBICON biped (`sim_host::biped`, 7 bodies,
+//!   6 joints, 7 plane joints, ground contact under both feet) standing on PD torques.
 //! - `lockstep/binary_*`: one lockstep round through the real `sim-host` process over a
 //!   socketpair (send the torque frame for step k, receive the state of step k + 1): the time
 //!   per simulated step of a lockstep run, so speed × real time = dt / this. `same_cpu` pins the
@@ -26,7 +28,10 @@ use std::time::{Duration, Instant};
 use control_core::frames::{MAX_FRAME_LEN, TORQUE_FRAME_LEN, TorqueFrame};
 use criterion::{Criterion, criterion_group, criterion_main};
 use sim_host::host::pin_to_cpu;
-use sim_host::{ArmSpec, BallSpawn, ChainPlant, ChainScene, Plant, Scene, WeightDrop, WeightShape};
+use sim_host::{
+    ArmSpec, BallSpawn, BipedPlant, BipedScene, BipedState, ChainPlant, ChainScene, Plant, Scene,
+    WeightDrop, WeightShape,
+};
 use transport::{FrameTransport, SeqPacket};
 
 fn busy_scene() -> Scene {
@@ -133,6 +138,42 @@ fn plant_step(c: &mut Criterion) {
         });
     });
     assert_eq!(f.contacts.len(), 1, "still in contact");
+
+    // The SIMBICON biped standing on both feet, held by PDs (kp 300, kd 30) on knees and ankles
+    // and the torso's virtual PD through both hips: every step solves 13 impulse joints (6
+    // joints, 7 plane joints) and both feet's ground contacts. A fresh plant every 300 steps
+    // (1.5 s, before the slow ankle-lean drift brings it down).
+    let stand = |s: &BipedState| {
+        let tau_torso = -300.0 * s.root.pitch_rad - 30.0 * s.root.angular_velocity_rad_s;
+        let mut tau = [0.0; 6];
+        for (j, t) in tau.iter_mut().enumerate() {
+            *t = if j % 3 == 0 {
+                -tau_torso / 2.0
+            } else {
+                -300.0 * s.joints[j].angle_rad - 30.0 * s.joints[j].rate_rad_s
+            };
+        }
+        tau.map(|t: f64| t.clamp(-1000.0, 1000.0))
+    };
+    let biped = BipedScene::new(1e6, [0.0, -9.81]);
+    g.bench_function("biped_standing", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let mut p = BipedPlant::new(&biped).expect("biped scene");
+                let mut s = *p.state();
+                let n = left.min(300);
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    s = p.step(black_box(&stand(&s))).expect("within the limit");
+                }
+                total += t0.elapsed();
+                left -= n;
+            }
+            total
+        });
+    });
     g.finish();
 }
 

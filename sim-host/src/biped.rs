@@ -100,6 +100,15 @@
 //! contact the solver did not push is not a touch. Per foot the state carries the force's
 //! normal (y) and tangential (x) parts.
 //!
+//! # Measured (dt 5 ms; `tests/biped.rs`, `benches/plant_step.rs`)
+//! - Step cost: median 27.4 µs standing on both feet (criterion `plant_step/biped_standing`;
+//!   `arm3_chain` 12.8 µs in the same run).
+//! - Standing on SIMBICON's PDs: the torso's centre stays above 1.17 m for 2 s; the feet carry
+//!   m·g within 0.74 % (0.5–1 s). The PD ankles (2 × 300 N·m/rad) are weaker than gravity's
+//!   toppling stiffness about them (≈ 870 N·m/rad), so the body leans slowly and falls at about
+//!   2.4 s even with the PDs on; with zero torques from 2 s a non-foot body touches at 2.515 s.
+//! - A push of 90 N for 0.2 s in the air without gravity: COM speed 0.2000 m/s (impulse/mass).
+//!
 //! Never does: accept a scene it cannot simulate (each field refused by its path), apply a
 //! torque beyond the limit, read the wall clock for physics (only to time a step), or panic on
 //! a validated scene.
