@@ -16,10 +16,14 @@
 //! - [`articulated`]: a fixed-capacity serial chain: kinematics, dynamics, per-joint arrival gains.
 //! - [`beat`]: the timing-and-tension controllers of "On the Beat!" for such a chain (gains from
 //!   a keyframe's segment and n time constants, on the composite or the single-link inertia).
+//! - [`reach`]: Kenwright's joint-torque control of a chain's hand (Jᵀ F, a null-space posture
+//!   torque with the plain or the dynamically consistent projector) and CCD IK.
+//! - [`simbicon`]: SIMBICON's basic planar walk (state machine, balance feedback, torso PD), with
+//!   fixed or analytic gains.
+//! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
 //!
 //! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
-//! frames, math and servos.
-//! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
+//! frames, math and controllers.
 //!
 //! This crate is `no_std`, has no allocator, and must never panic on any input: every function
 //! returns a value or a typed error for NaN, infinities, subnormals and arbitrary bytes alike.

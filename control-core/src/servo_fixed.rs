@@ -123,7 +123,7 @@
 //!
 //! Those figures are for the f64 solve given the problem rounded to f32 (the build without the
 //! `micromath` feature). With `micromath` the gains come from the f32 solver
-//! ([`crate::gains_f32`]), whose Lambert W inherits micromath's `ln` error: on the same grid the
+//! (`gains_f32`), whose Lambert W inherits micromath's `ln` error: on the same grid the
 //! gains then agree within 1.97e-2 relative (the worst at one tick to go) and the torques within
 //! 0.47 N·m; the law's own bound is unchanged. On the ball-blocking job (`hil run
 //! scenarios/ball_blocking_firmware.toml`) both give the same arrival errors to three digits.
@@ -272,7 +272,7 @@ fn add_flagged<F: Fixed>(a: F, b: F, saturated: &mut bool) -> F {
 
 /// The gain solve of the slow loop, in f32.
 ///
-/// With the `micromath` feature this is the f32 solver ([`crate::gains_f32`]: Lambert W and the
+/// With the `micromath` feature this is the f32 solver (`gains_f32`: Lambert W and the
 /// solve computed in f32, exp/ln from micromath), given the problem rounded to f32. Without it,
 /// an f32 solver is modelled: the problem is rounded to f32, solved by the f64
 /// [`crate::gains::solve_arrival_gains`], and the gains rounded to f32.

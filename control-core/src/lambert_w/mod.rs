@@ -74,7 +74,7 @@
 //! (w − L) + ln(±w) is exact up to the rounding of ln.
 //!
 //! f32 entry points evaluate the f64 path and round once (≤ 0.5 f32 ulp + a f64 ulp). With the
-//! feature `micromath`, [`micromath_f32`] computes both branches in f32 throughout, for targets
+//! feature `micromath`, `micromath_f32` computes both branches in f32 throughout, for targets
 //! with a single-precision FPU, with micromath's `exp`/`ln` in place of libm's (its own accuracy,
 //! set by micromath's `ln`, is measured there).
 //!
