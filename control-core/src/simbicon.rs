@@ -112,8 +112,9 @@
 //!   are solved once, when the controller is built ([`Simbicon::gains`]).
 //!
 //! For the model ([`RoleInertias::SIMBICON_BIPED`]) the fixed 300/30 are a stable sampled
-//! loop for the swing ankle (0.012 kg·m²) only above about 1.3 kHz (β = h·30/m < 2); the
-//! analytic gains clamp only that role at 300 and 200 Hz (tested).
+//! loop for an ankle (0.012 kg·m²: the swing foot, and the stance foot until it is loaded) only
+//! above about 1.3 kHz (β = h·30/m < 2); the analytic gains clamp only the two ankles at 300 and
+//! 200 Hz (tested).
 //!
 //! # Costs (measured)
 //! `cargo bench -p control-core --bench simbicon -- --warm-up-time 1 --measurement-time 3`,
@@ -302,9 +303,12 @@ pub struct RoleInertias {
     pub swing_knee_kgm2: f64,
     /// What the swing ankle turns: the foot about the ankle.
     pub swing_ankle_kgm2: f64,
-    /// What the stance knee turns: everything above it, about the knee.
+    /// What the stance knee turns, about the knee: everything above it while the stance foot is
+    /// planted, but only shin and foot while it is not (give the smaller: see
+    /// [`Self::SIMBICON_BIPED`]).
     pub stance_knee_kgm2: f64,
-    /// What the stance ankle turns: everything above it, about the ankle.
+    /// What the stance ankle turns, about the ankle: everything above it while the stance foot
+    /// is planted, but only the foot while it is not (give the smaller).
     pub stance_ankle_kgm2: f64,
 }
 
@@ -313,16 +317,25 @@ impl RoleInertias {
     /// thighs 5 kg, 0.0885, 0.45 m; shins 4 kg, 0.0696, 0.45 m; feet 1 kg, 0.01, COM 0.04 m
     /// ahead of and 0.02 m below the ankle, as JSimbicon's `Bip7`) standing straight, both legs
     /// vertical, by the parallel-axis theorem: the torso about the hip 5.507; the swing leg about
-    /// the hip 3.092, shin and foot about the knee 0.505, the foot about the ankle 0.012; the
-    /// stance knee turns the torso, its thigh and the whole swing leg (35.99), the stance ankle
-    /// everything above the stance foot (97.74). Nominal: the real ones change with the pose.
+    /// the hip 3.092, shin and foot about the knee 0.505, the foot about the ankle 0.012.
+    /// The stance knee and ankle are given the swing leg's: shin and foot about the knee
+    /// (0.505), the foot about the ankle (0.012). Planted, the stance knee turns the torso, its
+    /// thigh and the swing leg (35.99) and the stance ankle everything above the foot (97.74),
+    /// but the stance foot is not planted for the whole stance: the state machine makes a foot
+    /// the stance foot at its first touch (heel or toe), the timed state starts before it is
+    /// loaded, and at the push-off it lifts again. A damping chosen for 97.74 kg·m² (342
+    /// N·m·s/rad) on a free 0.012 kg·m² foot is a sampled loop with β = hγ/m = 14 even at 2 kHz:
+    /// it chattered at the torque limit and the walker fell within 0.7 s at every rate
+    /// (`sim-host/tests/biped_walk.rs`). The smaller inertia keeps the loop stable in either
+    /// case (a planted joint, with more inertia, is only further inside the bound). Nominal:
+    /// the real ones change with the pose.
     pub const SIMBICON_BIPED: Self = Self {
         torso_kgm2: 5.507,
         swing_hip_kgm2: 3.0917,
         swing_knee_kgm2: 0.5046,
         swing_ankle_kgm2: 0.012,
-        stance_knee_kgm2: 35.989,
-        stance_ankle_kgm2: 97.74,
+        stance_knee_kgm2: 0.5046,
+        stance_ankle_kgm2: 0.012,
     };
 
     fn of(&self, role: Role) -> f64 {
@@ -1332,13 +1345,44 @@ mod tests {
                     assert!(!pd.clamped, "{hz} Hz {role:?}");
                 }
             }
-            // At 300 and 200 Hz only the swing ankle (0.012 kg·m²) is clamped, and there the
-            // fixed gains are unstable.
+            // At 300 and 200 Hz only the ankles (0.012 kg·m²) are clamped, and there the fixed
+            // gains are unstable.
             if hz <= 300.0 {
                 for (role, pd, inertia) in roles(&g, &m) {
-                    assert_eq!(pd.clamped, role == Role::SwingAnkle, "{hz} Hz {role:?}");
+                    let ankle = matches!(role, Role::SwingAnkle | Role::StanceAnkle);
+                    assert_eq!(pd.clamped, ankle, "{hz} Hz {role:?}");
                     assert_eq!(pd.clamped, !fixed_stable(300.0, 30.0, inertia, h));
                 }
+            }
+        }
+    }
+
+    /// Regression (the walk on the Rapier biped, `sim-host/tests/biped_walk.rs`): the stance
+    /// knee and ankle were given the planted inertias (35.99 and 97.74 kg·m²), so their
+    /// analytic damping (208 and 342 N·m·s/rad) drove a stance foot that was not yet loaded,
+    /// 0.012 kg·m² about the ankle, at β = hγ/m = 14 at 2 kHz: chatter at the torque limit and
+    /// a fall within 0.7 s at every rate. Every stance gain must be a stable sampled loop on the
+    /// unloaded leg too.
+    #[test]
+    fn analytic_stance_gains_are_stable_on_an_unloaded_foot() {
+        let foot_about_ankle = 0.01 + 1.0 * (0.04f64 * 0.04 + 0.02 * 0.02);
+        let shin_and_foot_about_knee =
+            0.0696 + 4.0 * 0.225f64 * 0.225 + 0.01 + 1.0 * (0.04f64 * 0.04 + 0.47 * 0.47);
+        for hz in [2000.0, 1000.0, 500.0, 300.0, 250.0, 200.0] {
+            let h = 1.0 / hz;
+            let g = Gains::analytic(h).resolve().unwrap();
+            for (pd, m) in [
+                (g.stance_ankle, foot_about_ankle),
+                (g.stance_knee, shin_and_foot_about_knee),
+            ] {
+                let beta = h * pd.damping_nms_per_rad / m;
+                assert!(beta <= 1.0 + 1e-9, "{hz} Hz: β {beta}");
+                assert!(fixed_stable(
+                    pd.stiffness_nm_per_rad,
+                    pd.damping_nms_per_rad,
+                    m,
+                    h
+                ));
             }
         }
     }
@@ -1359,9 +1403,14 @@ mod tests {
             swing_hip_kgm2: swing_leg_about(0.0),
             swing_knee_kgm2: shin(0.225) + foot(0.47),
             swing_ankle_kgm2: foot(0.02),
-            stance_knee_kgm2: thigh(0.225) + torso(0.69) + swing_leg_about(0.45),
-            stance_ankle_kgm2: shin(0.225) + thigh(0.675) + torso(1.14) + swing_leg_about(0.9),
+            // Unloaded, the stance leg's knee and ankle turn what the swing leg's do.
+            stance_knee_kgm2: shin(0.225) + foot(0.47),
+            stance_ankle_kgm2: foot(0.02),
         };
+        // Planted, they would turn far more: the pose's bound is the unloaded one.
+        let planted_knee = thigh(0.225) + torso(0.69) + swing_leg_about(0.45);
+        let planted_ankle = shin(0.225) + thigh(0.675) + torso(1.14) + swing_leg_about(0.9);
+        assert!((planted_knee - 35.989).abs() < 1e-2 && (planted_ankle - 97.74).abs() < 1e-2);
         let got = RoleInertias::SIMBICON_BIPED;
         for role in [
             Role::Torso,

@@ -11,6 +11,8 @@
 //! - [`biped`]: the SIMBICON planar 7-link walker (`"kind": "biped"` scenes), a floating-base
 //!   Rapier plant with impulse joints and ground contact, stepped in process with six joint
 //!   torques (not yet hosted over wire frames).
+//! - [`walk`]: SIMBICON (`control_core::simbicon`) on the biped plant in process: the readout
+//!   mapping and a measured lockstep walk.
 //! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
 //!   [`host::HostedPlant`]) to a `transport::FrameLink`, refusing and counting bad torque frames
 //!   (malformed, oversize, over a torque limit).
@@ -31,6 +33,7 @@ pub mod cli;
 pub mod host;
 pub mod plant;
 pub mod scene;
+pub mod walk;
 
 pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
 pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push, Wall};
