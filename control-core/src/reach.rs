@@ -788,7 +788,12 @@ mod tests {
                 "{before} → {after} (scale {scale})");
         }
 
-        /// Both projectors are projections: applied twice they change nothing more.
+        /// Both projectors are projections: applied twice they change nothing more, up to the
+        /// regularisation's leak. The leak is bounded in the metric each projector is orthogonal
+        /// in: the Euclidean one for the pseudo-inverse's (I − JᵀJ⁺ᵀ is symmetric), the M⁻¹ one
+        /// for the dynamically consistent one (M⁻¹(I − JᵀJ̄ᵀ) is symmetric, regularised or not);
+        /// in the Euclidean norm the latter's leak can exceed ε/λ̂ by M's conditioning (a found
+        /// case: 1.4×).
         #[test]
         fn projecting_twice_is_projecting_once(
             (chain, q) in chain_strategy(),
@@ -798,16 +803,18 @@ mod tests {
             let hand = Vector3::new(0.2, 0.1, 0.0);
             let kin = chain.forward_kinematics(&q).unwrap();
             let (j, m_inv) = jacobian_and_inverse_mass(&kin, link, &hand);
-            for (projector, a) in [
-                (Projector::PseudoInverse, j * j.transpose()),
-                (Projector::DynamicallyConsistent, j * m_inv * j.transpose()),
+            let identity = SMatrix::<f64, CAP, CAP>::identity();
+            for (projector, a, metric) in [
+                (Projector::PseudoInverse, j * j.transpose(), identity),
+                (Projector::DynamicallyConsistent, j * m_inv * j.transpose(), m_inv),
             ] {
                 if !(a.trace() > 1e-12 && well_separated(&a)) { continue; }
                 let mut tau = SVector::<f64, CAP>::from(tau);
                 for i in chain.len()..CAP { tau[i] = 0.0; }
                 let once = null_of(projector, &kin, link, &hand, &tau);
                 let twice = null_of(projector, &kin, link, &hand, &once);
-                prop_assert!((twice - once).norm() <= LEAK * tau.norm());
+                let norm = |x: &SVector<f64, CAP>| libm::sqrt((x.transpose() * metric * x)[(0, 0)]);
+                prop_assert!(norm(&(twice - once)) <= LEAK * norm(&tau));
             }
         }
 
