@@ -50,6 +50,13 @@
 //! For semi-implicit Euler, P(−1) = 4 − α − 2β = 4 − β²/4 − 2β > 0 is the binding condition; for
 //! explicit Euler the double root 1 − β/2 must lie inside the unit circle; for the exact
 //! zero-order-hold loop P(−1) = 4 − 2β. So γ_max = β_max·m/h and k_max = γ_max²/(4m).
+//!
+//! [`GainLimit`] describes only that critically damped family. For any pair (k, γ) the same
+//! trace and determinant hold with α and β independent ([`Integrator::loop_trace_det`]);
+//! [`Integrator::is_stable`] applies Jury's conditions to them (for semi-implicit Euler the
+//! stable region is the triangle α > 0, β > 0, α + 2β < 4), and
+//! [`Integrator::max_normalized_frequency`] gives, for a damping ratio ζ, the largest stable
+//! s = h√(k/m) (α = s², β = 2ζs).
 
 use core::fmt;
 
@@ -282,6 +289,53 @@ impl Integrator {
             Self::SemiImplicitEuler => 1.656_854_249_492_380_2,
             Self::ExplicitEuler => 4.0,
             Self::ZeroOrderHoldExact => 2.0,
+        }
+    }
+
+    /// Trace and determinant of the sampled PD loop's transition matrix Φ for any gains, from
+    /// α = h²k/m and β = hγ/m (the table of the module docs; critical damping is α = β²/4).
+    pub fn loop_trace_det(self, alpha: f64, beta: f64) -> (f64, f64) {
+        match self {
+            Self::SemiImplicitEuler => (2.0 - alpha - beta, 1.0 - beta),
+            Self::ExplicitEuler => (2.0 - beta, 1.0 - beta + alpha),
+            Self::ZeroOrderHoldExact => (2.0 - 0.5 * alpha - beta, 1.0 - beta + 0.5 * alpha),
+        }
+    }
+
+    /// Whether PD gains with α = h²k/m and β = hγ/m (any pair, not only critically damped) are
+    /// a stable sampled loop: both roots of P(λ) = λ² − tr Φ·λ + det Φ strictly inside the unit
+    /// circle, by Jury's conditions P(1) > 0, P(−1) > 0, |det Φ| < 1. P(1) = α for all three
+    /// integrators, so k = 0 is never stable (the position drifts). For semi-implicit Euler the
+    /// region is the triangle α > 0, β > 0, α + 2β < 4 (P(−1) = 4 − α − 2β; with α > 0 it
+    /// implies β < 2, i.e. det Φ = 1 − β > −1). NaN gives `false`.
+    pub fn is_stable(self, alpha: f64, beta: f64) -> bool {
+        let (tr, det) = self.loop_trace_det(alpha, beta);
+        1.0 - tr + det > 0.0 && 1.0 + tr + det > 0.0 && det.abs() < 1.0
+    }
+
+    /// s*(ζ): for gains of damping ratio ζ = γ/(2√(km)) > 0, the sampled loop is stable exactly
+    /// for normalised natural frequencies s = h√(k/m) in (0, s*). With α = s² and β = 2ζs the
+    /// Jury conditions become, for
+    /// - semi-implicit Euler: s² + 4ζs < 4 (binding; |det Φ| < 1 needs only s < 1/ζ, which it
+    ///   implies), so s* = 2/(ζ + √(1 + ζ²));
+    /// - explicit Euler: α < β, i.e. s < 2ζ, and for ζ ≥ 1 also s² − 4ζs + 4 > 0 below its
+    ///   smaller root: s* = 2ζ for ζ < 1, 2/(ζ + √(ζ² − 1)) for ζ ≥ 1 (det Φ > −1 binds later);
+    /// - exact zero-order hold: P(−1) = 4 − 4ζs > 0 and α/2 < β: s* = min(1/ζ, 4ζ) (det Φ > −1
+    ///   binds later).
+    ///
+    /// At ζ = 1 this is [`Self::max_beta`]/2. Returns NaN for ζ NaN or ≤ 0 (no damping: never
+    /// strictly stable except marginally), +∞ never.
+    pub fn max_normalized_frequency(self, zeta: f64) -> f64 {
+        if zeta.is_nan() || zeta <= 0.0 {
+            return f64::NAN;
+        }
+        // ζ + √(ζ² ± 1) without overflow for huge ζ: ζ(1 + √(1 ± 1/ζ²)).
+        let sum = |sign: f64| zeta * (1.0 + libm::sqrt(1.0 + sign / (zeta * zeta)));
+        match self {
+            Self::SemiImplicitEuler => 2.0 / sum(1.0),
+            Self::ExplicitEuler if zeta < 1.0 => 2.0 * zeta,
+            Self::ExplicitEuler => 2.0 / sum(-1.0),
+            Self::ZeroOrderHoldExact => (1.0 / zeta).min(4.0 * zeta),
         }
     }
 }
@@ -1181,6 +1235,122 @@ mod tests {
             let b = integrator.max_beta();
             assert!(!grows(integrator, b * 0.99), "{integrator:?} below");
             assert!(grows(integrator, b * 1.01), "{integrator:?} above");
+        }
+    }
+
+    /// One step of the sampled loop x, v with gains k, γ on inertia m for period h.
+    fn loop_step(
+        integrator: Integrator,
+        k: f64,
+        gamma: f64,
+        m: f64,
+        h: f64,
+        x: &mut f64,
+        v: &mut f64,
+    ) {
+        let a = (-k * *x - gamma * *v) / m;
+        match integrator {
+            Integrator::SemiImplicitEuler => {
+                *v += h * a;
+                *x += h * *v;
+            }
+            Integrator::ExplicitEuler => {
+                *x += h * *v;
+                *v += h * a;
+            }
+            Integrator::ZeroOrderHoldExact => {
+                *x += h * *v + 0.5 * h * h * a;
+                *v += h * a;
+            }
+        }
+    }
+
+    /// Whether the simulated loop for α, β (m = 1, h = 1) has grown after `n` steps.
+    fn simulated_grows(integrator: Integrator, alpha: f64, beta: f64, n: usize) -> bool {
+        let (mut x, mut v) = (1.0f64, 0.3f64);
+        for _ in 0..n {
+            loop_step(integrator, alpha, beta, 1.0, 1.0, &mut x, &mut v);
+        }
+        !(x.abs() < 1.0 && x.is_finite())
+    }
+
+    /// The general test agrees with the critically damped bound, and with SIMBICON's ankle:
+    /// 300/30 on 0.012 kg·m² is stable at 2 kHz and not at 1 kHz for semi-implicit Euler.
+    #[test]
+    fn general_stability_test_matches_the_critical_bound_and_the_triangle() {
+        for integrator in [
+            Integrator::SemiImplicitEuler,
+            Integrator::ExplicitEuler,
+            Integrator::ZeroOrderHoldExact,
+        ] {
+            let b = integrator.max_beta();
+            assert!(integrator.is_stable(0.99 * b * 0.99 * b / 4.0, 0.99 * b));
+            assert!(!integrator.is_stable(1.01 * b * 1.01 * b / 4.0, 1.01 * b));
+            let s = integrator.max_normalized_frequency(1.0);
+            assert!((2.0 * s - b).abs() < 1e-12, "{integrator:?}: {s}");
+            assert!(!integrator.is_stable(f64::NAN, 0.5));
+            assert!(!integrator.is_stable(0.5, f64::NAN));
+            assert!(integrator.max_normalized_frequency(0.0).is_nan());
+            assert!(integrator.max_normalized_frequency(f64::NAN).is_nan());
+            assert!(integrator.max_normalized_frequency(1e300).is_finite());
+        }
+        let si = Integrator::SemiImplicitEuler;
+        let ankle = |h: f64| (h * h * 300.0 / 0.012, h * 30.0 / 0.012);
+        let (a, b) = ankle(1.0 / 2000.0);
+        assert!(si.is_stable(a, b));
+        let (a, b) = ankle(1.0 / 1000.0);
+        assert!(!si.is_stable(a, b));
+        // The triangle's corners and edges.
+        assert!(si.is_stable(3.9, 0.04));
+        assert!(!si.is_stable(3.9, 0.06));
+        assert!(!si.is_stable(0.0, 1.0));
+        assert!(!si.is_stable(1.0, 0.0));
+        assert!(si.is_stable(0.01, 1.99));
+        assert!(!si.is_stable(0.01, 2.0));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        /// Jury's verdict is what the simulated loop does, for any pair away from the boundary
+        /// (a 2 % step inside stays bounded, a 2 % step outside grows).
+        #[test]
+        fn general_stability_test_is_what_the_loop_does(
+            integrator in integrator(), alpha in 1e-4f64..6.0, beta in 1e-3f64..4.5,
+        ) {
+            let inside = integrator.is_stable(alpha * 1.02, beta * 1.02)
+                && integrator.is_stable(alpha * 0.98, beta * 0.98)
+                && integrator.is_stable(alpha * 1.02, beta * 0.98)
+                && integrator.is_stable(alpha * 0.98, beta * 1.02);
+            let outside = !integrator.is_stable(alpha * 1.02, beta * 1.02)
+                && !integrator.is_stable(alpha * 0.98, beta * 0.98)
+                && !integrator.is_stable(alpha * 1.02, beta * 0.98)
+                && !integrator.is_stable(alpha * 0.98, beta * 1.02);
+            let (_, det) = integrator.loop_trace_det(alpha, beta);
+            // Roots of modulus ≥ 0.999 decay too slowly to tell in a few thousand steps.
+            prop_assume!(inside || outside);
+            if inside && det.abs() < 0.99 {
+                prop_assert!(!simulated_grows(integrator, alpha, beta, 20_000));
+            }
+            if outside {
+                prop_assert!(simulated_grows(integrator, alpha, beta, 20_000));
+            }
+        }
+
+        /// s*(ζ) is the edge along the ray of fixed ζ: stable just below, unstable just above.
+        #[test]
+        fn max_normalized_frequency_is_the_edge_for_that_damping_ratio(
+            integrator in integrator(), zeta in (-3.0f64..3.0).prop_map(|e| 10f64.powf(e)),
+        ) {
+            let s = integrator.max_normalized_frequency(zeta);
+            prop_assert!(s.is_finite() && s > 0.0);
+            let pair = |s: f64| (s * s, 2.0 * zeta * s);
+            for f in [1e-3, 0.1, 0.5, 0.9, 0.999] {
+                let (a, b) = pair(f * s);
+                prop_assert!(integrator.is_stable(a, b), "{f}");
+            }
+            let (a, b) = pair(1.001 * s);
+            prop_assert!(!integrator.is_stable(a, b));
         }
     }
 

@@ -2,7 +2,7 @@
 //! controller for a 7-link planar biped (torso, two thighs, two shins, two feet): the four-state
 //! machine, the swing hip tracked in the world frame with balance feedback, the torso's virtual
 //! PD realised through the stance hip, PD on the other joints, and a torque limit; with either
-//! SIMBICON's fixed gains or gains chosen for the control period ([`Gains::Analytic`]).
+//! SIMBICON's fixed gains or those gains made stable for the control period ([`Gains::Analytic`]).
 //!
 //! Must never allocate, block or panic, whatever the input: the configuration is validated when
 //! the controller is built ([`SimbiconError::Config`], [`SimbiconError::GainLimit`]); a tick
@@ -97,24 +97,51 @@
 //! # Gains
 //! - [`Gains::Fixed`]: SIMBICON's kp and kd on every joint and the torso ([`Gains::SIMBICON`]:
 //!   300 N·m/rad and 30 N·m·s/rad).
-//! - [`Gains::Analytic`]: for each role r (torso, whose gains the stance hip's composition uses,
-//!   swing hip, swing knee, swing ankle, stance knee, stance ankle) with the effective inertia m_r
-//!   it moves ([`RoleInertias`], the caller's: e.g. the composite inertia of the subtree the joint
-//!   turns), critically damped gains at the desired stiffness k_d where the control period allows
-//!   it and at the period's stable limit times the margin where it does not:
+//! - [`Gains::Analytic`]: SIMBICON's pair (kp 300, kd 30 by default) is the design intent for
+//!   every role r (torso, whose gains the stance hip's composition uses, swing hip, swing knee,
+//!   swing ankle, stance knee, stance ankle), and the control period's stability analysis
+//!   chooses the gains actually used, for the effective inertia m_r the role moves
+//!   ([`RoleInertias`], the caller's: e.g. the composite inertia of the subtree the joint
+//!   turns). The gains are solved once, when the controller is built ([`Simbicon::gains`]).
 //!
-//!   γ_d = 2√(k_d·m),  γ_max = β_max·m/h ([`GainLimit`], β_max of the plant's [`Integrator`]),
-//!   γ = min(γ_d, margin·γ_max),  k = γ²/(4m).
+//! ## The rule and its derivation
+//! A PD pair (k, γ) sampled every h on inertia m and integrated by semi-implicit Euler
+//! (`v += h·a; x += h·v`, Rapier) is the loop x_{n+1} = Φ x_n with, for α = h²k/m and β = hγ/m,
+//! tr Φ = 2 − α − β and det Φ = 1 − β (crate::gains, "Stability of the sampled loop"). Its
+//! characteristic polynomial P(λ) = λ² − (2 − α − β)λ + (1 − β) has both roots inside the
+//! unit circle exactly when (Jury) P(1) = α > 0, P(−1) = 4 − α − 2β > 0 and |1 − β| < 1; with
+//! α > 0 the second implies β < 2, so the stable pairs are the triangle
+//! **α > 0, β > 0, α + 2β < 4** ([`Integrator::is_stable`], for every integrator). The
+//! critically damped [`crate::gains::GainLimit`] is the curve α = β²/4 through it (β < 1.657),
+//! so it cannot judge SIMBICON's pairs, which are far from critical on light links (ζ = 7.9 on
+//! a foot, 0.37 on the torso).
 //!
-//!   Unclamped, k = k_d exactly (SIMBICON's kp with the default 300 N·m/rad) and the damping is
-//!   the critical 2√(k_d·m) rather than SIMBICON's 30; clamped, the natural frequency
-//!   γ/(2m) = margin·β_max/(2h) is the period's safe fraction, whatever the inertia. The gains
-//!   are solved once, when the controller is built ([`Simbicon::gains`]).
+//! Written with the natural frequency ω = √(k/m) and the damping ratio ζ = γ/(2√(km)), a pair
+//! is s = ωh along a ray α = s², β = 2ζs, and the triangle's edge P(−1) = 0 is
+//! s² + 4ζs = 4, i.e. **s\*(ζ) = 2/(ζ + √(1 + ζ²))** ([`Integrator::max_normalized_frequency`];
+//! at ζ = 1 it is GainLimit's β_max/2). So, per role:
+//! 1. if (kp, kd) is a stable loop for (m_r, h) (s < s\*(ζ)), it is used unchanged;
+//! 2. otherwise the pair keeps its damping ratio ζ (the design's shape of response) and its
+//!    natural frequency is lowered to μ·s\*(ζ)/h, μ the [`Gains::Analytic`] `stability_margin`
+//!    (default 0.5: the moved loop would still be stable at twice the period):
+//!    k = m(μs\*/h)², γ = 2ζm(μs\*/h), flagged [`PdGains::clamped`].
 //!
-//! For the model ([`RoleInertias::SIMBICON_BIPED`]) the fixed 300/30 are a stable sampled
-//! loop for an ankle (0.012 kg·m²: the swing foot, and the stance foot until it is loaded) only
-//! above about 1.3 kHz (β = h·30/m < 2); the analytic gains clamp only the two ankles at 300 and
-//! 200 Hz (tested).
+//! Nothing is tuned per rate: the design pair, the inertias and μ are the same at every
+//! period, and the period only decides which roles are moved and where to. A role whose design
+//! is stable keeps it at every rate down to its edge, so at 2 kHz the analytic gains are
+//! SIMBICON's for all six roles. The rule is deliberately not continuous at the edge: a design
+//! just inside it is kept as given (the designer's choice), while a design just outside it is
+//! moved to μ of the edge, not to the edge; a controller that wants a margin on its own design
+//! should give a softer design.
+//!
+//! For the model ([`RoleInertias::SIMBICON_BIPED`]) the design 300/30 is stable on
+//! the torso (ζ 0.37), hips (0.49) and knees (1.22) down to 5.3, 7.9 and 34 Hz, and on an
+//! ankle (0.012 kg·m², the swing foot and the stance foot until it is loaded: ζ 7.9,
+//! s\* = 0.126) only above 1255 Hz. So below that only the two ankles move: to k 47.6, γ 11.95
+//! at 1 kHz, k 4.29, γ 3.59 at 300 Hz and k 1.90, γ 2.39 at 200 Hz (tested). The critically
+//! damped rule this replaced (γ = min(2√(kp·m), μγ_max), k = γ²/(4m)) gave the swing hip
+//! γ 61 instead of 30, swung the leg too slowly and fell at about 1 s at every rate; it was
+//! removed. Measured walks: `sim-host/examples/walk.rs`.
 //!
 //! # Costs (measured)
 //! `cargo bench -p control-core --bench simbicon -- --warm-up-time 1 --measurement-time 3`,
@@ -125,7 +152,7 @@
 
 use core::fmt;
 
-use crate::gains::{Branch, CriticalGains, GainError, GainLimit, Integrator};
+use crate::gains::{GainError, Integrator};
 
 /// A timed state ends once its elapsed time is within this of its duration, s: tick times such
 /// as 10.4 + 60·(1/200) round to just below the 0.3 s they add up to, and should not cost a tick.
@@ -360,17 +387,21 @@ pub enum Gains {
         /// kd, N·m·s/rad (≥ 0).
         damping_nms_per_rad: f64,
     },
-    /// Critically damped gains per role for the control period and the inertia it moves:
-    /// γ = min(2√(k_d·m), margin·γ_max(m, h)), k = γ²/(4m).
+    /// A design pair (kp, kd) for every role, kept wherever it is a stable sampled loop for
+    /// the control period and the inertia the role moves, and otherwise moved into the stable
+    /// region at the same damping ratio (see the module docs).
     Analytic {
         /// The control period h, s (> 0).
         period_s: f64,
-        /// The fraction of the stable limit allowed, in (0, 1].
+        /// Where a design pair is unstable, the fraction μ of the stable edge its natural
+        /// frequency is moved to, in (0, 1).
         stability_margin: f64,
         /// How the plant integrates between control samples (Rapier: semi-implicit Euler).
         integrator: Integrator,
-        /// k_d, N·m/rad (> 0): the stiffness wherever the period allows it.
-        desired_stiffness_nm_per_rad: f64,
+        /// The design stiffness kp, N·m/rad (> 0).
+        design_stiffness_nm_per_rad: f64,
+        /// The design damping kd, N·m·s/rad (> 0).
+        design_damping_nms_per_rad: f64,
         /// The inertia each role moves.
         inertias: RoleInertias,
     },
@@ -383,14 +414,15 @@ impl Gains {
         damping_nms_per_rad: 30.0,
     };
 
-    /// Analytic gains for control period `period_s`: margin 0.5, semi-implicit Euler (Rapier),
-    /// desired stiffness SIMBICON's 300 N·m/rad, [`RoleInertias::SIMBICON_BIPED`].
+    /// Analytic gains for control period `period_s`: SIMBICON's 300/30 as the design pair,
+    /// margin 0.5, semi-implicit Euler (Rapier), [`RoleInertias::SIMBICON_BIPED`].
     pub const fn analytic(period_s: f64) -> Self {
         Self::Analytic {
             period_s,
             stability_margin: 0.5,
             integrator: Integrator::SemiImplicitEuler,
-            desired_stiffness_nm_per_rad: 300.0,
+            design_stiffness_nm_per_rad: 300.0,
+            design_damping_nms_per_rad: 30.0,
             inertias: RoleInertias::SIMBICON_BIPED,
         }
     }
@@ -426,52 +458,33 @@ impl Gains {
                 period_s,
                 stability_margin,
                 integrator,
-                desired_stiffness_nm_per_rad: k_d,
+                design_stiffness_nm_per_rad: kp,
+                design_damping_nms_per_rad: kd,
                 inertias,
             } => {
                 if !(period_s.is_finite() && period_s > 0.0) {
                     return Err(SimbiconError::Config(ConfigField::Period));
                 }
-                if !(stability_margin.is_finite()
-                    && stability_margin > 0.0
-                    && stability_margin <= 1.0)
-                {
+                if !(stability_margin > 0.0 && stability_margin < 1.0) {
                     return Err(SimbiconError::Config(ConfigField::Margin));
                 }
-                if !(k_d.is_finite() && k_d > 0.0) {
-                    return Err(SimbiconError::Config(ConfigField::DesiredStiffness));
+                if !(kp.is_finite() && kp > 0.0) {
+                    return Err(SimbiconError::Config(ConfigField::DesignStiffness));
+                }
+                if !(kd.is_finite() && kd > 0.0) {
+                    return Err(SimbiconError::Config(ConfigField::DesignDamping));
                 }
                 let role = |role: Role| {
                     let m = inertias.of(role);
                     if !(m.is_finite() && m > 0.0) {
                         return Err(SimbiconError::Config(ConfigField::Inertia(role)));
                     }
-                    let limit = GainLimit::new(m, period_s, integrator, stability_margin)
-                        .map_err(|error| SimbiconError::GainLimit { role, error })?;
-                    // γ_d = 2m·ω with ω = √(k_d/m): no k_d·m product to overflow.
-                    let desired = 2.0 * m * libm::sqrt(k_d / m);
-                    let clamped = CriticalGains::from_damping(m, desired, Branch::Principal)
-                        .ok_or(SimbiconError::GainLimit {
+                    stable_pair(kp, kd, m, period_s, integrator, stability_margin).ok_or(
+                        SimbiconError::GainLimit {
                             role,
                             error: GainError::OutOfRange,
-                        })?
-                        .clamp_to(&limit);
-                    let (k, d) = (
-                        clamped.gains.stiffness_nm_per_rad,
-                        clamped.gains.damping_nms_per_rad,
-                    );
-                    // Finite by construction; k = γ²/(4m) may underflow for extreme scales.
-                    if !(k.is_finite() && k > 0.0 && d.is_finite() && d > 0.0) {
-                        return Err(SimbiconError::GainLimit {
-                            role,
-                            error: GainError::OutOfRange,
-                        });
-                    }
-                    Ok(PdGains {
-                        stiffness_nm_per_rad: clamped.gains.stiffness_nm_per_rad,
-                        damping_nms_per_rad: clamped.gains.damping_nms_per_rad,
-                        clamped: clamped.acted,
-                    })
+                        },
+                    )
                 };
                 Ok(RoleGains {
                     torso: role(Role::Torso)?,
@@ -484,6 +497,43 @@ impl Gains {
             }
         }
     }
+}
+
+/// The design pair (k, γ) on inertia m if it is a stable sampled loop for period h and
+/// `integrator`; otherwise the pair of the same damping ratio ζ = γ/(2√(km)) whose normalised
+/// natural frequency h√(k/m) is `margin` times the stable edge s*(ζ)
+/// ([`Integrator::max_normalized_frequency`]). `None` when the moved pair is not finite, not
+/// positive or (by rounding) not stable: the caller reports it as out of range.
+fn stable_pair(
+    k: f64,
+    gamma: f64,
+    m: f64,
+    h: f64,
+    integrator: Integrator,
+    margin: f64,
+) -> Option<PdGains> {
+    let h_over_m = h / m;
+    let (alpha, beta) = (h_over_m * h * k, h_over_m * gamma);
+    if integrator.is_stable(alpha, beta) {
+        return Some(PdGains {
+            stiffness_nm_per_rad: k,
+            damping_nms_per_rad: gamma,
+            clamped: false,
+        });
+    }
+    // ω = √(k/m), ζ = (γ/m)/(2ω): no k·m product to overflow.
+    let omega = libm::sqrt(k / m);
+    let zeta = gamma / m / (2.0 * omega);
+    let omega_moved = margin * integrator.max_normalized_frequency(zeta) / h;
+    let k_moved = m * omega_moved * omega_moved;
+    let gamma_moved = 2.0 * zeta * m * omega_moved;
+    let positive_finite = |v: f64| v.is_finite() && v > 0.0;
+    let stable = integrator.is_stable(h_over_m * h * k_moved, h_over_m * gamma_moved);
+    (positive_finite(k_moved) && positive_finite(gamma_moved) && stable).then_some(PdGains {
+        stiffness_nm_per_rad: k_moved,
+        damping_nms_per_rad: gamma_moved,
+        clamped: true,
+    })
 }
 
 /// One role's PD gains.
@@ -564,8 +614,10 @@ pub enum ConfigField {
     Period,
     /// [`Gains::Analytic`]'s stability margin.
     Margin,
-    /// [`Gains::Analytic`]'s desired stiffness.
-    DesiredStiffness,
+    /// [`Gains::Analytic`]'s design stiffness.
+    DesignStiffness,
+    /// [`Gains::Analytic`]'s design damping.
+    DesignDamping,
     /// One of [`Gains::Analytic`]'s inertias.
     Inertia(Role),
     /// A value of [`SimbiconConfig::targets`] (state 0 or 1).
@@ -1230,6 +1282,14 @@ mod tests {
     #[test]
     fn bad_configs_are_refused() {
         let d = SimbiconConfig::default();
+        let analytic_200 = |margin: f64, kp: f64, kd: f64| Gains::Analytic {
+            period_s: H200,
+            stability_margin: margin,
+            integrator: Integrator::SemiImplicitEuler,
+            design_stiffness_nm_per_rad: kp,
+            design_damping_nms_per_rad: kd,
+            inertias: RoleInertias::SIMBICON_BIPED,
+        };
         let cases = [
             (
                 SimbiconConfig {
@@ -1265,7 +1325,8 @@ mod tests {
                         period_s: H200,
                         stability_margin: 0.5,
                         integrator: Integrator::SemiImplicitEuler,
-                        desired_stiffness_nm_per_rad: 300.0,
+                        design_stiffness_nm_per_rad: 300.0,
+                        design_damping_nms_per_rad: 30.0,
                         inertias: RoleInertias {
                             swing_knee_kgm2: -1.0,
                             ..RoleInertias::SIMBICON_BIPED
@@ -1274,6 +1335,27 @@ mod tests {
                     ..d
                 },
                 SimbiconError::Config(ConfigField::Inertia(Role::SwingKnee)),
+            ),
+            (
+                SimbiconConfig {
+                    gains: analytic_200(1.0, 300.0, 30.0),
+                    ..d
+                },
+                SimbiconError::Config(ConfigField::Margin),
+            ),
+            (
+                SimbiconConfig {
+                    gains: analytic_200(0.5, 300.0, 0.0),
+                    ..d
+                },
+                SimbiconError::Config(ConfigField::DesignDamping),
+            ),
+            (
+                SimbiconConfig {
+                    gains: analytic_200(0.5, f64::NAN, 30.0),
+                    ..d
+                },
+                SimbiconError::Config(ConfigField::DesignStiffness),
             ),
             (
                 SimbiconConfig {
@@ -1315,44 +1397,79 @@ mod tests {
         ]
     }
 
+    /// SIMBICON's (k, γ) = (300, 30) on inertia m at period h in natural frequency s = ωh and
+    /// damping ratio ζ, and the semi-implicit Euler edge s*(ζ) = 2/(ζ + √(1 + ζ²)).
+    fn ray(k: f64, gamma: f64, m: f64, h: f64) -> (f64, f64, f64) {
+        let omega = (k / m).sqrt();
+        let zeta = gamma / (2.0 * (k * m).sqrt());
+        (omega * h, zeta, 2.0 / (zeta + (1.0 + zeta * zeta).sqrt()))
+    }
+
     #[test]
-    fn analytic_gains_respect_the_periods_limit_and_are_the_fixed_stiffness_where_that_is_stable() {
+    fn analytic_gains_are_simbicons_where_stable_and_moved_inside_with_the_margin_where_not() {
         let m = RoleInertias::SIMBICON_BIPED;
         for hz in [2000.0, 1000.0, 500.0, 300.0, 250.0, 200.0] {
             let h = 1.0 / hz;
             let g = Gains::analytic(h).resolve().unwrap();
             for (role, pd, inertia) in roles(&g, &m) {
-                let k = pd.stiffness_nm_per_rad;
-                let gamma = pd.damping_nms_per_rad;
-                // Critically damped, within margin·β_max, so a stable sampled loop.
-                assert!((gamma * gamma - 4.0 * inertia * k).abs() <= 1e-12 * gamma * gamma);
-                let beta = h * gamma / inertia;
-                let beta_limit = 0.5 * Integrator::SemiImplicitEuler.max_beta();
-                assert!(
-                    beta <= beta_limit * (1.0 + 1e-12),
-                    "{hz} Hz {role:?} β {beta}"
-                );
+                let (k, gamma) = (pd.stiffness_nm_per_rad, pd.damping_nms_per_rad);
                 assert!(fixed_stable(k, gamma, inertia, h), "{hz} Hz {role:?}");
-                // Unclamped it is SIMBICON's stiffness exactly; clamped, at the limit.
-                if pd.clamped {
-                    assert!((beta - beta_limit).abs() <= 1e-12 * beta_limit);
-                    assert!(k < 300.0);
-                } else {
-                    assert!((k - 300.0).abs() <= 1e-12 * 300.0, "{hz} Hz {role:?} k {k}");
-                }
-                // Where SIMBICON's own 300/30 are a stable loop, the analytic stiffness is 300.
                 if fixed_stable(300.0, 30.0, inertia, h) {
+                    // Stable design: SIMBICON's pair, bit for bit.
                     assert!(!pd.clamped, "{hz} Hz {role:?}");
+                    assert_eq!((k, gamma), (300.0, 30.0), "{hz} Hz {role:?}");
+                } else {
+                    // Moved: the design's damping ratio, at half the edge's frequency, so the
+                    // same pair sits exactly on the edge at twice the period.
+                    assert!(pd.clamped, "{hz} Hz {role:?}");
+                    let (_, zeta_design, edge) = ray(300.0, 30.0, inertia, h);
+                    let (s, zeta, _) = ray(k, gamma, inertia, h);
+                    assert!((zeta - zeta_design).abs() <= 1e-12 * zeta_design);
+                    assert!((s - 0.5 * edge).abs() <= 1e-12 * edge, "{hz} Hz {role:?}");
+                    let (a2, b2) = (4.0 * h * h * k / inertia, 2.0 * h * gamma / inertia);
+                    assert!((4.0 - a2 - 2.0 * b2).abs() < 1e-12, "{hz} Hz {role:?}");
                 }
             }
-            // At 300 and 200 Hz only the ankles (0.012 kg·m²) are clamped, and there the fixed
-            // gains are unstable.
-            if hz <= 300.0 {
-                for (role, pd, inertia) in roles(&g, &m) {
-                    let ankle = matches!(role, Role::SwingAnkle | Role::StanceAnkle);
-                    assert_eq!(pd.clamped, ankle, "{hz} Hz {role:?}");
-                    assert_eq!(pd.clamped, !fixed_stable(300.0, 30.0, inertia, h));
-                }
+            // At 2 kHz every role is SIMBICON's; at 1 kHz and below only the two ankles
+            // (0.012 kg·m², edge at 1255 Hz) move.
+            for (role, pd, _) in roles(&g, &m) {
+                let ankle = matches!(role, Role::SwingAnkle | Role::StanceAnkle);
+                assert_eq!(pd.clamped, ankle && hz < 1255.0, "{hz} Hz {role:?}");
+            }
+        }
+        // The figures of the module docs.
+        for (hz, k, gamma) in [
+            (1000.0, 47.62, 11.95),
+            (300.0, 4.286, 3.586),
+            (200.0, 1.905, 2.390),
+        ] {
+            let a = Gains::analytic(1.0 / hz).resolve().unwrap().stance_ankle;
+            assert!((a.stiffness_nm_per_rad - k).abs() < 0.005, "{hz} Hz {a:?}");
+            assert!(
+                (a.damping_nms_per_rad - gamma).abs() < 0.005,
+                "{hz} Hz {a:?}"
+            );
+        }
+    }
+
+    /// Just inside the edge the design is kept as given; just outside it is moved to μ of it.
+    #[test]
+    fn the_edge_keeps_or_moves_the_design() {
+        let (k, gamma, m) = (300.0, 30.0, 0.012);
+        let (s, _, edge) = ray(k, gamma, m, 1.0);
+        for (f, kept) in [(0.999, true), (1.001, false)] {
+            let h = f * edge / s;
+            let pd = stable_pair(k, gamma, m, h, Integrator::SemiImplicitEuler, 0.5).unwrap();
+            assert_eq!(!pd.clamped, kept);
+            if kept {
+                assert_eq!(
+                    (pd.stiffness_nm_per_rad, pd.damping_nms_per_rad),
+                    (k, gamma)
+                );
+            } else {
+                assert!(
+                    pd.stiffness_nm_per_rad < 0.26 * k && pd.damping_nms_per_rad < 0.51 * gamma
+                );
             }
         }
     }
@@ -1375,8 +1492,6 @@ mod tests {
                 (g.stance_ankle, foot_about_ankle),
                 (g.stance_knee, shin_and_foot_about_knee),
             ] {
-                let beta = h * pd.damping_nms_per_rad / m;
-                assert!(beta <= 1.0 + 1e-9, "{hz} Hz: β {beta}");
                 assert!(fixed_stable(
                     pd.stiffness_nm_per_rad,
                     pd.damping_nms_per_rad,
@@ -1581,7 +1696,8 @@ mod tests {
                     period_s: h,
                     stability_margin: margin,
                     integrator: Integrator::SemiImplicitEuler,
-                    desired_stiffness_nm_per_rad: k,
+                    design_stiffness_nm_per_rad: k,
+                    design_damping_nms_per_rad: d,
                     inertias: RoleInertias { swing_ankle_kgm2: m, ..RoleInertias::SIMBICON_BIPED },
                 }
             } else {
@@ -1601,6 +1717,55 @@ mod tests {
                     prop_assert!(pd.stiffness_nm_per_rad.is_finite() && pd.stiffness_nm_per_rad > 0.0);
                     prop_assert!(pd.damping_nms_per_rad.is_finite() && pd.damping_nms_per_rad >= 0.0);
                 }
+            }
+        }
+
+        /// The rule over the whole domain: whatever the design pair, inertia, period and margin,
+        /// the gains are finite, positive and a stable loop (or refused, never NaN); a stable
+        /// design comes back unchanged at every period where it is stable (rate independence);
+        /// a moved one keeps its damping ratio at μ of the edge, and is stable at h/μ.
+        #[test]
+        fn stable_designs_are_kept_at_every_rate_and_unstable_ones_moved_inside(
+            k in (-3.0f64..6.0).prop_map(|e| 10f64.powf(e)),
+            gamma in (-3.0f64..4.0).prop_map(|e| 10f64.powf(e)),
+            m in (-4.0f64..3.0).prop_map(|e| 10f64.powf(e)),
+            hz_a in 50.0f64..10_000.0, hz_b in 50.0f64..10_000.0, margin in 0.05f64..0.95,
+        ) {
+            let gains = |hz: f64| Gains::Analytic {
+                period_s: 1.0 / hz,
+                stability_margin: margin,
+                integrator: Integrator::SemiImplicitEuler,
+                design_stiffness_nm_per_rad: k,
+                design_damping_nms_per_rad: gamma,
+                inertias: RoleInertias {
+                    torso_kgm2: m, swing_hip_kgm2: m, swing_knee_kgm2: m,
+                    swing_ankle_kgm2: m, stance_knee_kgm2: m, stance_ankle_kgm2: m,
+                },
+            }.resolve();
+            let (a, b) = (gains(hz_a), gains(hz_b));
+            for (hz, g) in [(hz_a, a), (hz_b, b)] {
+                let Ok(g) = g else { continue };
+                let h = 1.0 / hz;
+                let pd = g.stance_ankle;
+                let (kk, gg) = (pd.stiffness_nm_per_rad, pd.damping_nms_per_rad);
+                prop_assert!(kk.is_finite() && kk > 0.0 && gg.is_finite() && gg > 0.0);
+                prop_assert!(fixed_stable(kk, gg, m, h));
+                prop_assert_eq!(pd.clamped, !fixed_stable(k, gamma, m, h));
+                if pd.clamped {
+                    let (_, zeta_design, edge) = ray(k, gamma, m, h);
+                    let (s, zeta, _) = ray(kk, gg, m, h);
+                    prop_assert!((zeta - zeta_design).abs() <= 1e-9 * zeta_design);
+                    prop_assert!((s - margin * edge).abs() <= 1e-9 * edge);
+                    prop_assert!(fixed_stable(kk, gg, m, h / margin * 0.999));
+                } else {
+                    prop_assert_eq!((kk, gg), (k, gamma));
+                }
+            }
+            if let (Ok(a), Ok(b)) = (a, b)
+                && !a.stance_ankle.clamped
+                && !b.stance_ankle.clamped
+            {
+                prop_assert_eq!(a, b);
             }
         }
     }
