@@ -2,7 +2,7 @@
 //! outputs-out (rtrb SPSC ring), on one thread (the cost of each call) and across two spinning
 //! threads (state → echo → output round trip; half of it is one hand-over).
 //!
-//! `CARGO_TARGET_DIR=/work/targets/runtime cargo bench -p runtime --bench exchange`
+//! `cargo bench -p runtime --bench exchange`
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

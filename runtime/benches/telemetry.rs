@@ -2,7 +2,7 @@
 //! tick to the summary histograms and counters, and offering its record to the telemetry channel
 //! (delivered, or refused because the channel is full).
 //!
-//! `CARGO_TARGET_DIR=/work/target-runtime cargo bench -p runtime --bench telemetry`
+//! `cargo bench -p runtime --bench telemetry`
 
 use criterion::{Criterion, black_box, criterion_main};
 use runtime::{TickCounters, TickRecord, TickStats, telemetry};

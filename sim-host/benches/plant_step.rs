@@ -18,7 +18,7 @@
 //!   per simulated step of a lockstep run, so speed × real time = dt / this. `same_cpu` pins the
 //!   plant (`--cpu 0`) and this thread to CPU 0; `any_cpu` leaves placement to the scheduler.
 //!
-//! Run: `CARGO_TARGET_DIR=/work/targets/sim cargo bench -p sim-host`
+//! Run: `cargo bench -p sim-host`
 #![allow(missing_docs)]
 
 use std::hint::black_box;

@@ -2,7 +2,7 @@
 //! fresh 20 s run from JSimbicon's start ([`sim_host::walk::jsimbicon_start`]), physics dt =
 //! control period = 1/rate (no zero-order hold over several physics steps), stopped at the fall.
 //!
-//! Run: `CARGO_TARGET_DIR=/work/target-plant cargo run --release -p sim-host --example walk
+//! Run: `cargo run --release -p sim-host --example walk
 //! [-- SECONDS [RATES,..]]` (about 5 s for the whole sweep on a shared 2-core machine).
 //!
 //! Gains: `simbicon` is SIMBICON's fixed kp 300, kd 30 on every role; `analytic` is the same

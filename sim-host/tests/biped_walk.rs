@@ -6,7 +6,7 @@
 //! 200 Hz at ≥ 0.4 m/s. Nothing here is timed.
 //!
 //! The 20 s sweep over rates and gains is the example:
-//! `CARGO_TARGET_DIR=/work/target-plant cargo run --release -p sim-host --example walk`
+//! `cargo run --release -p sim-host --example walk`
 //! (its module docs hold the measured table).
 #![allow(missing_docs)]
 

@@ -7,7 +7,7 @@
 //! `same_cpu` pins both threads to CPU 0 (the placement that matters most on this VM); `any_cpu` leaves
 //! placement to the scheduler (on a 2-vCPU VM a cross-CPU wake costs 55–130 µs).
 //!
-//! Run: `CARGO_TARGET_DIR=/work/targets/sim cargo bench -p transport`
+//! Run: `cargo bench -p transport`
 #![allow(missing_docs)]
 
 use std::hint::black_box;

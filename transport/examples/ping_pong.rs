@@ -1,7 +1,7 @@
 //! Round-trip percentiles of a `SeqPacket` pair between two threads (100-byte frame out,
 //! 244-byte frame back), both pinned to one CPU or left unpinned.
 //!
-//! `CARGO_TARGET_DIR=/work/targets/sim cargo run --release -p transport --example ping_pong -- [CPU] [N]`
+//! `cargo run --release -p transport --example ping_pong -- [CPU] [N]`
 #![allow(missing_docs)]
 
 use std::thread;
