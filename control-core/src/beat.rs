@@ -44,7 +44,7 @@
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 //!
-//! # How the slides are read (seed 001; /work/shared/CHARACTERS.md §4.1)
+//! # How the slides are read ("On the Beat!", Allen, Chu, Shapiro, Faloutsos, SCA 2007)
 //! - **t̂** is the duration of the keyframe's segment, from the previous keyframe's instant to
 //!   this one's, and stays the same for every tick of the segment: the gains are fixed for the
 //!   segment (static timing), unlike the arrival gains, which are re-solved from the time left.

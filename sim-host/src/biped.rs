@@ -43,8 +43,8 @@
 //! | shin | 4 kg | 0.0696 | 0.04 × 0.45 | box centre, 0.225 m below the knee |
 //! | foot | 1 kg | 0.01 | 0.20 × 0.04 | box centre: 0.05 m ahead of and 0.02 m below the ankle |
 //!
-//! Total 90 kg (CHARACTERS.md 2.1 says 89: its own table sums to 90). Masses, lengths and inertias are SIMBICON's (CHARACTERS.md 2.1, JSimbicon
-//! `Bip7.java`, nslo `biped7.h`); the boxes' 0.04 m thickness is nslo's. The hip is at the
+//! Total 90 kg. Masses, lengths and inertias are SIMBICON's (Yin, Loken, van de Panne 2007;
+//! JSimbicon `Bip7.java`, nslo `biped7.h`); the boxes' 0.04 m thickness is nslo's. The hip is at the
 //! torso's bottom end, the knee and the ankle at the ends of thigh and shin. The ankle sits on
 //! the foot's top face, 0.05 m from its heel (0.15 m from its toe): a choice of this plant
 //! (nslo puts it at the heel), so that a body balanced over its ankles stands inside its feet.
@@ -69,9 +69,9 @@
 //!   with ω along z the gyroscopic term ω × Iω is 0. Rapier stores
 //!   1/m and 1/I in f32: the masses and inertias it reports ([`BipedPlant::mass_properties`])
 //!   are the given values to f32 rounding.
-//! - Joints: six revolute **impulse** joints about +z (maximal coordinates; CHARACTERS.md 1.1,
-//!   5.1), anchored at the hip, knee and ankle points above; no limits, no motors (SIMBICON
-//!   enforces its joint limits in its controller), no damping (Rapier's bodies default to none).
+//! - Joints: six revolute **impulse** joints about +z (maximal coordinates: a floating base with
+//!   ground contacts, as characters need), anchored at the hip, knee and ankle points above; no
+//!   limits, no motors (SIMBICON enforces its joint limits in its controller), no damping (Rapier's bodies default to none).
 //! - Self-collision is off: the biped's colliders are in [`Group::GROUP_2`] and only collide
 //!   with [`Group::GROUP_1`], the ground's group. The ground is one static box whose top face is
 //!   y = 0 (1000 m long, 1 m deep).
