@@ -118,7 +118,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use rapier3d::prelude::*;
-use rapier3d::utils::OrthonormalBasis;
 use serde::{Deserialize, Serialize};
 
 use crate::scene::{Checker, DEFAULT_DT_S, SceneError, steps_for};
@@ -776,7 +775,7 @@ impl BipedPlant {
             let Some(b) = self.colliders.iter().position(|&c| c == other) else {
                 continue;
             };
-            let on_first = impulse_on_first(pair);
+            let on_first = crate::chain::impulse_on_first(pair);
             let sign = if body_is_first { 1.0 } else { -1.0 };
             out[b][0] += sign * f64::from(on_first.x) / self.dt_s;
             out[b][1] += sign * f64::from(on_first.y) / self.dt_s;
@@ -901,26 +900,4 @@ fn lowest_point_of(b: usize, com: [f64; 2], pitch: f64) -> f64 {
         .into_iter()
         .map(|c| add2(com, rot2(pitch, c))[1])
         .fold(f64::INFINITY, f64::min)
-}
-
-/// The impulse the contacts of `pair` applied to its first collider's body during the step just
-/// taken, world frame, N·s: normal impulse along −n plus the friction impulses along the
-/// solver's tangent basis t₁ = (−n).orthonormal_vector(), t₂ = (−n) × t₁, each summed over the
-/// step's substeps by Rapier. The same reading as [`crate::chain`]'s walls (whose helper is
-/// private to that module).
-fn impulse_on_first(pair: &ContactPair) -> Vector {
-    let mut total = Vector::ZERO;
-    for m in pair.solver_manifolds() {
-        let dir1 = -m.data.normal;
-        let t1 = dir1.orthonormal_vector();
-        let t2 = dir1.cross(t1);
-        for sc in &m.data.solver_contacts {
-            let [index] = sc.contact_indices();
-            if let Some(pt) = usize::try_from(index).ok().and_then(|i| m.points.get(i)) {
-                let d = &pt.data;
-                total += dir1 * d.impulse + t1 * d.tangent_impulse.x + t2 * d.tangent_impulse.y;
-            }
-        }
-    }
-    total
 }

@@ -1103,7 +1103,7 @@ impl ChainPlant {
 /// 0.36 derives from −n alone: t₁ = (−n).orthonormal_vector(), t₂ = (−n) × t₁. λ and (t₁, t₂) are
 /// each the sum over the step's substeps (`ContactData::impulse`, `tangent_impulse`, written back
 /// by the solver after the last substep). The second collider's body got the opposite.
-fn impulse_on_first(pair: &ContactPair) -> Vector {
+pub(crate) fn impulse_on_first(pair: &ContactPair) -> Vector {
     let mut total = Vector::ZERO;
     for m in pair.solver_manifolds() {
         let dir1 = -m.data.normal;
