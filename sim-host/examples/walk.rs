@@ -3,7 +3,8 @@
 //! control period = 1/rate (no zero-order hold over several physics steps), stopped at the fall.
 //!
 //! Run: `cargo run --release -p sim-host --example walk
-//! [-- SECONDS [RATES,..]]` (about 5 s for the whole sweep on a shared 2-core machine).
+//! [-- SECONDS [RATES,..]]` (about 5 s for the whole sweep on a shared 2-core machine); with
+//! `-- --pushes`, the push and cost tables below instead.
 //!
 //! Gains: `simbicon` is SIMBICON's fixed kp 300, kd 30 on every role; `analytic` is the same
 //! pair as the design, kept for every role whose sampled loop is stable at the period and
@@ -38,14 +39,67 @@
 //! analytic mode was critically damped per role and fell at about 1 s at every rate (its swing
 //! hip's damping, 61 N·m·s/rad instead of 30, swung the leg too slowly); that rule was
 //! replaced.
+//!
+//! ## Pushes and cost at 300 Hz
+//!
+//! Run: `cargo run --release -p sim-host --example walk -- --pushes` (about 12 s on a shared
+//! 2-core machine). Each push is a horizontal force on the torso's centre of mass for 0.2 s
+//! (SIMBICON's 3D paper: 350 N for 0.2 s, 70 N·s) from t = 5 s, mid-stride: the analytic walk
+//! is then 0.23 s into state 0 (early swing), so the push spans the end of state 0 and the
+//! start of state 1. Survived: no fall over the whole 20 s run. The largest force is searched
+//! coarse to fine (25 N steps from 0 to 1000 N, then bisection to 1 N between the last force
+//! survived and the first that fell), which assumes survival is monotone in force below the
+//! first fall.
+//!
+//! | gains | push | largest force N | impulse N·s (0.2 s) |
+//! |---|---|---|---|
+//! | simbicon | forward +x | falls unpushed | falls unpushed |
+//! | simbicon | backward −x | falls unpushed | falls unpushed |
+//! | analytic | forward +x | 591 | 118.3 |
+//! | analytic | backward −x | 652 | 130.3 |
+//!
+//! The analytic gains take 1.7× (forward) and 1.9× (backward) the paper's 70 N·s at 300 Hz;
+//! SIMBICON's fixed gains fall within 0.6 s at 300 Hz without any push.
+//!
+//! Cost, measured in process on a shared 2-core machine over the unpushed 20 s analytic run at
+//! 300 Hz (6000 ticks): `std::time::Instant` around each `Simbicon::tick` and each
+//! `BipedPlant::step`, and around the whole lockstep loop (two runs; the second in brackets):
+//!
+//! | call | median µs | p99 µs |
+//! |---|---|---|
+//! | controller tick | 0.07 (0.07) | 0.16 (0.13) |
+//! | plant step (Rapier, 7 bodies) | 30.9 (30.5) | 60.9 (51.9) |
+//!
+//! Whole 20 s lockstep run: 0.199 s (0.187 s) wall, 100× (107×) real time.
 #![allow(missing_docs)]
 
-use control_core::simbicon::{Gains, SimbiconConfig};
-use sim_host::biped::BipedScene;
-use sim_host::walk::{jsimbicon_start, run_walk};
+use std::time::Instant;
+
+use control_core::simbicon::{Gains, Simbicon, SimbiconConfig};
+use sim_host::biped::{BipedPlant, BipedScene, TorsoPush};
+use sim_host::walk::{FALL_TORSO_HEIGHT_M, jsimbicon_start, run_walk, walker_state};
+
+/// Control rate of the push and cost figures, Hz.
+const PUSH_RATE_HZ: f64 = 300.0;
+/// Length of every push and cost run, s.
+const PUSH_RUN_S: f64 = 20.0;
+/// When the push starts, s.
+const PUSH_START_S: f64 = 5.0;
+/// How long the push lasts, s (SIMBICON's 3D paper: 0.2 s).
+const PUSH_DURATION_S: f64 = 0.2;
+/// The largest push force tried, N.
+const PUSH_MAX_N: f64 = 1000.0;
+/// Step of the coarse sweep over force, N.
+const PUSH_COARSE_N: f64 = 25.0;
+/// Resolution the bisection stops at, N.
+const PUSH_FINE_N: f64 = 1.0;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--pushes") {
+        pushes_and_cost();
+        return;
+    }
     let secs: f64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20.0);
     let rates: Vec<f64> = match args.get(2) {
         Some(r) => r.split(',').filter_map(|x| x.parse().ok()).collect(),
@@ -81,4 +135,144 @@ fn main() {
             );
         }
     }
+}
+
+/// A fresh 300 Hz, 20 s scene from JSimbicon's start with one horizontal torso push of
+/// `force_x_n` (none when 0).
+fn push_scene(force_x_n: f64) -> BipedScene {
+    let mut scene = BipedScene::new(PUSH_RUN_S, [0.0, -9.81]);
+    scene.dt_s = 1.0 / PUSH_RATE_HZ;
+    jsimbicon_start(&mut scene);
+    if force_x_n != 0.0 {
+        scene.pushes.push(TorsoPush {
+            force_n: [force_x_n, 0.0],
+            start_s: PUSH_START_S,
+            duration_s: PUSH_DURATION_S,
+        });
+    }
+    scene
+}
+
+/// Whether the walker walks the whole run under a push of `force_x_n`.
+fn survives(gains: Gains, force_x_n: f64) -> bool {
+    let config = SimbiconConfig {
+        gains,
+        ..SimbiconConfig::default()
+    };
+    let s = run_walk(&push_scene(force_x_n), config, true, |_, _| {}).unwrap();
+    !s.fell
+}
+
+/// The largest push (N, in the direction `sign`) survived, searched coarse to fine: the first
+/// force of the coarse sweep the walker falls under, then bisection between it and the last
+/// survived one. `None` when it survives every force up to [`PUSH_MAX_N`].
+fn largest_push_n(gains: Gains, sign: f64) -> Option<f64> {
+    let mut ok = 0.0;
+    let mut f = PUSH_COARSE_N;
+    while f <= PUSH_MAX_N {
+        if !survives(gains, sign * f) {
+            let mut bad = f;
+            while bad - ok > PUSH_FINE_N {
+                let mid = 0.5 * (ok + bad);
+                if survives(gains, sign * mid) {
+                    ok = mid;
+                } else {
+                    bad = mid;
+                }
+            }
+            return Some(ok);
+        }
+        ok = f;
+        f += PUSH_COARSE_N;
+    }
+    None
+}
+
+/// Median and 99th percentile of `v`, µs (sorts it).
+fn median_p99_us(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+/// The push table (largest push survived at 300 Hz, both gain modes, each direction) and the
+/// cost table (the analytic walk's controller tick, plant step and whole run at 300 Hz).
+fn pushes_and_cost() {
+    // Where in the stride the push lands: the controller state and time in it at PUSH_START_S.
+    let config = SimbiconConfig {
+        gains: Gains::analytic(1.0 / PUSH_RATE_HZ),
+        ..SimbiconConfig::default()
+    };
+    let mut since = 0.0;
+    let mut at_push = None;
+    run_walk(&push_scene(0.0), config, true, |s, c| {
+        if let Some(c) = c {
+            if c.transitioned {
+                since = s.time_s;
+            }
+            if at_push.is_none() && s.time_s >= PUSH_START_S - 1e-9 {
+                at_push = Some((c.state, s.time_s - since));
+            }
+        }
+    })
+    .unwrap();
+    if let Some((state, in_state)) = at_push {
+        println!("analytic walk at {PUSH_START_S} s: state {state}, {in_state:.3} s into it\n");
+    }
+    println!("| gains | push | largest force N | impulse N·s ({PUSH_DURATION_S} s) |");
+    println!("|---|---|---|---|");
+    for (name, gains) in [
+        ("simbicon", Gains::SIMBICON),
+        ("analytic", Gains::analytic(1.0 / PUSH_RATE_HZ)),
+    ] {
+        let unpushed = survives(gains, 0.0);
+        for (dir, sign) in [("forward +x", 1.0), ("backward −x", -1.0)] {
+            let (force, impulse) = if !unpushed {
+                ("falls unpushed".to_string(), "falls unpushed".to_string())
+            } else {
+                match largest_push_n(gains, sign) {
+                    Some(f) => (format!("{f:.0}"), format!("{:.1}", f * PUSH_DURATION_S)),
+                    None => (
+                        format!("> {PUSH_MAX_N:.0}"),
+                        format!("> {:.0}", PUSH_MAX_N * PUSH_DURATION_S),
+                    ),
+                }
+            };
+            println!("| {name} | {dir} | {force} | {impulse} |");
+        }
+    }
+
+    // Cost: the same lockstep loop as `run_walk`, with an Instant around each call.
+    let scene = push_scene(0.0);
+    let mut plant = BipedPlant::new(&scene).unwrap();
+    let mut walker = Simbicon::new(config).unwrap();
+    let mut tick_us = Vec::new();
+    let mut step_us = Vec::new();
+    let mut s = *plant.state();
+    let mut fell = false;
+    let run = Instant::now();
+    while !plant.is_finished() {
+        fell |= s.non_foot_ground_contact || s.root.com_m[1] < FALL_TORSO_HEIGHT_M;
+        let ws = walker_state(&s);
+        let t = Instant::now();
+        let torques = walker.tick(&ws).map_or([0.0; 6], |c| c.torques_nm);
+        tick_us.push(t.elapsed().as_secs_f64() * 1e6);
+        let t = Instant::now();
+        s = plant.step(&torques).unwrap();
+        step_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let wall_s = run.elapsed().as_secs_f64();
+    let (tick_med, tick_p99) = median_p99_us(&mut tick_us);
+    let (step_med, step_p99) = median_p99_us(&mut step_us);
+    println!(
+        "\n| analytic, {PUSH_RATE_HZ} Hz, {PUSH_RUN_S} s (fell: {fell}) | median µs | p99 µs |"
+    );
+    println!("|---|---|---|");
+    println!("| controller tick | {tick_med:.2} | {tick_p99:.2} |");
+    println!("| plant step | {step_med:.1} | {step_p99:.1} |");
+    println!(
+        "\nwhole run: {} ticks, {wall_s:.3} s wall, {:.1}× real time",
+        tick_us.len(),
+        PUSH_RUN_S / wall_s
+    );
 }
