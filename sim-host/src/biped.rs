@@ -284,24 +284,10 @@ impl BipedScene {
 
     /// Parses and checks a biped scene given as JSON text; `file` names it in errors.
     pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let scene: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            SceneError {
-                file: file.to_path_buf(),
-                field: if path == "." || path == "?" {
-                    String::from("(document)")
-                } else {
-                    path
-                },
-                reason: e.into_inner().to_string(),
-            }
-        })?;
-        scene.validate().map_err(|(field, reason)| SceneError {
-            file: file.to_path_buf(),
-            field,
-            reason,
-        })?;
+        let scene: Self = crate::scene::parse_scene_json(text, file)?;
+        scene
+            .validate()
+            .map_err(|failed| SceneError::checked(file, failed))?;
         Ok(scene)
     }
 

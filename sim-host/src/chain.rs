@@ -264,30 +264,16 @@ impl ChainScene {
     /// Parses and checks a chain scene given as JSON text; `file` names it in errors, and a
     /// relative `urdf` is resolved against `file`'s folder.
     pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let mut scene: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            SceneError {
-                file: file.to_path_buf(),
-                field: if path == "." || path == "?" {
-                    String::from("(document)")
-                } else {
-                    path
-                },
-                reason: e.into_inner().to_string(),
-            }
-        })?;
+        let mut scene: Self = crate::scene::parse_scene_json(text, file)?;
         if scene.urdf.is_relative()
             && !scene.urdf.as_os_str().is_empty()
             && let Some(dir) = file.parent()
         {
             scene.urdf = dir.join(&scene.urdf);
         }
-        scene.validate().map_err(|(field, reason)| SceneError {
-            file: file.to_path_buf(),
-            field,
-            reason,
-        })?;
+        scene
+            .validate()
+            .map_err(|failed| SceneError::checked(file, failed))?;
         Ok(scene)
     }
 

@@ -153,11 +153,9 @@ impl Plant {
     /// Builds the world of `scene` (after checking it: a hand-made scene gets the same checks as
     /// a file, reported against the file name `(in memory)`).
     pub fn new(scene: &Scene) -> Result<Self, SceneError> {
-        scene.validate().map_err(|(field, reason)| SceneError {
-            file: "(in memory)".into(),
-            field,
-            reason,
-        })?;
+        scene
+            .validate()
+            .map_err(|failed| SceneError::checked(std::path::Path::new("(in memory)"), failed))?;
         let arm_spec = scene.arm;
         let mut world = PhysicsWorld::new();
         world.gravity = Vector::new(0.0, -(arm_spec.gravity_m_s2 as Real), 0.0);

@@ -269,24 +269,10 @@ impl Scene {
 
     /// Parses and checks a scene given as JSON text; `file` names it in errors.
     pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let scene: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            SceneError {
-                file: file.to_path_buf(),
-                field: if path == "." || path == "?" {
-                    String::from("(document)")
-                } else {
-                    path
-                },
-                reason: e.into_inner().to_string(),
-            }
-        })?;
-        scene.validate().map_err(|(field, reason)| SceneError {
-            file: file.to_path_buf(),
-            field,
-            reason,
-        })?;
+        let scene: Self = parse_scene_json(text, file)?;
+        scene
+            .validate()
+            .map_err(|failed| SceneError::checked(file, failed))?;
         Ok(scene)
     }
 
@@ -365,6 +351,39 @@ impl Scene {
             c.range(&f("mass_kg"), w.mass_kg, 1e-4, 1e5);
         }
         c.result()
+    }
+}
+
+/// A scene of type `T` parsed from JSON `text`; a failure names the field it met, as a path in
+/// the document (`balls[2].radius_m`), or `(document)`. `file` names the source.
+pub(crate) fn parse_scene_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &Path,
+) -> Result<T, SceneError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        SceneError {
+            file: file.to_path_buf(),
+            field: if path == "." || path == "?" {
+                String::from("(document)")
+            } else {
+                path
+            },
+            reason: e.into_inner().to_string(),
+        }
+    })
+}
+
+impl SceneError {
+    /// The error for a failed check of a scene from `file`: (field, reason), as a scene's
+    /// `validate` returns it.
+    pub(crate) fn checked(file: &Path, (field, reason): (String, String)) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            field,
+            reason,
+        }
     }
 }
 
