@@ -1112,6 +1112,54 @@ impl Subtree {
     }
 }
 
+/// What a chain controller's tick starts from: the kinematics and the composite inertia at the
+/// measured configuration. Built in place ([`TickModel::empty`], then [`TickModel::fill`]): the
+/// N-sized frames are not moved through a `Result`.
+pub(crate) struct TickModel<const N: usize> {
+    /// The world frames at q.
+    pub(crate) kin: Kinematics<N>,
+    /// The subtrees and composite inertias at q.
+    pub(crate) composite: Composite<N>,
+}
+
+impl<const N: usize> TickModel<N> {
+    /// Placeholders for `chain`'s links.
+    pub(crate) const fn empty(chain: &Chain<N>) -> Self {
+        Self {
+            kin: Kinematics {
+                frames: [LinkFrame::PLACEHOLDER; N],
+                len: chain.len,
+            },
+            composite: Composite {
+                subtrees: [Subtree::PLACEHOLDER; N],
+                len: chain.len,
+            },
+        }
+    }
+
+    /// Check `gravity`, then the kinematics and the composite inertia of `chain` at `q`.
+    pub(crate) fn fill(
+        &mut self,
+        chain: &Chain<N>,
+        q: &[f64; N],
+        gravity: &Vector3<f64>,
+    ) -> Result<(), ModelError> {
+        if !all_finite(gravity.as_slice()) {
+            return Err(ModelError::NonFinite(Input::Gravity));
+        }
+        chain.fill_kinematics(q, &mut self.kin)?;
+        self.kin.fill_composite(&mut self.composite)
+    }
+
+    /// A command for every joint, still to be filled.
+    pub(crate) const fn command(&self) -> ChainCommand<N> {
+        ChainCommand {
+            joints: [JointCommand::PLACEHOLDER; N],
+            len: self.composite.len,
+        }
+    }
+}
+
 /// Where one joint must be, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct JointTarget {
@@ -1318,24 +1366,10 @@ impl ChainArrival {
         targets: &[JointTarget; N],
         gravity: &Vector3<f64>,
     ) -> Result<ChainCommand<N>, ModelError> {
-        if !all_finite(gravity.as_slice()) {
-            return Err(ModelError::NonFinite(Input::Gravity));
-        }
-        // Filled in place: the N-sized frames are not moved through a `Result`.
-        let mut kin = Kinematics {
-            frames: [LinkFrame::PLACEHOLDER; N],
-            len: chain.len,
-        };
-        chain.fill_kinematics(q, &mut kin)?;
-        let mut composite = Composite {
-            subtrees: [Subtree::PLACEHOLDER; N],
-            len: chain.len,
-        };
-        kin.fill_composite(&mut composite)?;
-        let mut command = ChainCommand {
-            joints: [JointCommand::PLACEHOLDER; N],
-            len: composite.len,
-        };
+        let mut model = TickModel::empty(chain);
+        model.fill(chain, q, gravity)?;
+        let TickModel { kin, composite } = &model;
+        let mut command = model.command();
         let mut acceleration = Vector3::zeros();
         // Under `Coupling::InverseDynamics`, the accelerations the drives ask for.
         let mut desired = [0.0; N];

@@ -52,8 +52,8 @@
 //! - **m**, the inertia the gains are scaled by, is the joint's composite inertia m_i (its link
 //!   and all descendants about its axis, [`crate::articulated::Composite::axis_inertia`]), as the
 //!   slides give it ([`InertiaModel::Composite`]); or, for comparison, the joint's own link alone
-//!   ([`InertiaModel::SingleLink`], [`Kinematics::own_axis_inertia`]), what a per-joint tuning
-//!   that ignores what the joint carries would use. The leaf joint has the same m under both.
+//!   ([`InertiaModel::SingleLink`],
+//!   [`crate::articulated::Kinematics::own_axis_inertia`]), what a per-joint tuning that ignores what the joint carries would use. The leaf joint has the same m under both.
 //! - **The parent feed-forward** is computed root to leaf exactly as
 //!   [`crate::articulated::Composite::parent_feedforward`] does it, read as a torque
 //!   m_i(a_i·s_i), with a_{j+1} = a_j + (τ_j/m_j)s_j and τ_j joint j's *drive* torque (its PD
@@ -97,8 +97,8 @@
 use nalgebra::Vector3;
 
 use crate::articulated::{
-    Chain, ChainCommand, Composite, ConfigField, Input, JointCommand, JointStatus, Kinematics,
-    LinkFrame, ModelError, Subtree, all_finite,
+    Chain, ChainCommand, ConfigField, Input, JointCommand, JointStatus, ModelError, TickModel,
+    all_finite,
 };
 use crate::gains::{Branch, CriticalGains, GainLimit, Integrator};
 
@@ -106,7 +106,7 @@ use crate::gains::{Branch, CriticalGains, GainLimit, Integrator};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InertiaModel {
     /// The joint's own link alone, no descendants: s·I s + m‖(c − d) × s‖²
-    /// ([`Kinematics::own_axis_inertia`]).
+    /// ([`crate::articulated::Kinematics::own_axis_inertia`]).
     SingleLink,
     /// The composite inertia m_i of the joint's link and all its descendants, the slides' m
     /// ([`crate::articulated::Composite::axis_inertia`]).
@@ -208,25 +208,10 @@ impl BeatServo {
         targets: &[BeatTarget; N],
         gravity: &Vector3<f64>,
     ) -> Result<ChainCommand<N>, ModelError> {
-        if !all_finite(gravity.as_slice()) {
-            return Err(ModelError::NonFinite(Input::Gravity));
-        }
-        // Filled in place, as `ChainArrival::tick` does: the N-sized frames are not moved
-        // through a `Result`.
-        let mut kin = Kinematics {
-            frames: [LinkFrame::PLACEHOLDER; N],
-            len: chain.len(),
-        };
-        chain.fill_kinematics(q, &mut kin)?;
-        let mut composite = Composite {
-            subtrees: [Subtree::PLACEHOLDER; N],
-            len: chain.len(),
-        };
-        kin.fill_composite(&mut composite)?;
-        let mut command = ChainCommand {
-            joints: [JointCommand::PLACEHOLDER; N],
-            len: composite.len,
-        };
+        let mut model = TickModel::empty(chain);
+        model.fill(chain, q, gravity)?;
+        let TickModel { kin, composite } = &model;
+        let mut command = model.command();
         let mut acceleration = Vector3::zeros();
         for (joint, ((((out, sub), &theta), &omega), target)) in command
             .joints
