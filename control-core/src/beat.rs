@@ -53,7 +53,8 @@
 //!   and all descendants about its axis, [`crate::articulated::Composite::axis_inertia`]), as the
 //!   slides give it ([`InertiaModel::Composite`]); or, for comparison, the joint's own link alone
 //!   ([`InertiaModel::SingleLink`],
-//!   [`crate::articulated::Kinematics::own_axis_inertia`]), what a per-joint tuning that ignores what the joint carries would use. The leaf joint has the same m under both.
+//!   [`crate::articulated::Kinematics::own_axis_inertia`]), what a per-joint tuning that
+//!   ignores what the joint carries would use. The leaf joint has the same m under both.
 //! - **The parent feed-forward** is computed root to leaf exactly as
 //!   [`crate::articulated::Composite::parent_feedforward`] does it, read as a torque
 //!   m_i(a_i·s_i), with a_{j+1} = a_j + (τ_j/m_j)s_j and τ_j joint j's *drive* torque (its PD
