@@ -46,42 +46,33 @@ pub fn status_name(record: &TickRecord) -> &'static str {
 /// The CSV header of `trajectory.csv`.
 pub const CSV_HEADER: &str = "controller,step,t_s,angle_rad,velocity_rad_s,torque_nm,stiffness_nm_per_rad,damping_nms_per_rad,status,torque_limited";
 
-/// `trajectory.csv`, written row by row as ticks are recorded (shared by the controllers of a
-/// run, one after the other).
+/// A CSV file written line by line off the real-time path: the first write error is kept and
+/// returned by [`CsvFile::finish`], later lines are dropped (nothing is written half-way past an
+/// error).
 #[derive(Debug)]
-pub struct TrajectoryCsv {
+pub struct CsvFile {
     out: BufWriter<File>,
     error: Option<std::io::Error>,
 }
 
-impl TrajectoryCsv {
-    /// Create the file and write its header.
-    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
+impl CsvFile {
+    /// Create the file and write `header`.
+    pub fn create(path: &std::path::Path, header: &str) -> std::io::Result<Self> {
         let mut out = BufWriter::new(File::create(path)?);
-        writeln!(out, "{CSV_HEADER}")?;
+        writeln!(out, "{header}")?;
         Ok(Self { out, error: None })
     }
 
-    fn row(&mut self, controller: &str, r: &TickRecord) {
+    /// Write one line (`args`, then a newline), unless a write failed before.
+    pub fn line(&mut self, args: std::fmt::Arguments<'_>) {
         if self.error.is_some() {
             return;
         }
-        let s = &r.state;
-        let o = &r.output;
-        // `{:?}` prints the shortest representation that round-trips: bit-exact CSV.
-        if let Err(e) = writeln!(
-            self.out,
-            "{controller},{},{:?},{:?},{:?},{:?},{:?},{:?},{},{}",
-            s.step,
-            s.sim_time_s,
-            s.joint.position_rad,
-            s.joint.velocity_rad_s,
-            o.torque_nm,
-            o.stiffness_nm_per_rad,
-            o.damping_nms_per_rad,
-            status_name(r),
-            u8::from(o.torque_limited)
-        ) {
+        if let Err(e) = self
+            .out
+            .write_fmt(args)
+            .and_then(|()| self.out.write_all(b"\n"))
+        {
             self.error = Some(e);
         }
     }
@@ -92,6 +83,41 @@ impl TrajectoryCsv {
             return Err(e);
         }
         self.out.flush()
+    }
+}
+
+/// `trajectory.csv`, written row by row as ticks are recorded (shared by the controllers of a
+/// run, one after the other).
+#[derive(Debug)]
+pub struct TrajectoryCsv(CsvFile);
+
+impl TrajectoryCsv {
+    /// Create the file and write its header.
+    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
+        CsvFile::create(path, CSV_HEADER).map(Self)
+    }
+
+    fn row(&mut self, controller: &str, r: &TickRecord) {
+        let s = &r.state;
+        let o = &r.output;
+        // `{:?}` prints the shortest representation that round-trips: bit-exact CSV.
+        self.0.line(format_args!(
+            "{controller},{},{:?},{:?},{:?},{:?},{:?},{:?},{},{}",
+            s.step,
+            s.sim_time_s,
+            s.joint.position_rad,
+            s.joint.velocity_rad_s,
+            o.torque_nm,
+            o.stiffness_nm_per_rad,
+            o.damping_nms_per_rad,
+            status_name(r),
+            u8::from(o.torque_limited)
+        ));
+    }
+
+    /// Flush; the first write error, if any, is returned here.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.0.finish()
     }
 }
 

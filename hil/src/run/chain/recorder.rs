@@ -4,8 +4,6 @@
 //! row. Memory stays bounded whatever the run's length. Off the real-time path (the lockstep
 //! driver's thread or the real-time recorder thread).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -14,7 +12,7 @@ use control_core::articulated::nalgebra::{Matrix3, Vector3};
 use control_core::frames::StateFrame;
 use serde::Serialize;
 
-use super::super::recorder::{Decimated, LatencyHistogram};
+use super::super::recorder::{CsvFile, Decimated, LatencyHistogram};
 use super::super::report::{Faults, Percentiles, Timing};
 use super::super::session::LoopRecorder;
 use super::controller::{CAP, ChainCommandOut, ChainController, ChainState};
@@ -22,17 +20,15 @@ use super::controller::{CAP, ChainCommandOut, ChainController, ChainState};
 /// `trajectory.csv` of a chain run, shared by its controllers one after the other.
 #[derive(Debug)]
 pub struct ChainCsv {
-    out: BufWriter<File>,
+    out: CsvFile,
     joints: usize,
     reach: bool,
-    error: Option<std::io::Error>,
 }
 
 impl ChainCsv {
     /// Create the file and write the header for `joints` joints (and, for a reach, the hand
     /// and posture errors).
     pub fn create(path: &Path, joints: usize, reach: bool) -> std::io::Result<Self> {
-        let mut out = BufWriter::new(File::create(path)?);
         let mut header = String::from("controller,step,t_s,keyframe,safe,model_error");
         for (what, unit) in [
             ("q", "rad"),
@@ -51,19 +47,14 @@ impl ChainCsv {
         if reach {
             header.push_str(",hand_error_m,posture_error_rad");
         }
-        writeln!(out, "{header}")?;
         Ok(Self {
-            out,
+            out: CsvFile::create(path, &header)?,
             joints,
             reach,
-            error: None,
         })
     }
 
     fn row(&mut self, controller: &str, c: &ChainCommandOut) {
-        if self.error.is_some() {
-            return;
-        }
         let r = &c.record;
         let s = &r.state;
         let n = self.joints.min(CAP);
@@ -88,17 +79,12 @@ impl ChainCsv {
         if self.reach {
             line.push_str(&format!(",{:?},{:?}", r.hand_error_m, r.posture_error_rad));
         }
-        if let Err(e) = writeln!(self.out, "{line}") {
-            self.error = Some(e);
-        }
+        self.out.line(format_args!("{line}"));
     }
 
     /// Flush; the first write error, if any, is returned here.
-    pub fn finish(mut self) -> std::io::Result<()> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.out.flush()
+    pub fn finish(self) -> std::io::Result<()> {
+        self.out.finish()
     }
 }
 
