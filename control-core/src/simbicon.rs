@@ -103,6 +103,11 @@
 //!   chooses the gains actually used, for the effective inertia m_r the role moves
 //!   ([`RoleInertias`], the caller's: e.g. the composite inertia of the subtree the joint
 //!   turns). The gains are solved once, when the controller is built ([`Simbicon::gains`]).
+//! - [`Gains::PerRole`]: each role's own kp and kd ([`RoleGains`]), used as given: no stability
+//!   rule moves them (every [`PdGains::clamped`] is false), e.g. gains searched per control rate
+//!   offline (the `hil study cmaes` tool, Carensac et al. 2017's per-frequency optimisation).
+//!   Each role's kp must be finite and > 0 and its kd finite and ≥ 0; a role that is not is
+//!   refused by name ([`ConfigField::RoleStiffness`], [`ConfigField::RoleDamping`]).
 //!
 //! ## The rule and its derivation
 //! A PD pair (k, γ) sampled every h on inertia m and integrated by semi-implicit Euler
@@ -405,6 +410,10 @@ pub enum Gains {
         /// The inertia each role moves.
         inertias: RoleInertias,
     },
+    /// Each role's own kp and kd, used as given (see the module docs): every role's stiffness
+    /// finite and > 0, its damping finite and ≥ 0. The `clamped` flags given are ignored (the
+    /// resolved gains say false: nothing moved them).
+    PerRole(RoleGains),
 }
 
 impl Gains {
@@ -495,6 +504,31 @@ impl Gains {
                     stance_ankle: role(Role::StanceAnkle)?,
                 })
             }
+            Self::PerRole(given) => {
+                let role = |role: Role| {
+                    let g = given.of(role);
+                    let (k, d) = (g.stiffness_nm_per_rad, g.damping_nms_per_rad);
+                    if !(k.is_finite() && k > 0.0) {
+                        return Err(SimbiconError::Config(ConfigField::RoleStiffness(role)));
+                    }
+                    if !(d.is_finite() && d >= 0.0) {
+                        return Err(SimbiconError::Config(ConfigField::RoleDamping(role)));
+                    }
+                    Ok(PdGains {
+                        stiffness_nm_per_rad: k,
+                        damping_nms_per_rad: d,
+                        clamped: false,
+                    })
+                };
+                Ok(RoleGains {
+                    torso: role(Role::Torso)?,
+                    swing_hip: role(Role::SwingHip)?,
+                    swing_knee: role(Role::SwingKnee)?,
+                    swing_ankle: role(Role::SwingAnkle)?,
+                    stance_knee: role(Role::StanceKnee)?,
+                    stance_ankle: role(Role::StanceAnkle)?,
+                })
+            }
         }
     }
 }
@@ -571,6 +605,19 @@ pub struct RoleGains {
     pub stance_ankle: PdGains,
 }
 
+impl RoleGains {
+    fn of(&self, role: Role) -> PdGains {
+        match role {
+            Role::Torso => self.torso,
+            Role::SwingHip => self.swing_hip,
+            Role::SwingKnee => self.swing_knee,
+            Role::SwingAnkle => self.swing_ankle,
+            Role::StanceKnee => self.stance_knee,
+            Role::StanceAnkle => self.stance_ankle,
+        }
+    }
+}
+
 /// The controller's configuration. [`Default`] is SIMBICON's basic walk with its fixed gains.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimbiconConfig {
@@ -620,6 +667,10 @@ pub enum ConfigField {
     DesignDamping,
     /// One of [`Gains::Analytic`]'s inertias.
     Inertia(Role),
+    /// A role's stiffness in [`Gains::PerRole`] (finite and > 0).
+    RoleStiffness(Role),
+    /// A role's damping in [`Gains::PerRole`] (finite and ≥ 0).
+    RoleDamping(Role),
     /// A value of [`SimbiconConfig::targets`] (state 0 or 1).
     Targets {
         /// The state.
@@ -1376,6 +1427,150 @@ mod tests {
         }
     }
 
+    fn pd(k: f64, d: f64) -> PdGains {
+        PdGains {
+            stiffness_nm_per_rad: k,
+            damping_nms_per_rad: d,
+            clamped: false,
+        }
+    }
+
+    /// Six different pairs, one per role.
+    fn distinct_roles() -> RoleGains {
+        RoleGains {
+            torso: pd(310.0, 31.0),
+            swing_hip: pd(220.0, 22.0),
+            swing_knee: pd(150.0, 15.0),
+            swing_ankle: pd(40.0, 4.0),
+            stance_knee: pd(260.0, 26.0),
+            stance_ankle: pd(70.0, 7.0),
+        }
+    }
+
+    #[test]
+    fn per_role_gains_are_used_as_given_and_never_marked_clamped() {
+        let given = distinct_roles();
+        let marked = RoleGains {
+            swing_ankle: PdGains {
+                clamped: true,
+                ..given.swing_ankle
+            },
+            ..given
+        };
+        assert_eq!(Gains::PerRole(marked).resolve(), Ok(given));
+        // kd = 0 is a valid (undamped) role, as for Gains::Fixed.
+        let undamped = RoleGains {
+            stance_knee: pd(260.0, 0.0),
+            ..given
+        };
+        assert_eq!(Gains::PerRole(undamped).resolve(), Ok(undamped));
+        assert_eq!(
+            walker(SimbiconConfig {
+                gains: Gains::PerRole(given),
+                ..SimbiconConfig::default()
+            })
+            .gains(),
+            &given
+        );
+    }
+
+    #[test]
+    fn per_role_gains_refuse_a_bad_role_by_name() {
+        let g = distinct_roles();
+        let cases = [
+            (
+                RoleGains {
+                    swing_knee: pd(f64::NAN, 15.0),
+                    ..g
+                },
+                ConfigField::RoleStiffness(Role::SwingKnee),
+            ),
+            (
+                RoleGains {
+                    torso: pd(0.0, 31.0),
+                    ..g
+                },
+                ConfigField::RoleStiffness(Role::Torso),
+            ),
+            (
+                RoleGains {
+                    swing_hip: pd(f64::INFINITY, 22.0),
+                    ..g
+                },
+                ConfigField::RoleStiffness(Role::SwingHip),
+            ),
+            (
+                RoleGains {
+                    stance_ankle: pd(70.0, -1.0),
+                    ..g
+                },
+                ConfigField::RoleDamping(Role::StanceAnkle),
+            ),
+            (
+                RoleGains {
+                    swing_ankle: pd(40.0, f64::NAN),
+                    ..g
+                },
+                ConfigField::RoleDamping(Role::SwingAnkle),
+            ),
+            (
+                RoleGains {
+                    stance_knee: pd(-260.0, 26.0),
+                    ..g
+                },
+                ConfigField::RoleStiffness(Role::StanceKnee),
+            ),
+        ];
+        for (gains, field) in cases {
+            let error = SimbiconError::Config(field);
+            assert_eq!(Gains::PerRole(gains).resolve(), Err(error));
+            let config = SimbiconConfig {
+                gains: Gains::PerRole(gains),
+                ..SimbiconConfig::default()
+            };
+            assert_eq!(Simbicon::new(config), Err(error));
+        }
+    }
+
+    /// A tick under per-role gains: each torque is its own role's kp·error − kd·rate, written
+    /// out with the numbers of `busy` (left stance, state 0).
+    #[test]
+    fn a_tick_uses_each_roles_own_gains() {
+        let mut w = walker(SimbiconConfig {
+            gains: Gains::PerRole(distinct_roles()),
+            ..SimbiconConfig::default()
+        });
+        let c = w.tick(&busy(0.0)).unwrap();
+        assert_eq!((c.state, c.stance), (0, Side::Left));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Torso: target 0, pitch 0.07, rate −0.3.
+        let torso = 310.0 * (0.0 - 0.07) - 31.0 * -0.3;
+        assert!(close(c.torso_torque_nm, torso), "{}", c.torso_torque_nm);
+        // Swing hip (right thigh, world frame): target 0.40 + 0.2·0.45, pitch −0.14, rate −0.7.
+        let swing_hip = 220.0 * (0.40 + 0.2 * 0.45 - -0.14) - 22.0 * -0.7;
+        assert!(close(c.torques_nm[RIGHT_HIP], swing_hip));
+        assert!(close(c.torques_nm[LEFT_HIP], -torso - swing_hip));
+        // Swing knee: target −1.10, angle −0.33, rate 0.6.
+        let swing_knee = 150.0 * (-1.10 - -0.33) - 15.0 * 0.6;
+        assert!(close(c.torques_nm[RIGHT_KNEE], swing_knee));
+        // Swing ankle: target 0.20, angle 0.04, rate −0.05.
+        assert!(close(
+            c.torques_nm[RIGHT_ANKLE],
+            40.0 * (0.20 - 0.04) - 4.0 * -0.05
+        ));
+        // Stance knee: target −0.05, angle −0.52, rate −1.1.
+        assert!(close(
+            c.torques_nm[LEFT_KNEE],
+            260.0 * (-0.05 - -0.52) - 26.0 * -1.1
+        ));
+        // Stance ankle: target 0.20, angle 0.13, rate 0.2.
+        assert!(close(
+            c.torques_nm[LEFT_ANKLE],
+            70.0 * (0.20 - 0.13) - 7.0 * 0.2
+        ));
+        assert_eq!(c.limited_count(), 0);
+    }
+
     /// Whether fixed PD gains (k, γ) on inertia m sampled every h and integrated by
     /// semi-implicit Euler form a stable loop (Jury: with α = h²k/m, β = hγ/m the
     /// characteristic polynomial λ² − (2 − α − β)λ + (1 − β) needs P(−1) = 4 − α − 2β > 0,
@@ -1716,6 +1911,46 @@ mod tests {
                            g.stance_ankle] {
                     prop_assert!(pd.stiffness_nm_per_rad.is_finite() && pd.stiffness_nm_per_rad > 0.0);
                     prop_assert!(pd.damping_nms_per_rad.is_finite() && pd.damping_nms_per_rad >= 0.0);
+                }
+            }
+        }
+
+        /// Per-role gains of any value: refused with the role named, or accepted as given and
+        /// ticked without panic, the torques finite and within the limit.
+        #[test]
+        fn any_per_role_gains_are_used_as_given_or_refused(
+            k in any::<f64>(), d in any::<f64>(), which in 0usize..6, s in near_state(),
+        ) {
+            let mut given = distinct_roles();
+            let roles = [
+                (Role::Torso, &mut given.torso),
+                (Role::SwingHip, &mut given.swing_hip),
+                (Role::SwingKnee, &mut given.swing_knee),
+                (Role::SwingAnkle, &mut given.swing_ankle),
+                (Role::StanceKnee, &mut given.stance_knee),
+                (Role::StanceAnkle, &mut given.stance_ankle),
+            ];
+            let mut role = Role::Torso;
+            for (i, (r, g)) in roles.into_iter().enumerate() {
+                if i == which {
+                    *g = pd(k, d);
+                    role = r;
+                }
+            }
+            let config = SimbiconConfig { gains: Gains::PerRole(given), ..SimbiconConfig::default() };
+            match Simbicon::new(config) {
+                Ok(mut w) => {
+                    prop_assert!(k.is_finite() && k > 0.0 && d.is_finite() && d >= 0.0);
+                    prop_assert_eq!(w.gains(), &given);
+                    check(&mut w, &s)?;
+                }
+                Err(e) => {
+                    let field = if !(k.is_finite() && k > 0.0) {
+                        ConfigField::RoleStiffness(role)
+                    } else {
+                        ConfigField::RoleDamping(role)
+                    };
+                    prop_assert_eq!(e, SimbiconError::Config(field));
                 }
             }
         }
