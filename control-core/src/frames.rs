@@ -9,8 +9,9 @@
 //!
 //! The vocabulary is generic: a state frame names bodies of the scene by number ([`BodyId`]), says
 //! what happened to them ([`Event`]) and what force the scene's static geometry put on them
-//! ([`ContactForce`]); what a body is (a thrown ball, a dropped weight, a link of a chain) is the
-//! scene's business, not the wire's.
+//! ([`ContactForce`]), and where its moving bodies are ([`BodyMotion`]: a floating-base
+//! character's root and every link, world pose and velocity); what a body is (a thrown ball, a
+//! dropped weight, a link of a chain or of a walker) is the scene's business, not the wire's.
 //!
 //! ```
 //! use control_core::frames::{JointState, StateFrame, STATE_FRAME_LEN};
@@ -22,16 +23,16 @@
 //! assert_eq!(StateFrame::decode(&buf), Ok(frame));
 //! ```
 //!
-//! # Layout (version 3, all integers and floats little-endian)
+//! # Layout (version 4, all integers and floats little-endian)
 //! Every frame starts with an 8-byte header: magic `b"HILF"`, version (u8), kind (u8: 1 state,
 //! 2 torque), total length in bytes (u16, including header and checksum). It ends with the
-//! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint, event and
-//! contact slots and reserved bytes are zero. Frames are fixed-size whatever their joint count, so a receive
+//! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint, event,
+//! contact and body slots and reserved bytes are zero. Frames are fixed-size whatever their joint count, so a receive
 //! buffer of [`MAX_FRAME_LEN`] bytes fits both kinds.
 //!
 //! | state frame bytes | field |
 //! |---|---|
-//! | 0..8 | header (kind 1, length 388) |
+//! | 0..8 | header (kind 1, length 2052) |
 //! | 8..16 | sequence (u64) |
 //! | 16..24 | plant step index (u64) |
 //! | 24..32 | simulation time, s (f64) |
@@ -44,9 +45,11 @@
 //! | 56..184 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
 //! | 184..248 | [`MAX_EVENTS`] × 8-byte event: tag, reserved (0), body id (u16), 4 reserved |
 //! | 248 | contact count (u8) |
-//! | 249..256 | reserved (0) |
+//! | 249 | body count (u8) |
+//! | 250..256 | reserved (0) |
 //! | 256..384 | [`MAX_CONTACTS`] × 32-byte contact: body id (u16), 6 reserved (0), world force x, y, z, N (f64 × 3) |
-//! | 384..388 | CRC-32 |
+//! | 384..2048 | [`MAX_BODIES`] × 104-byte body (body k of the frame is the scene's body k): centre of mass x, y, z, m; orientation quaternion w, x, y, z; velocity of the centre of mass x, y, z, m/s; angular velocity x, y, z, rad/s (f64 × 13, world frame) |
+//! | 2048..2052 | CRC-32 |
 //!
 //! | torque frame bytes | field |
 //! |---|---|
@@ -60,14 +63,17 @@
 //! | 96..100 | CRC-32 |
 //!
 //! Event tags: 1 contact began, 2 contact ended, 3 plane crossed. Versions 1 (244-byte state
-//! frames, ball/weight body kinds, no plant counters) and 2 (252-byte state frames, no contact
-//! forces) are refused as [`DecodeError::WrongVersion`].
+//! frames, ball/weight body kinds, no plant counters), 2 (252-byte state frames, no contact
+//! forces) and 3 (388-byte state frames, no bodies) are refused as
+//! [`DecodeError::WrongVersion`]. A body's orientation must be a unit quaternion within
+//! [`UNIT_QUATERNION_TOLERANCE`] (a plant computing in f32 normalises to about 1e-7).
 //!
 //! Encoding is faithful: it writes non-finite values as they are, so a receiver can see (and
 //! count) what a broken sender produced. Decoding rejects them.
 //!
 //! Never does: allocate, panic, or accept a frame with a non-finite value, an unknown flag, an
-//! unknown event, more contacts than [`MAX_CONTACTS`] or a non-zero reserved byte.
+//! unknown event, more contacts than [`MAX_CONTACTS`], more bodies than [`MAX_BODIES`], an
+//! orientation that is not a unit quaternion or a non-zero reserved byte.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -89,14 +95,18 @@ pub const MAX_EVENTS: usize = 8;
 /// Most contact forces a state frame carries (one per body; a plant with more bodies in contact
 /// says which it leaves out).
 pub const MAX_CONTACTS: usize = 4;
+/// Most bodies whose motion a state frame carries.
+pub const MAX_BODIES: usize = 16;
+/// How far from 1 the norm of a body's orientation quaternion may be.
+pub const UNIT_QUATERNION_TOLERANCE: f64 = 1e-5;
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"HILF";
 /// The layout version this module writes and accepts.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// Length of the common header (magic, version, kind, length), bytes.
 pub const HEADER_LEN: usize = 8;
 /// Encoded length of a [`StateFrame`], bytes.
-pub const STATE_FRAME_LEN: usize = 388;
+pub const STATE_FRAME_LEN: usize = 2052;
 /// Encoded length of a [`TorqueFrame`], bytes.
 pub const TORQUE_FRAME_LEN: usize = 100;
 /// A buffer of this many bytes holds a frame of either kind.
@@ -107,8 +117,10 @@ const EVENT_LEN: usize = 8;
 const STATE_JOINTS_AT: usize = 56;
 const STATE_EVENTS_AT: usize = STATE_JOINTS_AT + MAX_JOINTS * 16;
 const STATE_CONTACT_COUNT_AT: usize = STATE_EVENTS_AT + MAX_EVENTS * EVENT_LEN;
-const CONTACT_COUNT_RESERVED: usize = 7;
-const STATE_CONTACTS_AT: usize = STATE_CONTACT_COUNT_AT + 1 + CONTACT_COUNT_RESERVED;
+const CONTACT_COUNT_RESERVED: usize = 6;
+const STATE_CONTACTS_AT: usize = STATE_CONTACT_COUNT_AT + 2 + CONTACT_COUNT_RESERVED;
+const STATE_BODIES_AT: usize = STATE_CONTACTS_AT + MAX_CONTACTS * CONTACT_LEN;
+const BODY_LEN: usize = 13 * 8;
 const CONTACT_LEN: usize = 32;
 const CONTACT_RESERVED: usize = 6;
 const TORQUE_JOINTS_AT: usize = 32;
@@ -116,12 +128,14 @@ const TORQUE_JOINTS_AT: usize = 32;
 // The layout tables above are the contract; these keep the constants honest.
 const _: () = assert!(STATE_CONTACT_COUNT_AT == 248 && STATE_CONTACTS_AT == 256);
 const _: () = assert!(2 + CONTACT_RESERVED + 3 * 8 == CONTACT_LEN);
-const _: () = assert!(STATE_CONTACTS_AT + MAX_CONTACTS * CONTACT_LEN + CRC_LEN == STATE_FRAME_LEN);
+const _: () = assert!(STATE_BODIES_AT == 384);
+const _: () = assert!(STATE_BODIES_AT + MAX_BODIES * BODY_LEN + CRC_LEN == STATE_FRAME_LEN);
 const _: () = assert!(TORQUE_JOINTS_AT + MAX_JOINTS * 8 + CRC_LEN == TORQUE_FRAME_LEN);
 const _: () = assert!(
     MAX_JOINTS <= u8::MAX as usize
         && MAX_EVENTS <= u8::MAX as usize
         && MAX_CONTACTS <= u8::MAX as usize
+        && MAX_BODIES <= u8::MAX as usize
 );
 const _: () = assert!(STATE_FRAME_LEN <= u16::MAX as usize && STATE_FRAME_LEN >= TORQUE_FRAME_LEN);
 
@@ -259,6 +273,55 @@ pub struct ContactForce {
     pub force_n: [f64; 3],
 }
 
+/// Where one moving body of the scene is and how it moves, world frame: what a floating-base
+/// character's controller needs of its root and of every link (balance, world-frame servos,
+/// the whole body's centre of mass). Body `k` of a frame is the scene's body `k`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BodyMotion {
+    /// Its centre of mass, m (x, y, z).
+    pub com_m: [f64; 3],
+    /// Its orientation, a unit quaternion (w, x, y, z): body frame to world frame.
+    pub orientation: [f64; 4],
+    /// Velocity of its centre of mass, m/s (x, y, z).
+    pub velocity_m_s: [f64; 3],
+    /// Its angular velocity, rad/s (x, y, z).
+    pub angular_velocity_rad_s: [f64; 3],
+}
+
+impl Default for BodyMotion {
+    /// At the origin, not rotated (the identity quaternion), at rest.
+    fn default() -> Self {
+        Self {
+            com_m: [0.0; 3],
+            orientation: [1.0, 0.0, 0.0, 0.0],
+            velocity_m_s: [0.0; 3],
+            angular_velocity_rad_s: [0.0; 3],
+        }
+    }
+}
+
+impl BodyMotion {
+    /// The 13 values in wire order: centre of mass, orientation, velocity, angular velocity.
+    const fn to_array(&self) -> [f64; 13] {
+        let [x, y, z] = self.com_m;
+        let [qw, qx, qy, qz] = self.orientation;
+        let [vx, vy, vz] = self.velocity_m_s;
+        let [wx, wy, wz] = self.angular_velocity_rad_s;
+        [x, y, z, qw, qx, qy, qz, vx, vy, vz, wx, wy, wz]
+    }
+
+    /// The inverse of [`Self::to_array`].
+    const fn from_array(v: [f64; 13]) -> Self {
+        let [x, y, z, qw, qx, qy, qz, vx, vy, vz, wx, wy, wz] = v;
+        Self {
+            com_m: [x, y, z],
+            orientation: [qw, qx, qy, qz],
+            velocity_m_s: [vx, vy, vz],
+            angular_velocity_rad_s: [wx, wy, wz],
+        }
+    }
+}
+
 /// Position and velocity of one joint, in the plant's joint convention: the servo's own type,
 /// so a decoded state feeds a servo as it is.
 pub use crate::servo::JointState;
@@ -351,6 +414,9 @@ pub struct StateFrame {
     /// Contact forces of the step on bodies the scene's static geometry pushed, at most
     /// [`MAX_CONTACTS`] (which bodies, when more were pushed, is the plant's documented choice).
     pub contacts: heapless::Vec<ContactForce, MAX_CONTACTS>,
+    /// The motion of the scene's moving bodies, body order, at most [`MAX_BODIES`] (none for a
+    /// scene that reports joints only).
+    pub bodies: heapless::Vec<BodyMotion, MAX_BODIES>,
 }
 
 /// Controller → plant: the torques to apply during one plant step.
@@ -383,6 +449,7 @@ impl StateFrame {
             joints: heapless::Vec::new(),
             events: heapless::Vec::new(),
             contacts: heapless::Vec::new(),
+            bodies: heapless::Vec::new(),
         }
     }
 
@@ -399,6 +466,11 @@ impl StateFrame {
     /// Appends a contact force; gives it back when [`MAX_CONTACTS`] are there already.
     pub fn push_contact(&mut self, contact: ContactForce) -> Result<(), ContactForce> {
         self.contacts.push(contact)
+    }
+
+    /// Appends a body's motion; gives it back when [`MAX_BODIES`] are there already.
+    pub fn push_body(&mut self, body: BodyMotion) -> Result<(), BodyMotion> {
+        self.bodies.push(body)
     }
 
     /// The contact forces of the step, in the order the plant pushed them.
@@ -438,12 +510,20 @@ impl StateFrame {
             w.bytes(&self.events.get(e).map_or([0; EVENT_LEN], |e| e.to_wire()));
         }
         w.u8(count_u8(self.contacts.len()));
+        w.u8(count_u8(self.bodies.len()));
         w.bytes(&[0; CONTACT_COUNT_RESERVED]);
         for c in 0..MAX_CONTACTS {
             let contact = self.contacts.get(c).copied().unwrap_or_default();
             w.u16(contact.body.0);
             w.bytes(&[0; CONTACT_RESERVED]);
             for x in contact.force_n {
+                w.f64(x);
+            }
+        }
+        for b in 0..MAX_BODIES {
+            // Unused slots are all zero (not the identity quaternion).
+            let values = self.bodies.get(b).map_or([0.0; 13], BodyMotion::to_array);
+            for x in values {
                 w.f64(x);
             }
         }
@@ -512,6 +592,13 @@ impl StateFrame {
                 max: MAX_CONTACTS,
             });
         }
+        let body_count = r.u8();
+        if usize::from(body_count) > MAX_BODIES {
+            return Err(DecodeError::BodyCountOutOfRange {
+                count: body_count,
+                max: MAX_BODIES,
+            });
+        }
         r.zeros(CONTACT_COUNT_RESERVED)?;
         let mut contacts = heapless::Vec::new();
         for index in 0..contact_count {
@@ -525,6 +612,22 @@ impl StateFrame {
             let _ = contacts.push(ContactForce { body, force_n });
         }
         r.zeros((MAX_CONTACTS - usize::from(contact_count)) * CONTACT_LEN)?;
+        let mut bodies = heapless::Vec::new();
+        for index in 0..body_count {
+            let mut values = [0.0; 13];
+            for (component, x) in (0u8..).zip(values.iter_mut()) {
+                *x = finite(r.f64(), Field::Body { index, component })?;
+            }
+            let body = BodyMotion::from_array(values);
+            let [qw, qx, qy, qz] = body.orientation;
+            let norm = (qw * qw + qx * qx + qy * qy + qz * qz).sqrt();
+            if (norm - 1.0).abs() > UNIT_QUATERNION_TOLERANCE {
+                return Err(DecodeError::NotUnitQuaternion { index });
+            }
+            // At most MAX_BODIES iterations (checked above): the push cannot fail.
+            let _ = bodies.push(body);
+        }
+        r.zeros((MAX_BODIES - usize::from(body_count)) * BODY_LEN)?;
         Ok(Self {
             sequence,
             step,
@@ -537,6 +640,7 @@ impl StateFrame {
             joints,
             events,
             contacts,
+            bodies,
         })
     }
 }
@@ -670,6 +774,14 @@ pub enum Field {
         /// 0, 1, 2: x, y, z.
         axis: u8,
     },
+    /// Value `component` of body `index`'s motion in a state frame, wire order (0–2 centre of
+    /// mass, 3–6 orientation w, x, y, z, 7–9 velocity, 10–12 angular velocity).
+    Body {
+        /// Body index in the frame.
+        index: u8,
+        /// 0..13, wire order.
+        component: u8,
+    },
 }
 
 impl fmt::Display for Field {
@@ -681,6 +793,15 @@ impl fmt::Display for Field {
             Self::Torque { joint } => write!(f, "torques_nm[{joint}]"),
             Self::ContactForce { index, axis } => {
                 write!(f, "contacts[{index}].force_n[{axis}]")
+            }
+            Self::Body { index, component } => {
+                let (name, k) = match component {
+                    0..=2 => ("com_m", *component),
+                    3..=6 => ("orientation", component - 3),
+                    7..=9 => ("velocity_m_s", component - 7),
+                    _ => ("angular_velocity_rad_s", component.saturating_sub(10)),
+                };
+                write!(f, "bodies[{index}].{name}[{k}]")
             }
         }
     }
@@ -758,6 +879,19 @@ pub enum DecodeError {
         /// [`MAX_CONTACTS`].
         max: usize,
     },
+    /// More bodies than [`MAX_BODIES`].
+    BodyCountOutOfRange {
+        /// Body count in the frame.
+        count: u8,
+        /// [`MAX_BODIES`].
+        max: usize,
+    },
+    /// A body whose orientation is not a unit quaternion (within
+    /// [`UNIT_QUATERNION_TOLERANCE`]).
+    NotUnitQuaternion {
+        /// Body index in the frame.
+        index: u8,
+    },
     /// A NaN or infinite value.
     NonFinite {
         /// Which value.
@@ -826,6 +960,13 @@ impl fmt::Display for DecodeError {
             Self::ContactCountOutOfRange { count, max } => {
                 write!(f, "contact count {count} out of range (max {max})")
             }
+            Self::BodyCountOutOfRange { count, max } => {
+                write!(f, "body count {count} out of range (max {max})")
+            }
+            Self::NotUnitQuaternion { index } => write!(
+                f,
+                "bodies[{index}].orientation is not a unit quaternion (tolerance {UNIT_QUATERNION_TOLERANCE})"
+            ),
             Self::NonFinite { field } => write!(f, "non-finite value in {field}"),
             Self::BadEvent { index, tag } => write!(f, "bad event {index} (tag {tag})"),
             Self::UnknownFlags { bits } => write!(f, "unknown flag bits {bits:#x}"),
@@ -984,6 +1125,8 @@ impl RejectCounts {
                 DecodeError::JointCountOutOfRange { .. }
                 | DecodeError::EventCountOutOfRange { .. }
                 | DecodeError::ContactCountOutOfRange { .. }
+                | DecodeError::BodyCountOutOfRange { .. }
+                | DecodeError::NotUnitQuaternion { .. }
                 | DecodeError::BadEvent { .. }
                 | DecodeError::UnknownFlags { .. }
                 | DecodeError::NonZeroPadding { .. }
@@ -1307,6 +1450,14 @@ mod tests {
             force_n: [-12.5, 0.75, 0.0],
         })
         .unwrap();
+        let half = core::f64::consts::FRAC_1_SQRT_2;
+        f.push_body(BodyMotion {
+            com_m: [1.5, 1.25, -0.5],
+            orientation: [half, 0.0, 0.0, half],
+            velocity_m_s: [0.25, -2.0, 0.0],
+            angular_velocity_rad_s: [0.0, 0.0, 3.0],
+        })
+        .unwrap();
         f
     }
 
@@ -1370,6 +1521,17 @@ mod tests {
                 })
                 .unwrap();
             }
+            for k in 0..MAX_BODIES {
+                let a = k as f64 * 0.1;
+                f.push_body(BodyMotion {
+                    com_m: [f64::MAX, -f64::MAX, a],
+                    orientation: [a.cos(), 0.0, a.sin(), 0.0],
+                    velocity_m_s: [a, -a, f64::MIN_POSITIVE],
+                    angular_velocity_rad_s: [-f64::MAX, 0.0, a],
+                })
+                .unwrap();
+            }
+            assert!(f.push_body(BodyMotion::default()).is_err());
             f.plant_rejected_frames = u32::MAX;
             f.plant_over_limit_frames = u32::MAX;
             assert!(f.push_contact(ContactForce::default()).is_err());
@@ -1422,14 +1584,14 @@ mod tests {
             StateFrame::decode(&b),
             Err(DecodeError::BadMagic { .. })
         ));
-        for old in [1, 2] {
+        for old in [1, 2, 3] {
             let mut b = good;
             b[4] = old;
             assert_eq!(
                 StateFrame::decode(&b),
                 Err(DecodeError::WrongVersion {
                     found: old,
-                    expected: 3
+                    expected: 4
                 })
             );
         }
@@ -1518,7 +1680,7 @@ mod tests {
             Err(DecodeError::ContactCountOutOfRange { count: 5, max: 4 })
         );
         for offset in [
-            STATE_CONTACT_COUNT_AT + 1,
+            STATE_CONTACT_COUNT_AT + 2,
             STATE_CONTACT_COUNT_AT + 7,
             STATE_CONTACTS_AT + 2,
             STATE_CONTACTS_AT + 7,
@@ -1648,14 +1810,15 @@ mod tests {
         assert_eq!(b[48..52], 0x0102_0304u32.to_le_bytes());
         assert_eq!(b[52..56], 0x0001_0203u32.to_le_bytes());
         assert_eq!(b[6..8], (STATE_FRAME_LEN as u16).to_le_bytes());
-        assert_eq!(STATE_FRAME_LEN, 388);
-        assert_eq!(MAX_FRAME_LEN, 388);
-        assert_eq!(b[4], 3);
+        assert_eq!(STATE_FRAME_LEN, 2052);
+        assert_eq!(MAX_FRAME_LEN, 2052);
+        assert_eq!(b[4], 4);
         // Event 2 of the sample: plane crossed (tag 3), body 7.
         let e = STATE_EVENTS_AT + 2 * EVENT_LEN;
         assert_eq!(b[e..e + EVENT_LEN], [3, 0, 7, 0, 0, 0, 0, 0]);
-        // One contact: count at 248, then body 2 with (-12.5, 0.75, 0) N from 256.
-        assert_eq!(b[248..256], [1, 0, 0, 0, 0, 0, 0, 0]);
+        // One contact: count at 248, one body: count at 249, then body 2 with (-12.5, 0.75, 0) N
+        // from 256.
+        assert_eq!(b[248..256], [1, 1, 0, 0, 0, 0, 0, 0]);
         assert_eq!(b[256..264], [2, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(b[264..272], (-12.5f64).to_le_bytes());
         assert_eq!(b[272..280], 0.75f64.to_le_bytes());
@@ -1665,6 +1828,89 @@ mod tests {
         assert_eq!(f.contact_force_on(BodyId(2)), Some([-12.5, 0.75, 0.0]));
         assert_eq!(f.contact_force_on(BodyId(3)), None);
         assert_eq!(f.contacts().len(), 1);
+        // The body from 384: 13 f64, then 15 empty slots of zeros up to the checksum.
+        let half = core::f64::consts::FRAC_1_SQRT_2;
+        let expected = [
+            1.5, 1.25, -0.5, half, 0.0, 0.0, half, 0.25, -2.0, 0.0, 0.0, 0.0, 3.0,
+        ];
+        for (k, x) in expected.iter().enumerate() {
+            assert_eq!(
+                b[384 + 8 * k..392 + 8 * k],
+                x.to_le_bytes(),
+                "component {k}"
+            );
+        }
+        assert!(b[488..2048].iter().all(|&x| x == 0));
+        assert_eq!(f.bodies.len(), 1);
+    }
+
+    #[test]
+    fn bodies_are_checked_when_decoded() {
+        let good = encoded_state(&sample_state(1));
+        // A count beyond MAX_BODIES.
+        let mut b = good;
+        b[STATE_CONTACT_COUNT_AT + 1] = (MAX_BODIES + 1) as u8;
+        reseal(&mut b);
+        assert_eq!(
+            StateFrame::decode(&b),
+            Err(DecodeError::BodyCountOutOfRange {
+                count: (MAX_BODIES + 1) as u8,
+                max: MAX_BODIES
+            })
+        );
+        // A quaternion of norm 2, and one just inside and just outside the tolerance.
+        for (w, ok) in [
+            (2.0, false),
+            (1.0 + 0.5 * UNIT_QUATERNION_TOLERANCE, true),
+            (1.0 + 2.0 * UNIT_QUATERNION_TOLERANCE, false),
+        ] {
+            let mut f = sample_state(1);
+            f.bodies[0].orientation = [w, 0.0, 0.0, 0.0];
+            let got = StateFrame::decode(&encoded_state(&f));
+            if ok {
+                assert_eq!(got, Ok(f));
+            } else {
+                assert_eq!(got, Err(DecodeError::NotUnitQuaternion { index: 0 }));
+            }
+        }
+        // A NaN in each part of a body is named.
+        for (component, name) in [
+            (1, "bodies[0].com_m[1]"),
+            (4, "bodies[0].orientation[1]"),
+            (9, "bodies[0].velocity_m_s[2]"),
+            (12, "bodies[0].angular_velocity_rad_s[2]"),
+        ] {
+            let mut b = good;
+            let at = STATE_BODIES_AT + 8 * component;
+            b[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+            reseal(&mut b);
+            let e = StateFrame::decode(&b).unwrap_err();
+            assert_eq!(
+                e,
+                DecodeError::NonFinite {
+                    field: Field::Body {
+                        index: 0,
+                        component: component as u8
+                    }
+                }
+            );
+            assert!(e.to_string().contains(name), "{e}");
+        }
+        // A non-zero byte in an unused body slot.
+        let mut b = good;
+        b[STATE_BODIES_AT + BODY_LEN + 5] = 1;
+        reseal(&mut b);
+        assert!(matches!(
+            StateFrame::decode(&b),
+            Err(DecodeError::NonZeroPadding { .. })
+        ));
+        // The guard counts both as bad content.
+        let mut g = FrameGuard::new();
+        let mut b = good;
+        b[STATE_CONTACT_COUNT_AT + 1] = 200;
+        reseal(&mut b);
+        assert!(g.accept::<StateFrame>(&b).is_err());
+        assert_eq!(g.rejected().bad_content, 1);
     }
 
     #[test]
@@ -1678,7 +1924,7 @@ mod tests {
         assert_eq!(why, Rejected::Oversize { datagram: 4096 });
         assert_eq!(
             why.to_string(),
-            "oversize datagram: 4096 bytes, no frame is longer than 388"
+            "oversize datagram: 4096 bytes, no frame is longer than 2052"
         );
         assert_eq!(
             *g.rejected(),
@@ -1792,7 +2038,7 @@ mod tests {
             b[STATE_CONTACT_COUNT_AT] = count;
             let mut valid = usize::from(count) <= MAX_CONTACTS;
             if let Some((at, x)) = after_count {
-                b[STATE_CONTACT_COUNT_AT + 1 + at] = x;
+                b[STATE_CONTACT_COUNT_AT + 2 + at] = x;
                 valid = false;
             }
             for (k, (id, bits, reserved)) in slots.iter().enumerate() {
@@ -1849,6 +2095,15 @@ mod tests {
                 0..=MAX_CONTACTS,
             ),
             (rejected, over_limit) in any::<u32>().prop_flat_map(|r| (Just(r), 0..=r)),
+            bodies in proptest::collection::vec(
+                (
+                    proptest::array::uniform3(-1e9f64..1e9),
+                    proptest::array::uniform4(-1.0f64..1.0),
+                    proptest::array::uniform3(-1e9f64..1e9),
+                    proptest::array::uniform3(-1e9f64..1e9),
+                ),
+                0..=MAX_BODIES,
+            ),
         ) {
             let mut s = StateFrame::new(seq, step, t);
             s.plant_rejected_frames = rejected;
@@ -1867,6 +2122,12 @@ mod tests {
             }
             for (id, force_n) in contacts {
                 s.push_contact(ContactForce { body: BodyId(id), force_n }).unwrap();
+            }
+            for (com_m, q, velocity_m_s, angular_velocity_rad_s) in bodies {
+                let n = q.iter().map(|x| x * x).sum::<f64>().sqrt();
+                let orientation = if n > 1e-3 { q.map(|x| x / n) } else { [1.0, 0.0, 0.0, 0.0] };
+                s.push_body(BodyMotion { com_m, orientation, velocity_m_s, angular_velocity_rad_s })
+                    .unwrap();
             }
             prop_assert_eq!(StateFrame::decode(&encoded_state(&s)), Ok(s));
             let mut t = TorqueFrame::new(seq, step);
