@@ -302,7 +302,7 @@ impl Default for BodyMotion {
 
 impl BodyMotion {
     /// The 13 values in wire order: centre of mass, orientation, velocity, angular velocity.
-    const fn to_array(&self) -> [f64; 13] {
+    const fn to_array(self) -> [f64; 13] {
         let [x, y, z] = self.com_m;
         let [qw, qx, qy, qz] = self.orientation;
         let [vx, vy, vz] = self.velocity_m_s;
@@ -522,7 +522,7 @@ impl StateFrame {
         }
         for b in 0..MAX_BODIES {
             // Unused slots are all zero (not the identity quaternion).
-            let values = self.bodies.get(b).map_or([0.0; 13], BodyMotion::to_array);
+            let values = self.bodies.get(b).map_or([0.0; 13], |m| m.to_array());
             for x in values {
                 w.f64(x);
             }
