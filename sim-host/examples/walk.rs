@@ -77,7 +77,7 @@ use std::time::Instant;
 
 use control_core::simbicon::{Gains, Simbicon, SimbiconConfig};
 use sim_host::biped::{BipedPlant, BipedScene, TorsoPush};
-use sim_host::walk::{FALL_TORSO_HEIGHT_M, jsimbicon_start, run_walk, walker_state};
+use sim_host::walk::{jsimbicon_start, read_biped_frame, run_walk};
 
 /// Control rate of the push and cost figures, Hz.
 const PUSH_RATE_HZ: f64 = 300.0;
@@ -207,11 +207,12 @@ fn pushes_and_cost() {
     let mut at_push = None;
     run_walk(&push_scene(0.0), config, true, |s, c| {
         if let Some(c) = c {
+            let t = s.walker.time_s;
             if c.transitioned {
-                since = s.time_s;
+                since = t;
             }
-            if at_push.is_none() && s.time_s >= PUSH_START_S - 1e-9 {
-                at_push = Some((c.state, s.time_s - since));
+            if at_push.is_none() && t >= PUSH_START_S - 1e-9 {
+                at_push = Some((c.state, t - since));
             }
         }
     })
@@ -248,17 +249,16 @@ fn pushes_and_cost() {
     let mut walker = Simbicon::new(config).unwrap();
     let mut tick_us = Vec::new();
     let mut step_us = Vec::new();
-    let mut s = *plant.state();
     let mut fell = false;
     let run = Instant::now();
     while !plant.is_finished() {
-        fell |= s.non_foot_ground_contact || s.root.com_m[1] < FALL_TORSO_HEIGHT_M;
-        let ws = walker_state(&s);
+        let r = read_biped_frame(&plant.state_frame()).unwrap();
+        fell |= r.fallen();
         let t = Instant::now();
-        let torques = walker.tick(&ws).map_or([0.0; 6], |c| c.torques_nm);
+        let torques = walker.tick(&r.walker).map_or([0.0; 6], |c| c.torques_nm);
         tick_us.push(t.elapsed().as_secs_f64() * 1e6);
         let t = Instant::now();
-        s = plant.step(&torques).unwrap();
+        plant.step(&torques).unwrap();
         step_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let wall_s = run.elapsed().as_secs_f64();

@@ -4,8 +4,9 @@
 //! angle and rate, per-foot ground forces, the whole body's centre of mass, and whether anything
 //! but a foot touches the ground).
 //!
-//! This slice is the plant only: it is not (yet) hosted over wire frames and [`crate::scene::PlantScene`]
-//! does not read a biped scene.
+//! Hosted (`"kind": "biped"` in [`crate::scene::PlantScene`]) it speaks the wire frames like
+//! the other plants: [`BipedPlant::state_frame`] carries the six joints, the seven bodies' world
+//! motion and the ground's force on each foot (and on any other body that touches the ground).
 //!
 //! ```
 //! use sim_host::biped::{BipedPlant, BipedScene};
@@ -117,6 +118,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Instant;
 
+use control_core::frames::{BodyId, BodyMotion, ContactForce, JointState, StateFrame};
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -449,6 +451,9 @@ pub struct BipedPlant {
     step: u64,
     total_steps: u64,
     state: BipedState,
+    /// The ground's force on each body during the last step, x and y, N, body order.
+    forces: [[f64; 2]; BODIES],
+    contacts_left_out: u64,
     last_cost_ns: u64,
 }
 
@@ -489,6 +494,12 @@ fn anchors(joint: usize) -> ([f64; 2], [f64; 2]) {
             ],
         ),
     }
+}
+
+/// Where the ankle joint sits on the foot, relative to the foot's centre of mass in the foot's
+/// frame, x and y, m (0.05 m behind and 0.02 m above it).
+pub fn ankle_on_foot_m() -> [f64; 2] {
+    anchors(2).1
 }
 
 fn rot2(angle: f64, v: [f64; 2]) -> [f64; 2] {
@@ -678,6 +689,8 @@ impl BipedPlant {
             step: 0,
             total_steps: scene.total_steps(),
             state: BipedState::default(),
+            forces: [[0.0; 2]; BODIES],
+            contacts_left_out: 0,
             last_cost_ns: 0,
         };
         plant.read_state(&[[0.0; 2]; BODIES]);
@@ -743,7 +756,8 @@ impl BipedPlant {
         }
         self.world.step();
         self.step += 1;
-        let forces = self.ground_forces();
+        self.forces = self.ground_forces();
+        let forces = self.forces;
         self.read_state(&forces);
         self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         Ok(self.state)
@@ -825,6 +839,99 @@ impl BipedPlant {
             .enumerate()
             .any(|(b, body)| b != LEFT_FOOT && b != RIGHT_FOOT && body.touching_ground);
         self.state = s;
+    }
+
+    /// The state frame of the current state: sequence number = step index; the six joints
+    /// (angle, rate), joint order; the seven bodies' world motion, body order (Rapier's centre
+    /// of mass, its rotation quaternion as Rapier holds it in f32, normalised to about 1e-7,
+    /// velocity and angular velocity); the contact forces: the ground's force on the left foot
+    /// and on the right foot (always, in that order: zero in the air), then on each other body
+    /// the ground pushed during the step, body order, while the frame has room (two more: a
+    /// third is left out, counted in [`Self::contacts_left_out`]); the last step's cost.
+    pub fn state_frame(&mut self) -> StateFrame {
+        let mut frame = StateFrame::new(self.step, self.step, self.time_s());
+        frame.step_cost_ns = self.last_cost_ns;
+        for j in &self.state.joints {
+            // Six joints: within MAX_JOINTS.
+            let _ = frame.push_joint(JointState {
+                position_rad: j.angle_rad,
+                velocity_rad_s: j.rate_rad_s,
+            });
+        }
+        for &h in &self.bodies {
+            let motion = self
+                .world
+                .bodies
+                .get(h)
+                .map_or_else(BodyMotion::default, |rb| {
+                    let c = rb.center_of_mass();
+                    let r = rb.rotation();
+                    let v = rb.linvel();
+                    let w = rb.angvel();
+                    BodyMotion {
+                        com_m: [c.x, c.y, c.z].map(f64::from),
+                        orientation: [r.w, r.x, r.y, r.z].map(f64::from),
+                        velocity_m_s: [v.x, v.y, v.z].map(f64::from),
+                        angular_velocity_rad_s: [w.x, w.y, w.z].map(f64::from),
+                    }
+                });
+            // Seven bodies: within MAX_BODIES.
+            let _ = frame.push_body(motion);
+        }
+        let others =
+            (0..BODIES).filter(|&b| b != LEFT_FOOT && b != RIGHT_FOOT && self.forces[b][1] > 0.0);
+        for b in [LEFT_FOOT, RIGHT_FOOT].into_iter().chain(others) {
+            let [fx, fy] = self.forces[b];
+            let contact = ContactForce {
+                body: BodyId(b as u16),
+                force_n: [fx, fy, 0.0],
+            };
+            if frame.push_contact(contact).is_err() {
+                self.contacts_left_out += 1;
+            }
+        }
+        frame
+    }
+
+    /// Body forces left out of the state frames so far (a step in which more than two bodies
+    /// other than the feet touched the ground: the walker had long fallen).
+    pub const fn contacts_left_out(&self) -> u64 {
+        self.contacts_left_out
+    }
+
+    /// One step with `torques_nm` (joint order; missing joints get 0) driven by the torque frame
+    /// `torque_sequence`, returning the new state's frame. A torque beyond the limit is not
+    /// applied: the host refuses such a frame before ([`Self::check_torque_slice`]); should one
+    /// reach here, the step runs with zero torques.
+    pub fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        let mut torques = [0.0; JOINTS];
+        for (t, &x) in torques.iter_mut().zip(torques_nm) {
+            *t = x;
+        }
+        if self.step(&torques).is_err() {
+            let _ = self.step(&[0.0; JOINTS]);
+        }
+        let mut frame = self.state_frame();
+        // The low 32 bits, as the frame documents.
+        frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
+        frame
+    }
+
+    /// The host's check of a torque frame's torques: `Err((index, torque))` for the first one
+    /// beyond ±[`TORQUE_LIMIT_NM`] or NaN, or a non-zero torque for a joint the biped does not
+    /// have (index ≥ 6).
+    pub fn check_torque_slice(torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        let beyond = |(i, &t): (usize, &f64)| {
+            if i < JOINTS {
+                t.is_nan() || t.abs() > TORQUE_LIMIT_NM
+            } else {
+                t != 0.0
+            }
+        };
+        match torques_nm.iter().enumerate().position(beyond) {
+            Some(i) => Err((i, torques_nm.get(i).copied().unwrap_or(f64::NAN))),
+            None => Ok(()),
+        }
     }
 
     /// Each body's mass (kg) and inertia about z (kg·m²) as Rapier holds them, body order.

@@ -3,8 +3,9 @@
 //! and a harness binary can serve as the plant process itself by calling it (re-executing itself
 //! with a subcommand), so that one `cargo run` builds everything.
 //!
-//! `--scene` is an arm scene ([`crate::Scene`]) or a chain scene ([`crate::ChainScene`], told
-//! apart by its `"kind": "chain"`; see [`PlantScene`]); both run through the same loops.
+//! `--scene` is an arm scene ([`crate::Scene`]), a chain scene ([`crate::ChainScene`], told
+//! apart by its `"kind": "chain"`) or a biped scene ([`crate::biped::BipedScene`], `"kind":
+//! "biped"`; see [`PlantScene`]); all run through the same loops.
 //!
 //! Exit codes: 0 when the scene ends or the controller closes its end; 2 on a bad command line or
 //! scene file; 1 on a transport or protocol error (never on what a torque frame holds: refused
@@ -126,5 +127,6 @@ fn build(path: &std::path::Path) -> Result<Box<dyn HostedPlant>, SceneError> {
     Ok(match PlantScene::load(path)? {
         PlantScene::Arm(s) => Box::new(Plant::new(&s).map_err(in_file)?),
         PlantScene::Chain(s) => Box::new(ChainPlant::new(&s).map_err(in_file)?),
+        PlantScene::Biped(s) => Box::new(crate::biped::BipedPlant::new(&s).map_err(in_file)?),
     })
 }

@@ -46,7 +46,8 @@ use crate::plant::Plant;
 
 /// What the host loops need of a plant: its current state as a frame, one step with given
 /// torques, its torque limits, and its clock (steps of dt up to an end). Implemented by the arm
-/// ([`Plant`]) and the URDF chain ([`ChainPlant`]) by their inherent methods of the same names.
+/// ([`Plant`]), the URDF chain ([`ChainPlant`]) and the SIMBICON biped
+/// ([`crate::biped::BipedPlant`]) by their inherent methods.
 pub trait HostedPlant {
     /// The state frame of the current state (sequence number = step index).
     fn state_frame(&mut self) -> StateFrame;
@@ -104,6 +105,27 @@ impl HostedPlant for ChainPlant {
     }
     fn dt_s(&self) -> f64 {
         ChainPlant::dt_s(self)
+    }
+}
+
+impl HostedPlant for crate::biped::BipedPlant {
+    fn state_frame(&mut self) -> StateFrame {
+        crate::biped::BipedPlant::state_frame(self)
+    }
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        crate::biped::BipedPlant::step_driven_by(self, torques_nm, torque_sequence)
+    }
+    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        crate::biped::BipedPlant::check_torque_slice(torques_nm)
+    }
+    fn is_finished(&self) -> bool {
+        crate::biped::BipedPlant::is_finished(self)
+    }
+    fn step_index(&self) -> u64 {
+        crate::biped::BipedPlant::step_index(self)
+    }
+    fn dt_s(&self) -> f64 {
+        crate::biped::BipedPlant::dt_s(self)
     }
 }
 

@@ -484,14 +484,17 @@ impl fmt::Display for SceneError {
 
 impl std::error::Error for SceneError {}
 
-/// A scene file of either plant: an arm scene ([`Scene`], no `kind` field) or a chain scene
-/// ([`ChainScene`], `"kind": "chain"`). What `sim-host --scene` reads.
+/// A scene file of any plant: an arm scene ([`Scene`], no `kind` field), a chain scene
+/// ([`ChainScene`], `"kind": "chain"`) or a biped scene ([`crate::biped::BipedScene`],
+/// `"kind": "biped"`). What `sim-host --scene` reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlantScene {
     /// The one-link arm with balls and weights.
     Arm(Scene),
     /// A chain built from a URDF file.
     Chain(ChainScene),
+    /// The SIMBICON planar biped.
+    Biped(crate::biped::BipedScene),
 }
 
 impl PlantScene {
@@ -514,11 +517,14 @@ impl PlantScene {
             Some(serde_json::Value::String(k)) if k == "chain" => {
                 ChainScene::from_json_str(text, file).map(Self::Chain)
             }
+            Some(serde_json::Value::String(k)) if k == "biped" => {
+                crate::biped::BipedScene::from_json_str(text, file).map(Self::Biped)
+            }
             Some(k) => Err(SceneError {
                 file: file.to_path_buf(),
                 field: String::from("kind"),
                 reason: format!(
-                    "unknown scene kind {k}: \"chain\" for a chain scene; an arm scene has no `kind`"
+                    "unknown scene kind {k}: \"chain\" for a chain scene, \"biped\" for the biped; an arm scene has no `kind`"
                 ),
             }),
         }

@@ -316,3 +316,57 @@ fn bad_scenes_are_refused_by_field() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/biped_stand.json");
     BipedPlant::new(&BipedScene::load(&path).unwrap()).unwrap();
 }
+
+/// Hosted: `"kind": "biped"` is a biped scene; the state frames encode and decode whole (every
+/// orientation a unit quaternion to the wire's tolerance) and carry 6 joints, 7 bodies and the
+/// feet's forces first; the host's torque check refuses beyond ±1000 N·m, NaN, and a torque
+/// for a seventh joint; a frame's torques drive the step as `step` does.
+#[test]
+fn hosted_biped_speaks_the_frames() {
+    use control_core::frames::{BodyId, STATE_FRAME_LEN, StateFrame};
+    use sim_host::PlantScene;
+
+    let json = r#"{"kind": "biped", "end_time_s": 0.5, "gravity_m_s2": [0, -9.81]}"#;
+    let Ok(PlantScene::Biped(scene)) = PlantScene::from_json_str(json, Path::new("b.json")) else {
+        panic!("not a biped scene");
+    };
+    let mut hosted = BipedPlant::new(&scene).unwrap();
+    let mut direct = BipedPlant::new(&scene).unwrap();
+    let torques = [10.0, -5.0, 2.0, -10.0, 5.0, -2.0];
+    for k in 0..50u64 {
+        let frame = hosted.step_driven_by(&torques, k + 1);
+        let s = direct.step(&torques).unwrap();
+        let mut buf = [0u8; STATE_FRAME_LEN];
+        frame.encode(&mut buf).unwrap();
+        let decoded = StateFrame::decode(&buf).unwrap();
+        assert_eq!(decoded, frame);
+        assert_eq!(frame.joints.len(), JOINTS);
+        assert_eq!(frame.bodies.len(), BODIES);
+        assert_eq!(frame.applied_torque_sequence, (k + 1) as u32);
+        for (b, body) in s.bodies.iter().enumerate() {
+            assert_eq!(frame.bodies[b].com_m[..2], body.com_m);
+            assert_eq!(
+                frame.bodies[b].angular_velocity_rad_s[2],
+                body.angular_velocity_rad_s
+            );
+        }
+        assert_eq!(frame.contacts[0].body, BodyId(3));
+        assert_eq!(frame.contacts[1].body, BodyId(6));
+        assert_eq!(frame.contacts[0].force_n[1], s.feet[0].normal_n);
+        assert_eq!(frame.contacts[1].force_n[0], s.feet[1].tangential_n);
+    }
+    assert_eq!(BipedPlant::check_torque_slice(&torques), Ok(()));
+    assert_eq!(
+        BipedPlant::check_torque_slice(&[0.0, 1000.5]),
+        Err((1, 1000.5))
+    );
+    assert!(BipedPlant::check_torque_slice(&[f64::NAN]).is_err());
+    assert_eq!(
+        BipedPlant::check_torque_slice(&[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]),
+        Err((6, 1.0))
+    );
+    assert_eq!(
+        BipedPlant::check_torque_slice(&[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+        Ok(())
+    );
+}
