@@ -273,7 +273,13 @@ impl WalkJudge {
 
     /// Note a command: a transition into state 0 or 2 is a step (a stance change).
     pub fn command(&mut self, c: &WalkCommand) {
-        if c.transitioned && matches!(c.state, 0 | 2) {
+        self.transition(c.state, c.transitioned);
+    }
+
+    /// Note the controller's state after a tick and whether the tick changed it: a transition
+    /// into state 0 or 2 is a step.
+    pub const fn transition(&mut self, state: u8, transitioned: bool) {
+        if transitioned && matches!(state, 0 | 2) {
             self.out.steps += 1;
         }
     }
