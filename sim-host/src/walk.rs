@@ -187,7 +187,7 @@ pub struct WalkSummary {
     pub distance_m: f64,
     /// `distance_m` over the time walked (to the end or the fall), m/s.
     pub mean_speed_mps: f64,
-    /// Stance changes (controller transitions 1→2 and 3→0).
+    /// Stance changes before the fall (controller transitions 1→2 and 3→0).
     pub steps: u32,
     /// Time walked, s.
     pub time_s: f64,
@@ -277,9 +277,9 @@ impl WalkJudge {
     }
 
     /// Note the controller's state after a tick and whether the tick changed it: a transition
-    /// into state 0 or 2 is a step.
+    /// into state 0 or 2 before the fall is a step (a fallen walker's flailing is not walking).
     pub const fn transition(&mut self, state: u8, transitioned: bool) {
-        if transitioned && matches!(state, 0 | 2) {
+        if transitioned && matches!(state, 0 | 2) && !self.out.fell {
             self.out.steps += 1;
         }
     }
