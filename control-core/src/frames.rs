@@ -620,8 +620,13 @@ impl StateFrame {
             }
             let body = BodyMotion::from_array(values);
             let [qw, qx, qy, qz] = body.orientation;
-            let norm = (qw * qw + qx * qx + qy * qy + qz * qz).sqrt();
-            if (norm - 1.0).abs() > UNIT_QUATERNION_TOLERANCE {
+            // |‖q‖ − 1| ≤ tol exactly when ‖q‖² lies in [(1 − tol)², (1 + tol)²] (no sqrt in core).
+            let norm2 = qw * qw + qx * qx + qy * qy + qz * qz;
+            let (lo, hi) = (
+                (1.0 - UNIT_QUATERNION_TOLERANCE) * (1.0 - UNIT_QUATERNION_TOLERANCE),
+                (1.0 + UNIT_QUATERNION_TOLERANCE) * (1.0 + UNIT_QUATERNION_TOLERANCE),
+            );
+            if !(lo..=hi).contains(&norm2) {
                 return Err(DecodeError::NotUnitQuaternion { index });
             }
             // At most MAX_BODIES iterations (checked above): the push cannot fail.
