@@ -16,6 +16,7 @@
 //! Exit codes: 0 complete; 1 plant lost or outputs not written; 2 bad scenario or command line;
 //! 130 after SIGINT, 143 after SIGTERM. No child process outlives `hil`.
 
+pub mod biped;
 pub mod chain;
 pub mod controller;
 pub mod lockstep;
@@ -126,7 +127,7 @@ pub struct Finished {
     /// Why the run is incomplete, if it is.
     pub incomplete_reason: Option<String>,
     /// The files written, in the order the console lists them.
-    pub files: &'static [&'static str],
+    pub files: Vec<&'static str>,
 }
 
 /// Run `hil run`; see the module docs for the exit codes.
@@ -145,6 +146,41 @@ pub fn run(args: &RunArgs) -> ExitCode {
             eprintln!("hil: {flag} {cpu}: not a CPU this process may run on (allowed: {allowed})");
             return ExitCode::from(2);
         }
+    }
+    if let Some(path) = args.scenario.as_deref()
+        && biped::is_walk_scenario(path)
+    {
+        return match biped::WalkScenario::load(path)
+            .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s))
+        {
+            Ok(scenario) => {
+                if let Err(e) = select(
+                    &args.only,
+                    &scenario.laws(),
+                    biped::controller::WalkLaw::name,
+                ) {
+                    eprintln!("hil: {e}");
+                    return ExitCode::from(2);
+                }
+                let out = args
+                    .out
+                    .clone()
+                    .unwrap_or_else(|| scenario.default_out_dir());
+                staged(&out, &stop, |staging| {
+                    biped::run_scenario(
+                        args,
+                        &scenario,
+                        &path.display().to_string(),
+                        staging,
+                        &stop,
+                    )
+                })
+            }
+            Err(e) => {
+                eprintln!("hil: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     if let Some(path) = args.scenario.as_deref()
         && chain::is_chain_scenario(path)
@@ -222,7 +258,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(Finished {
             summary: report::summary_table(&report),
             incomplete_reason: report.incomplete_reason,
-            files: &OUTPUT_FILES,
+            files: OUTPUT_FILES.to_vec(),
         })
     })
 }
@@ -246,7 +282,7 @@ fn staged(
     let result = std::fs::create_dir_all(&staging)
         .map_err(|e| format!("cannot create {}: {e}", staging.display()).into())
         .and_then(|()| body(&staging))
-        .and_then(|f| publish(&staging, out, f.files).map(|()| f));
+        .and_then(|f| publish(&staging, out, &f.files).map(|()| f));
     let _ = std::fs::remove_dir_all(&staging);
     match result {
         Ok(finished) => {

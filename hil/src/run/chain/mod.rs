@@ -321,8 +321,8 @@ pub fn run_scenario(
         summary: summary_table(&report),
         incomplete_reason: report.incomplete_reason.clone(),
         files: match scenario.kind {
-            ChainTask::OnTheBeat => &BEAT_FILES,
-            ChainTask::KenwrightReach => &REACH_FILES,
+            ChainTask::OnTheBeat => BEAT_FILES.to_vec(),
+            ChainTask::KenwrightReach => REACH_FILES.to_vec(),
         },
     })
 }

@@ -1,0 +1,335 @@
+//! Records one walking controller's run: the walk's judge ([`WalkJudge`]: fall, distance,
+//! speed, steps), timing histograms, the COM speed for the plot, poses for the animation
+//! (at most [`POSE_RATE_HZ`] per second) and `trajectory.csv` streamed row by row. Off the
+//! real-time path (the lockstep driver's thread or the real-time recorder thread).
+
+use std::path::Path;
+use std::time::Duration;
+
+use control_core::frames::StateFrame;
+use serde::Serialize;
+use sim_host::biped::BODIES;
+use sim_host::walk::{BipedReading, WalkJudge, WalkSummary};
+
+use super::super::recorder::{CsvFile, Decimated, LatencyHistogram};
+use super::super::report::{Faults, Percentiles, Timing};
+use super::super::session::LoopRecorder;
+use super::controller::{WalkController, WalkState, WalkTick};
+
+/// Poses kept for the animation, per simulated second.
+pub const POSE_RATE_HZ: f64 = 50.0;
+
+/// `trajectory.csv` of a walk scenario, shared by its controllers one after the other.
+#[derive(Debug)]
+pub struct WalkCsv(CsvFile);
+
+impl WalkCsv {
+    /// Create the file and write its header.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let header = "controller,step,t_s,state,safe,refused,com_x_m,com_y_m,com_vx_m_s,torso_y_m,torso_pitch_rad,\
+                      foot_l_fx_n,foot_l_fy_n,foot_r_fx_n,foot_r_fy_n,\
+                      tau_l_hip_nm,tau_l_knee_nm,tau_l_ankle_nm,tau_r_hip_nm,tau_r_knee_nm,tau_r_ankle_nm,\
+                      swing_hip_target_rad,limited";
+        Ok(Self(CsvFile::create(path, header)?))
+    }
+
+    fn row(&mut self, controller: &str, r: &BipedReading, c: &WalkTick) {
+        let t = &c.torques_nm;
+        let f = &r.foot_force_n;
+        self.0.line(format_args!(
+            "{controller},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            c.step,
+            c.time_s,
+            c.state,
+            u8::from(c.safe),
+            u8::from(c.refused),
+            r.com_m[0],
+            r.com_m[1],
+            r.com_velocity_m_s[0],
+            r.torso_com_m()[1],
+            r.walker.torso_pitch_rad,
+            f[0][0],
+            f[0][1],
+            f[1][0],
+            f[1][1],
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            t[5],
+            c.swing_hip_target_rad,
+            c.limited
+        ));
+    }
+
+    /// Flush and close; the first write error, if any.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.0.finish()
+    }
+}
+
+/// One pose for the animation: every body's centre of mass and pitch, the whole COM, the feet's
+/// forces.
+#[derive(Debug, Clone, Copy)]
+pub struct PoseSample {
+    /// Time, s.
+    pub time_s: f64,
+    /// Every body's centre (x, y, m) and pitch (rad), body order.
+    pub bodies: [([f64; 2], f64); BODIES],
+    /// The whole COM, m.
+    pub com_m: [f64; 2],
+    /// The ground's force on each foot, [left, right], (x, y), N.
+    pub foot_force_n: [[f64; 2]; 2],
+}
+
+/// What one walking controller's run gives.
+#[derive(Debug)]
+pub struct WalkRun {
+    /// Controller name.
+    pub name: &'static str,
+    /// The judge's summary.
+    pub summary: WalkSummary,
+    /// Ticks sent (safe state included).
+    pub ticks: u64,
+    /// Plant step cost, µs (the plant's own measurement).
+    pub plant_step_us: Option<Percentiles>,
+    /// Wall time of the run, s.
+    pub wall_s: f64,
+    /// Simulated time reached, s.
+    pub simulated_s: f64,
+    /// The COM's forward speed against time (decimated), m/s.
+    pub speed: Vec<(f64, f64)>,
+    /// Poses for the animation.
+    pub poses: Vec<PoseSample>,
+    /// Timing.
+    pub timing: Timing,
+    /// Faults.
+    pub faults: Faults,
+    /// The latency histogram for the plot (wake-up in real time, round trip in lockstep).
+    pub latency: LatencyHistogram,
+}
+
+/// Per-controller outcome in `report.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WalkOutcome {
+    /// Controller name.
+    pub name: &'static str,
+    /// Whether it fell: torso centre below the fall height, or a body other than a foot
+    /// touching the ground.
+    pub fell: bool,
+    /// When, s.
+    pub fell_at_s: Option<f64>,
+    /// The whole body's COM x at the end (or at the fall) minus at the start, m.
+    pub distance_m: f64,
+    /// `distance_m` over the time walked, m/s.
+    pub mean_speed_mps: f64,
+    /// Stance changes before the fall.
+    pub steps: u32,
+    /// Time walked (to the end or the fall), s.
+    pub time_walked_s: f64,
+    /// Lowest torso centre of mass, m.
+    pub lowest_torso_m: f64,
+    /// Torques the controller's limit cut (joint-ticks).
+    pub limited_torques: u64,
+    /// Ticks whose input the controller refused (zero torque sent).
+    pub refused_ticks: u64,
+    /// The gains used, per role: (kp N·m/rad, kd N·m·s/rad, clamped by the period rule).
+    pub gains: Vec<RoleGainsOut>,
+    /// Ticks sent.
+    pub ticks: u64,
+    /// The plant's step cost, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// The controller's tick compute time, µs.
+    pub tick_us: Option<Percentiles>,
+    /// Wall time of the run, s.
+    pub wall_s: f64,
+    /// Simulated time over wall time.
+    pub times_real_time: f64,
+}
+
+/// One role's gains in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoleGainsOut {
+    /// The role.
+    pub role: &'static str,
+    /// kp, N·m/rad.
+    pub kp: f64,
+    /// kd, N·m·s/rad.
+    pub kd: f64,
+    /// Whether the period's stability rule moved the design pair.
+    pub clamped: bool,
+}
+
+impl WalkRun {
+    /// The report's entry, with the gains used.
+    pub fn outcome(&self, gains: &control_core::simbicon::RoleGains) -> WalkOutcome {
+        let s = &self.summary;
+        let g = |role: &'static str, p: &control_core::simbicon::PdGains| RoleGainsOut {
+            role,
+            kp: p.stiffness_nm_per_rad,
+            kd: p.damping_nms_per_rad,
+            clamped: p.clamped,
+        };
+        WalkOutcome {
+            name: self.name,
+            fell: s.fell,
+            fell_at_s: s.fell_at_s,
+            distance_m: s.distance_m,
+            mean_speed_mps: s.mean_speed_mps,
+            steps: s.steps,
+            time_walked_s: s.time_s,
+            lowest_torso_m: s.lowest_torso_m,
+            limited_torques: s.limited_torques,
+            refused_ticks: s.refused_ticks,
+            gains: vec![
+                g("torso", &gains.torso),
+                g("swing_hip", &gains.swing_hip),
+                g("swing_knee", &gains.swing_knee),
+                g("swing_ankle", &gains.swing_ankle),
+                g("stance_knee", &gains.stance_knee),
+                g("stance_ankle", &gains.stance_ankle),
+            ],
+            ticks: self.ticks,
+            plant_step_us: self.plant_step_us,
+            tick_us: self.timing.compute_us,
+            wall_s: self.wall_s,
+            times_real_time: if self.wall_s > 0.0 {
+                self.simulated_s / self.wall_s
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// The recorder of one walking run.
+pub struct WalkRecorder {
+    name: &'static str,
+    judge: WalkJudge,
+    csv: Option<WalkCsv>,
+    keep_poses: bool,
+    poses: Vec<PoseSample>,
+    next_pose_s: f64,
+    speed: Decimated,
+    limited: u64,
+    ticks: u64,
+    last_reading: Option<BipedReading>,
+    last_state: Option<WalkState>,
+    plant_counts: (u32, u32),
+    step_cost: LatencyHistogram,
+    compute: LatencyHistogram,
+    round_trip: LatencyHistogram,
+    wake: LatencyHistogram,
+}
+
+impl WalkRecorder {
+    /// A recorder for controller `name`, writing rows into `csv` if given and keeping poses for
+    /// the animation when `keep_poses`.
+    pub fn new(name: &'static str, csv: Option<WalkCsv>, keep_poses: bool) -> Self {
+        Self {
+            name,
+            judge: WalkJudge::new(),
+            csv,
+            keep_poses,
+            poses: Vec::new(),
+            next_pose_s: 0.0,
+            speed: Decimated::default(),
+            limited: 0,
+            ticks: 0,
+            last_reading: None,
+            last_state: None,
+            plant_counts: (0, 0),
+            step_cost: LatencyHistogram::default(),
+            compute: LatencyHistogram::default(),
+            round_trip: LatencyHistogram::default(),
+            wake: LatencyHistogram::default(),
+        }
+    }
+}
+
+impl LoopRecorder<WalkController> for WalkRecorder {
+    type Finished = (WalkRun, Option<WalkCsv>);
+
+    fn state(&mut self, frame: &StateFrame) -> Option<WalkState> {
+        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
+        if frame.step > 0 {
+            self.step_cost.record_ns(frame.step_cost_ns);
+        }
+        let state = WalkState::of(frame);
+        self.last_state = Some(state);
+        if state.shape.is_some() {
+            return Some(state);
+        }
+        let r = state.reading;
+        self.judge.state(&r);
+        self.speed.push(state.sim_time_s, r.com_velocity_m_s[0]);
+        if self.keep_poses && state.sim_time_s >= self.next_pose_s {
+            self.next_pose_s = state.sim_time_s + 1.0 / POSE_RATE_HZ - 1e-9;
+            self.poses.push(PoseSample {
+                time_s: state.sim_time_s,
+                bodies: r.bodies,
+                com_m: r.com_m,
+                foot_force_n: r.foot_force_n,
+            });
+        }
+        self.last_reading = Some(r);
+        Some(state)
+    }
+
+    fn tick(&mut self, command: &WalkTick, compute: Option<Duration>) {
+        self.ticks += 1;
+        if command.refused {
+            self.judge.refused();
+        }
+        self.limited += u64::from(command.limited);
+        if !command.safe {
+            self.judge.transition(command.state, command.transitioned);
+        }
+        if let Some(c) = compute {
+            self.compute.record(c);
+        }
+        if let (Some(csv), Some(r)) = (&mut self.csv, &self.last_reading) {
+            csv.row(self.name, r, command);
+        }
+    }
+
+    fn round_trip(&mut self, d: Duration) {
+        self.round_trip.record(d);
+    }
+
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.wake.record_ns(wake_latency_ns);
+    }
+
+    fn last_state(&self) -> Option<WalkState> {
+        self.last_state
+    }
+
+    fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Self::Finished {
+        timing.round_trip_us = self.round_trip.percentiles_us();
+        if timing.compute_us.is_none() {
+            timing.compute_us = self.compute.percentiles_us();
+        }
+        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
+        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let run = WalkRun {
+            name: self.name,
+            summary: self.judge.finish(self.limited),
+            ticks: self.ticks,
+            plant_step_us: self.step_cost.percentiles_us(),
+            wall_s: wall.as_secs_f64(),
+            simulated_s: self.last_state.map_or(0.0, |s| s.sim_time_s),
+            speed: self.speed.points,
+            poses: self.poses,
+            timing,
+            faults,
+            latency: if self.wake.is_empty() {
+                self.round_trip
+            } else {
+                self.wake
+            },
+        };
+        (run, self.csv)
+    }
+}
