@@ -15,6 +15,7 @@ mod jitter;
 mod model;
 mod paper;
 mod run;
+mod study;
 
 /// Hardware-in-the-loop harness for the real-time joint controller.
 #[derive(Debug, Parser)]
@@ -37,6 +38,9 @@ enum Command {
     /// Print the paper's figures 1 and 3 (static timing against the analytic gains, from the
     /// ODE alone).
     Paper,
+    /// Offline studies of SIMBICON over control rates and gains (Carensac et al. 2017): one
+    /// walk (cell), sweeps into heat maps, per-rate CMA-ES, cluster job lists and merges.
+    Study(study::StudyArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Some(Command::Jitter(args)) => jitter::run(&args),
         Some(Command::Run(args)) => run::run(&args),
         Some(Command::Paper) => paper::print_table(),
+        Some(Command::Study(args)) => study::run(&args),
         // `hil` alone is `hil run` with every default (one source of defaults: the parser).
         None => match Cli::try_parse_from(["hil", "run"]) {
             Ok(Cli {
