@@ -32,7 +32,7 @@
 //!
 //! | state frame bytes | field |
 //! |---|---|
-//! | 0..8 | header (kind 1, length 2052) |
+//! | 0..8 | header (kind 1, length 2692) |
 //! | 8..16 | sequence (u64) |
 //! | 16..24 | plant step index (u64) |
 //! | 24..32 | simulation time, s (f64) |
@@ -42,25 +42,25 @@
 //! | 44..48 | sequence of the torque frame that drove the step, low 32 bits (u32, 0: none) |
 //! | 48..52 | torque frames the plant refused so far, all reasons (u32) |
 //! | 52..56 | of those, refused for a torque beyond the plant's limit (u32) |
-//! | 56..184 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
-//! | 184..248 | [`MAX_EVENTS`] × 8-byte event: tag, reserved (0), body id (u16), 4 reserved |
-//! | 248 | contact count (u8) |
-//! | 249 | body count (u8) |
-//! | 250..256 | reserved (0) |
-//! | 256..384 | [`MAX_CONTACTS`] × 32-byte contact: body id (u16), 6 reserved (0), world force x, y, z, N (f64 × 3) |
-//! | 384..2048 | [`MAX_BODIES`] × 104-byte body (body k of the frame is the scene's body k): centre of mass x, y, z, m; orientation quaternion w, x, y, z; velocity of the centre of mass x, y, z, m/s; angular velocity x, y, z, rad/s (f64 × 13, world frame) |
-//! | 2048..2052 | CRC-32 |
+//! | 56..824 | [`MAX_JOINTS`] × (position rad, velocity rad/s) (f64, f64) |
+//! | 824..888 | [`MAX_EVENTS`] × 8-byte event: tag, reserved (0), body id (u16), 4 reserved |
+//! | 888 | contact count (u8) |
+//! | 889 | body count (u8) |
+//! | 890..896 | reserved (0) |
+//! | 896..1024 | [`MAX_CONTACTS`] × 32-byte contact: body id (u16), 6 reserved (0), world force x, y, z, N (f64 × 3) |
+//! | 1024..2688 | [`MAX_BODIES`] × 104-byte body (body k of the frame is the scene's body k): centre of mass x, y, z, m; orientation quaternion w, x, y, z; velocity of the centre of mass x, y, z, m/s; angular velocity x, y, z, rad/s (f64 × 13, world frame) |
+//! | 2688..2692 | CRC-32 |
 //!
 //! | torque frame bytes | field |
 //! |---|---|
-//! | 0..8 | header (kind 2, length 100) |
+//! | 0..8 | header (kind 2, length 420) |
 //! | 8..16 | sequence (u64) |
 //! | 16..24 | plant step the torques are for (u64) |
 //! | 24..28 | flags (u32, [`TorqueFlags`]) |
 //! | 28 | joint count (u8) |
 //! | 29..32 | reserved |
-//! | 32..96 | [`MAX_JOINTS`] × torque, N·m (f64) |
-//! | 96..100 | CRC-32 |
+//! | 32..416 | [`MAX_JOINTS`] × torque, N·m (f64) |
+//! | 416..420 | CRC-32 |
 //!
 //! Event tags: 1 contact began, 2 contact ended, 3 plane crossed. Versions 1 (244-byte state
 //! frames, ball/weight body kinds, no plant counters), 2 (252-byte state frames, no contact
@@ -88,7 +88,7 @@
 use core::fmt;
 
 /// Most joints a frame carries.
-pub const MAX_JOINTS: usize = 8;
+pub const MAX_JOINTS: usize = 48;
 /// Most events a state frame carries. A plant with more events in one step sends the rest in
 /// the following frames.
 pub const MAX_EVENTS: usize = 8;
@@ -106,9 +106,9 @@ pub const VERSION: u8 = 4;
 /// Length of the common header (magic, version, kind, length), bytes.
 pub const HEADER_LEN: usize = 8;
 /// Encoded length of a [`StateFrame`], bytes.
-pub const STATE_FRAME_LEN: usize = 2052;
+pub const STATE_FRAME_LEN: usize = 2692;
 /// Encoded length of a [`TorqueFrame`], bytes.
-pub const TORQUE_FRAME_LEN: usize = 100;
+pub const TORQUE_FRAME_LEN: usize = 420;
 /// A buffer of this many bytes holds a frame of either kind.
 pub const MAX_FRAME_LEN: usize = STATE_FRAME_LEN;
 
@@ -126,9 +126,9 @@ const CONTACT_RESERVED: usize = 6;
 const TORQUE_JOINTS_AT: usize = 32;
 
 // The layout tables above are the contract; these keep the constants honest.
-const _: () = assert!(STATE_CONTACT_COUNT_AT == 248 && STATE_CONTACTS_AT == 256);
+const _: () = assert!(STATE_CONTACT_COUNT_AT == 888 && STATE_CONTACTS_AT == 896);
 const _: () = assert!(2 + CONTACT_RESERVED + 3 * 8 == CONTACT_LEN);
-const _: () = assert!(STATE_BODIES_AT == 384);
+const _: () = assert!(STATE_BODIES_AT == 1024);
 const _: () = assert!(STATE_BODIES_AT + MAX_BODIES * BODY_LEN + CRC_LEN == STATE_FRAME_LEN);
 const _: () = assert!(TORQUE_JOINTS_AT + MAX_JOINTS * 8 + CRC_LEN == TORQUE_FRAME_LEN);
 const _: () = assert!(
@@ -1620,11 +1620,11 @@ mod tests {
             Err(DecodeError::ChecksumMismatch { .. })
         ));
         let mut b = good;
-        b[40] = 9;
+        b[40] = (MAX_JOINTS + 1) as u8;
         reseal(&mut b);
         assert!(matches!(
             StateFrame::decode(&b),
-            Err(DecodeError::JointCountOutOfRange { count: 9, .. })
+            Err(DecodeError::JointCountOutOfRange { count: 49, .. })
         ));
         let mut b = good;
         b[41] = 200;
@@ -1815,37 +1815,37 @@ mod tests {
         assert_eq!(b[48..52], 0x0102_0304u32.to_le_bytes());
         assert_eq!(b[52..56], 0x0001_0203u32.to_le_bytes());
         assert_eq!(b[6..8], (STATE_FRAME_LEN as u16).to_le_bytes());
-        assert_eq!(STATE_FRAME_LEN, 2052);
-        assert_eq!(MAX_FRAME_LEN, 2052);
+        assert_eq!(STATE_FRAME_LEN, 2692);
+        assert_eq!(MAX_FRAME_LEN, 2692);
         assert_eq!(b[4], 4);
         // Event 2 of the sample: plane crossed (tag 3), body 7.
         let e = STATE_EVENTS_AT + 2 * EVENT_LEN;
         assert_eq!(b[e..e + EVENT_LEN], [3, 0, 7, 0, 0, 0, 0, 0]);
-        // One contact: count at 248, one body: count at 249, then body 2 with (-12.5, 0.75, 0) N
-        // from 256.
-        assert_eq!(b[248..256], [1, 1, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(b[256..264], [2, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(b[264..272], (-12.5f64).to_le_bytes());
-        assert_eq!(b[272..280], 0.75f64.to_le_bytes());
-        assert_eq!(b[280..288], 0.0f64.to_le_bytes());
-        assert!(b[288..384].iter().all(|&x| x == 0));
+        // One contact: count at 888, one body: count at 889, then body 2 with (-12.5, 0.75, 0) N
+        // from 896.
+        assert_eq!(b[888..896], [1, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b[896..904], [2, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b[904..912], (-12.5f64).to_le_bytes());
+        assert_eq!(b[912..920], 0.75f64.to_le_bytes());
+        assert_eq!(b[920..928], 0.0f64.to_le_bytes());
+        assert!(b[928..1024].iter().all(|&x| x == 0));
         let f = StateFrame::decode(&b).unwrap();
         assert_eq!(f.contact_force_on(BodyId(2)), Some([-12.5, 0.75, 0.0]));
         assert_eq!(f.contact_force_on(BodyId(3)), None);
         assert_eq!(f.contacts().len(), 1);
-        // The body from 384: 13 f64, then 15 empty slots of zeros up to the checksum.
+        // The body from 1024: 13 f64, then 15 empty slots of zeros up to the checksum.
         let half = core::f64::consts::FRAC_1_SQRT_2;
         let expected = [
             1.5, 1.25, -0.5, half, 0.0, 0.0, half, 0.25, -2.0, 0.0, 0.0, 0.0, 3.0,
         ];
         for (k, x) in expected.iter().enumerate() {
             assert_eq!(
-                b[384 + 8 * k..392 + 8 * k],
+                b[1024 + 8 * k..1032 + 8 * k],
                 x.to_le_bytes(),
                 "component {k}"
             );
         }
-        assert!(b[488..2048].iter().all(|&x| x == 0));
+        assert!(b[1128..2688].iter().all(|&x| x == 0));
         assert_eq!(f.bodies.len(), 1);
     }
 
@@ -1929,7 +1929,7 @@ mod tests {
         assert_eq!(why, Rejected::Oversize { datagram: 4096 });
         assert_eq!(
             why.to_string(),
-            "oversize datagram: 4096 bytes, no frame is longer than 2052"
+            "oversize datagram: 4096 bytes, no frame is longer than 2692"
         );
         assert_eq!(
             *g.rejected(),

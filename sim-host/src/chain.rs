@@ -12,7 +12,7 @@
 //! - Every URDF joint becomes a **multibody** joint (reduced coordinates: joint angles and
 //!   velocities are the multibody's own coordinates, exact, as for the arm; see
 //!   [`crate::plant`] for why not impulse joints). Only `revolute` and `continuous` joints are
-//!   accepted, 1 to [`MAX_JOINTS`] of them (the wire frame's capacity). Revolute `<limit lower
+//!   accepted, 1 to [`MAX_CHAIN_JOINTS`] of them (the chain controllers' capacity). Revolute `<limit lower
 //!   upper>` become Rapier joint limits (they push only while a joint is beyond them).
 //! - The one root link (the link that is no joint's child) is fixed. Self-contacts are off: the
 //!   chain's links never collide with each other. Collision shapes come from `<collision>`
@@ -129,6 +129,11 @@ use rapier3d_urdf::{UrdfLoaderOptions, UrdfMultibodyOptions, UrdfRobot};
 use serde::{Deserialize, Serialize};
 
 use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, steps_for};
+
+/// Most joints a chain has: 8 (the chain controllers' fixed capacity; a state frame carries up
+/// to [`MAX_JOINTS`]).
+pub const MAX_CHAIN_JOINTS: usize = 8;
+const _: () = assert!(MAX_CHAIN_JOINTS <= MAX_JOINTS);
 
 /// The value of a chain scene's required `kind` field: `"chain"`. It tells a chain scene from an
 /// arm scene (which has no `kind`) in the same `--scene` argument.
@@ -295,11 +300,11 @@ impl ChainScene {
             ("initial_positions_rad", &self.initial_positions_rad),
             ("initial_velocities_rad_s", &self.initial_velocities_rad_s),
         ] {
-            if list.len() > MAX_JOINTS {
+            if list.len() > MAX_CHAIN_JOINTS {
                 c.fail(
                     name,
                     format!(
-                        "{} values: a chain has at most {MAX_JOINTS} joints (what a state frame carries)",
+                        "{} values: a chain has at most {MAX_CHAIN_JOINTS} joints",
                         list.len()
                     ),
                 );
@@ -609,7 +614,7 @@ impl ChainPlant {
         for (i, l) in urdf.links.iter().enumerate() {
             if let Some(h) = link_slot[i].and_then(|s| handles.links.get(s)) {
                 links.push((l.name.clone(), h.body));
-                // At most a few hundred links in any URDF the plant accepts (MAX_JOINTS + 1).
+                // At most a few hundred links in any URDF the plant accepts (MAX_CHAIN_JOINTS + 1).
                 link_ids.push((h.body, u16::try_from(i).unwrap_or(u16::MAX)));
             }
         }
@@ -951,7 +956,7 @@ impl ChainPlant {
         let mut frame = StateFrame::new(self.step, self.step, self.time_s());
         frame.step_cost_ns = self.last_cost_ns;
         for j in &self.joints {
-            // At most MAX_JOINTS joints (checked when built).
+            // At most MAX_CHAIN_JOINTS joints (checked when built).
             let _ = frame.push_joint(self.joint_state(j));
         }
         frame.contacts = self.contacts.clone();
@@ -1140,13 +1145,13 @@ fn mass_properties(inertial: &urdf_rs::Inertial) -> MassProperties {
     )
 }
 
-/// What the plant needs of a URDF: 1 to MAX_JOINTS joints, revolute or continuous, each with a
+/// What the plant needs of a URDF: 1 to MAX_CHAIN_JOINTS joints, revolute or continuous, each with a
 /// torque limit, one root, finite non-negative masses and finite inertias.
 fn check_robot(urdf: &urdf_rs::Robot) -> Result<(), String> {
     let n = urdf.joints.len();
-    if n == 0 || n > MAX_JOINTS {
+    if n == 0 || n > MAX_CHAIN_JOINTS {
         return Err(format!(
-            "{n} joints: the plant simulates 1 to {MAX_JOINTS} (what a state frame carries)"
+            "{n} joints: the plant simulates 1 to {MAX_CHAIN_JOINTS}"
         ));
     }
     for j in &urdf.joints {

@@ -639,7 +639,7 @@ controllers = ["simbicon_analytic"]
             err(&MIN.replace("\"simbicon_analytic\"", "\"simbicon\", \"simbicon\"")).field,
             "controllers[1]"
         );
-        assert_eq!(err(&format!("{MIN}colour = 1\n")).field, "-");
+        assert_eq!(err(&format!("{MIN}colour = 1\n")).field, "colour");
         let pushed =
             format!("{MIN}[[pushes]]\nforce_n = [1e9, 0]\nstart_s = 1\nduration_s = 0.2\n");
         assert_eq!(err(&pushed).field, "pushes[0].force_n[0]");

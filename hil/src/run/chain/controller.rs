@@ -20,15 +20,15 @@ use control_core::articulated::{
     ArrivalConfig, Chain, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
-use control_core::frames::{MAX_JOINTS, StateFrame};
+use control_core::frames::StateFrame;
 use control_core::gains::{GainLimit, Integrator};
 use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 
 use super::super::session::{LoopCommand, LoopController, LoopState};
 use super::scenario::{ChainScenario, ChainTask};
 
-/// Joints a chain may have here: what a frame carries.
-pub const CAP: usize = MAX_JOINTS;
+/// Joints a chain may have here: what the chain plant accepts.
+pub const CAP: usize = sim_host::chain::MAX_CHAIN_JOINTS;
 
 /// Which law drives the chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
