@@ -458,7 +458,7 @@ pub fn summary_table(report: &WalkReport) -> String {
     out
 }
 
-/// `speed.svg`: the COM's forward speed against time per controller, a cross at each fall.
+/// `speed.svg`: the COM's forward speed against time per controller, up to a cross at its fall.
 fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> PlotResult {
     let t_max = runs
         .iter()
@@ -470,7 +470,13 @@ fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> Plot
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
     let (lo, hi) = runs
         .iter()
-        .flat_map(|(r, _)| r.speed.iter().map(|p| finite(p.1)))
+        .flat_map(|(r, o)| {
+            let until = o.fell_at_s.unwrap_or(f64::INFINITY);
+            r.speed
+                .iter()
+                .filter(move |p| p.0 <= until)
+                .map(|p| finite(p.1))
+        })
         .fold((0.0f64, 0.5f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let root = SVGBackend::new(path, (1000, 420)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -494,9 +500,14 @@ fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> Plot
                 run.name, outcome.mean_speed_mps, outcome.steps
             ),
         };
+        // A fallen walker's flailing on the ground is not drawn: the line ends at the fall.
+        let until = outcome.fell_at_s.unwrap_or(f64::INFINITY);
         chart
             .draw_series(LineSeries::new(
-                run.speed.iter().map(|&(t, v)| (t, finite(v))),
+                run.speed
+                    .iter()
+                    .filter(|p| p.0 <= until)
+                    .map(|&(t, v)| (t, finite(v))),
                 colour.stroke_width(2),
             ))?
             .label(label)
