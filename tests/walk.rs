@@ -102,7 +102,9 @@ fn simbicon_analytic_walks_at_200_hz() {
 }
 
 /// The same walk in real time (3 s, the plant paced by the wall clock, the controller on its
-/// periodic thread): it completes and the analytic walker is still walking.
+/// periodic thread): it completes, with the real-time figures in the report, and the analytic
+/// walker covers more than a metre (whether it keeps walking under a loaded machine's stale
+/// torques is a measured figure, not asserted here: README, section 6).
 #[test]
 fn simbicon_walk_in_real_time() {
     let out = out_dir("walk_realtime");
@@ -124,9 +126,11 @@ fn simbicon_walk_in_real_time() {
     );
     assert_eq!(r["mode"], "realtime");
     let a = controller(&r, "simbicon_analytic");
-    assert_eq!(a["fell"], false, "{a:#}");
     assert!(num(&a["distance_m"]) > 1.0, "{a:#}");
-    assert!(r["timing"]["deadline_misses"].is_u64(), "{:#}", r["timing"]);
+    let timing = &r["timing"];
+    assert!(timing["deadline_misses"].is_u64(), "{timing:#}");
+    assert!(timing["stale_torque_steps"].is_u64(), "{timing:#}");
+    assert!(timing["wake_latency_us"]["p50"].is_f64(), "{timing:#}");
 }
 
 /// Each run writes its animated side view, listed on the console; the walk's other files too.
