@@ -324,3 +324,50 @@ fn sigint_mid_walk_writes_a_partial_report() {
         r["faults"]
     );
 }
+
+/// A study cell (`hil study cell`, the walk in one process) and `hil run` (the walk against
+/// the `sim-host` process over the wire) measure the same walk: the same frames read the same
+/// way give bit-identical outcomes, for a walk and for a fall.
+#[test]
+fn a_study_cell_measures_what_hil_run_measures() {
+    let out = out_dir("walk_cell_vs_run");
+    let file = no_animation(
+        &out,
+        "walk_cell_vs_run.toml",
+        WALK_200,
+        &[("duration_s = 20.0", "duration_s = 5.0")],
+    );
+    let (_, r) = run_complete(&[file.to_str().unwrap_or_default()], &out);
+    for name in ["simbicon", "simbicon_analytic"] {
+        let cell = hil()
+            .args([
+                "study",
+                "cell",
+                "--controller",
+                name,
+                "--rate-hz",
+                "200",
+                "--damping-scale",
+                "1",
+                "--duration-s",
+                "5",
+            ])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run hil study cell: {e}"));
+        assert_eq!(
+            cell.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&cell.stderr)
+        );
+        let line: Value = serde_json::from_slice(&cell.stdout)
+            .unwrap_or_else(|e| panic!("hil study cell printed no JSON line: {e}"));
+        let run = controller(&r, name);
+        for key in ["fell", "fell_at_s", "distance_m", "steps"] {
+            assert_eq!(
+                line[key], run[key],
+                "{name}: {key}: cell {line:#} run {run:#}"
+            );
+        }
+    }
+}
