@@ -75,6 +75,30 @@ fn one_cell_prints_one_parsable_line() {
     };
     assert_eq!(run("7"), run("7"));
     assert_ne!(run("7")["distance_m"], run("8")["distance_m"]);
+    // A backward push is a negative impulse, echoed in the line.
+    let out = hil(&[
+        "study",
+        "cell",
+        "--controller",
+        "simbicon_analytic",
+        "--rate-hz",
+        "300",
+        "--duration-s",
+        "2",
+        "--push-ns",
+        "-30",
+        "--push-at-s",
+        "1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["push"]["impulse_ns"], -30.0);
+    assert_eq!(v["push"]["at_s"], 1.0);
 }
 
 #[test]

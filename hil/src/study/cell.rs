@@ -651,7 +651,7 @@ pub struct CellArgs {
     #[arg(long, default_value_t = 20.0)]
     pub duration_s: f64,
     /// A push on the torso along +x: its impulse, N·s (negative: backwards).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub push_ns: Option<f64>,
     /// When the push starts, s.
     #[arg(long, default_value_t = 5.0, requires = "push_ns")]
