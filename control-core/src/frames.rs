@@ -131,12 +131,11 @@ const _: () = assert!(2 + CONTACT_RESERVED + 3 * 8 == CONTACT_LEN);
 const _: () = assert!(STATE_BODIES_AT == 1024);
 const _: () = assert!(STATE_BODIES_AT + MAX_BODIES * BODY_LEN + CRC_LEN == STATE_FRAME_LEN);
 const _: () = assert!(TORQUE_JOINTS_AT + MAX_JOINTS * 8 + CRC_LEN == TORQUE_FRAME_LEN);
-const _: () = assert!(
-    MAX_JOINTS <= u8::MAX as usize
-        && MAX_EVENTS <= u8::MAX as usize
-        && MAX_CONTACTS <= u8::MAX as usize
-        && MAX_BODIES <= u8::MAX as usize
-);
+// Every count travels in a u8.
+const _: () = assert!(MAX_JOINTS <= u8::MAX as usize);
+const _: () = assert!(MAX_EVENTS <= u8::MAX as usize);
+const _: () = assert!(MAX_CONTACTS <= u8::MAX as usize);
+const _: () = assert!(MAX_BODIES <= u8::MAX as usize);
 const _: () = assert!(STATE_FRAME_LEN <= u16::MAX as usize && STATE_FRAME_LEN >= TORQUE_FRAME_LEN);
 
 // ---------------------------------------------------------------------------------------------

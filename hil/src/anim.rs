@@ -991,18 +991,4 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
-
-    /// Writes the test walk as `anim_example.gif` in the temporary directory, to look at:
-    /// `cargo test -p hil --release anim::tests::example -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "writes an example file to look at"]
-    fn example() {
-        let path = std::env::temp_dir().join("anim_example.gif");
-        let settings = GifSettings {
-            marker: Some(1.5),
-            ..GifSettings::default()
-        };
-        let summary = write_gif(&path, &walk(2.0, 300.0), &settings).unwrap();
-        println!("{}: {summary:?}", path.display());
-    }
 }

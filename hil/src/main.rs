@@ -9,7 +9,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-#[allow(dead_code)] // used by the biped runs (run::biped)
 mod anim;
 mod jitter;
 mod model;

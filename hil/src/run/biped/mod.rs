@@ -281,8 +281,7 @@ impl WalkSession<'_> {
         gains: control_core::simbicon::Gains,
         csv: Option<WalkCsv>,
         keep_poses: bool,
-    ) -> Result<((WalkRun, Option<WalkCsv>), Option<Cut>, WalkController), Box<dyn std::error::Error>>
-    {
+    ) -> Result<SessionRun, Box<dyn std::error::Error>> {
         let controller = WalkController::new(gains, self.period_s)
             .map_err(|e| format!("controller {name}: {e}"))?;
         let recorder = WalkRecorder::new(name, csv, keep_poses);
@@ -300,8 +299,26 @@ impl WalkSession<'_> {
             },
             self.stop,
         )?;
-        Ok((finished, cut, controller))
+        let (run, csv) = finished;
+        Ok(SessionRun {
+            run,
+            csv,
+            cut,
+            controller,
+        })
     }
+}
+
+/// What [`WalkSession::run`] gives back.
+pub struct SessionRun {
+    /// The run's record.
+    pub run: WalkRun,
+    /// The trajectory file, handed on to the next run.
+    pub csv: Option<WalkCsv>,
+    /// Why the run was cut, if it was.
+    pub cut: Option<Cut>,
+    /// The controller as built (its resolved gains).
+    pub controller: WalkController,
 }
 
 /// Run every selected controller of `scenario`, writing into `staging`.
@@ -340,7 +357,12 @@ pub fn run_scenario(
     let mut cut: Option<(WalkLaw, Cut)> = None;
     let mut files: Vec<&'static str> = FILES.to_vec();
     for law in laws {
-        let ((mut run, next_csv), run_cut, controller) = session.run(
+        let SessionRun {
+            mut run,
+            csv: next_csv,
+            cut: run_cut,
+            controller,
+        } = session.run(
             law.name(),
             law.gains(scenario.control_period_s()),
             csv.take(),
