@@ -8,7 +8,10 @@
 //! - `hil study cell`: ONE walk (controller, rate, damping scale, optional per-role gains,
 //!   push and start seed); prints one JSON line (the spec echoed, the gains used per role and
 //!   the outcome). The walk itself is [`cell::run_cell`], the only place that knows how a
-//!   cell runs (in process for now, `sim_host::walk::run_walk`).
+//!   cell runs: the plant in the cell's own process (`sim_host::walk::run_walk`, which reads
+//!   the plant's state frames exactly as `hil run` does; `tests/walk.rs` checks that a cell and
+//!   `hil run` against the `sim-host` process give bit-identical outcomes), so a cell costs one
+//!   process, not two, and stops at the fall.
 //! - `hil study sweep`: every (controller, rate, scale, seed) cell as a separate
 //!   `hil study cell` process, `--jobs` at a time (rayon), each line appended to
 //!   `OUT/cells.jsonl` as it arrives (flushed per line; a failed cell is recorded there with
