@@ -20,6 +20,9 @@
 //!   torque with the plain or the dynamically consistent projector) and CCD IK.
 //! - [`simbicon`]: SIMBICON's basic planar walk (state machine, balance feedback, torso PD), with
 //!   fixed or analytic gains.
+//! - [`dynamo`]: Dynamo's world-space servos for a floating-base humanoid with ball joints
+//!   (parent, world or person-space targets, arrival gains about the error axis, the composite
+//!   inertia a joint moves) and its breakable root spring.
 //! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
 //!
 //! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
@@ -35,6 +38,7 @@
 pub mod articulated;
 pub mod beat;
 pub mod closed_form;
+pub mod dynamo;
 pub mod frames;
 pub mod gains;
 #[cfg(feature = "micromath")]
