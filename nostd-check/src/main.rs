@@ -11,6 +11,11 @@ use control_core::articulated::{
     ArrivalConfig, Chain, ChainArrival, Coupling, JointTarget, LinkSpec,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
+use control_core::dynamo::{
+    Arrival, ArrivalSettings, BodyInertia, BodyMotion, JointConfig, JointInertia, JointKind,
+    PoseJointSpec, PoseServo, RootSpring, RootSpringConfig, Target, TargetSpace, heading,
+    subtree_inertia_about,
+};
 use control_core::frames::{
     BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
 };
@@ -188,6 +193,7 @@ pub extern "C" fn _start() -> ! {
             acc += command.torques_nm.iter().sum::<f64>();
         }
     }
+    acc += dynamo_tick();
     let mut torque = TorqueFrame::new(1, 1);
     let _ = torque.push_torque(acc);
     let mut tbuf = [0u8; TORQUE_FRAME_LEN];
@@ -204,6 +210,94 @@ pub extern "C" fn _start() -> ! {
     }
     black_box(acc);
     loop {}
+}
+
+/// Dynamo's servos: a three-body character (root, two children) with a ball joint and a hinge,
+/// world, parent and person-space targets, arrival gains on the composite inertia, and the root
+/// spring.
+fn dynamo_tick() -> f64 {
+    use control_core::articulated::nalgebra::{Unit, UnitQuaternion, Vector3};
+    let mut acc = 0.0;
+    let tilt = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), black_box(0.2));
+    let bodies = [
+        BodyMotion::at_rest(tilt),
+        BodyMotion {
+            orientation: UnitQuaternion::identity(),
+            angular_velocity_rad_s: Vector3::new(black_box(0.3), 0.0, 0.0),
+        },
+        BodyMotion::at_rest(tilt),
+    ];
+    let body = |mass_kg, com: [f64; 3]| BodyInertia {
+        mass_kg,
+        principal_inertia_kgm2: Vector3::new(0.1, 0.05, 0.1),
+        orientation: UnitQuaternion::identity(),
+        com_m: Vector3::from(com),
+    };
+    let composite = subtree_inertia_about(
+        &Vector3::new(0.0, 1.0, 0.0),
+        &[
+            body(black_box(5.0), [0.0, 0.8, 0.0]),
+            body(2.0, [0.0, 0.5, 0.0]),
+        ],
+    );
+    let hinge = JointConfig {
+        kind: JointKind::Hinge {
+            axis: Vector3::new(0.0, 0.0, black_box(1.0)),
+        },
+        ..JointConfig::ball(300.0, 30.0, 200.0)
+    };
+    let specs = [
+        PoseJointSpec {
+            parent: 0,
+            child: 1,
+            config: JointConfig::ball(black_box(300.0), 30.0, 200.0),
+        },
+        PoseJointSpec {
+            parent: 1,
+            child: 2,
+            config: hinge,
+        },
+    ];
+    if let (Ok(servo), Ok(inertia)) = (
+        PoseServo::new(3, 0, &specs, ArrivalSettings::default()),
+        composite,
+    ) {
+        let target = UnitQuaternion::from_axis_angle(
+            &Unit::new_normalize(Vector3::new(1.0, black_box(0.5), 0.0)),
+            black_box(0.7),
+        );
+        for space in [TargetSpace::World, TargetSpace::Parent, TargetSpace::Person] {
+            let targets = [
+                Target {
+                    space,
+                    orientation: target,
+                    angular_velocity_rad_s: Vector3::zeros(),
+                    arrival: Some(Arrival {
+                        time_to_go_s: black_box(0.4),
+                        inertia: JointInertia::Tensor(inertia),
+                    }),
+                },
+                Target::fixed(space, target),
+            ];
+            if let Ok(command) = servo.tick(&bodies, &targets) {
+                acc += command
+                    .joints
+                    .iter()
+                    .map(|j| j.torque_nm.sum())
+                    .sum::<f64>();
+            }
+        }
+    }
+    if let Ok(h) = heading(&bodies[0]) {
+        acc += h.yaw_rad + h.yaw_rate_rad_s;
+    }
+    if let Ok(mut spring) = RootSpring::new(RootSpringConfig::default()) {
+        if let Ok(out) = spring.tick(&tilt, &Vector3::new(0.0, 0.0, black_box(1.0))) {
+            acc += out.torque_nm.sum();
+        }
+        spring.reset();
+    }
+    acc
 }
 
 /// Feature `micromath`: the f32 servo (micromath's exp/ln) and its Lambert W, linked in too.
