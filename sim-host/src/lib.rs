@@ -7,10 +7,17 @@
 //!   joint states and contact / plane-crossing events as `control_core::frames::StateFrame`s.
 //! - [`chain`]: a chain scene (JSON naming a URDF file, `"kind": "chain"`) and the Rapier
 //!   multibody built from the URDF (`rapier3d-urdf`), stepped with one torque per joint.
-//!   [`plant`], [`chain`] and [`biped`] are the only modules that name a Rapier type.
+//!   [`plant`], [`chain`], [`biped`] and [`humanoid`] are the only modules that name a Rapier
+//!   type.
 //! - [`biped`]: the SIMBICON planar 7-link walker (`"kind": "biped"` scenes), a floating-base
 //!   Rapier plant with impulse joints and ground contact, stepped in process with six joint
 //!   torques (not yet hosted over wire frames).
+//! - [`humanoid`]: a 15-body floating-base humanoid read from a URDF (`models/humanoid15.urdf`,
+//!   after Cartwheel-3d's Bip; `"kind": "humanoid"` scenes): ball, hinge and two-axis impulse
+//!   joints driven by a world torque vector per joint plus an external root torque, the
+//!   bodies' world motion, the feet's and toes' ground forces and the other bodies' ground
+//!   contacts in every state frame. Its [`humanoid::HumanoidModel`] is what the controller reads
+//!   from the same file.
 //! - [`walk`]: SIMBICON (`control_core::simbicon`) on the biped plant in process: the readout
 //!   mapping and a measured lockstep walk.
 //! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
@@ -31,6 +38,7 @@ pub mod biped;
 pub mod chain;
 pub mod cli;
 pub mod host;
+pub mod humanoid;
 pub mod plant;
 pub mod scene;
 pub mod walk;
@@ -38,5 +46,6 @@ pub mod walk;
 pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
 pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
+pub use humanoid::{HumanoidModel, HumanoidPlant, HumanoidScene};
 pub use plant::Plant;
 pub use scene::{ArmSpec, BallSpawn, PlantScene, Scene, SceneError, WeightDrop, WeightShape};
