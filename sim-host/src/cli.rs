@@ -128,5 +128,8 @@ fn build(path: &std::path::Path) -> Result<Box<dyn HostedPlant>, SceneError> {
         PlantScene::Arm(s) => Box::new(Plant::new(&s).map_err(in_file)?),
         PlantScene::Chain(s) => Box::new(ChainPlant::new(&s).map_err(in_file)?),
         PlantScene::Biped(s) => Box::new(crate::biped::BipedPlant::new(&s).map_err(in_file)?),
+        PlantScene::Humanoid(s) => {
+            Box::new(crate::humanoid::HumanoidPlant::new(&s).map_err(in_file)?)
+        }
     })
 }

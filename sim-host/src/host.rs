@@ -108,6 +108,27 @@ impl HostedPlant for ChainPlant {
     }
 }
 
+impl HostedPlant for crate::humanoid::HumanoidPlant {
+    fn state_frame(&mut self) -> StateFrame {
+        crate::humanoid::HumanoidPlant::state_frame(self)
+    }
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        crate::humanoid::HumanoidPlant::step_driven_by(self, torques_nm, torque_sequence)
+    }
+    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        crate::humanoid::HumanoidPlant::check_torque_slice(self, torques_nm)
+    }
+    fn is_finished(&self) -> bool {
+        crate::humanoid::HumanoidPlant::is_finished(self)
+    }
+    fn step_index(&self) -> u64 {
+        crate::humanoid::HumanoidPlant::step_index(self)
+    }
+    fn dt_s(&self) -> f64 {
+        crate::humanoid::HumanoidPlant::dt_s(self)
+    }
+}
+
 impl HostedPlant for crate::biped::BipedPlant {
     fn state_frame(&mut self) -> StateFrame {
         crate::biped::BipedPlant::state_frame(self)

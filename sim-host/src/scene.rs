@@ -485,8 +485,9 @@ impl fmt::Display for SceneError {
 impl std::error::Error for SceneError {}
 
 /// A scene file of any plant: an arm scene ([`Scene`], no `kind` field), a chain scene
-/// ([`ChainScene`], `"kind": "chain"`) or a biped scene ([`crate::biped::BipedScene`],
-/// `"kind": "biped"`). What `sim-host --scene` reads.
+/// ([`ChainScene`], `"kind": "chain"`), a biped scene ([`crate::biped::BipedScene`],
+/// `"kind": "biped"`) or a humanoid scene ([`crate::humanoid::HumanoidScene`], `"kind":
+/// "humanoid"`). What `sim-host --scene` reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlantScene {
     /// The one-link arm with balls and weights.
@@ -495,6 +496,8 @@ pub enum PlantScene {
     Chain(ChainScene),
     /// The SIMBICON planar biped.
     Biped(crate::biped::BipedScene),
+    /// The 15-body humanoid built from a URDF file.
+    Humanoid(crate::humanoid::HumanoidScene),
 }
 
 impl PlantScene {
@@ -520,11 +523,14 @@ impl PlantScene {
             Some(serde_json::Value::String(k)) if k == "biped" => {
                 crate::biped::BipedScene::from_json_str(text, file).map(Self::Biped)
             }
+            Some(serde_json::Value::String(k)) if k == "humanoid" => {
+                crate::humanoid::HumanoidScene::from_json_str(text, file).map(Self::Humanoid)
+            }
             Some(k) => Err(SceneError {
                 file: file.to_path_buf(),
                 field: String::from("kind"),
                 reason: format!(
-                    "unknown scene kind {k}: \"chain\" for a chain scene, \"biped\" for the biped; an arm scene has no `kind`"
+                    "unknown scene kind {k}: \"chain\" for a chain scene, \"biped\" for the biped, \"humanoid\" for the humanoid; an arm scene has no `kind`"
                 ),
             }),
         }
