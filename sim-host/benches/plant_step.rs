@@ -13,6 +13,10 @@
 //!   impulses into the frame's contact force. Settled in contact for 0.5 s before timing.
 //! - `plant_step/biped_standing`: one step of the SIMBICON biped (`sim_host::biped`, 7 bodies,
 //!   6 joints, 7 plane joints, ground contact under both feet) standing on PD torques.
+//! - `plant_step/humanoid_standing`: one step of the 15-body humanoid (`models/humanoid15.urdf`,
+//!   `sim_host::humanoid`: 15 bodies, 14 impulse joints with limits, ground contact under both
+//!   feet) standing on a parent-space PD (the torque vector of every joint from the frame's body
+//!   quaternions, as `tests/humanoid.rs` does), a fresh plant every 600 steps (3 s).
 //! - `lockstep/binary_*`: one lockstep round through the real `sim-host` process over a
 //!   socketpair (send the torque frame for step k, receive the state of step k + 1): the time
 //!   per simulated step of a lockstep run, so speed × real time = dt / this. `same_cpu` pins the
@@ -25,12 +29,14 @@ use std::hint::black_box;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use control_core::frames::{MAX_FRAME_LEN, TORQUE_FRAME_LEN, TorqueFrame};
+use control_core::frames::{MAX_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame};
 use criterion::{Criterion, criterion_group, criterion_main};
+use rapier3d::parry::glamx::glam::{DQuat, DVec3};
 use sim_host::host::pin_to_cpu;
+use sim_host::humanoid::{BodyPose, HumanoidModel, JointKind};
 use sim_host::{
-    ArmSpec, BallSpawn, BipedPlant, BipedScene, BipedState, ChainPlant, ChainScene, Plant, Scene,
-    WeightDrop, WeightShape,
+    ArmSpec, BallSpawn, BipedPlant, BipedScene, BipedState, ChainPlant, ChainScene, HumanoidPlant,
+    HumanoidScene, Plant, Scene, WeightDrop, WeightShape,
 };
 use transport::{FrameTransport, SeqPacket};
 
@@ -56,6 +62,73 @@ fn busy_scene() -> Scene {
         });
     }
     s
+}
+
+/// The forward lean at the ankles that puts the standing humanoid's centre of mass above them.
+fn ankle_lean_rad(model: &HumanoidModel) -> f64 {
+    let upright = BodyPose {
+        com_m: [0.0; 3],
+        orientation: [1.0, 0.0, 0.0, 0.0],
+    };
+    let poses = model.pose(upright, &[]);
+    let com = model
+        .bodies
+        .iter()
+        .zip(&poses)
+        .map(|(b, p)| DVec3::from_array(p.com_m) * b.mass_kg)
+        .sum::<DVec3>()
+        / model.total_mass_kg();
+    let j = &model.joints[model.joint_index("left_ankle").expect("left ankle")];
+    let ankle = DVec3::from_array(poses[j.parent].com_m) + DVec3::from_array(j.anchor_in_parent_m);
+    (ankle.x - com.x).atan2(com.y - ankle.y)
+}
+
+/// The humanoid's standing PD of `tests/humanoid.rs`: per joint, in the parent's axes,
+/// −kp ⊙ e − kd ⊙ ω_rel (hinges and two-axis joints projected on their axes), to the world.
+fn humanoid_stand(model: &HumanoidModel, lean: f64, f: &StateFrame, tau: &mut [f64]) {
+    let q = |o: [f64; 4]| DQuat::from_xyzw(o[1], o[2], o[3], o[0]);
+    for (j, joint) in model.joints.iter().enumerate() {
+        let (p, c) = (&f.bodies[joint.parent], &f.bodies[joint.child]);
+        let qp = q(p.orientation);
+        let mut rel = qp.inverse() * q(c.orientation);
+        if rel.w < 0.0 {
+            rel = -rel;
+        }
+        let mut e = rel.to_scaled_axis();
+        let (kp, kd) = match joint.name.as_str() {
+            "neck" => ([100.0; 3], [1.0; 3]),
+            n if n.ends_with("shoulder") => ([100.0, 100.0, 20.0], [2.0, 2.0, 0.2]),
+            n if n.ends_with("elbow") => ([30.0; 3], [0.5; 3]),
+            n if n.ends_with("toe") => ([20.0; 3], [0.1; 3]),
+            n if n.ends_with("ankle") => {
+                e.z -= lean;
+                ([300.0, 0.0, 1000.0], [1.0, 0.0, 2.0])
+            }
+            _ => ([300.0, 1000.0 / 3.0, 1000.0], [1.0, 2.0 / 3.0, 2.0]),
+        };
+        let w = qp.inverse()
+            * (DVec3::from_array(c.angular_velocity_rad_s)
+                - DVec3::from_array(p.angular_velocity_rad_s));
+        let mut local = -DVec3::from_array(kp) * e - DVec3::from_array(kd) * w;
+        match joint.kind {
+            JointKind::Hinge { axis, .. } => {
+                let a = DVec3::from_array(axis);
+                local = a * a.dot(local);
+            }
+            JointKind::TwoAxis { axes, .. } => {
+                local = axes
+                    .iter()
+                    .map(|&a| DVec3::from_array(a) * DVec3::from_array(a).dot(local))
+                    .sum();
+            }
+            JointKind::Ball { .. } => {}
+        }
+        let mut t = qp * local;
+        if t.length() > joint.effort_nm {
+            t *= joint.effort_nm * (1.0 - 1e-9) / t.length();
+        }
+        tau[3 * j..3 * j + 3].copy_from_slice(&t.to_array());
+    }
 }
 
 fn plant_step(c: &mut Criterion) {
@@ -167,6 +240,36 @@ fn plant_step(c: &mut Criterion) {
                 let t0 = Instant::now();
                 for _ in 0..n {
                     s = p.step(black_box(&stand(&s))).expect("within the limit");
+                }
+                total += t0.elapsed();
+                left -= n;
+            }
+            total
+        });
+    });
+
+    // The 15-body humanoid standing on its parent-space PD: 14 impulse joints with limits, both
+    // feet's ground contacts. A fresh plant every 600 steps (3 s).
+    let humanoid = HumanoidScene::new(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf"),
+        1e6,
+        [0.0, -9.81, 0.0],
+    );
+    g.bench_function("humanoid_standing", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let mut p = HumanoidPlant::new(&humanoid).expect("humanoid scene");
+                let model = p.model().clone();
+                let lean = ankle_lean_rad(&model);
+                let mut f = p.state_frame();
+                let mut tau = vec![0.0; model.torque_len()];
+                let n = left.min(600);
+                let t0 = Instant::now();
+                for _ in 0..n {
+                    humanoid_stand(&model, lean, &f, &mut tau);
+                    f = p.step(black_box(&tau)).expect("within the limits");
                 }
                 total += t0.elapsed();
                 left -= n;
