@@ -19,6 +19,7 @@
 pub mod biped;
 pub mod chain;
 pub mod controller;
+pub mod dynamo;
 pub mod lockstep;
 pub mod plant;
 pub mod plot;
@@ -146,6 +147,39 @@ pub fn run(args: &RunArgs) -> ExitCode {
             eprintln!("hil: {flag} {cpu}: not a CPU this process may run on (allowed: {allowed})");
             return ExitCode::from(2);
         }
+    }
+    if let Some(path) = args.scenario.as_deref()
+        && dynamo::is_dynamo_scenario(path)
+    {
+        return match dynamo::DynamoScenario::load(path) {
+            Ok(scenario) => {
+                if let Err(e) = select(
+                    &args.only,
+                    &scenario.laws(),
+                    dynamo::controller::DynamoLaw::name,
+                ) {
+                    eprintln!("hil: {e}");
+                    return ExitCode::from(2);
+                }
+                let out = args
+                    .out
+                    .clone()
+                    .unwrap_or_else(|| scenario.default_out_dir());
+                staged(&out, &stop, |staging| {
+                    dynamo::run_scenario(
+                        args,
+                        &scenario,
+                        &path.display().to_string(),
+                        staging,
+                        &stop,
+                    )
+                })
+            }
+            Err(e) => {
+                eprintln!("hil: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     if let Some(path) = args.scenario.as_deref()
         && biped::is_walk_scenario(path)

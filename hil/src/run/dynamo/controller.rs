@@ -1,0 +1,566 @@
+//! The pose controllers of a `dynamo_push` scenario, the same object in lockstep and in real
+//! time, on the 15-body humanoid (`sim_host::humanoid`): every joint a servo of
+//! [`control_core::dynamo`], targets the scenario's pose (standing, then a reach whose joint
+//! arrives on time through the arrival gains), in one of three laws:
+//! - `parent_space`: each joint holds its child's orientation relative to its parent;
+//! - `world_space`: Dynamo's world-space servos, targets in person space (relative to the
+//!   root's heading): each body holds the world orientation the pose gives it with the root
+//!   upright;
+//! - `world_space_root_spring`: the same, plus Dynamo's breakable root spring, an external
+//!   torque on the root that never acts about the vertical.
+//!
+//! [`DynamoController::tick`] runs on the control thread in real time: it never allocates
+//! (every buffer is sized when the controller is built), blocks or panics. A servo that refuses
+//! its input (a non-finite state) gives that joint the safe state's damping for the tick,
+//! counted in the command.
+
+use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use control_core::dynamo::{
+    Arrival, ArrivalSettings, BodyInertia, BodyMotion as Motion, DynamoJoint, Heading, JointConfig,
+    JointInertia, JointKind as ServoKind, RootSpring, RootSpringConfig, SpringState, Target,
+    TargetSpace, heading, subtree_inertia_about,
+};
+use control_core::frames::{BodyMotion, MAX_BODIES, MAX_JOINTS, StateFrame};
+use sim_host::humanoid::{HumanoidModel, JointKind};
+
+use super::super::session::{LoopCommand, LoopController, LoopState};
+
+/// Which law drives the joints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DynamoLaw {
+    /// Parent-space PD on every joint.
+    ParentSpace,
+    /// Dynamo's world-space PD, person-space targets.
+    WorldSpace,
+    /// World-space PD plus the root spring.
+    WorldSpaceRootSpring,
+}
+
+impl DynamoLaw {
+    /// All three, in report order.
+    pub const ALL: [Self; 3] = [
+        Self::ParentSpace,
+        Self::WorldSpace,
+        Self::WorldSpaceRootSpring,
+    ];
+
+    /// The name in scenarios and reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ParentSpace => "parent_space",
+            Self::WorldSpace => "world_space",
+            Self::WorldSpaceRootSpring => "world_space_root_spring",
+        }
+    }
+
+    /// The law named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.name() == name)
+    }
+}
+
+/// One timed joint target: the joint's rotation relative to its parent from `start_s`, to
+/// arrive at `arrive_s` (the reach).
+#[derive(Debug, Clone, Copy)]
+pub struct Reach {
+    /// Joint index.
+    pub joint: usize,
+    /// The target rotation relative to the parent.
+    pub rotation: UnitQuaternion<f64>,
+    /// When the target is given, s.
+    pub start_s: f64,
+    /// When it must be reached, s.
+    pub arrive_s: f64,
+}
+
+/// The humanoid's state as a tick sees it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HumanoidState {
+    /// The plant step.
+    pub step: u64,
+    /// Its time, s.
+    pub sim_time_s: f64,
+    /// Bodies carried.
+    pub body_count: usize,
+    /// The bodies' world motion, body order.
+    pub bodies: [BodyMotion; MAX_BODIES],
+}
+
+impl HumanoidState {
+    /// The state a frame carries.
+    pub fn of(frame: &StateFrame) -> Self {
+        let mut bodies = [BodyMotion::default(); MAX_BODIES];
+        for (b, m) in bodies.iter_mut().zip(&frame.bodies) {
+            *b = *m;
+        }
+        Self {
+            step: frame.step,
+            sim_time_s: frame.sim_time_s,
+            body_count: frame.bodies.len(),
+            bodies,
+        }
+    }
+}
+
+impl LoopState for HumanoidState {
+    fn step(&self) -> u64 {
+        self.step
+    }
+
+    fn sim_time_s(&self) -> f64 {
+        self.sim_time_s
+    }
+}
+
+/// What a tick sends, and what the recorder keeps of it.
+#[derive(Debug, Clone, Copy)]
+pub struct DynamoTick {
+    /// The plant step it answers.
+    pub step: u64,
+    /// Its time, s.
+    pub time_s: f64,
+    /// The safe state's output.
+    pub safe: bool,
+    /// Values sent: 3 per joint, then 3 for the root.
+    pub len: usize,
+    /// The torques, N·m.
+    pub torques_nm: [f64; MAX_JOINTS],
+    /// |root torque|, N·m.
+    pub root_torque_nm: f64,
+    /// The root spring's state (none without a spring).
+    pub spring: Option<SpringState>,
+    /// Joints whose torque the limit cut.
+    pub limited: u16,
+    /// Joints whose servo refused its input (damping sent instead).
+    pub refused: u16,
+    /// Σ over joints of the squared angle between each joint's relative rotation and its
+    /// pose target, rad².
+    pub pose_error_sq_sum: f64,
+    /// Joints in that sum.
+    pub joints: u16,
+}
+
+impl LoopCommand for DynamoTick {
+    fn step(&self) -> u64 {
+        self.step
+    }
+
+    fn is_safe(&self) -> bool {
+        self.safe
+    }
+
+    fn torques(&self) -> &[f64] {
+        self.torques_nm.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// One joint as the controller drives it.
+#[derive(Debug, Clone)]
+struct Joint {
+    parent: usize,
+    child: usize,
+    servo: DynamoJoint,
+    /// The joint point relative to the parent's centre of mass, parent axes.
+    anchor: Vector3<f64>,
+    effort_nm: f64,
+    /// Bodies the joint moves (its child's subtree), body indices.
+    subtree: Vec<usize>,
+}
+
+/// The pose controller of one run.
+#[derive(Debug, Clone)]
+pub struct DynamoController {
+    law: DynamoLaw,
+    joints: Vec<Joint>,
+    root: usize,
+    bodies: usize,
+    /// Mass and principal inertia per body.
+    inertia: Vec<(f64, Vector3<f64>)>,
+    reach: Option<Reach>,
+    spring: Option<RootSpring>,
+    safe_damping: f64,
+    /// Each joint's standing target relative to its parent (the ankles lean the body so its
+    /// centre of mass stands above them).
+    standing: Vec<UnitQuaternion<f64>>,
+    /// The root's target orientation in the heading frame (leaning as the standing pose).
+    root_target: UnitQuaternion<f64>,
+}
+
+/// Nominal gains (kp N·m/rad, kd N·m·s/rad) of a joint by name, before the scale: stiff where
+/// the body's weight rests (legs, waist), light where a light link hangs (toes, elbows), and
+/// little damping (a light link's sampled loop at 200 Hz is unstable beyond kd ≈ m/h: the
+/// toes' 0.0007 kg·m² allow 0.14 N·m·s/rad).
+pub fn nominal_gains(name: &str) -> (f64, f64) {
+    let has = |s: &str| name.contains(s);
+    if has("knee") || has("ankle") {
+        (1000.0, 2.0)
+    } else if has("waist") || has("hip") {
+        (600.0, 2.0)
+    } else if has("neck") || has("shoulder") {
+        (100.0, 1.5)
+    } else if has("elbow") {
+        (30.0, 0.5)
+    } else {
+        (20.0, 0.1)
+    }
+}
+
+/// The forward lean about the ankles (rad, about +z, negative: forward) that puts the zero
+/// pose's centre of mass above the ankles, so the pose stands.
+pub fn standing_lean_rad(model: &HumanoidModel) -> f64 {
+    let up = sim_host::humanoid::BodyPose {
+        com_m: [0.0; 3],
+        orientation: [1.0, 0.0, 0.0, 0.0],
+    };
+    let poses = model.pose(up, &[]);
+    let m = model.total_mass_kg();
+    let mut com = [0.0; 2];
+    for (b, p) in model.bodies.iter().zip(&poses) {
+        com[0] += b.mass_kg * p.com_m[0] / m;
+        com[1] += b.mass_kg * p.com_m[1] / m;
+    }
+    let ankle = model
+        .joints
+        .iter()
+        .find(|j| j.name.contains("ankle"))
+        .and_then(|j| {
+            poses.get(j.parent).map(|p| {
+                [
+                    p.com_m[0] + j.anchor_in_parent_m[0],
+                    p.com_m[1] + j.anchor_in_parent_m[1],
+                ]
+            })
+        })
+        .unwrap_or([0.0; 2]);
+    -(ankle[0] - com[0]).atan2(com[1] - ankle[1])
+}
+
+impl DynamoController {
+    /// The controller of `law` for `model`, gains scaled by `gain_scale`, `reach` the timed
+    /// target, `spring` the root spring (used by `world_space_root_spring` only), `period_s` the
+    /// control period.
+    pub fn new(
+        law: DynamoLaw,
+        model: &HumanoidModel,
+        gain_scale: f64,
+        reach: Option<Reach>,
+        spring: RootSpringConfig,
+        period_s: f64,
+    ) -> Result<Self, String> {
+        if model.bodies.len() > MAX_BODIES || model.torque_len() > MAX_JOINTS {
+            return Err(format!(
+                "{} bodies and {} torque values: a frame carries {MAX_BODIES} and {MAX_JOINTS}",
+                model.bodies.len(),
+                model.torque_len()
+            ));
+        }
+        let arrival = ArrivalSettings {
+            period_s,
+            ..ArrivalSettings::default()
+        };
+        let v = |a: [f64; 3]| Vector3::new(a[0], a[1], a[2]);
+        let mut joints = Vec::with_capacity(model.joints.len());
+        for j in &model.joints {
+            let (kp, kd) = nominal_gains(&j.name);
+            let kind = match j.kind {
+                JointKind::Ball { .. } => ServoKind::Ball,
+                JointKind::Hinge { axis, .. } => ServoKind::Hinge { axis: v(axis) },
+                JointKind::TwoAxis { axes, .. } => ServoKind::TwoAxis {
+                    axes: [v(axes[0]), v(axes[1])],
+                },
+            };
+            let config = JointConfig {
+                kind,
+                stiffness_nm_per_rad: kp * gain_scale,
+                damping_nms_per_rad: kd * gain_scale,
+                torque_limit_nm: j.effort_nm,
+            };
+            let servo =
+                DynamoJoint::new(config, arrival).map_err(|e| format!("joint {}: {e}", j.name))?;
+            // The child's subtree: the child and every body below it.
+            let mut subtree = vec![j.child];
+            for other in &model.joints {
+                if subtree.contains(&other.parent) && !subtree.contains(&other.child) {
+                    subtree.push(other.child);
+                }
+            }
+            joints.push(Joint {
+                parent: j.parent,
+                child: j.child,
+                servo,
+                anchor: v(j.anchor_in_parent_m),
+                effort_nm: j.effort_nm,
+                subtree,
+            });
+        }
+        let root = (0..model.bodies.len())
+            .find(|b| model.joints.iter().all(|j| j.child != *b))
+            .ok_or("the model has no root")?;
+        let spring = match law {
+            DynamoLaw::WorldSpaceRootSpring => {
+                Some(RootSpring::new(spring).map_err(|e| format!("root spring: {e}"))?)
+            }
+            _ => None,
+        };
+        let lean = standing_lean_rad(model);
+        let standing = model
+            .joints
+            .iter()
+            .map(|j| {
+                if j.name.contains("ankle") {
+                    UnitQuaternion::from_axis_angle(&Vector3::z_axis(), -lean)
+                } else {
+                    UnitQuaternion::identity()
+                }
+            })
+            .collect();
+        Ok(Self {
+            standing,
+            root_target: UnitQuaternion::from_axis_angle(&Vector3::z_axis(), lean),
+            law,
+            joints,
+            root,
+            bodies: model.bodies.len(),
+            inertia: model
+                .bodies
+                .iter()
+                .map(|b| (b.mass_kg, v(b.inertia_kg_m2)))
+                .collect(),
+            reach,
+            spring,
+            safe_damping: 0.5 * gain_scale.min(1.0),
+        })
+    }
+
+    fn motion(b: &BodyMotion) -> Motion {
+        let [w, x, y, z] = b.orientation;
+        let [ax, ay, az] = b.angular_velocity_rad_s;
+        Motion {
+            orientation: UnitQuaternion::new_normalize(Quaternion::new(w, x, y, z)),
+            angular_velocity_rad_s: Vector3::new(ax, ay, az),
+        }
+    }
+
+    /// Joint `j`'s target rotation relative to its parent at time `t`.
+    fn relative_target(&self, j: usize, t: f64) -> UnitQuaternion<f64> {
+        match self.reach {
+            Some(r) if r.joint == j && t >= r.start_s => r.rotation,
+            _ => self
+                .standing
+                .get(j)
+                .copied()
+                .unwrap_or_else(UnitQuaternion::identity),
+        }
+    }
+
+    /// One control tick.
+    pub fn tick(&mut self, s: HumanoidState) -> DynamoTick {
+        let mut out = DynamoTick {
+            step: s.step,
+            time_s: s.sim_time_s,
+            safe: false,
+            len: 3 * self.joints.len() + 3,
+            torques_nm: [0.0; MAX_JOINTS],
+            root_torque_nm: 0.0,
+            spring: None,
+            limited: 0,
+            refused: 0,
+            pose_error_sq_sum: 0.0,
+            joints: 0,
+        };
+        if s.body_count != self.bodies {
+            return self.safe(s);
+        }
+        let t = s.sim_time_s;
+        let mut motion = [Motion::at_rest(UnitQuaternion::identity()); MAX_BODIES];
+        for (m, b) in motion.iter_mut().zip(&s.bodies).take(self.bodies) {
+            *m = Self::motion(b);
+        }
+        let root = motion.get(self.root).copied().unwrap_or(motion[0]);
+        let head = heading(&root).unwrap_or(Heading::IDENTITY);
+        // Person-space targets: each body's orientation in the heading frame when the root is
+        // upright and every joint at its target (joints are ordered parents first).
+        let mut person = [UnitQuaternion::identity(); MAX_BODIES];
+        if let Some(p) = person.get_mut(self.root) {
+            *p = self.root_target;
+        }
+        for (j, joint) in self.joints.iter().enumerate() {
+            let parent = person
+                .get(joint.parent)
+                .copied()
+                .unwrap_or_else(UnitQuaternion::identity);
+            if let Some(p) = person.get_mut(joint.child) {
+                *p = parent * self.relative_target(j, t);
+            }
+        }
+        for (j, joint) in self.joints.iter().enumerate() {
+            let (Some(parent), Some(child)) = (motion.get(joint.parent), motion.get(joint.child))
+            else {
+                continue;
+            };
+            let rel_target = self.relative_target(j, t);
+            let actual_rel = parent.orientation.inverse() * child.orientation;
+            let err = (rel_target.inverse() * actual_rel).angle();
+            out.pose_error_sq_sum += err * err;
+            out.joints += 1;
+            let timed = self
+                .reach
+                .filter(|r| r.joint == j && t >= r.start_s)
+                .map(|r| {
+                    // The composite inertia the joint moves, about the joint point.
+                    let com = |b: usize| {
+                        let c = s.bodies.get(b).map_or([0.0; 3], |m| m.com_m);
+                        Vector3::new(c[0], c[1], c[2])
+                    };
+                    let point = com(joint.parent) + parent.orientation * joint.anchor;
+                    let mut members = [BodyInertia {
+                        mass_kg: 0.0,
+                        principal_inertia_kgm2: Vector3::zeros(),
+                        orientation: UnitQuaternion::identity(),
+                        com_m: Vector3::zeros(),
+                    }; MAX_BODIES];
+                    let mut n = 0;
+                    for (slot, &b) in members.iter_mut().zip(&joint.subtree) {
+                        let (mass_kg, principal_inertia_kgm2) = self
+                            .inertia
+                            .get(b)
+                            .copied()
+                            .unwrap_or((0.0, Vector3::zeros()));
+                        *slot = BodyInertia {
+                            mass_kg,
+                            principal_inertia_kgm2,
+                            orientation: motion
+                                .get(b)
+                                .map_or_else(UnitQuaternion::identity, |m| m.orientation),
+                            com_m: com(b),
+                        };
+                        n += 1;
+                    }
+                    let inertia = members
+                        .get(..n)
+                        .and_then(|m| subtree_inertia_about(&point, m).ok())
+                        .map_or(JointInertia::Scalar(1.0), JointInertia::Tensor);
+                    Arrival {
+                        time_to_go_s: r.arrive_s - t,
+                        inertia,
+                    }
+                });
+            let target = match self.law {
+                DynamoLaw::ParentSpace => Target {
+                    arrival: timed,
+                    ..Target::fixed(TargetSpace::Parent, rel_target)
+                },
+                DynamoLaw::WorldSpace | DynamoLaw::WorldSpaceRootSpring => Target {
+                    arrival: timed,
+                    ..Target::fixed(
+                        TargetSpace::Person,
+                        person
+                            .get(joint.child)
+                            .copied()
+                            .unwrap_or_else(UnitQuaternion::identity),
+                    )
+                },
+            };
+            let torque = match joint.servo.tick(parent, child, &head, &target) {
+                Ok(o) => {
+                    if o.limited {
+                        out.limited += 1;
+                    }
+                    o.torque_nm
+                }
+                Err(_) => {
+                    out.refused += 1;
+                    self.damping(parent, child, joint.effort_nm)
+                }
+            };
+            for (k, x) in torque.iter().enumerate() {
+                if let Some(slot) = out.torques_nm.get_mut(3 * j + k) {
+                    *slot = *x;
+                }
+            }
+        }
+        if let Some(spring) = &mut self.spring
+            && let Ok(o) = spring.tick(&root.orientation, &root.angular_velocity_rad_s)
+        {
+            out.spring = Some(o.state);
+            out.root_torque_nm = o.torque_nm.norm();
+            let at = 3 * self.joints.len();
+            for (k, x) in o.torque_nm.iter().enumerate() {
+                if let Some(slot) = out.torques_nm.get_mut(at + k) {
+                    *slot = *x;
+                }
+            }
+        }
+        out
+    }
+
+    fn damping(&self, parent: &Motion, child: &Motion, limit: f64) -> Vector3<f64> {
+        let t = -self.safe_damping * (child.angular_velocity_rad_s - parent.angular_velocity_rad_s);
+        let n = t.norm();
+        if !n.is_finite() {
+            Vector3::zeros()
+        } else if n > limit {
+            t * (limit / n)
+        } else {
+            t
+        }
+    }
+
+    /// The safe state: damping only on every joint's relative angular velocity, within its
+    /// effort; no root torque.
+    pub fn safe(&self, s: HumanoidState) -> DynamoTick {
+        let mut out = DynamoTick {
+            step: s.step,
+            time_s: s.sim_time_s,
+            safe: true,
+            len: 3 * self.joints.len() + 3,
+            torques_nm: [0.0; MAX_JOINTS],
+            root_torque_nm: 0.0,
+            spring: None,
+            limited: 0,
+            refused: 0,
+            pose_error_sq_sum: 0.0,
+            joints: 0,
+        };
+        for (j, joint) in self.joints.iter().enumerate() {
+            let (Some(p), Some(c)) = (s.bodies.get(joint.parent), s.bodies.get(joint.child)) else {
+                continue;
+            };
+            let torque = self.damping(&Self::motion(p), &Self::motion(c), joint.effort_nm);
+            for (k, x) in torque.iter().enumerate() {
+                if let Some(slot) = out.torques_nm.get_mut(3 * j + k) {
+                    *slot = *x;
+                }
+            }
+        }
+        out
+    }
+}
+
+impl LoopController for DynamoController {
+    type State = HumanoidState;
+    type Command = DynamoTick;
+
+    fn state_of(frame: &StateFrame) -> Option<HumanoidState> {
+        Some(HumanoidState::of(frame))
+    }
+
+    fn tick(&mut self, state: HumanoidState) -> DynamoTick {
+        Self::tick(self, state)
+    }
+
+    fn safe(&self, state: HumanoidState) -> DynamoTick {
+        Self::safe(self, state)
+    }
+
+    fn accepts(&self, state: &HumanoidState) -> Result<(), String> {
+        if state.body_count == self.bodies {
+            Ok(())
+        } else {
+            Err(format!(
+                "the plant's states carry {} bodies, the humanoid has {}: not the plant of this scenario",
+                state.body_count, self.bodies
+            ))
+        }
+    }
+}

@@ -1,0 +1,1164 @@
+//! `hil run scenarios/dynamo_push.toml`: Dynamo's pushed humanoid (Wrotek, Jenkins and
+//! McGuire). The 15-body humanoid (`models/humanoid15.urdf`, read by the plant and by the
+//! controller with the same function, `sim_host::humanoid::HumanoidModel::load`) holds a pose
+//! (standing, then a reach that arrives on time) and is pushed at the torso with impulses of
+//! increasing size, one plant process per (controller, impulse); then each controller holds the
+//! pose unpushed with its gains scaled (the gain sweep). Controllers ([`controller`]):
+//! `parent_space`, `world_space`, `world_space_root_spring`.
+//!
+//! A run **stands** when, to its end (`after_push_s` after the push), no body but the feet and
+//! toes touched the ground and the torso's tilt from vertical stayed below `fall_tilt_rad`.
+//! Figures: the largest impulse after which the humanoid still stands, the torso's largest tilt
+//! per impulse, the pose error (RMS over joints and time of each joint's rotation away from its
+//! target, from the reach's arrival to the push; unpushed run), and the root spring's external
+//! torque integral. Written: `report.json`, `runs.csv`, `tilt.svg`, `pose_error.svg`,
+//! `latency.svg`, `push.gif` (a side view of the root-spring controller at the first impulse it
+//! falls to), `scene.json` (the unpushed scene).
+
+pub mod controller;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
+use control_core::dynamo::{RootSpringConfig, SpringState};
+use control_core::frames::{Event, StateFrame};
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+use sim_host::chain::Push;
+use sim_host::humanoid::{Geometry, HumanoidModel, HumanoidPlant, HumanoidScene};
+use sim_host::{Mode, SceneError};
+
+use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
+use super::recorder::LatencyHistogram;
+use super::report::{Faults, Percentiles, Timing};
+use super::scenario::ScenarioError;
+use super::session::{Cut, LoopRecorder, StopFlag};
+use super::{Finished, Periods, RunArgs, plant, run_session, select};
+use crate::anim::{Bone, BoneKind, ForceArrow, GifSettings, Pose, write_gif};
+use controller::{DynamoController, DynamoLaw, DynamoTick, HumanoidState, Reach};
+
+/// The `kind` of a Dynamo scenario.
+pub const KIND: &str = "dynamo_push";
+
+/// Whether the scenario file at `path` is a Dynamo scenario.
+pub fn is_dynamo_scenario(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| t.get("kind").and_then(|k| k.as_str()) == Some(KIND))
+}
+
+/// The reach of the pose: a joint's rotation (axis-angle, parent axes) given at `start_s`, to
+/// arrive at `arrive_s`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachSpec {
+    /// The joint's name.
+    pub joint: String,
+    /// Its target rotation, axis × angle, rad, parent axes.
+    pub rotation_rad: [f64; 3],
+    /// When the target is given, s.
+    pub start_s: f64,
+    /// When it must be reached, s.
+    pub arrive_s: f64,
+}
+
+/// The root spring's settings (`world_space_root_spring`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpringSpec {
+    /// Stiffness, N·m/rad.
+    pub stiffness_nm_per_rad: f64,
+    /// Damping, N·m·s/rad.
+    pub damping_nms_per_rad: f64,
+    /// τ_max, N·m: the largest torque it gives.
+    pub max_torque_nm: f64,
+    /// The balance torque past which it breaks, N·m.
+    pub break_torque_nm: f64,
+}
+
+/// A Dynamo scenario file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DynamoScenario {
+    /// Always `"dynamo_push"`.
+    pub kind: String,
+    /// Name (the default output folder is `out/<name>`).
+    pub name: String,
+    /// The humanoid's URDF (relative to the scenario file).
+    pub urdf: PathBuf,
+    /// Control rate, Hz (= 1 / physics step), in [50, 2000].
+    pub control_rate_hz: f64,
+    /// The push starts at this time, s.
+    pub push_at_s: f64,
+    /// It lasts this long, s (> 0).
+    pub push_duration_s: f64,
+    /// Its direction (normalised), world.
+    pub push_direction: [f64; 3],
+    /// The body pushed.
+    pub push_body: String,
+    /// The impulses, N·s, one run each (ascending, ≥ 0).
+    pub impulses_ns: Vec<f64>,
+    /// Judged this long after the push starts, s.
+    pub after_push_s: f64,
+    /// A torso tilt beyond this is a fall, rad.
+    pub fall_tilt_rad: f64,
+    /// The controllers, in run order.
+    pub controllers: Vec<String>,
+    /// Gain scales of the sweep (0.05..=20).
+    pub gain_scales: Vec<f64>,
+    /// The reach.
+    pub reach: ReachSpec,
+    /// The root spring.
+    pub root_spring: SpringSpec,
+}
+
+impl DynamoScenario {
+    /// Read and check a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let file = path.display().to_string();
+        let error = |field: String, reason: String| ScenarioError {
+            file: file.clone(),
+            field,
+            reason,
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error("-".into(), format!("cannot read: {e}")))?;
+        let de = toml::Deserializer::parse(&text)
+            .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
+        let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            error(
+                if field == "." { "-".into() } else { field },
+                e.into_inner().message().to_string(),
+            )
+        })?;
+        if s.urdf.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            s.urdf = dir.join(&s.urdf);
+        }
+        s.check().map_err(|(field, reason)| error(field, reason))?;
+        Ok(s)
+    }
+
+    fn check(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((f.to_owned(), r));
+        if self.kind != KIND {
+            return bad("kind", format!("must be \"{KIND}\""));
+        }
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return bad(
+                "name",
+                "letters, digits, '_' or '-' (it names the output folder)".into(),
+            );
+        }
+        let r = self.control_rate_hz;
+        if !(r.is_finite() && (50.0..=2000.0).contains(&r)) {
+            return bad(
+                "control_rate_hz",
+                format!("{r}: must be within [50, 2000] Hz"),
+            );
+        }
+        let model =
+            HumanoidModel::load(&self.urdf).map_err(|e| ("urdf".to_owned(), e.to_string()))?;
+        if model.body_index(&self.push_body).is_none() {
+            return bad(
+                "push_body",
+                format!("`{}` is no body of the URDF", self.push_body),
+            );
+        }
+        if model.joint_index(&self.reach.joint).is_none() {
+            return bad(
+                "reach.joint",
+                format!("`{}` is no joint of the URDF", self.reach.joint),
+            );
+        }
+        let d = self.push_direction;
+        let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        if !(n.is_finite() && n > 1e-9) {
+            return bad("push_direction", "must be a non-zero finite vector".into());
+        }
+        for (f, v, lo, hi) in [
+            ("push_at_s", self.push_at_s, 0.0, 1e4),
+            ("push_duration_s", self.push_duration_s, 1e-6, 10.0),
+            ("after_push_s", self.after_push_s, 0.0, 1e4),
+            ("fall_tilt_rad", self.fall_tilt_rad, 0.01, 3.1),
+            ("reach.start_s", self.reach.start_s, 0.0, 1e4),
+            ("reach.arrive_s", self.reach.arrive_s, 0.0, 1e4),
+        ] {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return bad(f, format!("{v}: must be within [{lo}, {hi}]"));
+            }
+        }
+        if self.reach.arrive_s <= self.reach.start_s || self.reach.arrive_s > self.push_at_s {
+            return bad(
+                "reach.arrive_s",
+                "must come after reach.start_s and no later than push_at_s".into(),
+            );
+        }
+        if self.impulses_ns.is_empty() {
+            return bad("impulses_ns", "name at least one impulse".into());
+        }
+        for (i, w) in self.impulses_ns.windows(2).enumerate() {
+            if w[1] <= w[0] {
+                return bad(
+                    &format!("impulses_ns[{}]", i + 1),
+                    "must be ascending".into(),
+                );
+            }
+        }
+        for (i, &v) in self.impulses_ns.iter().enumerate() {
+            if !(v.is_finite() && (0.0..=1e5).contains(&v)) {
+                return bad(
+                    &format!("impulses_ns[{i}]"),
+                    format!("{v}: within [0, 1e5] N·s"),
+                );
+            }
+        }
+        for (i, &v) in self.gain_scales.iter().enumerate() {
+            if !(v.is_finite() && (0.05..=20.0).contains(&v)) {
+                return bad(
+                    &format!("gain_scales[{i}]"),
+                    format!("{v}: within [0.05, 20]"),
+                );
+            }
+        }
+        if self.controllers.is_empty() {
+            return bad("controllers", "name at least one controller".into());
+        }
+        for (i, c) in self.controllers.iter().enumerate() {
+            if DynamoLaw::from_name(c).is_none() {
+                return bad(
+                    &format!("controllers[{i}]"),
+                    format!(
+                        "unknown controller `{c}`: parent_space, world_space or world_space_root_spring"
+                    ),
+                );
+            }
+        }
+        let sp = self.root_spring;
+        if control_core::dynamo::RootSpring::new(RootSpringConfig::from(sp)).is_err() {
+            return bad(
+                "root_spring",
+                "stiffness, damping ≥ 0, 0 < max_torque_nm < break_torque_nm".into(),
+            );
+        }
+        // The plant's own checks on the pushed scene.
+        let scene = self.scene(self.impulses_ns.last().copied().unwrap_or(0.0));
+        scene.validate()?;
+        HumanoidPlant::new(&scene).map_err(|SceneError { field, reason, .. }| (field, reason))?;
+        Ok(())
+    }
+
+    /// The control period, s.
+    pub fn period_s(&self) -> f64 {
+        1.0 / self.control_rate_hz
+    }
+
+    /// The plant's scene for one push of `impulse_ns`.
+    pub fn scene(&self, impulse_ns: f64) -> HumanoidScene {
+        let mut scene = HumanoidScene::new(
+            self.urdf.clone(),
+            self.push_at_s + self.after_push_s,
+            [0.0, -9.81, 0.0],
+        );
+        scene.dt_s = self.period_s();
+        scene.root_torque_limit_nm = self.root_spring.max_torque_nm * 1.000_001;
+        let d = self.push_direction;
+        let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        if impulse_ns > 0.0 {
+            let f = impulse_ns / self.push_duration_s;
+            scene.pushes.push(Push {
+                body: self.push_body.clone(),
+                force_n: [f * d[0] / n, f * d[1] / n, f * d[2] / n],
+                start_s: self.push_at_s,
+                duration_s: self.push_duration_s,
+            });
+        }
+        scene
+    }
+
+    /// `out/<name>`.
+    pub fn default_out_dir(&self) -> PathBuf {
+        PathBuf::from("out").join(&self.name)
+    }
+
+    /// The controllers, in run order.
+    pub fn laws(&self) -> Vec<DynamoLaw> {
+        self.controllers
+            .iter()
+            .filter_map(|c| DynamoLaw::from_name(c))
+            .collect()
+    }
+}
+
+impl From<SpringSpec> for RootSpringConfig {
+    fn from(s: SpringSpec) -> Self {
+        Self {
+            stiffness_nm_per_rad: s.stiffness_nm_per_rad,
+            damping_nms_per_rad: s.damping_nms_per_rad,
+            max_torque_nm: s.max_torque_nm,
+            break_torque_nm: Some(s.break_torque_nm),
+            break_tilt_rad: None,
+        }
+    }
+}
+
+/// A pose kept for the animation: time, state, the ground's force on feet and toes.
+pub type PoseSample = (f64, HumanoidState, [[f64; 3]; 4]);
+
+/// The recorder of one run.
+pub struct DynamoRecorder {
+    fall_tilt_rad: f64,
+    torso: usize,
+    feet: Vec<usize>,
+    push_at_s: f64,
+    pose_from_s: f64,
+    keep_poses: bool,
+    last: Option<HumanoidState>,
+    /// Bodies other than the feet touching the ground now.
+    touching: Vec<u16>,
+    fell_at_s: Option<f64>,
+    max_tilt_rad: f64,
+    pose_sq: f64,
+    pose_n: u64,
+    external_nm_s: f64,
+    dt_s: f64,
+    spring_broke_at_s: Option<f64>,
+    poses: Vec<PoseSample>,
+    next_pose_s: f64,
+    limited: u64,
+    refused: u64,
+    plant_counts: (u32, u32),
+    step_cost: LatencyHistogram,
+    compute: LatencyHistogram,
+    round_trip: LatencyHistogram,
+    wake: LatencyHistogram,
+}
+
+/// What one run gives.
+#[derive(Debug)]
+pub struct DynamoRun {
+    /// When it fell (none: it stood).
+    pub fell_at_s: Option<f64>,
+    /// The torso's largest tilt from vertical, rad.
+    pub max_tilt_rad: f64,
+    /// RMS pose error over joints and time (reach arrival → push), rad.
+    pub pose_error_rad: Option<f64>,
+    /// ∫|τ_root| dt, N·m·s.
+    pub external_nm_s: f64,
+    /// When the root spring broke.
+    pub spring_broke_at_s: Option<f64>,
+    /// Joint-ticks whose torque the limit cut.
+    pub limited: u64,
+    /// Joint-ticks whose servo refused its input.
+    pub refused: u64,
+    /// Poses for the animation: (time, state, ground forces on feet and toes).
+    pub poses: Vec<PoseSample>,
+    /// Plant step cost, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Timing.
+    pub timing: Timing,
+    /// Faults.
+    pub faults: Faults,
+    /// Latency for the plot.
+    pub latency: LatencyHistogram,
+}
+
+fn tilt_of(b: &control_core::frames::BodyMotion) -> f64 {
+    let [w, x, y, z] = b.orientation;
+    let q = UnitQuaternion::new_normalize(control_core::articulated::nalgebra::Quaternion::new(
+        w, x, y, z,
+    ));
+    let up = q * Vector3::y();
+    up.y.clamp(-1.0, 1.0).acos()
+}
+
+impl LoopRecorder<DynamoController> for DynamoRecorder {
+    type Finished = DynamoRun;
+
+    fn state(&mut self, frame: &StateFrame) -> Option<HumanoidState> {
+        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
+        if frame.step > 0 {
+            self.step_cost.record_ns(frame.step_cost_ns);
+        }
+        for e in &frame.events {
+            match *e {
+                Event::ContactBegan { body }
+                    if !self.feet.contains(&usize::from(body.0))
+                        && !self.touching.contains(&body.0) =>
+                {
+                    self.touching.push(body.0);
+                }
+                Event::ContactEnded { body } => self.touching.retain(|b| *b != body.0),
+                _ => {}
+            }
+        }
+        let s = HumanoidState::of(frame);
+        if let Some(torso) = frame.bodies.get(self.torso) {
+            let tilt = tilt_of(torso);
+            self.max_tilt_rad = self.max_tilt_rad.max(tilt);
+            if self.fell_at_s.is_none() && (tilt > self.fall_tilt_rad || !self.touching.is_empty())
+            {
+                self.fell_at_s = Some(frame.sim_time_s);
+            }
+        }
+        if self.keep_poses && frame.sim_time_s >= self.next_pose_s {
+            self.next_pose_s = frame.sim_time_s + 0.02 - 1e-9;
+            let mut forces = [[0.0; 3]; 4];
+            for (f, c) in forces.iter_mut().zip(&frame.contacts) {
+                *f = c.force_n;
+            }
+            self.poses.push((frame.sim_time_s, s, forces));
+        }
+        self.last = Some(s);
+        Some(s)
+    }
+
+    fn tick(&mut self, c: &DynamoTick, compute: Option<Duration>) {
+        self.limited += u64::from(c.limited);
+        self.refused += u64::from(c.refused);
+        self.external_nm_s += c.root_torque_nm * self.dt_s;
+        if c.spring == Some(SpringState::Broken) && self.spring_broke_at_s.is_none() {
+            self.spring_broke_at_s = Some(c.time_s);
+        }
+        if !c.safe && c.joints > 0 && c.time_s >= self.pose_from_s && c.time_s < self.push_at_s {
+            self.pose_sq += c.pose_error_sq_sum;
+            self.pose_n += u64::from(c.joints);
+        }
+        if let Some(d) = compute {
+            self.compute.record(d);
+        }
+    }
+
+    fn round_trip(&mut self, d: Duration) {
+        self.round_trip.record(d);
+    }
+
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.wake.record_ns(wake_latency_ns);
+    }
+
+    fn last_state(&self) -> Option<HumanoidState> {
+        self.last
+    }
+
+    fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> DynamoRun {
+        timing.round_trip_us = self.round_trip.percentiles_us();
+        if timing.compute_us.is_none() {
+            timing.compute_us = self.compute.percentiles_us();
+        }
+        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
+        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        DynamoRun {
+            fell_at_s: self.fell_at_s,
+            max_tilt_rad: self.max_tilt_rad,
+            pose_error_rad: (self.pose_n > 0).then(|| (self.pose_sq / self.pose_n as f64).sqrt()),
+            external_nm_s: self.external_nm_s,
+            spring_broke_at_s: self.spring_broke_at_s,
+            limited: self.limited,
+            refused: self.refused,
+            poses: self.poses,
+            plant_step_us: self.step_cost.percentiles_us(),
+            timing,
+            faults,
+            latency: if self.wake.is_empty() {
+                self.round_trip
+            } else {
+                self.wake
+            },
+        }
+    }
+}
+
+/// One push run in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PushOut {
+    /// The impulse, N·s.
+    pub impulse_ns: f64,
+    /// Whether it still stood `after_push_s` after the push began.
+    pub stood: bool,
+    /// When it fell.
+    pub fell_at_s: Option<f64>,
+    /// The torso's largest tilt, rad.
+    pub max_torso_tilt_rad: f64,
+    /// ∫|τ_root| dt, N·m·s.
+    pub external_torque_nm_s: f64,
+    /// When the root spring broke.
+    pub spring_broke_at_s: Option<f64>,
+    /// Joint-ticks cut by a torque limit.
+    pub limited_joint_ticks: u64,
+    /// Joint-ticks whose servo refused its input (damping sent instead).
+    pub refused_joint_ticks: u64,
+}
+
+/// One controller in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ControllerOut {
+    /// Name.
+    pub name: &'static str,
+    /// The largest impulse after which it still stood (none: not even the smallest), N·s.
+    pub max_push_survived_ns: Option<f64>,
+    /// RMS pose error while standing (the unpushed or smallest-impulse run, nominal gains), rad.
+    pub pose_error_rad: Option<f64>,
+    /// The root spring's external torque integral in the run of the largest impulse survived
+    /// (0 without a spring), N·m·s.
+    pub external_torque_nm_s: f64,
+    /// The smallest impulse at which the root spring broke, N·s.
+    pub spring_broke_at_impulse_ns: Option<f64>,
+    /// Controller tick, µs.
+    pub tick_us: Option<Percentiles>,
+    /// Plant step, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Every push run.
+    pub pushes: Vec<PushOut>,
+}
+
+/// One gain-sweep run in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepOut {
+    /// Controller.
+    pub controller: &'static str,
+    /// Gain scale.
+    pub gain_scale: f64,
+    /// RMS pose error while standing, rad.
+    pub pose_error_rad: Option<f64>,
+    /// Whether it fell (unpushed).
+    pub fell: bool,
+    /// The torso's largest tilt, rad.
+    pub max_torso_tilt_rad: f64,
+}
+
+/// `report.json` of a Dynamo run.
+#[derive(Debug, Clone, Serialize)]
+pub struct DynamoReport {
+    /// Whether every run reached the plant's final state.
+    pub complete: bool,
+    /// Why not.
+    pub incomplete_reason: Option<String>,
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario file.
+    pub scenario_file: String,
+    /// `"dynamo_push"`.
+    pub kind: &'static str,
+    /// Mode.
+    pub mode: &'static str,
+    /// Control rate, Hz.
+    pub control_rate_hz: f64,
+    /// The URDF.
+    pub urdf: String,
+    /// Total mass, kg.
+    pub mass_kg: f64,
+    /// The push: body, direction, start, duration.
+    pub push: (String, [f64; 3], f64, f64),
+    /// The root spring.
+    pub root_spring: SpringSpec,
+    /// Per controller.
+    pub controllers: Vec<ControllerOut>,
+    /// The gain sweep.
+    pub gain_sweep: Vec<SweepOut>,
+    /// Timing of the first run.
+    pub timing: Timing,
+    /// Faults of all runs.
+    pub faults: Faults,
+}
+
+/// Run every selected controller of `scenario`, writing into `staging`.
+pub fn run_scenario(
+    args: &RunArgs,
+    scenario: &DynamoScenario,
+    file: &str,
+    staging: &Path,
+    stop: &StopFlag,
+) -> Result<Finished, Box<dyn std::error::Error>> {
+    let laws = select(&args.only, &scenario.laws(), DynamoLaw::name)?;
+    let model = HumanoidModel::load(&scenario.urdf).map_err(|e| e.to_string())?;
+    let joint = model
+        .joint_index(&scenario.reach.joint)
+        .ok_or("reach.joint is no joint")?;
+    let r = scenario.reach.rotation_rad;
+    let reach = Reach {
+        joint,
+        rotation: UnitQuaternion::from_scaled_axis(Vector3::new(r[0], r[1], r[2])),
+        start_s: scenario.reach.start_s,
+        arrive_s: scenario.reach.arrive_s,
+    };
+    let period = scenario.period_s();
+    let build = |law: DynamoLaw, scale: f64| {
+        DynamoController::new(
+            law,
+            &model,
+            scale,
+            Some(reach),
+            scenario.root_spring.into(),
+            period,
+        )
+        .map_err(|e| format!("controller {}: {e}", law.name()))
+    };
+    for &law in &laws {
+        build(law, 1.0)?;
+    }
+    let torso = model.body_index(&scenario.push_body).unwrap_or(0);
+    let feet: Vec<usize> = model.ground_contact_bodies.to_vec();
+    let scenes = staging.join("scenes");
+    std::fs::create_dir_all(&scenes)?;
+    let plant = plant::plant_executable()?;
+    let run_one = |name: &'static str,
+                   controller: DynamoController,
+                   impulse: f64,
+                   keep_poses: bool,
+                   tag: &str|
+     -> Result<(DynamoRun, Option<Cut>), Box<dyn std::error::Error>> {
+        let scene_file = scenes.join(format!("{tag}.json"));
+        let mut scene = scenario.scene(impulse);
+        scene.urdf = std::fs::canonicalize(&scene.urdf).unwrap_or(scene.urdf);
+        std::fs::write(&scene_file, serde_json::to_string_pretty(&scene)?)?;
+        let recorder = DynamoRecorder {
+            fall_tilt_rad: scenario.fall_tilt_rad,
+            torso,
+            feet: feet.clone(),
+            push_at_s: scenario.push_at_s,
+            pose_from_s: scenario.reach.arrive_s,
+            keep_poses,
+            last: None,
+            touching: Vec::new(),
+            fell_at_s: None,
+            max_tilt_rad: 0.0,
+            pose_sq: 0.0,
+            pose_n: 0,
+            external_nm_s: 0.0,
+            dt_s: period,
+            spring_broke_at_s: None,
+            poses: Vec::new(),
+            next_pose_s: 0.0,
+            limited: 0,
+            refused: 0,
+            plant_counts: (0, 0),
+            step_cost: LatencyHistogram::default(),
+            compute: LatencyHistogram::default(),
+            round_trip: LatencyHistogram::default(),
+            wake: LatencyHistogram::default(),
+        };
+        let (run, cut) = run_session(
+            args,
+            controller,
+            recorder,
+            name,
+            ((&plant.0, &plant.1), &scene_file),
+            Periods {
+                control_s: period,
+                state_s: period,
+                end_s: scenario.push_at_s + scenario.after_push_s,
+            },
+            stop,
+        )?;
+        Ok((run, cut))
+    };
+    let mut controllers = Vec::new();
+    let mut sweep = Vec::new();
+    let mut first_timing: Option<Timing> = None;
+    let mut faults = Vec::new();
+    let mut latencies: Vec<(&'static str, LatencyHistogram)> = Vec::new();
+    let mut cut: Option<(String, Cut)> = None;
+    let mut gif: Option<Vec<PoseSample>> = None;
+    let mut csv = String::from(
+        "controller,kind,impulse_ns,gain_scale,stood,fell_at_s,max_torso_tilt_rad,pose_error_rad,external_torque_nm_s,spring_broke_at_s,limited_joint_ticks\n",
+    );
+    'laws: for &law in &laws {
+        let mut pushes = Vec::new();
+        let mut pose_error = None;
+        let mut tick_us = None;
+        let mut plant_step_us = None;
+        let mut poses_of_first_fall = None;
+        for (k, &impulse) in scenario.impulses_ns.iter().enumerate() {
+            let keep = law == DynamoLaw::WorldSpaceRootSpring && gif.is_none();
+            let (run, run_cut) = run_one(
+                law.name(),
+                build(law, 1.0)?,
+                impulse,
+                keep,
+                &format!("{}_{k}", law.name()),
+            )?;
+            if first_timing.is_none() {
+                first_timing = Some(run.timing.clone());
+            }
+            if k == 0 {
+                pose_error = run.pose_error_rad;
+                tick_us = run.timing.compute_us;
+                plant_step_us = run.plant_step_us;
+                latencies.push((law.name(), run.latency.clone()));
+            }
+            let out = PushOut {
+                impulse_ns: impulse,
+                stood: run.fell_at_s.is_none(),
+                fell_at_s: run.fell_at_s,
+                max_torso_tilt_rad: run.max_tilt_rad,
+                external_torque_nm_s: run.external_nm_s,
+                spring_broke_at_s: run.spring_broke_at_s,
+                limited_joint_ticks: run.limited,
+                refused_joint_ticks: run.refused,
+            };
+            csv.push_str(&format!(
+                "{},push,{},1,{},{},{},{},{},{},{}\n",
+                law.name(),
+                impulse,
+                u8::from(out.stood),
+                out.fell_at_s.map_or(String::new(), |t| t.to_string()),
+                out.max_torso_tilt_rad,
+                run.pose_error_rad.map_or(String::new(), |e| e.to_string()),
+                out.external_torque_nm_s,
+                out.spring_broke_at_s
+                    .map_or(String::new(), |t| t.to_string()),
+                out.limited_joint_ticks
+            ));
+            if keep && !out.stood && poses_of_first_fall.is_none() {
+                poses_of_first_fall = Some(run.poses);
+            }
+            faults.push(run.faults);
+            pushes.push(out);
+            if let Some(c) = run_cut {
+                cut = Some((format!("{} at {impulse} N·s", law.name()), c));
+                controllers.push(summarise(law, pushes, pose_error, tick_us, plant_step_us));
+                break 'laws;
+            }
+        }
+        if law == DynamoLaw::WorldSpaceRootSpring && gif.is_none() {
+            gif = poses_of_first_fall;
+        }
+        controllers.push(summarise(law, pushes, pose_error, tick_us, plant_step_us));
+        for &scale in &scenario.gain_scales {
+            let (run, run_cut) = run_one(
+                law.name(),
+                build(law, scale)?,
+                0.0,
+                false,
+                &format!("{}_gain_{scale}", law.name()),
+            )?;
+            csv.push_str(&format!(
+                "{},gain,0,{scale},{},{},{},{},{},{},{}\n",
+                law.name(),
+                u8::from(run.fell_at_s.is_none()),
+                run.fell_at_s.map_or(String::new(), |t| t.to_string()),
+                run.max_tilt_rad,
+                run.pose_error_rad.map_or(String::new(), |e| e.to_string()),
+                run.external_nm_s,
+                run.spring_broke_at_s
+                    .map_or(String::new(), |t| t.to_string()),
+                run.limited
+            ));
+            sweep.push(SweepOut {
+                controller: law.name(),
+                gain_scale: scale,
+                pose_error_rad: run.pose_error_rad,
+                fell: run.fell_at_s.is_some(),
+                max_torso_tilt_rad: run.max_tilt_rad,
+            });
+            faults.push(run.faults);
+            if let Some(c) = run_cut {
+                cut = Some((format!("{} at gain scale {scale}", law.name()), c));
+                break 'laws;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scenes);
+    std::fs::write(
+        staging.join("scene.json"),
+        serde_json::to_string_pretty(&scenario.scene(0.0))?,
+    )?;
+    std::fs::write(staging.join("runs.csv"), csv)?;
+    let d = scenario.push_direction;
+    let report = DynamoReport {
+        complete: cut.is_none(),
+        incomplete_reason: cut
+            .as_ref()
+            .map(|(what, c)| format!("{} while running {what}", c.describe())),
+        scenario: scenario.name.clone(),
+        scenario_file: file.to_owned(),
+        kind: KIND,
+        mode: args.mode.name(),
+        control_rate_hz: scenario.control_rate_hz,
+        urdf: scenario.urdf.display().to_string(),
+        mass_kg: model.total_mass_kg(),
+        push: (
+            scenario.push_body.clone(),
+            d,
+            scenario.push_at_s,
+            scenario.push_duration_s,
+        ),
+        root_spring: scenario.root_spring,
+        controllers,
+        gain_sweep: sweep,
+        timing: first_timing.unwrap_or_default(),
+        faults: Faults::sum(faults.iter()),
+    };
+    std::fs::write(
+        staging.join("report.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    tilt_plot(&staging.join("tilt.svg"), &report)?;
+    pose_error_plot(&staging.join("pose_error.svg"), &report)?;
+    latency_histogram(
+        &staging.join("latency.svg"),
+        match args.mode {
+            Mode::Realtime => "control-thread wake-up latency (unpushed runs)",
+            Mode::Lockstep => "round trip (torque sent → next state received), unpushed runs",
+        },
+        &latencies.iter().map(|(n, l)| (*n, l)).collect::<Vec<_>>(),
+    )?;
+    let mut files = vec![
+        "report.json",
+        "runs.csv",
+        "tilt.svg",
+        "pose_error.svg",
+        "latency.svg",
+        "scene.json",
+    ];
+    if let Some(poses) = gif.filter(|p| !p.is_empty()) {
+        write_push_gif(&staging.join("push.gif"), &model, &poses)?;
+        files.push("push.gif");
+    }
+    Ok(Finished {
+        summary: summary_table(&report),
+        incomplete_reason: report.incomplete_reason.clone(),
+        files,
+    })
+}
+
+fn summarise(
+    law: DynamoLaw,
+    pushes: Vec<PushOut>,
+    pose_error_rad: Option<f64>,
+    tick_us: Option<Percentiles>,
+    plant_step_us: Option<Percentiles>,
+) -> ControllerOut {
+    // The largest impulse after which it still stands, every smaller one stood too.
+    let survived: Vec<&PushOut> = pushes.iter().take_while(|p| p.stood).collect();
+    ControllerOut {
+        name: law.name(),
+        max_push_survived_ns: survived.last().map(|p| p.impulse_ns),
+        pose_error_rad,
+        external_torque_nm_s: survived.last().map_or(0.0, |p| p.external_torque_nm_s),
+        spring_broke_at_impulse_ns: pushes
+            .iter()
+            .find(|p| p.spring_broke_at_s.is_some())
+            .map(|p| p.impulse_ns),
+        tick_us,
+        plant_step_us,
+        pushes,
+    }
+}
+
+/// The console's table.
+pub fn summary_table(r: &DynamoReport) -> String {
+    let mut out = format!(
+        "{} ({} Hz, {}):\n| controller | max push survived N·s | pose error rad | root torque N·m·s | spring broke at N·s | tick µs | plant step µs |\n|---|---|---|---|---|---|---|\n",
+        r.scenario, r.control_rate_hz, r.mode
+    );
+    for c in &r.controllers {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {} | {} | {} |\n",
+            c.name,
+            c.max_push_survived_ns
+                .map_or("none".into(), |v| format!("{v}")),
+            c.pose_error_rad.map_or("-".into(), |v| format!("{v:.4}")),
+            c.external_torque_nm_s,
+            c.spring_broke_at_impulse_ns
+                .map_or("-".into(), |v| format!("{v}")),
+            c.tick_us.map_or("-".into(), |p| format!("{:.2}", p.p50)),
+            c.plant_step_us
+                .map_or("-".into(), |p| format!("{:.1}", p.p50)),
+        ));
+    }
+    out.push_str("\ngain sweep (unpushed): pose error rad (× fell)\n| controller |");
+    let mut scales: Vec<f64> = r.gain_sweep.iter().map(|s| s.gain_scale).collect();
+    scales.dedup();
+    scales.sort_by(f64::total_cmp);
+    scales.dedup();
+    for s in &scales {
+        out.push_str(&format!(" {s}× |"));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(scales.len()));
+    out.push('\n');
+    for c in &r.controllers {
+        out.push_str(&format!("| {} |", c.name));
+        for s in &scales {
+            let cell = r
+                .gain_sweep
+                .iter()
+                .find(|g| g.controller == c.name && g.gain_scale == *s)
+                .map_or("-".into(), |g| {
+                    format!(
+                        "{}{}",
+                        g.pose_error_rad.map_or("-".into(), |e| format!("{e:.3}")),
+                        if g.fell { " ×" } else { "" }
+                    )
+                });
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `tilt.svg`: the torso's largest tilt against the push impulse, per controller; a fall marked
+/// with a cross, the root spring's break with a circle.
+fn tilt_plot(path: &Path, r: &DynamoReport) -> PlotResult {
+    let max_i = r
+        .controllers
+        .iter()
+        .flat_map(|c| c.pushes.iter().map(|p| p.impulse_ns))
+        .fold(0.0, f64::max);
+    if r.controllers.iter().all(|c| c.pushes.is_empty()) {
+        return no_samples(path, (1000, 480), "max torso tilt", "no run");
+    }
+    let root = SVGBackend::new(path, (1000, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "largest torso tilt against push impulse (× fell, ○ root spring broke)",
+            ("sans-serif", 18),
+        )
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            0.0..max_i.max(1.0) * 1.05,
+            0.0..std::f64::consts::FRAC_PI_2 * 1.15,
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("push impulse (N·s)")
+        .y_desc("largest torso tilt (rad)")
+        .draw()?;
+    for (c, colour) in r.controllers.iter().zip(COLOURS.iter().cycle()) {
+        let colour = *colour;
+        let clip = |t: f64| t.min(std::f64::consts::FRAC_PI_2 * 1.1);
+        let label = format!(
+            "{} (survives {} N·s)",
+            c.name,
+            c.max_push_survived_ns
+                .map_or("none".into(), |v| format!("{v}"))
+        );
+        chart
+            .draw_series(LineSeries::new(
+                c.pushes
+                    .iter()
+                    .map(|p| (p.impulse_ns, clip(p.max_torso_tilt_rad))),
+                colour.stroke_width(2),
+            ))?
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        chart.draw_series(c.pushes.iter().filter(|p| !p.stood).map(|p| {
+            Cross::new(
+                (p.impulse_ns, clip(p.max_torso_tilt_rad)),
+                6,
+                colour.stroke_width(2),
+            )
+        }))?;
+        chart.draw_series(
+            c.pushes
+                .iter()
+                .filter(|p| p.spring_broke_at_s.is_some())
+                .map(|p| {
+                    Circle::new(
+                        (p.impulse_ns, clip(p.max_torso_tilt_rad)),
+                        7,
+                        colour.stroke_width(2),
+                    )
+                }),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// `pose_error.svg`: RMS pose error against the gain scale, per controller (log–log), a cross
+/// where it fell.
+fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
+    let pts: Vec<(&'static str, f64, f64, bool)> = r
+        .gain_sweep
+        .iter()
+        .filter_map(|g| {
+            g.pose_error_rad
+                .filter(|e| e.is_finite() && *e > 0.0)
+                .map(|e| (g.controller, g.gain_scale, e, g.fell))
+        })
+        .collect();
+    if pts.is_empty() {
+        return no_samples(
+            path,
+            (900, 480),
+            "pose error against gain scale",
+            "no sweep",
+        );
+    }
+    let (lo_s, hi_s) = pts.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| {
+        (a.min(p.1), b.max(p.1))
+    });
+    let (lo_e, hi_e) = pts.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| {
+        (a.min(p.2), b.max(p.2))
+    });
+    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "RMS pose error while standing against gain scale (× fell)",
+            ("sans-serif", 18),
+        )
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (lo_s * 0.8..hi_s * 1.25).log_scale(),
+            (lo_e * 0.5..hi_e * 2.0).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("gain scale (× nominal)")
+        .y_desc("RMS pose error (rad)")
+        .draw()?;
+    for (c, colour) in r.controllers.iter().zip(COLOURS.iter().cycle()) {
+        let colour = *colour;
+        let mine: Vec<(f64, f64, bool)> = pts
+            .iter()
+            .filter(|p| p.0 == c.name)
+            .map(|p| (p.1, p.2, p.3))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(
+                mine.iter().map(|p| (p.0, p.1)),
+                colour.stroke_width(2),
+            ))?
+            .label(c.name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        chart.draw_series(
+            mine.iter()
+                .filter(|p| p.2)
+                .map(|p| Cross::new((p.0, p.1), 6, colour.stroke_width(2))),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// `push.gif`: the side view (x forward, y up) of a push: each body's first shape as a bone.
+fn write_push_gif(
+    path: &Path,
+    model: &HumanoidModel,
+    poses: &[PoseSample],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let frames: Vec<Pose> = poses
+        .iter()
+        .map(|(t, s, forces)| {
+            let mut bones = Vec::new();
+            for (b, body) in model.bodies.iter().enumerate() {
+                let (Some(m), Some(shape)) = (s.bodies.get(b), body.shapes.first()) else {
+                    continue;
+                };
+                let [w, x, y, z] = m.orientation;
+                let q = UnitQuaternion::new_normalize(
+                    control_core::articulated::nalgebra::Quaternion::new(w, x, y, z),
+                );
+                let [sw, sx, sy, sz] = shape.orientation;
+                let qs = UnitQuaternion::new_normalize(
+                    control_core::articulated::nalgebra::Quaternion::new(sw, sx, sy, sz),
+                );
+                let c = Vector3::new(m.com_m[0], m.com_m[1], m.com_m[2])
+                    + q * Vector3::new(shape.center_m[0], shape.center_m[1], shape.center_m[2]);
+                let (half, width) = match shape.geometry {
+                    Geometry::Capsule {
+                        radius_m,
+                        half_length_m,
+                    } => (
+                        qs * Vector3::new(0.0, 0.0, half_length_m + radius_m),
+                        2.0 * radius_m,
+                    ),
+                    Geometry::Sphere { radius_m } => {
+                        (Vector3::new(0.0, radius_m, 0.0), 2.0 * radius_m)
+                    }
+                    Geometry::Box { half_extents_m: h } => {
+                        let k = (0..3).max_by(|a, b| h[*a].total_cmp(&h[*b])).unwrap_or(1);
+                        let mut v = Vector3::zeros();
+                        v[k] = h[k];
+                        let thin = h.iter().copied().fold(f64::INFINITY, f64::min);
+                        (qs * v, 2.0 * thin.max(0.02))
+                    }
+                };
+                let h = q * half;
+                bones.push(Bone {
+                    from_m: [c.x + h.x, c.y + h.y],
+                    to_m: [c.x - h.x, c.y - h.y],
+                    width_m: width,
+                    kind: if body.name.starts_with("left") {
+                        BoneKind::Left
+                    } else if body.name.starts_with("right") {
+                        BoneKind::Right
+                    } else {
+                        BoneKind::Torso
+                    },
+                });
+            }
+            let mut mass = 0.0;
+            let mut com = [0.0; 2];
+            for (b, body) in model.bodies.iter().enumerate() {
+                if let Some(m) = s.bodies.get(b) {
+                    mass += body.mass_kg;
+                    com[0] += body.mass_kg * m.com_m[0];
+                    com[1] += body.mass_kg * m.com_m[1];
+                }
+            }
+            let forces = model
+                .ground_contact_bodies
+                .iter()
+                .zip(forces)
+                .filter(|(_, f)| f[1] > 0.0)
+                .filter_map(|(&b, f)| {
+                    s.bodies.get(b).map(|m| ForceArrow {
+                        at_m: [m.com_m[0], 0.0],
+                        force_n: [f[0], f[1]],
+                    })
+                })
+                .collect();
+            Pose {
+                time_s: *t,
+                bones,
+                com_m: [com[0] / mass.max(1e-9), com[1] / mass.max(1e-9)],
+                forces,
+            }
+        })
+        .collect();
+    write_gif(
+        path,
+        &frames,
+        &GifSettings {
+            view_width_m: 3.2,
+            ..GifSettings::default()
+        },
+    )?;
+    Ok(())
+}
