@@ -148,108 +148,47 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if let Some(path) = args.scenario.as_deref()
-        && dynamo::is_dynamo_scenario(path)
-    {
-        return match dynamo::DynamoScenario::load(path) {
-            Ok(scenario) => {
-                if let Err(e) = select(
-                    &args.only,
-                    &scenario.laws(),
-                    dynamo::controller::DynamoLaw::name,
-                ) {
-                    eprintln!("hil: {e}");
-                    return ExitCode::from(2);
-                }
-                let out = args
-                    .out
-                    .clone()
-                    .unwrap_or_else(|| scenario.default_out_dir());
-                staged(&out, &stop, |staging| {
-                    dynamo::run_scenario(
-                        args,
-                        &scenario,
-                        &path.display().to_string(),
-                        staging,
-                        &stop,
+    if let Some(path) = args.scenario.as_deref() {
+        if dynamo::is_dynamo_scenario(path) {
+            return run_kind(
+                args,
+                &stop,
+                path,
+                dynamo::DynamoScenario::load(path),
+                |s| (s.laws(), s.default_out_dir()),
+                dynamo::controller::DynamoLaw::name,
+                dynamo::run_scenario,
+            );
+        }
+        if biped::is_walk_scenario(path) {
+            return run_kind(
+                args,
+                &stop,
+                path,
+                biped::WalkScenario::load(path)
+                    .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s)),
+                |s| (s.laws(), s.default_out_dir()),
+                biped::controller::WalkLaw::name,
+                biped::run_scenario,
+            );
+        }
+        if chain::is_chain_scenario(path) {
+            return run_kind(
+                args,
+                &stop,
+                path,
+                chain::ChainScenario::load(path)
+                    .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
+                |s| {
+                    (
+                        chain::controller::ChainLaw::of(s.kind).to_vec(),
+                        s.default_out_dir(),
                     )
-                })
-            }
-            Err(e) => {
-                eprintln!("hil: {e}");
-                ExitCode::from(2)
-            }
-        };
-    }
-    if let Some(path) = args.scenario.as_deref()
-        && biped::is_walk_scenario(path)
-    {
-        return match biped::WalkScenario::load(path)
-            .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s))
-        {
-            Ok(scenario) => {
-                if let Err(e) = select(
-                    &args.only,
-                    &scenario.laws(),
-                    biped::controller::WalkLaw::name,
-                ) {
-                    eprintln!("hil: {e}");
-                    return ExitCode::from(2);
-                }
-                let out = args
-                    .out
-                    .clone()
-                    .unwrap_or_else(|| scenario.default_out_dir());
-                staged(&out, &stop, |staging| {
-                    biped::run_scenario(
-                        args,
-                        &scenario,
-                        &path.display().to_string(),
-                        staging,
-                        &stop,
-                    )
-                })
-            }
-            Err(e) => {
-                eprintln!("hil: {e}");
-                ExitCode::from(2)
-            }
-        };
-    }
-    if let Some(path) = args.scenario.as_deref()
-        && chain::is_chain_scenario(path)
-    {
-        return match chain::ChainScenario::load(path)
-            .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s))
-        {
-            Ok(scenario) => {
-                if let Err(e) = select(
-                    &args.only,
-                    chain::controller::ChainLaw::of(scenario.kind),
-                    chain::controller::ChainLaw::name,
-                ) {
-                    eprintln!("hil: {e}");
-                    return ExitCode::from(2);
-                }
-                let out = args
-                    .out
-                    .clone()
-                    .unwrap_or_else(|| scenario.default_out_dir());
-                staged(&out, &stop, |staging| {
-                    chain::run_scenario(
-                        args,
-                        &scenario,
-                        &path.display().to_string(),
-                        staging,
-                        &stop,
-                    )
-                })
-            }
-            Err(e) => {
-                eprintln!("hil: {e}");
-                ExitCode::from(2)
-            }
-        };
+                },
+                chain::controller::ChainLaw::name,
+                chain::run_scenario,
+            );
+        }
     }
     let (scenario, file) = match Scenario::load(args.scenario.as_deref())
         .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
@@ -294,6 +233,40 @@ pub fn run(args: &RunArgs) -> ExitCode {
             incomplete_reason: report.incomplete_reason,
             files: OUTPUT_FILES.to_vec(),
         })
+    })
+}
+
+/// A scenario kind's run: arguments, scenario, its file's name, the staging folder, the stop
+/// flag.
+type RunScenario<S> =
+    fn(&RunArgs, &S, &str, &Path, &StopFlag) -> Result<Finished, Box<dyn std::error::Error>>;
+
+/// The scenario kinds with a `kind` field (chains, walks, Dynamo): a file that did not load or
+/// check, or an `--only` naming no controller of it, is exit 2; otherwise the run, staged.
+fn run_kind<S, L: Copy>(
+    args: &RunArgs,
+    stop: &StopFlag,
+    path: &Path,
+    loaded: Result<S, scenario::ScenarioError>,
+    laws_and_out: impl Fn(&S) -> (Vec<L>, PathBuf),
+    name: fn(L) -> &'static str,
+    run: RunScenario<S>,
+) -> ExitCode {
+    let scenario = match loaded {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hil: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (laws, default_out) = laws_and_out(&scenario);
+    if let Err(e) = select(&args.only, &laws, name) {
+        eprintln!("hil: {e}");
+        return ExitCode::from(2);
+    }
+    let out = args.out.clone().unwrap_or(default_out);
+    staged(&out, stop, |staging| {
+        run(args, &scenario, &path.display().to_string(), staging, stop)
     })
 }
 
