@@ -192,6 +192,67 @@ impl LatencyHistogram {
     }
 }
 
+/// What every loop recorder measures whatever its controller: the plant's step cost and its
+/// counts of refused torque frames (from the state frames), the tick's compute time, the round
+/// trip, and the control thread's wake-up latency (real time).
+#[derive(Debug, Clone, Default)]
+pub struct LoopTimes {
+    step_cost: LatencyHistogram,
+    compute: LatencyHistogram,
+    round_trip: LatencyHistogram,
+    wake: LatencyHistogram,
+    plant_counts: (u32, u32),
+}
+
+impl LoopTimes {
+    /// Note an accepted state frame.
+    pub fn frame(&mut self, frame: &StateFrame) {
+        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
+        if frame.step > 0 {
+            self.step_cost.record_ns(frame.step_cost_ns);
+        }
+    }
+
+    /// Note a tick's compute time, when measured on this thread.
+    pub fn compute(&mut self, d: Option<Duration>) {
+        if let Some(d) = d {
+            self.compute.record(d);
+        }
+    }
+
+    /// Note a round trip.
+    pub fn round_trip(&mut self, d: Duration) {
+        self.round_trip.record(d);
+    }
+
+    /// Note a control-thread wake-up latency.
+    pub fn wake(&mut self, ns: u64) {
+        self.wake.record_ns(ns);
+    }
+
+    /// Close: the round trip and (unless the driver measured it) the compute time into
+    /// `timing`, the plant's counts into `faults`; returns the plant's step cost and the
+    /// latency to plot (wake-up in real time, the round trip in lockstep).
+    pub fn close(
+        self,
+        timing: &mut Timing,
+        faults: &mut Faults,
+    ) -> (Option<Percentiles>, LatencyHistogram) {
+        timing.round_trip_us = self.round_trip.percentiles_us();
+        if timing.compute_us.is_none() {
+            timing.compute_us = self.compute.percentiles_us();
+        }
+        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
+        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let latency = if self.wake.is_empty() {
+            self.round_trip
+        } else {
+            self.wake
+        };
+        (self.step_cost.percentiles_us(), latency)
+    }
+}
+
 /// A trajectory decimated to at most [`MAX_PLOT_POINTS`] points (every k-th, k doubling when
 /// full).
 #[derive(Debug, Clone)]

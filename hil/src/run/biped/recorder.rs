@@ -11,7 +11,7 @@ use serde::Serialize;
 use sim_host::biped::BODIES;
 use sim_host::walk::{BipedReading, WalkJudge, WalkSummary};
 
-use super::super::recorder::{CsvFile, Decimated, LatencyHistogram};
+use super::super::recorder::{CsvFile, Decimated, LatencyHistogram, LoopTimes};
 use super::super::report::{Faults, Percentiles, Timing};
 use super::super::session::LoopRecorder;
 use super::controller::{WalkController, WalkState, WalkTick};
@@ -216,11 +216,7 @@ pub struct WalkRecorder {
     ticks: u64,
     last_reading: Option<BipedReading>,
     last_state: Option<WalkState>,
-    plant_counts: (u32, u32),
-    step_cost: LatencyHistogram,
-    compute: LatencyHistogram,
-    round_trip: LatencyHistogram,
-    wake: LatencyHistogram,
+    times: LoopTimes,
 }
 
 impl WalkRecorder {
@@ -239,11 +235,7 @@ impl WalkRecorder {
             ticks: 0,
             last_reading: None,
             last_state: None,
-            plant_counts: (0, 0),
-            step_cost: LatencyHistogram::default(),
-            compute: LatencyHistogram::default(),
-            round_trip: LatencyHistogram::default(),
-            wake: LatencyHistogram::default(),
+            times: LoopTimes::default(),
         }
     }
 }
@@ -252,10 +244,7 @@ impl LoopRecorder<WalkController> for WalkRecorder {
     type Finished = (WalkRun, Option<WalkCsv>);
 
     fn state(&mut self, frame: &StateFrame) -> Option<WalkState> {
-        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
-        if frame.step > 0 {
-            self.step_cost.record_ns(frame.step_cost_ns);
-        }
+        self.times.frame(frame);
         let state = WalkState::of(frame);
         self.last_state = Some(state);
         if state.shape.is_some() {
@@ -286,20 +275,18 @@ impl LoopRecorder<WalkController> for WalkRecorder {
         if !command.safe {
             self.judge.transition(command.state, command.transitioned);
         }
-        if let Some(c) = compute {
-            self.compute.record(c);
-        }
+        self.times.compute(compute);
         if let (Some(csv), Some(r)) = (&mut self.csv, &self.last_reading) {
             csv.row(self.name, r, command);
         }
     }
 
     fn round_trip(&mut self, d: Duration) {
-        self.round_trip.record(d);
+        self.times.round_trip(d);
     }
 
     fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.wake.record_ns(wake_latency_ns);
+        self.times.wake(wake_latency_ns);
     }
 
     fn last_state(&self) -> Option<WalkState> {
@@ -307,28 +294,19 @@ impl LoopRecorder<WalkController> for WalkRecorder {
     }
 
     fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Self::Finished {
-        timing.round_trip_us = self.round_trip.percentiles_us();
-        if timing.compute_us.is_none() {
-            timing.compute_us = self.compute.percentiles_us();
-        }
-        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
-        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
         let run = WalkRun {
             name: self.name,
             summary: self.judge.finish(self.limited),
             ticks: self.ticks,
-            plant_step_us: self.step_cost.percentiles_us(),
+            plant_step_us,
             wall_s: wall.as_secs_f64(),
             simulated_s: self.last_state.map_or(0.0, |s| s.sim_time_s),
             speed: self.speed.points,
             poses: self.poses,
             timing,
             faults,
-            latency: if self.wake.is_empty() {
-                self.round_trip
-            } else {
-                self.wake
-            },
+            latency,
         };
         (run, self.csv)
     }

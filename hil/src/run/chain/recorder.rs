@@ -12,7 +12,7 @@ use control_core::articulated::nalgebra::{Matrix3, Vector3};
 use control_core::frames::StateFrame;
 use serde::Serialize;
 
-use super::super::recorder::{CsvFile, Decimated, LatencyHistogram};
+use super::super::recorder::{CsvFile, Decimated, LatencyHistogram, LoopTimes};
 use super::super::report::{Faults, Percentiles, Timing};
 use super::super::session::LoopRecorder;
 use super::controller::{CAP, ChainCommandOut, ChainController, ChainState};
@@ -296,13 +296,9 @@ pub struct ChainRecorder {
     torque_limited: u64,
     model_errors: u64,
     ticks: u64,
-    step_cost: LatencyHistogram,
-    round_trip: LatencyHistogram,
-    compute: LatencyHistogram,
-    wake: LatencyHistogram,
+    times: LoopTimes,
     trajectory: Decimated<[f64; CAP]>,
     last_state: Option<ChainState>,
-    plant_counts: (u32, u32),
     csv: Option<ChainCsv>,
     reach: Option<ReachJudge>,
     reach_series: Decimated<[f64; 2]>,
@@ -332,13 +328,9 @@ impl ChainRecorder {
             torque_limited: 0,
             model_errors: 0,
             ticks: 0,
-            step_cost: LatencyHistogram::default(),
-            round_trip: LatencyHistogram::default(),
-            compute: LatencyHistogram::default(),
-            wake: LatencyHistogram::default(),
+            times: LoopTimes::default(),
             trajectory: Decimated::default(),
             last_state: None,
-            plant_counts: (0, 0),
             csv,
             reach: None,
             reach_series: Decimated::default(),
@@ -393,10 +385,7 @@ impl LoopRecorder<ChainController> for ChainRecorder {
     type Finished = (ChainRun, Option<ChainCsv>);
 
     fn state(&mut self, frame: &StateFrame) -> Option<ChainState> {
-        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
-        if frame.step > 0 {
-            self.step_cost.record_ns(frame.step_cost_ns);
-        }
+        self.times.frame(frame);
         let state = ChainState::of(frame)?;
         if let Some(judge) = &self.reach {
             let force: Option<[f64; 3]> = frame
@@ -459,20 +448,18 @@ impl LoopRecorder<ChainController> for ChainRecorder {
                     max_opt(self.max_posture_error_rad, r.posture_error_rad);
             }
         }
-        if let Some(c) = compute {
-            self.compute.record(c);
-        }
+        self.times.compute(compute);
         if let Some(csv) = &mut self.csv {
             csv.row(self.name, command);
         }
     }
 
     fn round_trip(&mut self, d: Duration) {
-        self.round_trip.record(d);
+        self.times.round_trip(d);
     }
 
     fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.wake.record_ns(wake_latency_ns);
+        self.times.wake(wake_latency_ns);
     }
 
     fn last_state(&self) -> Option<ChainState> {
@@ -480,12 +467,7 @@ impl LoopRecorder<ChainController> for ChainRecorder {
     }
 
     fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Self::Finished {
-        timing.round_trip_us = self.round_trip.percentiles_us();
-        if timing.compute_us.is_none() {
-            timing.compute_us = self.compute.percentiles_us();
-        }
-        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
-        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
         let run = ChainRun {
             name: self.name,
             targets: self
@@ -501,16 +483,12 @@ impl LoopRecorder<ChainController> for ChainRecorder {
             torque_limited_joint_ticks: self.torque_limited,
             model_error_ticks: self.model_errors,
             ticks: self.ticks,
-            plant_step_us: self.step_cost.percentiles_us(),
+            plant_step_us,
             wall_s: wall.as_secs_f64(),
             trajectory: self.trajectory.points,
             timing,
             faults,
-            latency: if self.wake.is_empty() {
-                self.round_trip
-            } else {
-                self.wake
-            },
+            latency,
             reach_series: self.reach_series.points,
             wall_series: self.wall_series.points,
             max_hand_error_m: self.max_hand_error_m,
