@@ -4,17 +4,26 @@
 //! arrives on time through the arrival gains), in one of three laws:
 //! - `parent_space`: each joint holds its child's orientation relative to its parent;
 //! - `world_space`: Dynamo's world-space servos, targets in person space (relative to the
-//!   root's heading): each body holds the world orientation the pose gives it with the root
-//!   upright;
+//!   root's heading), on the upper body (waist, neck, arms): each of those bodies holds the world
+//!   orientation the pose gives it with the root upright. The legs (hips, knees, ankles, toes:
+//!   the chain that carries the root from the ground) keep parent-space targets: with
+//!   world-space targets on every joint each servo holds its child and pushes back on its
+//!   parent, so nothing holds the root, which tips as a free inverted pendulum between the hips
+//!   (measured: fell at 1.1–1.5 s unpushed, even with a root PD carried by the hips as
+//!   SIMBICON's stance hip);
 //! - `world_space_root_spring`: the same, plus Dynamo's breakable root spring, an external
 //!   torque on the root that never acts about the vertical.
+//!
+//! Every law uses the same gains ([`nominal_gains`], [`axis_shares`]: the plant test's standing
+//! PD) and the same standing pose (the ankles lean the body so its centre of mass stands above
+//! them, [`standing_lean_rad`]).
 //!
 //! [`DynamoController::tick`] runs on the control thread in real time: it never allocates
 //! (every buffer is sized when the controller is built), blocks or panics. A servo that refuses
 //! its input (a non-finite state) gives that joint the safe state's damping for the tick,
 //! counted in the command.
 
-use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use control_core::articulated::nalgebra::{Matrix3, Quaternion, UnitQuaternion, Vector3};
 use control_core::dynamo::{
     Arrival, ArrivalSettings, BodyInertia, BodyMotion as Motion, DynamoJoint, Heading, JointConfig,
     JointInertia, JointKind as ServoKind, RootSpring, RootSpringConfig, SpringState, Target,
@@ -163,6 +172,8 @@ struct Joint {
     /// The joint point relative to the parent's centre of mass, parent axes.
     anchor: Vector3<f64>,
     effort_nm: f64,
+    /// [`axis_shares`] of the joint.
+    shares: Vector3<f64>,
     /// Bodies the joint moves (its child's subtree), body indices.
     subtree: Vec<usize>,
 }
@@ -179,6 +190,8 @@ pub struct DynamoController {
     reach: Option<Reach>,
     spring: Option<RootSpring>,
     safe_damping: f64,
+    /// Per joint: whether it is on a leg, between the root and the ground (the support chain).
+    support: Vec<bool>,
     /// Each joint's standing target relative to its parent (the ankles lean the body so its
     /// centre of mass stands above them).
     standing: Vec<UnitQuaternion<f64>>,
@@ -186,22 +199,48 @@ pub struct DynamoController {
     root_target: UnitQuaternion<f64>,
 }
 
-/// Nominal gains (kp N·m/rad, kd N·m·s/rad) of a joint by name, before the scale: stiff where
-/// the body's weight rests (legs, waist), light where a light link hangs (toes, elbows), and
-/// little damping (a light link's sampled loop at 200 Hz is unstable beyond kd ≈ m/h: the
-/// toes' 0.0007 kg·m² allow 0.14 N·m·s/rad).
+/// The fraction of a joint's effort the servos may use: a torque scaled down to exactly the
+/// effort can have a norm a rounding above it, which the plant's check refuses.
+const EFFORT_MARGIN: f64 = 1.0 - 1e-9;
+
+/// Nominal gains (kp N·m/rad, kd N·m·s/rad) of a joint by name, before the scale, and the
+/// share of them each of the parent's x, y, z axes gets ([`axis_shares`]): the plant test's
+/// standing PD (`sim-host/tests/humanoid.rs`), stiff where the body's weight rests (legs,
+/// waist), light where a light link hangs (toes, elbows), and little damping (an explicit PD at
+/// 5 ms is stable only for kd·h/I < 2 and ωn·h < 2 on the body it turns: the toes' 0.0007 kg·m²
+/// allow 0.14 N·m·s/rad).
 pub fn nominal_gains(name: &str) -> (f64, f64) {
     let has = |s: &str| name.contains(s);
-    if has("knee") || has("ankle") {
+    if has("knee") || has("ankle") || has("waist") || has("hip") {
         (1000.0, 2.0)
-    } else if has("waist") || has("hip") {
-        (600.0, 2.0)
-    } else if has("neck") || has("shoulder") {
-        (100.0, 1.5)
+    } else if has("shoulder") {
+        (100.0, 2.0)
+    } else if has("neck") {
+        (100.0, 1.0)
     } else if has("elbow") {
         (30.0, 0.5)
     } else {
         (20.0, 0.1)
+    }
+}
+
+/// The share of the nominal gains about each of the parent's x, y, z axes (a servo's torque is
+/// scaled by it component by component in the parent's frame, the same for every law): the
+/// plant test's per-axis gains, which `control_core::dynamo`'s scalar gains cannot express.
+/// Lateral (x) 0.3 and twist (y) 1/3 on the waist and hips, lateral 0.3 on the ankles (the
+/// foot's roll, 0.0025 kg·m² off the ground, is unstable at 1000 N·m/rad at 5 ms: ωn·h = 3.2),
+/// twist (z in the T-pose) 0.2 on the shoulders; 1 elsewhere. The damping is scaled with the
+/// stiffness (the test's lateral kd is 1, here 0.6).
+pub fn axis_shares(name: &str) -> [f64; 3] {
+    let has = |s: &str| name.contains(s);
+    if has("waist") || has("hip") {
+        [0.3, 1.0 / 3.0, 1.0]
+    } else if has("ankle") {
+        [0.3, 1.0, 1.0]
+    } else if has("shoulder") {
+        [1.0, 1.0, 0.2]
+    } else {
+        [1.0; 3]
     }
 }
 
@@ -273,7 +312,10 @@ impl DynamoController {
                 kind,
                 stiffness_nm_per_rad: kp * gain_scale,
                 damping_nms_per_rad: kd * gain_scale,
-                torque_limit_nm: j.effort_nm,
+                // Just inside the effort: a vector scaled to exactly the effort can come out a
+                // rounding above it, and the plant refuses the whole frame for that (then steps
+                // with zero torques).
+                torque_limit_nm: j.effort_nm * EFFORT_MARGIN,
             };
             let servo =
                 DynamoJoint::new(config, arrival).map_err(|e| format!("joint {}: {e}", j.name))?;
@@ -289,7 +331,8 @@ impl DynamoController {
                 child: j.child,
                 servo,
                 anchor: v(j.anchor_in_parent_m),
-                effort_nm: j.effort_nm,
+                effort_nm: j.effort_nm * EFFORT_MARGIN,
+                shares: v(axis_shares(&j.name)),
                 subtree,
             });
         }
@@ -329,6 +372,15 @@ impl DynamoController {
             reach,
             spring,
             safe_damping: 0.5 * gain_scale.min(1.0),
+            support: model
+                .joints
+                .iter()
+                .map(|j| {
+                    ["hip", "knee", "ankle", "toe"]
+                        .iter()
+                        .any(|n| j.name.contains(n))
+                })
+                .collect(),
         })
     }
 
@@ -405,7 +457,10 @@ impl DynamoController {
             out.joints += 1;
             let timed = self
                 .reach
-                .filter(|r| r.joint == j && t >= r.start_s)
+                // Arrival gains until the arrival; then the joint's own gains hold the reach (the
+                // arrival solver's hold at 10 rad/s is weaker than the arm's weight, and its
+                // gains re-solved against a droop it cannot see climb without bound).
+                .filter(|r| r.joint == j && t >= r.start_s && t < r.arrive_s)
                 .map(|r| {
                     // The composite inertia the joint moves, about the joint point.
                     let com = |b: usize| {
@@ -439,18 +494,27 @@ impl DynamoController {
                     let inertia = members
                         .get(..n)
                         .and_then(|m| subtree_inertia_about(&point, m).ok())
-                        .map_or(JointInertia::Scalar(1.0), JointInertia::Tensor);
+                        .map_or(JointInertia::Scalar(1.0), |i: Matrix3<f64>| {
+                            // The gains solved about v also damp every other axis (the module's
+                            // off-axis damping): clamped for the least principal inertia (the
+                            // arm's twist, ~0.007 kg·m² against ~0.6 about the swing), so the
+                            // explicit 5 ms loop stays stable about every axis.
+                            JointInertia::Scalar(i.symmetric_eigenvalues().min())
+                        });
                     Arrival {
                         time_to_go_s: r.arrive_s - t,
                         inertia,
                     }
                 });
-            let target = match self.law {
-                DynamoLaw::ParentSpace => Target {
+            // The legs hold parent-space targets under every law (see the module docs).
+            let support = self.support.get(j).copied().unwrap_or(false);
+            let target = if self.law == DynamoLaw::ParentSpace || support {
+                Target {
                     arrival: timed,
                     ..Target::fixed(TargetSpace::Parent, rel_target)
-                },
-                DynamoLaw::WorldSpace | DynamoLaw::WorldSpaceRootSpring => Target {
+                }
+            } else {
+                Target {
                     arrival: timed,
                     ..Target::fixed(
                         TargetSpace::Person,
@@ -459,14 +523,16 @@ impl DynamoController {
                             .copied()
                             .unwrap_or_else(UnitQuaternion::identity),
                     )
-                },
+                }
             };
             let torque = match joint.servo.tick(parent, child, &head, &target) {
                 Ok(o) => {
                     if o.limited {
                         out.limited += 1;
                     }
-                    o.torque_nm
+                    // The per-axis shares, in the parent's frame (they only shrink it).
+                    let local = parent.orientation.inverse() * o.torque_nm;
+                    parent.orientation * local.component_mul(&joint.shares)
                 }
                 Err(_) => {
                     out.refused += 1;
