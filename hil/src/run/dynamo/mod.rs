@@ -30,7 +30,7 @@ use sim_host::humanoid::{Geometry, HumanoidModel, HumanoidPlant, HumanoidScene};
 use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
-use super::recorder::LatencyHistogram;
+use super::recorder::{LatencyHistogram, LoopTimes};
 use super::report::{Faults, Percentiles, Timing};
 use super::scenario::ScenarioError;
 use super::session::{Cut, LoopRecorder, StopFlag};
@@ -336,11 +336,7 @@ pub struct DynamoRecorder {
     next_pose_s: f64,
     limited: u64,
     refused: u64,
-    plant_counts: (u32, u32),
-    step_cost: LatencyHistogram,
-    compute: LatencyHistogram,
-    round_trip: LatencyHistogram,
-    wake: LatencyHistogram,
+    times: LoopTimes,
 }
 
 /// What one run gives.
@@ -385,10 +381,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
     type Finished = DynamoRun;
 
     fn state(&mut self, frame: &StateFrame) -> Option<HumanoidState> {
-        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
-        if frame.step > 0 {
-            self.step_cost.record_ns(frame.step_cost_ns);
-        }
+        self.times.frame(frame);
         for e in &frame.events {
             match *e {
                 Event::ContactBegan { body }
@@ -433,17 +426,15 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             self.pose_sq += c.pose_error_sq_sum;
             self.pose_n += u64::from(c.joints);
         }
-        if let Some(d) = compute {
-            self.compute.record(d);
-        }
+        self.times.compute(compute);
     }
 
     fn round_trip(&mut self, d: Duration) {
-        self.round_trip.record(d);
+        self.times.round_trip(d);
     }
 
     fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.wake.record_ns(wake_latency_ns);
+        self.times.wake(wake_latency_ns);
     }
 
     fn last_state(&self) -> Option<HumanoidState> {
@@ -451,12 +442,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
     }
 
     fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> DynamoRun {
-        timing.round_trip_us = self.round_trip.percentiles_us();
-        if timing.compute_us.is_none() {
-            timing.compute_us = self.compute.percentiles_us();
-        }
-        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
-        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
         DynamoRun {
             fell_at_s: self.fell_at_s,
             max_tilt_rad: self.max_tilt_rad,
@@ -466,14 +452,10 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             limited: self.limited,
             refused: self.refused,
             poses: self.poses,
-            plant_step_us: self.step_cost.percentiles_us(),
+            plant_step_us,
             timing,
             faults,
-            latency: if self.wake.is_empty() {
-                self.round_trip
-            } else {
-                self.wake
-            },
+            latency,
         }
     }
 }
@@ -641,11 +623,7 @@ pub fn run_scenario(
             next_pose_s: 0.0,
             limited: 0,
             refused: 0,
-            plant_counts: (0, 0),
-            step_cost: LatencyHistogram::default(),
-            compute: LatencyHistogram::default(),
-            round_trip: LatencyHistogram::default(),
-            wake: LatencyHistogram::default(),
+            times: LoopTimes::default(),
         };
         let (run, cut) = run_session(
             args,
