@@ -191,6 +191,7 @@ pub fn run_loop<C: Clock, K: Controller>(
         let wake_ns = clock.now_ns();
         let state = ends.states.poll(wake_ns);
         let since_fresh = ends.states.ticks_since_fresh();
+        counters.longest_stale_ticks = counters.longest_stale_ticks.max(since_fresh);
         let stale = cfg.watchdog_ticks.is_some_and(|n| since_fresh >= n);
         if stale && !tripped {
             counters.watchdog_trips = counters.watchdog_trips.saturating_add(1);

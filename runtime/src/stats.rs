@@ -52,6 +52,10 @@ pub struct TickCounters {
     pub watchdog_trips: u64,
     /// Release index of the first watchdog trip.
     pub first_watchdog_trip_release: Option<u64>,
+    /// The longest run of consecutive ticks without a fresh state (the plant's longest
+    /// silence as the control thread saw it, in ticks run; skipped releases are not counted).
+    /// The watchdog trips exactly when this reaches its window.
+    pub longest_stale_ticks: u64,
     /// Outputs that found the outgoing queue full and were dropped.
     pub outputs_dropped: u64,
     /// Tick records handed to the telemetry channel (0 without one).

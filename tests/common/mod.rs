@@ -159,3 +159,12 @@ pub fn signal_mid_run(args: &[&str], out: &Path, signal: i32, to_hil: bool) -> (
     );
     (output, took)
 }
+
+/// Serialises the real-time runs of one test binary: two SCHED_FIFO control threads and their
+/// plants on a 2-core machine would measure each other. Hold the guard for the whole run.
+pub fn realtime_exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that panicked while holding it leaves nothing to repair.
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -375,6 +375,8 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     timing.skipped_releases = Some(counters.skipped_releases);
     timing.sched_fifo = Some(report.sched_fifo);
     timing.stale_torque_steps = Some(stale_torque_steps);
+    timing.watchdog_ticks = Some(settings.watchdog_ticks());
+    timing.longest_stale_ticks = Some(counters.longest_stale_ticks);
     timing.warnings.clone_from(&report.warnings);
     // A run that ended with the plant's final state is complete, whatever the sender saw
     // after the plant closed (the final state may still have been unread when a send failed).

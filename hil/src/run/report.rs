@@ -178,6 +178,12 @@ pub struct Timing {
     pub round_trip_us: Option<Percentiles>,
     /// Whether the control thread ran SCHED_FIFO (real time).
     pub sched_fifo: Option<bool>,
+    /// Real time: the control thread's watchdog window, ticks without a fresh state before the
+    /// safe state (`--watchdog-states` state periods in control ticks).
+    pub watchdog_ticks: Option<u64>,
+    /// Real time: the longest run of ticks without a fresh state (the plant's longest silence as
+    /// the control thread saw it). The watchdog trips when this reaches `watchdog_ticks`.
+    pub longest_stale_ticks: Option<u64>,
     /// Plant steps driven by torques computed from an older state than the one the step
     /// started from (real time: the torque came too late for its step, or none came).
     pub stale_torque_steps: Option<u64>,
