@@ -1,11 +1,13 @@
 //! Dynamo's pushed humanoid end to end (`kind = "dynamo_push"`): the real `hil` and `sim-host`
 //! humanoid processes, outcomes read from `report.json` and `runs.csv`. The shipped scenario
 //! (three controllers × 13 impulses, then the gain sweep: about 5 s in a release build), its
-//! urdf path made absolute so that the copy runs from the test's output folder.
+//! urdf path made absolute so that the copy runs from the test's output folder. Then what a user
+//! can break: refused scenario files, a plant that is not the humanoid, SIGINT mid-run and the
+//! plant killed mid-run.
 
 use std::path::{Path, PathBuf};
 
-use e2e::{controller, hil_run, out_dir, report, workspace_root};
+use e2e::{controller, hil, hil_run, out_dir, report, signal_mid_run, workspace_root};
 use serde_json::Value;
 
 const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
@@ -14,8 +16,9 @@ fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
 
-/// The shipped scenario with `edits` applied, written next to `out`.
-fn scenario_copy(out: &Path, edits: &[(&str, &str)]) -> PathBuf {
+/// The shipped scenario with `edits` applied, written next to `out` as `<name>.toml` (one name a
+/// test: the tests run at once).
+fn scenario_copy(out: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
     let urdf = workspace_root().join("models/humanoid15.urdf");
     let mut text = DYNAMO.replacen(
         "urdf = \"../models/humanoid15.urdf\"",
@@ -27,7 +30,7 @@ fn scenario_copy(out: &Path, edits: &[(&str, &str)]) -> PathBuf {
         assert!(text.contains(from), "`{from}` not in the scenario");
         text = text.replacen(from, to, 1);
     }
-    let file = out.parent().unwrap_or(out).join("dynamo_push.toml");
+    let file = out.parent().unwrap_or(out).join(format!("{name}.toml"));
     std::fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
     file
 }
@@ -37,7 +40,7 @@ fn scenario_copy(out: &Path, edits: &[(&str, &str)]) -> PathBuf {
 /// and the plant then stepped with zero torques).
 fn run(name: &str) -> (PathBuf, Value) {
     let out = out_dir(name);
-    let file = scenario_copy(&out, &[]);
+    let file = scenario_copy(&out, name, &[]);
     let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
     assert_eq!(
         run.status.code(),
@@ -140,4 +143,292 @@ fn dynamo_push_stands_unpushed_and_orders_the_pushes() {
     // One row a run in runs.csv: 3 × 13 pushes + 3 × 5 gain scales.
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap_or_default();
     assert_eq!(csv.lines().count(), 1 + 39 + 15, "{csv}");
+}
+
+/// Broken dynamo scenarios are refused before any plant starts: exit 2, no report, and the
+/// message names the file and the field.
+#[test]
+fn broken_dynamo_scenarios_name_the_file_and_the_field() {
+    let out = out_dir("dynamo_broken");
+    for (name, edit, field) in [
+        (
+            "rate_zero",
+            ("control_rate_hz = 200.0", "control_rate_hz = 0.0"),
+            "control_rate_hz",
+        ),
+        (
+            "rate_nan",
+            ("control_rate_hz = 200.0", "control_rate_hz = nan"),
+            "control_rate_hz",
+        ),
+        (
+            "rate_absurd",
+            ("control_rate_hz = 200.0", "control_rate_hz = 1e9"),
+            "control_rate_hz",
+        ),
+        (
+            "controller",
+            ("\"world_space_root_spring\"]", "\"zmp\"]"),
+            "controllers[2]",
+        ),
+        (
+            "no_controller",
+            (
+                "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\"]",
+                "controllers = []",
+            ),
+            "controllers",
+        ),
+        (
+            "impulse_negative",
+            ("[0.0, 2.0,", "[-1.0, 2.0,"),
+            "impulses_ns[0]",
+        ),
+        ("impulse_nan", ("20.0, 25.0", "20.0, nan"), "impulses_ns[9]"),
+        (
+            "impulse_inf",
+            ("40.0, 60.0]", "40.0, inf]"),
+            "impulses_ns[12]",
+        ),
+        (
+            "impulse_descending",
+            ("[0.0, 2.0, 4.0,", "[0.0, 4.0, 2.0,"),
+            "impulses_ns[2]",
+        ),
+        (
+            "push_body",
+            ("push_body = \"torso\"", "push_body = \"tail\""),
+            "push_body",
+        ),
+        (
+            "push_direction",
+            (
+                "push_direction = [1.0, 0.0, 0.0]",
+                "push_direction = [0.0, 0.0, 0.0]",
+            ),
+            "push_direction",
+        ),
+        (
+            "push_duration",
+            ("push_duration_s = 0.1", "push_duration_s = 0.0"),
+            "push_duration_s",
+        ),
+        ("urdf", ("humanoid15.urdf\"", "humanoid99.urdf\""), "urdf"),
+        (
+            "spring_stiffness",
+            (
+                "stiffness_nm_per_rad = 690.0",
+                "stiffness_nm_per_rad = -690.0",
+            ),
+            "root_spring",
+        ),
+        (
+            "spring_break",
+            ("break_torque_nm = 138.0", "break_torque_nm = 10.0"),
+            "root_spring",
+        ),
+        (
+            "spring_max",
+            ("max_torque_nm = 69.0", "max_torque_nm = nan"),
+            "root_spring",
+        ),
+        ("gain_zero", ("[0.25, 0.5,", "[0.0, 0.5,"), "gain_scales[0]"),
+        (
+            "gain_negative",
+            ("2.0, 4.0]", "2.0, -4.0]"),
+            "gain_scales[4]",
+        ),
+        (
+            "reach_joint",
+            ("joint = \"right_shoulder\"", "joint = \"right_wing\""),
+            "reach.joint",
+        ),
+        (
+            "reach_arrival",
+            ("arrive_s = 0.9", "arrive_s = 0.2"),
+            "reach.arrive_s",
+        ),
+        (
+            "fall_tilt_zero",
+            ("fall_tilt_rad = 0.8", "fall_tilt_rad = 0.0"),
+            "fall_tilt_rad",
+        ),
+        (
+            "fall_tilt_negative",
+            ("fall_tilt_rad = 0.8", "fall_tilt_rad = -0.8"),
+            "fall_tilt_rad",
+        ),
+        (
+            "unknown_field",
+            (
+                "fall_tilt_rad = 0.8",
+                "fall_tilt_rad = 0.8\nfall_tilt_deg = 45.0",
+            ),
+            "fall_tilt_deg",
+        ),
+    ] {
+        let file_name = format!("dynamo_broken_{name}");
+        let file = scenario_copy(&out, &file_name, &[edit]);
+        let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("{file_name}.toml")), "{name}: {err}");
+        assert!(err.contains(&format!("field `{field}`")), "{name}: {err}");
+        assert!(!out.join("report.json").exists(), "{name}");
+    }
+    // A controller the scenario does not name.
+    let file = scenario_copy(&out, "dynamo_broken_only", &[]);
+    let run = hil_run(&[file.to_str().unwrap_or_default(), "--only", "zmp"], &out);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(err.contains("zmp"), "{err}");
+    assert!(!out.join("report.json").exists());
+}
+
+/// The shipped scenario cut to one unpushed run of `controller` lasting `after_push_s` after the
+/// push time, with no gain sweep, written next to `out` as `<name>.toml`.
+fn one_run(out: &Path, name: &str, controller: &str, after_push_s: &str) -> PathBuf {
+    scenario_copy(
+        out,
+        name,
+        &[
+            (
+                "impulses_ns = [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.5, 15.0, 20.0, 25.0, 30.0, 40.0, 60.0]",
+                "impulses_ns = [0.0]",
+            ),
+            (
+                "after_push_s = 2.0",
+                &format!("after_push_s = {after_push_s}"),
+            ),
+            (
+                "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\"]",
+                &format!("controllers = [\"{controller}\"]"),
+            ),
+            (
+                "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
+                "gain_scales = []",
+            ),
+        ],
+    )
+}
+
+/// A plant that is not the humanoid (the fake plant's three-joint states, no bodies) is refused:
+/// no controller torque reaches it, the run ends as a lost plant naming the mismatch, exit 1,
+/// with a partial report.
+#[test]
+fn a_plant_that_is_not_the_humanoid_is_refused() {
+    let out = out_dir("dynamo_not_humanoid");
+    let file = one_run(&out, "dynamo_not_humanoid", "world_space", "2.0");
+    let log = out.with_file_name("dynamo_not_humanoid.plant.log");
+    let _ = std::fs::remove_file(&log);
+    let output = hil()
+        .env("HIL_SIM_HOST", env!("CARGO_BIN_EXE_fake-plant"))
+        .env("FAKE_PLANT", "silent-after:100")
+        .env("FAKE_PLANT_JOINTS", "3")
+        .env("FAKE_PLANT_LOG", &log)
+        .args(["run", file.to_str().unwrap_or_default(), "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("plant lost") && err.contains("not the plant of this scenario"),
+        "{err}"
+    );
+    assert!(err.contains("0 bodies") && err.contains("15"), "{err}");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        log.lines().filter(|l| l.contains(" normal ")).count(),
+        0,
+        "controller torques reached a plant that is not the humanoid:\n{log}"
+    );
+    let r = report(&out);
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["faults"]["plant_lost"], true, "{:#}", r["faults"]);
+    assert!(
+        r["faults"]["plant_lost_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not the plant of this scenario"),
+        "{:#}",
+        r["faults"]
+    );
+    assert!(
+        r["incomplete_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("world_space"),
+        "{:#}",
+        r["incomplete_reason"]
+    );
+}
+
+/// SIGINT mid-run (one unpushed run judged 600 s after the push, far longer than the signal
+/// takes to arrive): exit 130, a partial report saying why and in which run, the safe state
+/// applied by the real plant before the run's end, and no process left behind.
+#[test]
+fn sigint_mid_push_writes_a_partial_report() {
+    let out = out_dir("dynamo_sigint");
+    let file = one_run(&out, "dynamo_sigint", "world_space_root_spring", "600.0");
+    let (output, _) = signal_mid_run(
+        &[file.to_str().unwrap_or_default()],
+        &out,
+        libc::SIGINT,
+        true,
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(err.contains("SIGINT"), "{err}");
+    let r = report(&out);
+    assert_eq!(r["complete"], false);
+    let why = r["incomplete_reason"].as_str().unwrap_or("");
+    assert!(
+        why.contains("SIGINT") && why.contains("world_space_root_spring at 0 N·s"),
+        "{why}"
+    );
+    let faults = &r["faults"];
+    assert_eq!(faults["plant_lost"], false, "{faults:#}");
+    let safe = &faults["safe_state"];
+    assert_eq!(safe["applied_by_plant"], true, "{safe:#}");
+    let t = num(&safe["sent_at_s"]);
+    assert!((0.0..601.5).contains(&t), "{safe:#}");
+}
+
+/// The plant killed mid-run (SIGKILL to the humanoid's plant process): exit 1, the error says
+/// the plant was lost and how, a partial report with the loss, whose safe state could not reach
+/// a dead plant; no process left behind.
+#[test]
+fn killing_the_plant_mid_push_ends_the_run() {
+    let out = out_dir("dynamo_killed");
+    let file = one_run(&out, "dynamo_killed", "world_space", "600.0");
+    let (output, _) = signal_mid_run(
+        &[file.to_str().unwrap_or_default()],
+        &out,
+        libc::SIGKILL,
+        false,
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("plant lost") && err.contains("closed its link"),
+        "{err}"
+    );
+    let r = report(&out);
+    assert_eq!(r["complete"], false);
+    assert!(
+        r["incomplete_reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("world_space at 0 N·s"),
+        "{:#}",
+        r["incomplete_reason"]
+    );
+    let faults = &r["faults"];
+    assert_eq!(faults["plant_lost"], true, "{faults:#}");
+    let t = num(&faults["plant_lost_at_s"]);
+    assert!((0.0..601.5).contains(&t), "{faults:#}");
+    let safe = &faults["safe_state"];
+    assert_eq!(safe["applied_by_plant"], false, "{safe:#}");
+    assert!((num(&safe["sent_at_s"]) - t).abs() < 1e-9, "{safe:#}");
 }
