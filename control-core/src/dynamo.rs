@@ -90,7 +90,10 @@
 //! # Gains
 //! A target without a time ([`Target::arrival`] `None`) uses the joint's fixed k_p and k_d
 //! ([`JointConfig`]), **as given**: Dynamo's point is that world-space control is robust over a
-//! wide range of gains, and no stability rule moves them ([`GainStatus::Fixed`]).
+//! wide range of gains, and no stability rule moves them ([`GainStatus::Fixed`]). They may differ
+//! per axis of the parent ([`JointConfig::axis_gains`]: stiffness and damping matrices
+//! k_p·A, k_d·A with A = R_p·diag(a)·R_pᵀ), as a character's hips are stiff in swing and soft in
+//! twist.
 //!
 //! A target with a time ([`Arrival`]) gets, each tick, the critically damped gains of the
 //! project's arrival solver ([`crate::gains::solve_arrival_gains`]) for the 1-D problem about
@@ -261,6 +264,8 @@ pub enum ConfigField {
     TorqueLimit,
     /// A free axis of [`JointConfig::kind`] (finite, non-zero; two axes not parallel).
     Axis,
+    /// A factor of [`JointConfig::axis_gains`] (finite, ≥ 0).
+    AxisGains,
     /// [`ArrivalSettings::period_s`] (finite, > 0).
     Period,
     /// [`ArrivalSettings::stability_margin`] (in (0, 1]).
@@ -775,16 +780,23 @@ pub struct JointConfig {
     pub damping_nms_per_rad: f64,
     /// Largest torque magnitude |τ| the joint may send, N·m (finite, > 0, not subnormal).
     pub torque_limit_nm: f64,
+    /// Per-axis factors `a` of the fixed gains about the parent's x, y, z axes (each finite,
+    /// ≥ 0): the fixed-gain law is τ = R_p·diag(a)·R_pᵀ·(k_p·v·θ + k_d·(ω_d − ω_a)), i.e.
+    /// stiffness and damping matrices k_p·A and k_d·A with A = R_p·diag(a)·R_pᵀ (a hip stiff
+    /// about its swing axis and soft about its twist). `[1, 1, 1]` is the isotropic law.
+    /// Arrival gains are solved about v for the whole torque and ignore these factors.
+    pub axis_gains: Vector3<f64>,
 }
 
 impl JointConfig {
-    /// A ball joint with these fixed gains and torque limit.
+    /// A ball joint with these fixed gains (the same about every axis) and torque limit.
     pub fn ball(stiffness_nm_per_rad: f64, damping_nms_per_rad: f64, torque_limit_nm: f64) -> Self {
         Self {
             kind: JointKind::Ball,
             stiffness_nm_per_rad,
             damping_nms_per_rad,
             torque_limit_nm,
+            axis_gains: Vector3::new(1.0, 1.0, 1.0),
         }
     }
 }
@@ -907,6 +919,9 @@ impl DynamoJoint {
         if !(config.torque_limit_nm.is_normal() && config.torque_limit_nm > 0.0) {
             return Err(DynamoError::Config(ConfigField::TorqueLimit));
         }
+        if !config.axis_gains.iter().all(|a| non_negative(*a)) {
+            return Err(DynamoError::Config(ConfigField::AxisGains));
+        }
         arrival.validate()?;
         Ok(Self {
             freedom: Freedom::new(&config.kind)?,
@@ -957,10 +972,15 @@ impl DynamoJoint {
             Some(arrival) => self.arrival_gains(&error, arrival)?,
         };
         let v = error.rotation.axis;
-        let full = finite_vector(
+        let mut full = finite_vector(
             v * (gains.stiffness * (error.rotation.angle_rad + gains.reaim))
                 + error.velocity_error_rad_s * gains.damping,
         )?;
+        if gains.status == GainStatus::Fixed {
+            // The per-axis gains, about the parent's axes.
+            let local = parent_q.inverse() * full;
+            full = finite_vector(parent_q * local.component_mul(&self.config.axis_gains))?;
+        }
         let (requested, absorbed) = self.freedom.project(&parent_q, full);
         let (torque, limited) =
             limit_vector(finite_vector(requested)?, self.config.torque_limit_nm);
@@ -2759,6 +2779,52 @@ mod tests {
         assert!(run(REST, BodyMotion::at_rest(near), h, parent_target).is_none());
     }
 
+    /// Per-axis gains act about the parent's axes: a zero factor removes that axis's torque, a
+    /// uniform factor scales the whole law, and arrival gains ignore them.
+    #[test]
+    fn axis_gains_act_about_the_parents_axes() {
+        let parent = BodyMotion::at_rest(rot([0.4, 1.0, -0.3], 0.9));
+        let child = moving(rot([1.0, 0.2, 0.1], 0.5), [0.3, -0.4, 1.0]);
+        let target = world(rot([0.0, 0.3, 1.0], -0.8), [0.0; 3]);
+        let with = |a: [f64; 3], t: &Target| {
+            DynamoJoint::new(
+                JointConfig {
+                    axis_gains: Vector3::new(a[0], a[1], a[2]),
+                    ..JointConfig::ball(100.0, 10.0, 1e6)
+                },
+                ArrivalSettings::default(),
+            )
+            .unwrap()
+            .tick(&parent, &child, &Heading::IDENTITY, t)
+            .unwrap()
+        };
+        let whole = with([1.0; 3], &target).torque_nm;
+        let local = parent.orientation.inverse() * whole;
+        let no_y = parent.orientation.inverse() * with([1.0, 0.0, 1.0], &target).torque_nm;
+        assert!(no_y.y.abs() < 1e-12 * whole.norm(), "{no_y:?}");
+        assert!((no_y.x - local.x).abs() < 1e-12 * whole.norm());
+        assert!((no_y.z - local.z).abs() < 1e-12 * whole.norm());
+        let shaped = parent.orientation.inverse() * with([0.3, 0.5, 2.0], &target).torque_nm;
+        let expected = local.component_mul(&Vector3::new(0.3, 0.5, 2.0));
+        assert!(close(&shaped, &expected, 1e-12));
+        assert!(close(
+            &with([2.0; 3], &target).torque_nm,
+            &(whole * 2.0),
+            1e-12
+        ));
+        let timed = Target {
+            arrival: Some(Arrival {
+                time_to_go_s: 0.4,
+                inertia: JointInertia::Scalar(0.5),
+            }),
+            ..target
+        };
+        assert_eq!(
+            with([0.0, 0.5, 3.0], &timed).torque_nm,
+            with([1.0; 3], &timed).torque_nm
+        );
+    }
+
     #[test]
     fn joint_and_arrival_configs_are_checked() {
         let ok = JointConfig::ball(10.0, 1.0, 5.0);
@@ -2785,6 +2851,18 @@ mod tests {
             ),
             f(ConfigField::Damping)
         );
+        for bad in [-1e-300, f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                refused(
+                    JointConfig {
+                        axis_gains: Vector3::new(1.0, bad, 1.0),
+                        ..ok
+                    },
+                    a
+                ),
+                f(ConfigField::AxisGains)
+            );
+        }
         assert_eq!(
             refused(
                 JointConfig {
@@ -3147,6 +3225,7 @@ mod tests {
             wp in raw_vector(), wc in raw_vector(), wt in raw_vector(), wr in raw_vector(),
             space in space(),
             kp in any_f64(), kd in any_f64(), limit in any_f64(), axis in raw_vector(),
+            axis_gains in raw_vector(),
             timing in prop::option::of((any_f64(), any_f64(), prop::bool::ANY)),
             spring in (any_f64(), any_f64(), any_f64(), any_f64(), any_f64()),
         ) {
@@ -3158,7 +3237,7 @@ mod tests {
                 prop_assert!(h.yaw_rad.is_finite() && h.yaw_rate_rad_s.is_finite());
             }
             let h = h.unwrap_or(Heading::IDENTITY);
-            if let Ok(j) = DynamoJoint::new(JointConfig { kind, stiffness_nm_per_rad: kp, damping_nms_per_rad: kd, torque_limit_nm: limit }, ArrivalSettings::default()) {
+            if let Ok(j) = DynamoJoint::new(JointConfig { kind, stiffness_nm_per_rad: kp, damping_nms_per_rad: kd, torque_limit_nm: limit, axis_gains }, ArrivalSettings::default()) {
                 let arrival = timing.map(|(t, m, tensor)| Arrival {
                     time_to_go_s: t,
                     inertia: if tensor { JointInertia::Tensor(Matrix3::from_diagonal(&Vector3::new(m, m, 1.0))) } else { JointInertia::Scalar(m) },
