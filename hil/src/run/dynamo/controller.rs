@@ -225,8 +225,14 @@ pub fn nominal_gains(name: &str) -> (f64, f64) {
 }
 
 /// The share of the nominal gains about each of the parent's x, y, z axes (a servo's torque is
-/// scaled by it component by component in the parent's frame, the same for every law): the
-/// plant test's per-axis gains, which `control_core::dynamo`'s scalar gains cannot express.
+/// scaled by it component by component in the parent's frame, after the torque limit, the same
+/// for every law): the plant test's per-axis gains. Not yet [`JointConfig::axis_gains`], which
+/// shapes the torque before the limit: with that order (the only difference: limits act on about
+/// 10 joint-ticks of a 700-tick run) the unpushed `world_space` humanoid fell at 3.4 s and
+/// `parent_space` tilted 0.73 rad. Standing with these gains is that marginal: three joints
+/// act on the pelvis (0.0705 kg·m² about z), whose explicit 5 ms loop allows Σk_d < 2·I/h =
+/// 28 N·m·s/rad, so each hip gets k_d ≈ 9 at most where critical damping of k_p = 1000 on a
+/// swinging leg (≈ 3.2 kg·m² about the hip) needs ≈ 110 (README, section 7).
 /// Lateral (x) 0.3 and twist (y) 1/3 on the waist and hips, lateral 0.3 on the ankles (the
 /// foot's roll, 0.0025 kg·m² off the ground, is unstable at 1000 N·m/rad at 5 ms: ωn·h = 3.2),
 /// twist (z in the T-pose) 0.2 on the shoulders; 1 elsewhere. The damping is scaled with the
@@ -316,6 +322,8 @@ impl DynamoController {
                 // rounding above it, and the plant refuses the whole frame for that (then steps
                 // with zero torques).
                 torque_limit_nm: j.effort_nm * EFFORT_MARGIN,
+                // Isotropic: the shares scale the limited torque instead (see `axis_shares`).
+                axis_gains: Vector3::new(1.0, 1.0, 1.0),
             };
             let servo =
                 DynamoJoint::new(config, arrival).map_err(|e| format!("joint {}: {e}", j.name))?;
