@@ -220,17 +220,17 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
                 "stiffness_nm_per_rad = 690.0",
                 "stiffness_nm_per_rad = -690.0",
             ),
-            "root_spring",
+            "root_spring.stiffness_nm_per_rad",
         ),
         (
             "spring_break",
             ("break_torque_nm = 138.0", "break_torque_nm = 10.0"),
-            "root_spring",
+            "root_spring.break_torque_nm",
         ),
         (
             "spring_max",
             ("max_torque_nm = 69.0", "max_torque_nm = nan"),
-            "root_spring",
+            "root_spring.max_torque_nm",
         ),
         ("gain_zero", ("[0.25, 0.5,", "[0.0, 0.5,"), "gain_scales[0]"),
         (
@@ -267,14 +267,100 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
             "fall_tilt_deg",
         ),
     ] {
-        let file_name = format!("dynamo_broken_{name}");
-        let file = scenario_copy(&out, &file_name, &[edit]);
-        let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
-        let err = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(2), "{name}: {err}");
-        assert!(err.contains(&format!("{file_name}.toml")), "{name}: {err}");
-        assert!(err.contains(&format!("field `{field}`")), "{name}: {err}");
-        assert!(!out.join("report.json").exists(), "{name}");
+        refused(&out, name, edit, field);
+    }
+    // What the message says, beyond the field: (case, edit, field, what the message contains).
+    for (name, edit, field, says) in [
+        (
+            "reach_rotation_nan",
+            (
+                "rotation_rad = [0.0, 1.4, 0.0]",
+                "rotation_rad = [0.0, nan, 0.0]",
+            ),
+            "reach.rotation_rad[1]",
+            "must be a finite number, got NaN",
+        ),
+        (
+            "reach_rotation_inf",
+            (
+                "rotation_rad = [0.0, 1.4, 0.0]",
+                "rotation_rad = [0.0, 1.4, -inf]",
+            ),
+            "reach.rotation_rad[2]",
+            "must be a finite number, got -inf",
+        ),
+        (
+            "reach_rotation_absurd",
+            (
+                "rotation_rad = [0.0, 1.4, 0.0]",
+                "rotation_rad = [0.0, 80.0, 0.0]",
+            ),
+            "reach.rotation_rad",
+            "must be at most π rad, got 80",
+        ),
+        (
+            "impulse_force",
+            ("40.0, 60.0]", "40.0, 1e5]"),
+            "impulses_ns[12]",
+            "a force of 1000000 N, beyond the plant's push force limit of 100000 N",
+        ),
+        (
+            "push_duration_short",
+            ("push_duration_s = 0.1", "push_duration_s = 0.000001"),
+            "push_duration_s",
+            "beyond the plant's push force limit of 100000 N",
+        ),
+        (
+            "spring_stiffness_value",
+            (
+                "stiffness_nm_per_rad = 690.0",
+                "stiffness_nm_per_rad = -690.0",
+            ),
+            "root_spring.stiffness_nm_per_rad",
+            "must be finite and ≥ 0, got -690",
+        ),
+        (
+            "spring_damping",
+            ("damping_nms_per_rad = 69.0", "damping_nms_per_rad = inf"),
+            "root_spring.damping_nms_per_rad",
+            "must be finite and ≥ 0, got inf",
+        ),
+        (
+            "spring_break_value",
+            ("break_torque_nm = 138.0", "break_torque_nm = 10.0"),
+            "root_spring.break_torque_nm",
+            "must be finite and ≥ max_torque_nm (69), got 10",
+        ),
+        (
+            "spring_max_value",
+            ("max_torque_nm = 69.0", "max_torque_nm = nan"),
+            "root_spring.max_torque_nm",
+            "must be finite and > 0, got NaN",
+        ),
+        (
+            "spring_max_absurd",
+            (
+                "max_torque_nm = 69.0\nbreak_torque_nm = 138.0",
+                "max_torque_nm = 1e7\nbreak_torque_nm = 1e8",
+            ),
+            "root_spring.max_torque_nm",
+            "the plant's root torque limit",
+        ),
+        (
+            "missing_field",
+            ("fall_tilt_rad = 0.8", ""),
+            "fall_tilt_rad",
+            "missing field",
+        ),
+        (
+            "missing_nested_field",
+            ("joint = \"right_shoulder\"", ""),
+            "reach.joint",
+            "missing field",
+        ),
+    ] {
+        let err = refused(&out, name, edit, field);
+        assert!(err.contains(says), "{name}: {err}");
     }
     // A controller the scenario does not name.
     let file = scenario_copy(&out, "dynamo_broken_only", &[]);
@@ -283,6 +369,77 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
     assert_eq!(run.status.code(), Some(2), "{err}");
     assert!(err.contains("zmp"), "{err}");
     assert!(!out.join("report.json").exists());
+}
+
+/// The shipped scenario with `edit`, named `dynamo_broken_<name>`, is refused before any plant
+/// starts: exit 2, no report, the message naming the file and `field`. Returns the message.
+fn refused(out: &Path, name: &str, edit: (&str, &str), field: &str) -> String {
+    let file_name = format!("dynamo_broken_{name}");
+    let file = scenario_copy(out, &file_name, &[edit]);
+    let run = hil_run(&[file.to_str().unwrap_or_default()], out);
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(2), "{name}: {err}");
+    assert!(err.contains(&format!("{file_name}.toml")), "{name}: {err}");
+    assert!(err.contains(&format!("field `{field}`")), "{name}: {err}");
+    assert!(!out.join("report.json").exists(), "{name}");
+    err
+}
+
+/// The one push row of `controller` in `runs.csv` (`controller,push,...`), as its cells.
+fn push_row(out: &Path, controller: &str) -> Vec<String> {
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap_or_default();
+    let header: Vec<&str> = csv.lines().next().unwrap_or("").split(',').collect();
+    assert_eq!(header.get(4), Some(&"stood"), "{csv}");
+    let rows: Vec<Vec<String>> = csv
+        .lines()
+        .filter(|l| l.starts_with(&format!("{controller},push,")))
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{csv}");
+    rows.into_iter().next().unwrap_or_default()
+}
+
+/// A run cut short before it was judged, without having fallen: `stood` is `null` (not `true`),
+/// empty in runs.csv, and it does not count towards `max_push_survived_ns`.
+fn assert_not_judged(out: &Path, r: &Value, name: &str) {
+    let c = controller(r, name);
+    let rows = c["pushes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{c:#}");
+    assert!(
+        rows[0]["stood"].is_null(),
+        "a run never judged stood: {c:#}"
+    );
+    assert!(rows[0]["fell_at_s"].is_null(), "{c:#}");
+    assert!(c["max_push_survived_ns"].is_null(), "{c:#}");
+    let row = push_row(out, name);
+    assert_eq!(row.get(4).map(String::as_str), Some(""), "{row:?}");
+}
+
+/// A root spring whose break torque equals its maximum torque is what control-core's
+/// `RootSpring::new` accepts (break ≥ max), so the scenario is accepted too: one short
+/// unpushed run completes, judged standing.
+#[test]
+fn a_break_torque_equal_to_the_max_torque_is_accepted() {
+    let out = out_dir("dynamo_break_equal");
+    let file = one_run(&out, "dynamo_break_equal", "world_space_root_spring", "0.5");
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(text.contains("break_torque_nm = 138.0"), "{text}");
+    std::fs::write(
+        &file,
+        text.replacen("break_torque_nm = 138.0", "break_torque_nm = 69.0", 1),
+    )
+    .unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
+    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let r = report(&out);
+    assert_eq!(r["complete"], true, "{}", r["incomplete_reason"]);
+    assert_eq!(num(&r["root_spring"]["break_torque_nm"]), 69.0);
+    let c = controller(&r, "world_space_root_spring");
+    assert_eq!(c["pushes"][0]["stood"], true, "{c:#}");
+    assert_eq!(num(&c["max_push_survived_ns"]), 0.0, "{c:#}");
+    let row = push_row(&out, "world_space_root_spring");
+    assert_eq!(row.get(4).map(String::as_str), Some("1"), "{row:?}");
 }
 
 /// The shipped scenario cut to one unpushed run of `controller` lasting `after_push_s` after the
@@ -362,6 +519,8 @@ fn a_plant_that_is_not_the_humanoid_is_refused() {
         "{:#}",
         r["incomplete_reason"]
     );
+    // Lost at t = 0: never judged, so not reported as stood.
+    assert_not_judged(&out, &r, "world_space");
 }
 
 /// SIGINT mid-run (one unpushed run judged 600 s after the push, far longer than the signal
@@ -393,6 +552,8 @@ fn sigint_mid_push_writes_a_partial_report() {
     assert_eq!(safe["applied_by_plant"], true, "{safe:#}");
     let t = num(&safe["sent_at_s"]);
     assert!((0.0..601.5).contains(&t), "{safe:#}");
+    // Interrupted long before its judging window ended: not judged, so not reported as stood.
+    assert_not_judged(&out, &r, "world_space_root_spring");
 }
 
 /// The plant killed mid-run (SIGKILL to the humanoid's plant process): exit 1, the error says
@@ -431,4 +592,6 @@ fn killing_the_plant_mid_push_ends_the_run() {
     let safe = &faults["safe_state"];
     assert_eq!(safe["applied_by_plant"], false, "{safe:#}");
     assert!((num(&safe["sent_at_s"]) - t).abs() < 1e-9, "{safe:#}");
+    // Lost long before its judging window ended: not judged.
+    assert_not_judged(&out, &r, "world_space");
 }

@@ -7,7 +7,12 @@
 //! `parent_space`, `world_space`, `world_space_root_spring`.
 //!
 //! A run **stands** when, to its end (`after_push_s` after the push), no body but the feet and
-//! toes touched the ground and the torso's tilt from vertical stayed below `fall_tilt_rad`.
+//! toes touched the ground and the torso's tilt from vertical stayed below `fall_tilt_rad`. A run
+//! cut short (the plant lost, SIGINT or SIGTERM) before its end without having fallen is **not
+//! judged**: its `stood` (`fell` in the gain sweep) is `null` in `report.json` and empty in
+//! `runs.csv`, it counts as neither stood nor fallen (so not towards `max_push_survived_ns`),
+//! and the report says `complete: false` with an `incomplete_reason` naming the run. A run that
+//! fell before it was cut is judged: it fell.
 //! Figures: the largest impulse after which the humanoid still stands, the torso's largest tilt
 //! per impulse, the pose error (RMS over joints and time of each joint's rotation away from its
 //! target, from the reach's arrival to the push; unpushed run), and the root spring's external
@@ -21,12 +26,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
-use control_core::dynamo::{RootSpringConfig, SpringState};
+use control_core::dynamo::{ConfigField, DynamoError, RootSpringConfig, SpringState};
 use control_core::frames::{Event, StateFrame};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use sim_host::chain::Push;
 use sim_host::humanoid::{Geometry, HumanoidModel, HumanoidPlant, HumanoidScene};
+use sim_host::scene::MAX_TORQUE_LIMIT_NM;
 use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
@@ -128,11 +134,9 @@ impl DynamoScenario {
         let de = toml::Deserializer::parse(&text)
             .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
         let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            error(
-                if field == "." { "-".into() } else { field },
-                e.into_inner().message().to_string(),
-            )
+            let path = e.path().to_string();
+            let reason = e.into_inner().message().to_string();
+            error(field_of_error(&path, &reason), reason)
         })?;
         if s.urdf.is_relative()
             && let Some(dir) = path.parent()
@@ -185,6 +189,26 @@ impl DynamoScenario {
         if !(n.is_finite() && n > 1e-9) {
             return bad("push_direction", "must be a non-zero finite vector".into());
         }
+        let rot = self.reach.rotation_rad;
+        for (k, &v) in rot.iter().enumerate() {
+            if !v.is_finite() {
+                return bad(
+                    &format!("reach.rotation_rad[{k}]"),
+                    format!("must be a finite number, got {v}"),
+                );
+            }
+        }
+        let angle = (rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2]).sqrt();
+        if angle > std::f64::consts::PI {
+            return bad(
+                "reach.rotation_rad",
+                format!(
+                    "the rotation's angle (the vector's norm) must be at most π rad, got {angle} \
+                     (every rotation has an axis-angle form within π, and the plant holds joint \
+                     rotations to the same bound; degrees given as radians?)"
+                ),
+            );
+        }
         for (f, v, lo, hi) in [
             ("push_at_s", self.push_at_s, 0.0, 1e4),
             ("push_duration_s", self.push_duration_s, 1e-6, 10.0),
@@ -222,6 +246,41 @@ impl DynamoScenario {
                 );
             }
         }
+        // The plant takes a push force of at most PUSH_FORCE_LIMIT_N (each component): the
+        // force is the impulse spread over push_duration_s. Named here, in the scenario's terms,
+        // before the plant's own check would name a field of the generated scene. The duration
+        // is blamed when even the smallest non-zero impulse is too strong for it.
+        let dt = self.push_duration_s;
+        if let Some(smallest) = self.impulses_ns.iter().copied().find(|&j| j > 0.0)
+            && smallest / dt > PUSH_FORCE_LIMIT_N
+        {
+            return bad(
+                "push_duration_s",
+                format!(
+                    "{dt} s is too short: the smallest non-zero impulse, {smallest} N·s, over it \
+                     is a force of {} N, beyond the plant's push force limit of \
+                     {PUSH_FORCE_LIMIT_N} N (impulse ÷ push_duration_s must be ≤ \
+                     {PUSH_FORCE_LIMIT_N} N, so push_duration_s ≥ {} s)",
+                    smallest / dt,
+                    smallest / PUSH_FORCE_LIMIT_N
+                ),
+            );
+        }
+        for (i, &v) in self.impulses_ns.iter().enumerate() {
+            if v / dt > PUSH_FORCE_LIMIT_N {
+                return bad(
+                    &format!("impulses_ns[{i}]"),
+                    format!(
+                        "{v} N·s over push_duration_s = {dt} s is a force of {} N, beyond the \
+                         plant's push force limit of {PUSH_FORCE_LIMIT_N} N (impulse ÷ \
+                         push_duration_s must be ≤ {PUSH_FORCE_LIMIT_N} N: at most {} N·s at \
+                         this duration)",
+                        v / dt,
+                        PUSH_FORCE_LIMIT_N * dt
+                    ),
+                );
+            }
+        }
         for (i, &v) in self.gain_scales.iter().enumerate() {
             if !(v.is_finite() && (0.05..=20.0).contains(&v)) {
                 return bad(
@@ -243,13 +302,7 @@ impl DynamoScenario {
                 );
             }
         }
-        let sp = self.root_spring;
-        if control_core::dynamo::RootSpring::new(RootSpringConfig::from(sp)).is_err() {
-            return bad(
-                "root_spring",
-                "stiffness, damping ≥ 0, 0 < max_torque_nm < break_torque_nm".into(),
-            );
-        }
+        self.root_spring.check()?;
         // The plant's own checks on the pushed scene.
         let scene = self.scene(self.impulses_ns.last().copied().unwrap_or(0.0));
         scene.validate()?;
@@ -270,7 +323,7 @@ impl DynamoScenario {
             [0.0, -9.81, 0.0],
         );
         scene.dt_s = self.period_s();
-        scene.root_torque_limit_nm = self.root_spring.max_torque_nm * 1.000_001;
+        scene.root_torque_limit_nm = self.root_spring.max_torque_nm * ROOT_LIMIT_MARGIN;
         let d = self.push_direction;
         let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
         if impulse_ns > 0.0 {
@@ -296,6 +349,84 @@ impl DynamoScenario {
             .iter()
             .filter_map(|c| DynamoLaw::from_name(c))
             .collect()
+    }
+}
+
+/// The plant's limit on a push's force, N: `sim_host::humanoid::HumanoidScene::validate` holds
+/// each component of `pushes[i].force_n` within ±1e5 N (a literal there, not a public constant).
+/// The scenario holds the whole force, impulse ÷ `push_duration_s`, to it, which keeps every
+/// component within too.
+pub const PUSH_FORCE_LIMIT_N: f64 = 1e5;
+
+/// The scene's root torque limit is the spring's `max_torque_nm` times this (a torque saturated to
+/// exactly τ_max may come out a rounding above it).
+const ROOT_LIMIT_MARGIN: f64 = 1.000_001;
+
+/// The field a deserialisation error names: its path, with the field a "missing field `x`"
+/// message names appended (serde reports a missing field at its parent's path; `.` is the top).
+fn field_of_error(path: &str, reason: &str) -> String {
+    let missing = reason
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next())
+        .filter(|m| !m.is_empty());
+    match (path, missing) {
+        (".", Some(m)) => m.to_owned(),
+        (".", None) => "-".to_owned(),
+        (p, Some(m)) => format!("{p}.{m}"),
+        (p, None) => p.to_owned(),
+    }
+}
+
+impl SpringSpec {
+    /// control-core's [`RootSpring::new`](control_core::dynamo::RootSpring::new) validation,
+    /// each refusal naming its sub-field (`root_spring.break_torque_nm`, …) and value; and the
+    /// plant's bound on its root torque limit (`max_torque_nm` × 1.000001 ≤
+    /// [`MAX_TORQUE_LIMIT_NM`]).
+    fn check(self) -> Result<(), (String, String)> {
+        let f = |name: &str| format!("root_spring.{name}");
+        match control_core::dynamo::RootSpring::new(RootSpringConfig::from(self)) {
+            Ok(_) => {}
+            Err(DynamoError::Config(ConfigField::RootStiffness)) => {
+                return Err((
+                    f("stiffness_nm_per_rad"),
+                    format!("must be finite and ≥ 0, got {}", self.stiffness_nm_per_rad),
+                ));
+            }
+            Err(DynamoError::Config(ConfigField::RootDamping)) => {
+                return Err((
+                    f("damping_nms_per_rad"),
+                    format!("must be finite and ≥ 0, got {}", self.damping_nms_per_rad),
+                ));
+            }
+            Err(DynamoError::Config(ConfigField::MaxTorque)) => {
+                return Err((
+                    f("max_torque_nm"),
+                    format!("must be finite and > 0, got {}", self.max_torque_nm),
+                ));
+            }
+            Err(DynamoError::Config(ConfigField::BreakTorque)) => {
+                return Err((
+                    f("break_torque_nm"),
+                    format!(
+                        "must be finite and ≥ max_torque_nm ({}), got {}",
+                        self.max_torque_nm, self.break_torque_nm
+                    ),
+                ));
+            }
+            Err(e) => return Err(("root_spring".to_owned(), e.to_string())),
+        }
+        if self.max_torque_nm * ROOT_LIMIT_MARGIN > MAX_TORQUE_LIMIT_NM {
+            return Err((
+                f("max_torque_nm"),
+                format!(
+                    "{} N·m is beyond the plant's root torque limit: max_torque_nm × \
+                     {ROOT_LIMIT_MARGIN} (the scene's root torque limit) must be at most \
+                     {MAX_TORQUE_LIMIT_NM} N·m",
+                    self.max_torque_nm
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -342,7 +473,7 @@ pub struct DynamoRecorder {
 /// What one run gives.
 #[derive(Debug)]
 pub struct DynamoRun {
-    /// When it fell (none: it stood).
+    /// When it fell (none: it did not fall while it ran; see [`DynamoRun::stood`]).
     pub fell_at_s: Option<f64>,
     /// The torso's largest tilt from vertical, rad.
     pub max_tilt_rad: f64,
@@ -375,6 +506,24 @@ fn tilt_of(b: &control_core::frames::BodyMotion) -> f64 {
     ));
     let up = q * Vector3::y();
     up.y.clamp(-1.0, 1.0).acos()
+}
+
+impl DynamoRun {
+    /// Whether it stood to its end: `Some(false)` when it fell (even if cut afterwards),
+    /// `Some(true)` when it reached its end standing, `None` when it was `cut` before its end
+    /// without having fallen (not judged).
+    pub fn stood(&self, cut: Option<&Cut>) -> Option<bool> {
+        match (self.fell_at_s, cut) {
+            (Some(_), _) => Some(false),
+            (None, None) => Some(true),
+            (None, Some(_)) => None,
+        }
+    }
+}
+
+/// `1`, `0`, or empty (not judged), for `runs.csv`.
+fn csv_bool(b: Option<bool>) -> String {
+    b.map_or(String::new(), |b| u8::from(b).to_string())
 }
 
 impl LoopRecorder<DynamoController> for DynamoRecorder {
@@ -465,8 +614,10 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
 pub struct PushOut {
     /// The impulse, N·s.
     pub impulse_ns: f64,
-    /// Whether it still stood `after_push_s` after the push began.
-    pub stood: bool,
+    /// Whether it still stood `after_push_s` after the push began; `None` (`null`): not judged,
+    /// the run was cut short (see the report's `incomplete_reason`) before that without having
+    /// fallen.
+    pub stood: Option<bool>,
     /// When it fell.
     pub fell_at_s: Option<f64>,
     /// The torso's largest tilt, rad.
@@ -486,7 +637,9 @@ pub struct PushOut {
 pub struct ControllerOut {
     /// Name.
     pub name: &'static str,
-    /// The largest impulse after which it still stood (none: not even the smallest), N·s.
+    /// The largest impulse after which it still stood, every smaller one judged and stood too,
+    /// N·s; runs not judged count as not stood. `None` (`null`): not even the smallest stood,
+    /// or it was not judged (its `pushes[0].stood` is then `null`).
     pub max_push_survived_ns: Option<f64>,
     /// RMS pose error while standing (the unpushed or smallest-impulse run, nominal gains), rad.
     pub pose_error_rad: Option<f64>,
@@ -512,8 +665,9 @@ pub struct SweepOut {
     pub gain_scale: f64,
     /// RMS pose error while standing, rad.
     pub pose_error_rad: Option<f64>,
-    /// Whether it fell (unpushed).
-    pub fell: bool,
+    /// Whether it fell (unpushed); `None` (`null`): not judged, the run was cut short (see the
+    /// report's `incomplete_reason`) before its end without having fallen.
+    pub fell: Option<bool>,
     /// The torso's largest tilt, rad.
     pub max_torso_tilt_rad: f64,
 }
@@ -676,7 +830,7 @@ pub fn run_scenario(
             }
             let out = PushOut {
                 impulse_ns: impulse,
-                stood: run.fell_at_s.is_none(),
+                stood: run.stood(run_cut.as_ref()),
                 fell_at_s: run.fell_at_s,
                 max_torso_tilt_rad: run.max_tilt_rad,
                 external_torque_nm_s: run.external_nm_s,
@@ -688,7 +842,7 @@ pub fn run_scenario(
                 "{},push,{},1,{},{},{},{},{},{},{}\n",
                 law.name(),
                 impulse,
-                u8::from(out.stood),
+                csv_bool(out.stood),
                 out.fell_at_s.map_or(String::new(), |t| t.to_string()),
                 out.max_torso_tilt_rad,
                 run.pose_error_rad.map_or(String::new(), |e| e.to_string()),
@@ -697,7 +851,7 @@ pub fn run_scenario(
                     .map_or(String::new(), |t| t.to_string()),
                 out.limited_joint_ticks
             ));
-            if keep && !out.stood && poses_of_first_fall.is_none() {
+            if keep && out.stood == Some(false) && poses_of_first_fall.is_none() {
                 poses_of_first_fall = Some(run.poses);
             }
             faults.push(run.faults);
@@ -723,7 +877,7 @@ pub fn run_scenario(
             csv.push_str(&format!(
                 "{},gain,0,{scale},{},{},{},{},{},{},{}\n",
                 law.name(),
-                u8::from(run.fell_at_s.is_none()),
+                csv_bool(run.stood(run_cut.as_ref())),
                 run.fell_at_s.map_or(String::new(), |t| t.to_string()),
                 run.max_tilt_rad,
                 run.pose_error_rad.map_or(String::new(), |e| e.to_string()),
@@ -736,7 +890,7 @@ pub fn run_scenario(
                 controller: law.name(),
                 gain_scale: scale,
                 pose_error_rad: run.pose_error_rad,
-                fell: run.fell_at_s.is_some(),
+                fell: run.stood(run_cut.as_ref()).map(|stood| !stood),
                 max_torso_tilt_rad: run.max_tilt_rad,
             });
             faults.push(run.faults);
@@ -818,7 +972,10 @@ fn summarise(
     plant_step_us: Option<Percentiles>,
 ) -> ControllerOut {
     // The largest impulse after which it still stands, every smaller one stood too.
-    let survived: Vec<&PushOut> = pushes.iter().take_while(|p| p.stood).collect();
+    let survived: Vec<&PushOut> = pushes
+        .iter()
+        .take_while(|p| p.stood == Some(true))
+        .collect();
     ControllerOut {
         name: law.name(),
         max_push_survived_ns: survived.last().map(|p| p.impulse_ns),
@@ -834,6 +991,16 @@ fn summarise(
     }
 }
 
+/// The console's "max push survived" cell: the impulse, `none`, or `not judged` when the first
+/// push was not judged.
+fn survived_cell(c: &ControllerOut) -> String {
+    match (c.max_push_survived_ns, c.pushes.first().map(|p| p.stood)) {
+        (Some(v), _) => format!("{v}"),
+        (None, Some(None)) => "not judged".into(),
+        (None, _) => "none".into(),
+    }
+}
+
 /// The console's table.
 pub fn summary_table(r: &DynamoReport) -> String {
     let mut out = format!(
@@ -844,8 +1011,7 @@ pub fn summary_table(r: &DynamoReport) -> String {
         out.push_str(&format!(
             "| {} | {} | {} | {:.1} | {} | {} | {} |\n",
             c.name,
-            c.max_push_survived_ns
-                .map_or("none".into(), |v| format!("{v}")),
+            survived_cell(c),
             c.pose_error_rad.map_or("-".into(), |v| format!("{v:.4}")),
             c.external_torque_nm_s,
             c.spring_broke_at_impulse_ns
@@ -877,7 +1043,11 @@ pub fn summary_table(r: &DynamoReport) -> String {
                     format!(
                         "{}{}",
                         g.pose_error_rad.map_or("-".into(), |e| format!("{e:.3}")),
-                        if g.fell { " ×" } else { "" }
+                        match g.fell {
+                            Some(true) => " ×",
+                            Some(false) => "",
+                            None => " (not judged)",
+                        }
                     )
                 });
             out.push_str(&format!(" {cell} |"));
@@ -920,12 +1090,7 @@ fn tilt_plot(path: &Path, r: &DynamoReport) -> PlotResult {
     for (c, colour) in r.controllers.iter().zip(COLOURS.iter().cycle()) {
         let colour = *colour;
         let clip = |t: f64| t.min(std::f64::consts::FRAC_PI_2 * 1.1);
-        let label = format!(
-            "{} (survives {} N·s)",
-            c.name,
-            c.max_push_survived_ns
-                .map_or("none".into(), |v| format!("{v}"))
-        );
+        let label = format!("{} (survives {} N·s)", c.name, survived_cell(c));
         chart
             .draw_series(LineSeries::new(
                 c.pushes
@@ -937,7 +1102,7 @@ fn tilt_plot(path: &Path, r: &DynamoReport) -> PlotResult {
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
-        chart.draw_series(c.pushes.iter().filter(|p| !p.stood).map(|p| {
+        chart.draw_series(c.pushes.iter().filter(|p| p.stood == Some(false)).map(|p| {
             Cross::new(
                 (p.impulse_ns, clip(p.max_torso_tilt_rad)),
                 6,
@@ -976,7 +1141,7 @@ fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
         .filter_map(|g| {
             g.pose_error_rad
                 .filter(|e| e.is_finite() && *e > 0.0)
-                .map(|e| (g.controller, g.gain_scale, e, g.fell))
+                .map(|e| (g.controller, g.gain_scale, e, g.fell == Some(true)))
         })
         .collect();
     if pts.is_empty() {
@@ -1139,4 +1304,143 @@ fn write_push_gif(
         },
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spring() -> SpringSpec {
+        SpringSpec {
+            stiffness_nm_per_rad: 690.0,
+            damping_nms_per_rad: 69.0,
+            max_torque_nm: 69.0,
+            break_torque_nm: 138.0,
+        }
+    }
+
+    #[test]
+    fn the_root_spring_check_agrees_with_control_core_and_names_the_sub_field() {
+        assert_eq!(spring().check(), Ok(()));
+        // break == max: control-core's RootSpring::new accepts it, so does the scenario.
+        let equal = SpringSpec {
+            break_torque_nm: 69.0,
+            ..spring()
+        };
+        assert!(control_core::dynamo::RootSpring::new(equal.into()).is_ok());
+        assert_eq!(equal.check(), Ok(()));
+        for (s, field, says) in [
+            (
+                SpringSpec {
+                    break_torque_nm: 68.0,
+                    ..spring()
+                },
+                "root_spring.break_torque_nm",
+                "must be finite and ≥ max_torque_nm (69), got 68",
+            ),
+            (
+                SpringSpec {
+                    stiffness_nm_per_rad: -1.0,
+                    ..spring()
+                },
+                "root_spring.stiffness_nm_per_rad",
+                "got -1",
+            ),
+            (
+                SpringSpec {
+                    damping_nms_per_rad: f64::NAN,
+                    ..spring()
+                },
+                "root_spring.damping_nms_per_rad",
+                "got NaN",
+            ),
+            (
+                SpringSpec {
+                    max_torque_nm: 0.0,
+                    ..spring()
+                },
+                "root_spring.max_torque_nm",
+                "must be finite and > 0, got 0",
+            ),
+            (
+                SpringSpec {
+                    max_torque_nm: 1e6,
+                    break_torque_nm: 1e7,
+                    ..spring()
+                },
+                "root_spring.max_torque_nm",
+                "the plant's root torque limit",
+            ),
+        ] {
+            let Err((f, reason)) = s.check() else {
+                panic!("{s:?} accepted");
+            };
+            assert_eq!(f, field, "{reason}");
+            assert!(reason.contains(says), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_missing_field_is_named() {
+        assert_eq!(
+            field_of_error(".", "missing field `fall_tilt_rad`"),
+            "fall_tilt_rad"
+        );
+        assert_eq!(
+            field_of_error("reach", "missing field `joint`"),
+            "reach.joint"
+        );
+        assert_eq!(field_of_error(".", "invalid type"), "-");
+        assert_eq!(field_of_error("push_at_s", "invalid type"), "push_at_s");
+    }
+
+    #[test]
+    fn a_run_cut_before_its_end_without_falling_is_not_judged() {
+        let run = |fell_at_s| DynamoRun {
+            fell_at_s,
+            max_tilt_rad: 0.0,
+            pose_error_rad: None,
+            external_nm_s: 0.0,
+            spring_broke_at_s: None,
+            limited: 0,
+            refused: 0,
+            poses: Vec::new(),
+            plant_step_us: None,
+            timing: Timing::default(),
+            faults: Faults::default(),
+            latency: LatencyHistogram::default(),
+        };
+        let cut = Cut::Signal(2);
+        assert_eq!(run(None).stood(None), Some(true));
+        assert_eq!(run(None).stood(Some(&cut)), None);
+        assert_eq!(run(Some(1.0)).stood(Some(&cut)), Some(false));
+        assert_eq!(run(Some(1.0)).stood(None), Some(false));
+        let push = |impulse_ns, stood| PushOut {
+            impulse_ns,
+            stood,
+            fell_at_s: None,
+            max_torso_tilt_rad: 0.0,
+            external_torque_nm_s: 0.0,
+            spring_broke_at_s: None,
+            limited_joint_ticks: 0,
+            refused_joint_ticks: 0,
+        };
+        let c = summarise(
+            DynamoLaw::WorldSpace,
+            vec![push(0.0, None)],
+            None,
+            None,
+            None,
+        );
+        assert_eq!(c.max_push_survived_ns, None);
+        assert_eq!(survived_cell(&c), "not judged");
+        let c = summarise(
+            DynamoLaw::WorldSpace,
+            vec![push(0.0, Some(true)), push(2.0, None)],
+            None,
+            None,
+            None,
+        );
+        assert_eq!(c.max_push_survived_ns, Some(0.0));
+    }
 }
