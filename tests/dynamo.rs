@@ -11,6 +11,7 @@ use e2e::{controller, hil, hil_run, out_dir, report, signal_mid_run, workspace_r
 use serde_json::Value;
 
 const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
+const DYNAMO_1KHZ: &str = include_str!("../scenarios/dynamo_push_1khz.toml");
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
@@ -19,13 +20,18 @@ fn num(v: &Value) -> f64 {
 /// The shipped scenario with `edits` applied, written next to `out` as `<name>.toml` (one name a
 /// test: the tests run at once).
 fn scenario_copy(out: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
+    scenario_copy_of(DYNAMO, out, name, edits)
+}
+
+/// [`scenario_copy`] of the scenario text `source`.
+fn scenario_copy_of(source: &str, out: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
     let urdf = workspace_root().join("models/humanoid15.urdf");
-    let mut text = DYNAMO.replacen(
+    let mut text = source.replacen(
         "urdf = \"../models/humanoid15.urdf\"",
         &format!("urdf = {:?}", urdf.display().to_string()),
         1,
     );
-    assert_ne!(text, DYNAMO, "the scenario's urdf line moved");
+    assert_ne!(text, source, "the scenario's urdf line moved");
     for (from, to) in edits {
         assert!(text.contains(from), "`{from}` not in the scenario");
         text = text.replacen(from, to, 1);
@@ -38,9 +44,9 @@ fn scenario_copy(out: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
 /// Runs the scenario; it must complete with no fault, in particular no torque frame refused by
 /// the plant (a torque cut to exactly a joint's effort used to come out a rounding above it,
 /// and the plant then stepped with zero torques).
-fn run(name: &str) -> (PathBuf, Value) {
+fn run(name: &str, source: &str) -> (PathBuf, Value) {
     let out = out_dir(name);
-    let file = scenario_copy(&out, name, &[]);
+    let file = scenario_copy_of(source, &out, name, &[]);
     let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
     assert_eq!(
         run.status.code(),
@@ -75,13 +81,44 @@ fn pushes(c: &Value) -> Vec<(f64, bool)> {
 /// orderings (measured, not tuned for: the same gains for all three, the spring from m·g).
 #[test]
 fn dynamo_push_stands_unpushed_and_orders_the_pushes() {
-    let (out, r) = run("dynamo_push");
-    assert_eq!(r["kind"], "dynamo_push");
+    let (out, r) = run("dynamo_push", DYNAMO);
     assert_eq!(num(&r["control_rate_hz"]), 200.0);
+    let [(parent, parent_fell), (world, _), _] = assert_orderings(&out, &r);
+    // At 200 Hz world-space ≥ 1.5× parent-space even against the next impulse parent-space
+    // fell at (the figure's resolution).
+    assert!(world >= 1.5 * parent_fell, "{parent} {parent_fell} {world}");
+}
+
+/// The same scenario at 1 kHz (1 ms control period and plant step, the same gains): the same
+/// orderings, and every law stands unpushed at 1×, 2× and 4× the gains, where at 200 Hz the
+/// 5 ms sampling bound makes them fall at 2× and 4× (README, section 7).
+#[test]
+fn dynamo_push_at_1_khz_orders_the_pushes_and_stands_up_to_4x() {
+    let (out, r) = run("dynamo_push_1khz", DYNAMO_1KHZ);
+    assert_eq!(num(&r["control_rate_hz"]), 1000.0);
+    assert_orderings(&out, &r);
+    let sweep = r["gain_sweep"].as_array().cloned().unwrap_or_default();
+    for name in ["parent_space", "world_space", "world_space_root_spring"] {
+        for scale in [1.0, 2.0, 4.0] {
+            let entry = sweep
+                .iter()
+                .find(|g| g["controller"] == name && num(&g["gain_scale"]) == scale)
+                .unwrap_or_else(|| panic!("no {scale}× sweep entry for {name}"));
+            assert_eq!(entry["fell"], false, "{entry:#}");
+        }
+    }
+}
+
+/// The checks both rates share: every controller stands unpushed, the push figures agree with
+/// the per-push rows, the spring alone applies an external torque and breaks at an impulse the
+/// humanoid falls at, world-space ≥ 1.5× parent-space and the spring further. Returns per
+/// controller (largest impulse survived, the next impulse, which fell).
+fn assert_orderings(out: &Path, r: &Value) -> [(f64, f64); 3] {
+    assert_eq!(r["kind"], "dynamo_push");
     let names = ["parent_space", "world_space", "world_space_root_spring"];
     let mut survived = Vec::new();
     for name in names {
-        let c = controller(&r, name);
+        let c = controller(r, name);
         let p = pushes(c);
         assert_eq!(p.len(), 13, "{c:#}");
         assert_eq!(p[0], (0.0, true), "{name} falls unpushed: {c:#}");
@@ -115,11 +152,11 @@ fn dynamo_push_stands_unpushed_and_orders_the_pushes() {
     // largest it survives, and that push falls (it is a spring that lets go, not one that holds
     // forever).
     for name in ["parent_space", "world_space"] {
-        let c = controller(&r, name);
+        let c = controller(r, name);
         assert_eq!(num(&c["external_torque_nm_s"]), 0.0, "{c:#}");
         assert!(c["spring_broke_at_impulse_ns"].is_null(), "{c:#}");
     }
-    let spring = controller(&r, "world_space_root_spring");
+    let spring = controller(r, "world_space_root_spring");
     assert!(num(&spring["external_torque_nm_s"]) > 0.0, "{spring:#}");
     let broke = num(&spring["spring_broke_at_impulse_ns"]);
     assert!(
@@ -132,17 +169,25 @@ fn dynamo_push_stands_unpushed_and_orders_the_pushes() {
         .unwrap_or_else(|| panic!("no push of {broke} N·s"));
     assert!(!at_break.1, "the spring broke at {broke} N·s and it stood");
     // The orderings, as measured (lockstep, deterministic): world-space ≥ 1.5× parent-space,
-    // even against the next impulse parent-space fell at (the figure's resolution), and the
-    // root spring further.
-    let [(parent, parent_fell), (world, _), (with_spring, _)] = survived[..] else {
+    // and the root spring further.
+    let [
+        (parent, parent_fell),
+        (world, world_fell),
+        (with_spring, spring_fell),
+    ] = survived[..]
+    else {
         panic!("{survived:?}")
     };
-    assert!(world >= 1.5 * parent_fell, "{survived:?}");
     assert!(world >= 1.5 * parent, "{survived:?}");
     assert!(with_spring > world, "{survived:?}");
     // One row a run in runs.csv: 3 × 13 pushes + 3 × 5 gain scales.
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap_or_default();
     assert_eq!(csv.lines().count(), 1 + 39 + 15, "{csv}");
+    [
+        (parent, parent_fell),
+        (world, world_fell),
+        (with_spring, spring_fell),
+    ]
 }
 
 /// Broken dynamo scenarios are refused before any plant starts: exit 2, no report, and the
