@@ -5,16 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use e2e::{controller, hil, hil_run, out_dir, report, signal_mid_run, workspace_root};
+use e2e::{
+    controller, hil_run, out_dir, report, run_against_fake_plant, signal_mid_run, workspace_root,
+};
 use serde_json::Value;
 
 const ON_THE_BEAT: &str = include_str!("../scenarios/on_the_beat.toml");
 const KENWRIGHT_REACH: &str = include_str!("../scenarios/kenwright_reach.toml");
-
-/// The misbehaving plant of `fake_plant.rs`.
-fn fake_plant() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_fake-plant"))
-}
 
 /// A scenario file in the workspace.
 fn scenario(name: &str) -> String {
@@ -382,18 +379,12 @@ fn an_unknown_controller_is_a_command_line_error() {
 /// steps: returns hil's output, the output folder and the plant's torque log.
 fn run_with_silent_plant(test: &str, joints: usize, silent: u64) -> (Output, PathBuf, String) {
     let out = out_dir(test);
-    let log = out.with_file_name(format!("{test}.plant.log"));
-    let _ = std::fs::remove_file(&log);
-    let output = hil()
-        .env("HIL_SIM_HOST", fake_plant())
-        .env("FAKE_PLANT", format!("silent-after:{silent}"))
-        .env("FAKE_PLANT_JOINTS", joints.to_string())
-        .env("FAKE_PLANT_LOG", &log)
-        .args(["run", &scenario("on_the_beat.toml"), "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
-    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let (output, log) = run_against_fake_plant(
+        &format!("silent-after:{silent}"),
+        Some(joints),
+        &[&scenario("on_the_beat.toml")],
+        &out,
+    );
     (output, out, log)
 }
 

@@ -7,7 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use e2e::{controller, hil, hil_run, out_dir, report, signal_mid_run, workspace_root};
+use e2e::{
+    controller, hil_run, out_dir, report, run_against_fake_plant, signal_mid_run, workspace_root,
+};
 use serde_json::Value;
 
 const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
@@ -521,17 +523,12 @@ fn one_run(out: &Path, name: &str, controller: &str, after_push_s: &str) -> Path
 fn a_plant_that_is_not_the_humanoid_is_refused() {
     let out = out_dir("dynamo_not_humanoid");
     let file = one_run(&out, "dynamo_not_humanoid", "world_space", "2.0");
-    let log = out.with_file_name("dynamo_not_humanoid.plant.log");
-    let _ = std::fs::remove_file(&log);
-    let output = hil()
-        .env("HIL_SIM_HOST", env!("CARGO_BIN_EXE_fake-plant"))
-        .env("FAKE_PLANT", "silent-after:100")
-        .env("FAKE_PLANT_JOINTS", "3")
-        .env("FAKE_PLANT_LOG", &log)
-        .args(["run", file.to_str().unwrap_or_default(), "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    let (output, log) = run_against_fake_plant(
+        "silent-after:100",
+        Some(3),
+        &[file.to_str().unwrap_or_default()],
+        &out,
+    );
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(
@@ -539,7 +536,6 @@ fn a_plant_that_is_not_the_humanoid_is_refused() {
         "{err}"
     );
     assert!(err.contains("0 bodies") && err.contains("15"), "{err}");
-    let log = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(
         log.lines().filter(|l| l.contains(" normal ")).count(),
         0,

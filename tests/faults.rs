@@ -6,12 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use e2e::{hil, hil_run, out_dir, report, signal_mid_run, staging_needle};
-
-/// The misbehaving plant of `fake_plant.rs`.
-fn fake_plant() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_fake-plant"))
-}
+use e2e::{hil, hil_run, out_dir, report, run_against_fake_plant, signal_mid_run, staging_needle};
 
 /// A scenario with a wrong field gets an error naming the file, the field and the reason, and
 /// exit status 2, without starting any plant.
@@ -108,21 +103,14 @@ fn run_with_fake_plant(
     mode: &str,
 ) -> (Output, Duration, PathBuf, String) {
     let out = out_dir(test);
-    let log = out.with_file_name(format!("{test}.plant.log"));
-    let _ = std::fs::remove_file(&log);
     let start = Instant::now();
-    let output = hil()
-        .env("HIL_SIM_HOST", fake_plant())
-        .env("FAKE_PLANT", behaviour)
-        .env("FAKE_PLANT_LOG", &log)
-        .args([
-            "run", "--only", "analytic", "--quiet", "--mode", mode, "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    let (output, log) = run_against_fake_plant(
+        behaviour,
+        None,
+        &["--only", "analytic", "--mode", mode],
+        &out,
+    );
     let took = start.elapsed();
-    let log = std::fs::read_to_string(&log).unwrap_or_default();
     (output, took, out, log)
 }
 

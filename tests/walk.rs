@@ -7,7 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use e2e::{controller, hil, hil_run, out_dir, report, signal_mid_run, workspace_root};
+use e2e::{
+    controller, hil, hil_run, out_dir, report, run_against_fake_plant, signal_mid_run,
+    workspace_root,
+};
 use serde_json::Value;
 
 const WALK_300: &str = include_str!("../scenarios/simbicon_walk.toml");
@@ -256,29 +259,16 @@ fn broken_walk_scenarios_name_the_file_and_the_field() {
 #[test]
 fn a_plant_that_is_not_a_biped_is_refused() {
     let out = out_dir("walk_not_biped");
-    let log = out.with_file_name("walk_not_biped.plant.log");
-    let _ = std::fs::remove_file(&log);
-    let output = hil()
-        .env("HIL_SIM_HOST", env!("CARGO_BIN_EXE_fake-plant"))
-        .env("FAKE_PLANT", "silent-after:100")
-        .env("FAKE_PLANT_JOINTS", "3")
-        .env("FAKE_PLANT_LOG", &log)
-        .args([
-            "run",
-            workspace_root()
-                .join("scenarios/simbicon_walk.toml")
-                .to_str()
-                .unwrap_or_default(),
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    let scenario = workspace_root().join("scenarios/simbicon_walk.toml");
+    let (output, log) = run_against_fake_plant(
+        "silent-after:100",
+        Some(3),
+        &[scenario.to_str().unwrap_or_default()],
+        &out,
+    );
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{err}");
     assert!(err.contains("not the SIMBICON biped"), "{err}");
-    let log = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(
         log.lines().filter(|l| l.contains(" normal ")).count(),
         0,

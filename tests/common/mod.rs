@@ -168,3 +168,37 @@ pub fn realtime_exclusive() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// `hil run <args> --quiet --out <out>` against the fake plant (`tests/fake_plant.rs`) behaving
+/// as `behaviour` (`FAKE_PLANT`), with `joints` joints (`FAKE_PLANT_JOINTS`, its default when
+/// `None`). Returns hil's output and the plant's torque log (a line per accepted torque frame),
+/// kept next to `out` as `<out's name>.plant.log`.
+pub fn run_against_fake_plant(
+    behaviour: &str,
+    joints: Option<usize>,
+    args: &[&str],
+    out: &Path,
+) -> (Output, String) {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let log = out.with_file_name(format!("{name}.plant.log"));
+    let _ = std::fs::remove_file(&log);
+    let mut command = hil();
+    command
+        .env("HIL_SIM_HOST", executable("fake-plant"))
+        .env("FAKE_PLANT", behaviour)
+        .env("FAKE_PLANT_LOG", &log);
+    if let Some(n) = joints {
+        command.env("FAKE_PLANT_JOINTS", n.to_string());
+    }
+    let output = command
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
+    (output, std::fs::read_to_string(&log).unwrap_or_default())
+}
