@@ -122,7 +122,7 @@ use control_core::frames::{BodyId, BodyMotion, ContactForce, JointState, StateFr
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::scene::{Checker, DEFAULT_DT_S, SceneError, steps_for};
+use crate::scene::{Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, SceneError, steps_for};
 
 /// Number of joints: hips, knees, ankles, left then right.
 pub const JOINTS: usize = 6;
@@ -335,7 +335,12 @@ impl BipedScene {
         }
         for (i, p) in self.pushes.iter().enumerate() {
             for (k, f) in p.force_n.into_iter().enumerate() {
-                c.range(&format!("pushes[{i}].force_n[{k}]"), f, -1e5, 1e5);
+                c.range(
+                    &format!("pushes[{i}].force_n[{k}]"),
+                    f,
+                    -MAX_PUSH_FORCE_N,
+                    MAX_PUSH_FORCE_N,
+                );
             }
             c.range(&format!("pushes[{i}].start_s"), p.start_s, 0.0, 1e7);
             c.range(&format!("pushes[{i}].duration_s"), p.duration_s, 0.0, 1e7);

@@ -52,6 +52,9 @@ pub const DEFAULT_REMOVE_BELOW_Y_M: f64 = -5.0;
 pub const AIMED_BALL_SPEED_Z_M_S: f64 = 5.0;
 /// The largest torque limit a scene may give its arm, N·m.
 pub const MAX_TORQUE_LIMIT_NM: f64 = 1e6;
+/// The largest magnitude of each component of a push's force (biped and humanoid scenes,
+/// `pushes[i].force_n`), N.
+pub const MAX_PUSH_FORCE_N: f64 = 1e5;
 
 /// A whole plant run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -384,6 +387,15 @@ impl SceneError {
             field,
             reason,
         }
+    }
+}
+
+/// A scene's `urdf` as the plant opens it: a relative, non-empty path is taken from the folder
+/// of the scene `file`; anything else is kept (an empty one is the scene check's to refuse).
+pub(crate) fn urdf_beside(urdf: &Path, file: &Path) -> std::path::PathBuf {
+    match file.parent() {
+        Some(dir) if urdf.is_relative() && !urdf.as_os_str().is_empty() => dir.join(urdf),
+        _ => urdf.to_path_buf(),
     }
 }
 

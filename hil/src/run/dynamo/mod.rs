@@ -352,11 +352,10 @@ impl DynamoScenario {
     }
 }
 
-/// The plant's limit on a push's force, N: `sim_host::humanoid::HumanoidScene::validate` holds
-/// each component of `pushes[i].force_n` within ±1e5 N (a literal there, not a public constant).
-/// The scenario holds the whole force, impulse ÷ `push_duration_s`, to it, which keeps every
-/// component within too.
-pub const PUSH_FORCE_LIMIT_N: f64 = 1e5;
+/// The plant's limit on a push's force, N ([`sim_host::scene::MAX_PUSH_FORCE_N`], which the
+/// humanoid scene holds each component of `pushes[i].force_n` to). The scenario holds the whole
+/// force, impulse ÷ `push_duration_s`, to it, which keeps every component within too.
+pub const PUSH_FORCE_LIMIT_N: f64 = sim_host::scene::MAX_PUSH_FORCE_N;
 
 /// The scene's root torque limit is the spring's `max_torque_nm` times this (a torque saturated to
 /// exactly τ_max may come out a rounding above it).
