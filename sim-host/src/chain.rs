@@ -270,12 +270,7 @@ impl ChainScene {
     /// relative `urdf` is resolved against `file`'s folder.
     pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
         let mut scene: Self = crate::scene::parse_scene_json(text, file)?;
-        if scene.urdf.is_relative()
-            && !scene.urdf.as_os_str().is_empty()
-            && let Some(dir) = file.parent()
-        {
-            scene.urdf = dir.join(&scene.urdf);
-        }
+        scene.urdf = crate::scene::urdf_beside(&scene.urdf, file);
         scene
             .validate()
             .map_err(|failed| SceneError::checked(file, failed))?;

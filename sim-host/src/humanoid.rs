@@ -123,7 +123,9 @@ use rapier3d_urdf::urdf_rs;
 use serde::{Deserialize, Serialize};
 
 use crate::chain::Push;
-use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, steps_for};
+use crate::scene::{
+    Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
+};
 
 /// The bodies whose ground force every state frame carries, in frame order.
 pub const CONTACT_BODY_NAMES: [&str; 4] = ["left_foot", "right_foot", "left_toes", "right_toes"];
@@ -1022,12 +1024,7 @@ impl HumanoidScene {
     /// relative `urdf` is resolved against `file`'s folder.
     pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
         let mut scene: Self = crate::scene::parse_scene_json(text, file)?;
-        if scene.urdf.is_relative()
-            && !scene.urdf.as_os_str().is_empty()
-            && let Some(dir) = file.parent()
-        {
-            scene.urdf = dir.join(&scene.urdf);
-        }
+        scene.urdf = crate::scene::urdf_beside(&scene.urdf, file);
         scene
             .validate()
             .map_err(|failed| SceneError::checked(file, failed))?;
@@ -1080,7 +1077,12 @@ impl HumanoidScene {
                 );
             }
             for (k, f) in p.force_n.into_iter().enumerate() {
-                c.range(&format!("pushes[{i}].force_n[{k}]"), f, -1e5, 1e5);
+                c.range(
+                    &format!("pushes[{i}].force_n[{k}]"),
+                    f,
+                    -MAX_PUSH_FORCE_N,
+                    MAX_PUSH_FORCE_N,
+                );
             }
             c.range(&format!("pushes[{i}].start_s"), p.start_s, 0.0, 1e7);
             c.range(&format!("pushes[{i}].duration_s"), p.duration_s, 0.0, 1e7);
