@@ -149,6 +149,32 @@ pub struct DynamoTick {
     pub joints: u16,
 }
 
+impl DynamoTick {
+    /// No torque yet for the state `s`: `len` values, all zero, nothing counted.
+    fn zero(s: &HumanoidState, safe: bool, len: usize) -> Self {
+        Self {
+            step: s.step,
+            time_s: s.sim_time_s,
+            safe,
+            len,
+            torques_nm: [0.0; MAX_JOINTS],
+            root_torque_nm: 0.0,
+            spring: None,
+            limited: 0,
+            refused: 0,
+            pose_error_sq_sum: 0.0,
+            joints: 0,
+        }
+    }
+
+    /// Writes the three values of `torque` from value index `at` (the root's after the joints').
+    fn put(&mut self, at: usize, torque: &Vector3<f64>) {
+        for (slot, x) in self.torques_nm.iter_mut().skip(at).zip(torque.iter()) {
+            *slot = *x;
+        }
+    }
+}
+
 impl LoopCommand for DynamoTick {
     fn step(&self) -> u64 {
         self.step
@@ -415,19 +441,7 @@ impl DynamoController {
 
     /// One control tick.
     pub fn tick(&mut self, s: HumanoidState) -> DynamoTick {
-        let mut out = DynamoTick {
-            step: s.step,
-            time_s: s.sim_time_s,
-            safe: false,
-            len: 3 * self.joints.len() + 3,
-            torques_nm: [0.0; MAX_JOINTS],
-            root_torque_nm: 0.0,
-            spring: None,
-            limited: 0,
-            refused: 0,
-            pose_error_sq_sum: 0.0,
-            joints: 0,
-        };
+        let mut out = DynamoTick::zero(&s, false, 3 * self.joints.len() + 3);
         if s.body_count != self.bodies {
             return self.safe(s);
         }
@@ -547,11 +561,7 @@ impl DynamoController {
                     self.damping(parent, child, joint.effort_nm)
                 }
             };
-            for (k, x) in torque.iter().enumerate() {
-                if let Some(slot) = out.torques_nm.get_mut(3 * j + k) {
-                    *slot = *x;
-                }
-            }
+            out.put(3 * j, &torque);
         }
         if let Some(spring) = &mut self.spring
             && let Ok(o) = spring.tick(&root.orientation, &root.angular_velocity_rad_s)
@@ -559,11 +569,7 @@ impl DynamoController {
             out.spring = Some(o.state);
             out.root_torque_nm = o.torque_nm.norm();
             let at = 3 * self.joints.len();
-            for (k, x) in o.torque_nm.iter().enumerate() {
-                if let Some(slot) = out.torques_nm.get_mut(at + k) {
-                    *slot = *x;
-                }
-            }
+            out.put(at, &o.torque_nm);
         }
         out
     }
@@ -583,29 +589,13 @@ impl DynamoController {
     /// The safe state: damping only on every joint's relative angular velocity, within its
     /// effort; no root torque.
     pub fn safe(&self, s: HumanoidState) -> DynamoTick {
-        let mut out = DynamoTick {
-            step: s.step,
-            time_s: s.sim_time_s,
-            safe: true,
-            len: 3 * self.joints.len() + 3,
-            torques_nm: [0.0; MAX_JOINTS],
-            root_torque_nm: 0.0,
-            spring: None,
-            limited: 0,
-            refused: 0,
-            pose_error_sq_sum: 0.0,
-            joints: 0,
-        };
+        let mut out = DynamoTick::zero(&s, true, 3 * self.joints.len() + 3);
         for (j, joint) in self.joints.iter().enumerate() {
             let (Some(p), Some(c)) = (s.bodies.get(joint.parent), s.bodies.get(joint.child)) else {
                 continue;
             };
             let torque = self.damping(&Self::motion(p), &Self::motion(c), joint.effort_nm);
-            for (k, x) in torque.iter().enumerate() {
-                if let Some(slot) = out.torques_nm.get_mut(3 * j + k) {
-                    *slot = *x;
-                }
-            }
+            out.put(3 * j, &torque);
         }
         out
     }
