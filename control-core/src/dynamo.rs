@@ -976,8 +976,8 @@ impl DynamoJoint {
             v * (gains.stiffness * (error.rotation.angle_rad + gains.reaim))
                 + error.velocity_error_rad_s * gains.damping,
         )?;
-        if gains.status == GainStatus::Fixed {
-            // The per-axis gains, about the parent's axes.
+        if gains.status == GainStatus::Fixed && self.config.axis_gains != Vector3::repeat(1.0) {
+            // The per-axis gains, about the parent's axes (none to apply when all are 1).
             let local = parent_q.inverse() * full;
             full = finite_vector(parent_q * local.component_mul(&self.config.axis_gains))?;
         }
