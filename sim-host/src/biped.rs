@@ -868,18 +868,7 @@ impl BipedPlant {
                 .world
                 .bodies
                 .get(h)
-                .map_or_else(BodyMotion::default, |rb| {
-                    let c = rb.center_of_mass();
-                    let r = rb.rotation();
-                    let v = rb.linvel();
-                    let w = rb.angvel();
-                    BodyMotion {
-                        com_m: [c.x, c.y, c.z].map(f64::from),
-                        orientation: [r.w, r.x, r.y, r.z].map(f64::from),
-                        velocity_m_s: [v.x, v.y, v.z].map(f64::from),
-                        angular_velocity_rad_s: [w.x, w.y, w.z].map(f64::from),
-                    }
-                });
+                .map_or_else(BodyMotion::default, body_motion);
             // Seven bodies: within MAX_BODIES.
             let _ = frame.push_body(motion);
         }
@@ -998,4 +987,19 @@ fn lowest_point_of(b: usize, com: [f64; 2], pitch: f64) -> f64 {
         .into_iter()
         .map(|c| add2(com, rot2(pitch, c))[1])
         .fold(f64::INFINITY, f64::min)
+}
+
+/// A rigid body's world motion as a state frame carries it (centre of mass, orientation
+/// `[w, x, y, z]`, velocity, angular velocity), widened to f64.
+pub(crate) fn body_motion(rb: &RigidBody) -> BodyMotion {
+    let c = rb.center_of_mass();
+    let r = rb.rotation();
+    let v = rb.linvel();
+    let w = rb.angvel();
+    BodyMotion {
+        com_m: [c.x, c.y, c.z].map(f64::from),
+        orientation: [r.w, r.x, r.y, r.z].map(f64::from),
+        velocity_m_s: [v.x, v.y, v.z].map(f64::from),
+        angular_velocity_rad_s: [w.x, w.y, w.z].map(f64::from),
+    }
 }

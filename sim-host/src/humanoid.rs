@@ -1678,18 +1678,7 @@ impl HumanoidPlant {
                 .world
                 .bodies
                 .get(h)
-                .map_or_else(BodyMotion::default, |rb| {
-                    let c = rb.center_of_mass();
-                    let r = rb.rotation();
-                    let v = rb.linvel();
-                    let w = rb.angvel();
-                    BodyMotion {
-                        com_m: [c.x, c.y, c.z].map(f64::from),
-                        orientation: [r.w, r.x, r.y, r.z].map(f64::from),
-                        velocity_m_s: [v.x, v.y, v.z].map(f64::from),
-                        angular_velocity_rad_s: [w.x, w.y, w.z].map(f64::from),
-                    }
-                });
+                .map_or_else(BodyMotion::default, crate::biped::body_motion);
             // At most MAX_BODIES bodies (checked when read).
             let _ = frame.push_body(motion);
         }
