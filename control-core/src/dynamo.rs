@@ -227,6 +227,10 @@ pub enum Input {
     Inertia,
     /// A heading given to [`world_target`] ([`Heading`]).
     Heading,
+    /// The gravity vector of [`gravity_torque_about`].
+    Gravity,
+    /// The feed-forward torque of [`DynamoJoint::tick_scaled`].
+    FeedForward,
     /// The point of [`subtree_inertia_about`].
     Point,
     /// A body of [`subtree_inertia_about`].
@@ -951,6 +955,62 @@ impl DynamoJoint {
         heading: &Heading,
         target: &Target,
     ) -> Result<JointOutput, DynamoError> {
+        self.tick_with(parent, child, heading, target, None)
+    }
+
+    /// One tick with the gains **per unit inertia** (k_p in 1/s², k_d in 1/s, arrival gains
+    /// solved for a unit inertia, whatever `target.arrival`'s inertia): the law gives the
+    /// angular acceleration α = k_p·v·θ + k_d·(ω_d − ω_a), and the torque is I·α with `inertia`
+    /// the tensor the joint moves (world axes, about the joint, e.g.
+    /// [`subtree_inertia_about`]), then projected and limited as in [`DynamoJoint::tick`].
+    ///
+    /// What it buys: a sampled PD is stable about an axis only for k_d·h/I and k_p·h²/I within
+    /// bounds ([`crate::gains::Integrator::is_stable`]), and a limb's inertia differs a
+    /// hundredfold between its swing and its twist (an arm: about 0.6 against 0.007 kg·m²), and
+    /// turns with the limb. Torque gains small enough for the twist are too weak for the swing;
+    /// gains per unit inertia give every axis the same natural frequency and damping ratio, in
+    /// whatever direction the limb points. The output's `stiffness_nm_per_rad` and
+    /// `damping_nms_per_rad` are then the per-unit-inertia gains (1/s², 1/s) and
+    /// `axis_inertia_kgm2` is 1 for arrival gains. A non-finite `inertia` is
+    /// [`DynamoError::NonFinite`]`(`[`Input::Inertia`]`)`, a negative diagonal
+    /// [`DynamoError::NonPositive`]`(`[`Input::Inertia`]`)`.
+    ///
+    /// `feedforward_nm` (world, N·m) is added to I·α before the projection and the limit: the
+    /// torque that holds the joint's load still, e.g. gravity's on the subtree
+    /// ([`gravity_torque_about`], negated), so the feedback gains need not fight a static load
+    /// (a non-finite one is [`DynamoError::NonFinite`]`(`[`Input::FeedForward`]`)`).
+    pub fn tick_scaled(
+        &self,
+        parent: &BodyMotion,
+        child: &BodyMotion,
+        heading: &Heading,
+        target: &Target,
+        inertia: &Matrix3<f64>,
+        feedforward_nm: &Vector3<f64>,
+    ) -> Result<JointOutput, DynamoError> {
+        JointInertia::Tensor(*inertia).check()?;
+        let feedforward = checked_vector(feedforward_nm, Input::FeedForward)?;
+        if inertia.diagonal().iter().any(|&v| v < 0.0) {
+            return Err(DynamoError::NonPositive(Input::Inertia));
+        }
+        let unit = Target {
+            arrival: target.arrival.map(|a| Arrival {
+                inertia: JointInertia::Scalar(1.0),
+                ..a
+            }),
+            ..*target
+        };
+        self.tick_with(parent, child, heading, &unit, Some((inertia, &feedforward)))
+    }
+
+    fn tick_with(
+        &self,
+        parent: &BodyMotion,
+        child: &BodyMotion,
+        heading: &Heading,
+        target: &Target,
+        scaled: Option<(&Matrix3<f64>, &Vector3<f64>)>,
+    ) -> Result<JointOutput, DynamoError> {
         let parent_q = checked_unit(&parent.orientation, Input::ParentOrientation)?;
         let world = resolve(target, parent, Some(&parent_q), heading)?;
         let child_q = checked_unit(&child.orientation, Input::ChildOrientation)?;
@@ -980,6 +1040,9 @@ impl DynamoJoint {
             // The per-axis gains, about the parent's axes (none to apply when all are 1).
             let local = parent_q.inverse() * full;
             full = finite_vector(parent_q * local.component_mul(&self.config.axis_gains))?;
+        }
+        if let Some((i, feedforward)) = scaled {
+            full = finite_vector(i * full + feedforward)?;
         }
         let (requested, absorbed) = self.freedom.project(&parent_q, full);
         let (torque, limited) =
@@ -1136,6 +1199,44 @@ pub struct BodyInertia {
     pub com_m: Vector3<f64>,
 }
 
+/// The torque gravity exerts on `bodies` about `point` (world, N·m): Σ (c_b − p) × m_b·g over
+/// the bodies' centres of mass c_b and masses m_b. A joint that holds the subtree still against
+/// gravity applies its negative (the feed-forward of [`DynamoJoint::tick_scaled`]). Exact for a
+/// subtree touching nothing but its joint (an arm, a head); a body on the ground is carried by
+/// the ground too. Errors as [`subtree_inertia_about`]'s for the point and a body's mass or
+/// centre, [`DynamoError::NonFinite`]`(`[`Input::Gravity`]`)` for `gravity_m_s2`.
+pub fn gravity_torque_about(
+    point: &Vector3<f64>,
+    bodies: &[BodyInertia],
+    gravity_m_s2: &Vector3<f64>,
+) -> Result<Vector3<f64>, DynamoError> {
+    let point = checked_vector(point, Input::Point)?;
+    let g = checked_vector(gravity_m_s2, Input::Gravity)?;
+    let mut total = Vector3::zeros();
+    for (body, b) in bodies.iter().enumerate() {
+        let field = |field| Input::Body { body, field };
+        checked_mass(body, b)?;
+        let com = checked_vector(&b.com_m, field(BodyField::CentreOfMass))?;
+        total += (com - point).cross(&(g * b.mass_kg));
+    }
+    finite_vector(total)
+}
+
+/// Body `body`'s mass if finite and > 0, else the error naming it.
+fn checked_mass(body: usize, b: &BodyInertia) -> Result<f64, DynamoError> {
+    let field = Input::Body {
+        body,
+        field: BodyField::Mass,
+    };
+    if !b.mass_kg.is_finite() {
+        Err(DynamoError::NonFinite(field))
+    } else if b.mass_kg <= 0.0 {
+        Err(DynamoError::NonPositive(field))
+    } else {
+        Ok(b.mass_kg)
+    }
+}
+
 /// The inertia tensor (world axes) of the `bodies` together about `point` (world): for each body
 /// R·diag(I)·Rᵀ + m(|r|²E − r·rᵀ), r = com − point, summed. Fixed capacity: the caller's slice,
 /// no allocation; an empty slice gives zero. A body is refused by index and field
@@ -1149,12 +1250,7 @@ pub fn subtree_inertia_about(
     let mut total = Matrix3::zeros();
     for (body, b) in bodies.iter().enumerate() {
         let field = |field| Input::Body { body, field };
-        if !b.mass_kg.is_finite() {
-            return Err(DynamoError::NonFinite(field(BodyField::Mass)));
-        }
-        if b.mass_kg <= 0.0 {
-            return Err(DynamoError::NonPositive(field(BodyField::Mass)));
-        }
+        checked_mass(body, b)?;
         let d = checked_vector(
             &b.principal_inertia_kgm2,
             field(BodyField::PrincipalInertia),
@@ -2779,6 +2875,110 @@ mod tests {
         assert!(run(REST, BodyMotion::at_rest(near), h, parent_target).is_none());
     }
 
+    /// Gains per unit inertia: the torque is the inertia tensor times the law's output with
+    /// those gains, plus the feed-forward; arrival gains are those of a unit inertia whatever
+    /// the target's; a non-finite tensor or feed-forward and a negative moment are refused.
+    #[test]
+    fn scaled_ticks_multiply_the_law_by_the_inertia() {
+        let parent = BodyMotion::at_rest(rot([0.4, 1.0, -0.3], 0.9));
+        let child = moving(rot([1.0, 0.2, 0.1], 0.5), [0.3, -0.4, 1.0]);
+        let target = world(rot([0.0, 0.3, 1.0], -0.8), [0.0; 3]);
+        let joint = DynamoJoint::new(
+            JointConfig::ball(64.0, 16.0, 1e6),
+            ArrivalSettings::default(),
+        )
+        .unwrap();
+        let i = Matrix3::new(0.6, 0.01, 0.0, 0.01, 0.6, 0.02, 0.0, 0.02, 0.007);
+        let ff = Vector3::new(1.0, -2.0, 0.5);
+        let plain = joint
+            .tick(&parent, &child, &Heading::IDENTITY, &target)
+            .unwrap();
+        let scaled = joint
+            .tick_scaled(&parent, &child, &Heading::IDENTITY, &target, &i, &ff)
+            .unwrap();
+        assert!(close(&scaled.torque_nm, &(i * plain.torque_nm + ff), 1e-12));
+        let timed = |m: f64| Target {
+            arrival: Some(Arrival {
+                time_to_go_s: 0.4,
+                inertia: JointInertia::Scalar(m),
+            }),
+            ..target
+        };
+        let unit = joint
+            .tick(&parent, &child, &Heading::IDENTITY, &timed(1.0))
+            .unwrap();
+        for m in [0.01, 1.0, 30.0] {
+            let s = joint
+                .tick_scaled(&parent, &child, &Heading::IDENTITY, &timed(m), &i, &ff)
+                .unwrap();
+            assert!(
+                close(&s.torque_nm, &(i * unit.torque_nm + ff), 1e-12),
+                "{m}"
+            );
+        }
+        let mut bad = i;
+        bad[(1, 2)] = f64::NAN;
+        assert_eq!(
+            joint.tick_scaled(&parent, &child, &Heading::IDENTITY, &target, &bad, &ff),
+            Err(DynamoError::NonFinite(Input::Inertia))
+        );
+        let mut negative = i;
+        negative[(2, 2)] = -0.1;
+        assert_eq!(
+            joint.tick_scaled(&parent, &child, &Heading::IDENTITY, &target, &negative, &ff),
+            Err(DynamoError::NonPositive(Input::Inertia))
+        );
+        assert_eq!(
+            joint.tick_scaled(
+                &parent,
+                &child,
+                &Heading::IDENTITY,
+                &target,
+                &i,
+                &Vector3::new(0.0, f64::INFINITY, 0.0)
+            ),
+            Err(DynamoError::NonFinite(Input::FeedForward))
+        );
+    }
+
+    /// Gravity's torque about a point: a horizontal arm's weight about its shoulder, zero for a
+    /// body straight below the point, and bad input refused.
+    #[test]
+    fn gravity_torque_is_the_moment_of_the_weights() {
+        let body = |m: f64, c: [f64; 3]| BodyInertia {
+            mass_kg: m,
+            principal_inertia_kgm2: Vector3::new(0.01, 0.01, 0.01),
+            orientation: UnitQuaternion::identity(),
+            com_m: Vector3::new(c[0], c[1], c[2]),
+        };
+        let g = Vector3::new(0.0, -9.81, 0.0);
+        let p = Vector3::new(0.0, 1.4, 0.2);
+        // 2.2 kg at 0.17 m and 1.7 kg at 0.45 m along +z: about −x, 9.81·(0.374 + 0.765).
+        let arm = [body(2.2, [0.0, 1.4, 0.37]), body(1.7, [0.0, 1.4, 0.65])];
+        let t = gravity_torque_about(&p, &arm, &g).unwrap();
+        assert!(
+            close(
+                &t,
+                &Vector3::new(9.81 * (2.2 * 0.17 + 1.7 * 0.45), 0.0, 0.0),
+                1e-12
+            ),
+            "{t:?}"
+        );
+        let hanging = [body(3.0, [0.0, 0.9, 0.2])];
+        assert!(gravity_torque_about(&p, &hanging, &g).unwrap().norm() < 1e-12);
+        assert_eq!(
+            gravity_torque_about(&p, &arm, &Vector3::new(f64::NAN, 0.0, 0.0)),
+            Err(DynamoError::NonFinite(Input::Gravity))
+        );
+        assert_eq!(
+            gravity_torque_about(&p, &[body(0.0, [0.0; 3])], &g),
+            Err(DynamoError::NonPositive(Input::Body {
+                body: 0,
+                field: BodyField::Mass
+            }))
+        );
+    }
+
     /// Per-axis gains act about the parent's axes: a zero factor removes that axis's torque, a
     /// uniform factor scales the whole law, and arrival gains ignore them.
     #[test]
@@ -3248,6 +3448,11 @@ mod tests {
                     prop_assert!(norm(&out.torque_nm) <= limit * (1.0 + 1e-12));
                     prop_assert!(out.stiffness_nm_per_rad.is_finite() && out.damping_nms_per_rad.is_finite());
                 }
+                let tensor = Matrix3::new(kd, wr.x, wr.y, wr.x, kp, wr.z, wr.y, wr.z, limit);
+                if let Ok(out) = j.tick_scaled(&moving(parent, wp.into()), &moving(child, wc.into()), &h, &target, &tensor, &wt) {
+                    prop_assert!(finite(&out.torque_nm) && finite(&out.requested_nm) && finite(&out.absorbed_nm));
+                    prop_assert!(norm(&out.torque_nm) <= limit * (1.0 + 1e-12));
+                }
             }
             let (k, d, m, b, a) = spring;
             if let Ok(mut s) = RootSpring::new(RootSpringConfig {
@@ -3259,6 +3464,9 @@ mod tests {
                 prop_assert_eq!(out.torque_nm.y, 0.0);
             }
             let body = BodyInertia { mass_kg: kp, principal_inertia_kgm2: axis, orientation: child, com_m: wc };
+            if let Ok(t) = gravity_torque_about(&wp, &[body, body], &wt) {
+                prop_assert!(finite(&t));
+            }
             if let Ok(t) = subtree_inertia_about(&wp, &[body, body]) {
                 prop_assert!(t.iter().all(|v| v.is_finite()));
             }
