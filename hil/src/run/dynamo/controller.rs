@@ -14,9 +14,16 @@
 //! - `world_space_root_spring`: the same, plus Dynamo's breakable root spring, an external
 //!   torque on the root that never acts about the vertical.
 //!
-//! Every law uses the same gains ([`nominal_gains`], [`axis_shares`]: the plant test's standing
-//! PD) and the same standing pose (the ankles lean the body so its centre of mass stands above
-//! them, [`standing_lean_rad`]).
+//! Every law uses the same gains ([`nominal_gains`], [`axis_shares`]) and the same standing
+//! pose (the ankles lean the body so its centre of mass stands above them,
+//! [`standing_lean_rad`], blended to the reach pose's lean while the arm reaches). The limb
+//! joints (neck, shoulders, elbows) run with gains per unit inertia scaled by their subtree's
+//! composite inertia about the joint, every tick, plus gravity's torque on the subtree as
+//! feed-forward ([`control_core::dynamo::DynamoJoint::tick_scaled`]): with torque gains an
+//! arm's swing (0.6 kg·m²) and twist (0.007 kg·m²) cannot both be served, and the arm reaching
+//! forward turns one into the other. Before this the reach did not arrive (1.27 rad off at its
+//! arrival time) and the arms chattered at the Nyquist rate, saturated at their limit, which
+//! rocked the whole body (torso sway 0.29 rad unpushed).
 //!
 //! [`DynamoController::tick`] runs on the control thread in real time: it never allocates
 //! (every buffer is sized when the controller is built), blocks or panics. A servo that refuses
@@ -27,7 +34,7 @@ use control_core::articulated::nalgebra::{Matrix3, Quaternion, UnitQuaternion, V
 use control_core::dynamo::{
     Arrival, ArrivalSettings, BodyInertia, BodyMotion as Motion, DynamoJoint, Heading, JointConfig,
     JointInertia, JointKind as ServoKind, RootSpring, RootSpringConfig, SpringState, Target,
-    TargetSpace, heading, subtree_inertia_about,
+    TargetSpace, gravity_torque_about, heading, subtree_inertia_about,
 };
 use control_core::frames::{BodyMotion, MAX_BODIES, MAX_JOINTS, StateFrame};
 use sim_host::humanoid::{HumanoidModel, JointKind};
@@ -147,6 +154,8 @@ pub struct DynamoTick {
     pub pose_error_sq_sum: f64,
     /// Joints in that sum.
     pub joints: u16,
+    /// The reach joint's angle from its target (the same measure), rad; `None` without a reach.
+    pub reach_error_rad: Option<f64>,
 }
 
 impl DynamoTick {
@@ -164,6 +173,7 @@ impl DynamoTick {
             refused: 0,
             pose_error_sq_sum: 0.0,
             joints: 0,
+            reach_error_rad: None,
         }
     }
 
@@ -202,6 +212,8 @@ struct Joint {
     shares: Vector3<f64>,
     /// Bodies the joint moves (its child's subtree), body indices.
     subtree: Vec<usize>,
+    /// Whether its gains are per unit inertia ([`is_limb_joint`]).
+    scaled: bool,
 }
 
 /// The pose controller of one run.
@@ -218,72 +230,88 @@ pub struct DynamoController {
     safe_damping: f64,
     /// Per joint: whether it is on a leg, between the root and the ground (the support chain).
     support: Vec<bool>,
-    /// Each joint's standing target relative to its parent (the ankles lean the body so its
-    /// centre of mass stands above them).
-    standing: Vec<UnitQuaternion<f64>>,
-    /// The root's target orientation in the heading frame (leaning as the standing pose).
-    root_target: UnitQuaternion<f64>,
+    /// Per joint: whether it is an ankle (its target leans the body so its centre of mass
+    /// stands above the ankles; every other joint's standing target is the zero pose).
+    ankles: Vec<bool>,
+    /// The lean (rad about +z) of the standing pose and of the reach's pose, blended over the
+    /// reach ([`DynamoController::lean_at`]).
+    lean_rad: (f64, f64),
+    /// The plant's gravity, m/s² (the limb joints' feed-forward).
+    gravity: Vector3<f64>,
 }
 
 /// The fraction of a joint's effort the servos may use: a torque scaled down to exactly the
 /// effort can have a norm a rounding above it, which the plant's check refuses.
 const EFFORT_MARGIN: f64 = 1.0 - 1e-9;
 
-/// Nominal gains (kp N·m/rad, kd N·m·s/rad) of a joint by name, before the scale, and the
-/// share of them each of the parent's x, y, z axes gets ([`axis_shares`]): the plant test's
-/// standing PD (`sim-host/tests/humanoid.rs`), stiff where the body's weight rests (legs,
-/// waist), light where a light link hangs (toes, elbows), and little damping (an explicit PD at
-/// 5 ms is stable only for kd·h/I < 2 and ωn·h < 2 on the body it turns: the toes' 0.0007 kg·m²
-/// allow 0.14 N·m·s/rad).
+/// Nominal gains of a joint by name, before the scale. Limb joints ([`is_limb_joint`]): per
+/// unit inertia (k_p 1/s², k_d 1/s), critically damped at [`LIMB_NATURAL_FREQ_RAD_S`], with
+/// gravity's torque on the limb as feed-forward. The rest (legs, waist, toes): N·m/rad and
+/// N·m·s/rad, with the share of them each of the parent's x, y, z axes gets ([`axis_shares`]):
+/// the plant test's standing PD (`sim-host/tests/humanoid.rs`), stiff where the body's weight
+/// rests (legs, waist), light on the toes, and little damping (an explicit PD at 5 ms is stable
+/// only for kd·h/I < 2 and ωn·h < 2 on the body it turns: the toes' 0.0007 kg·m² allow 0.14
+/// N·m·s/rad; raising the ankles' k_d to 20 made the humanoid fall at 1.2 s).
 pub fn nominal_gains(name: &str) -> (f64, f64) {
     let has = |s: &str| name.contains(s);
-    if has("knee") || has("ankle") || has("waist") || has("hip") {
+    if is_limb_joint(name) {
+        let wn = LIMB_NATURAL_FREQ_RAD_S;
+        (wn * wn, 2.0 * wn)
+    } else if has("knee") || has("ankle") || has("waist") || has("hip") {
         (1000.0, 2.0)
-    } else if has("shoulder") {
-        (100.0, 2.0)
-    } else if has("neck") {
-        (100.0, 1.0)
-    } else if has("elbow") {
-        (30.0, 0.5)
     } else {
         (20.0, 0.1)
     }
 }
 
-/// The share of the nominal gains about each of the parent's x, y, z axes (a servo's torque is
-/// scaled by it component by component in the parent's frame, after the torque limit, the same
-/// for every law): the plant test's per-axis gains. Not yet [`JointConfig::axis_gains`], which
-/// shapes the torque before the limit: with that order (the only difference: limits act on about
-/// 10 joint-ticks of a 700-tick run) the unpushed `world_space` humanoid fell at 3.4 s and
-/// `parent_space` tilted 0.73 rad. Standing with these gains is that marginal: three joints
-/// act on the pelvis (0.0705 kg·m² about z), whose explicit 5 ms loop allows Σk_d < 2·I/h =
-/// 28 N·m·s/rad, so each hip gets k_d ≈ 9 at most where critical damping of k_p = 1000 on a
-/// swinging leg (≈ 3.2 kg·m² about the hip) needs ≈ 110 (README, section 7).
+/// The natural frequency of the limb joints' critically damped gains per unit inertia, rad/s.
+/// Measured at 200 Hz: at 12 rad/s (k_d ≈ 15 N·m·s/rad on an arm's swing) the arms and the
+/// torso's yaw (0.21 kg·m²) chatter at the Nyquist rate, saturated at the shoulders' 150 N·m;
+/// 8 rad/s does not.
+pub const LIMB_NATURAL_FREQ_RAD_S: f64 = 8.0;
+
+/// Whether joint `name` is a limb joint of the upper body (neck, shoulders, elbows): a light
+/// subtree hanging from the heavy torso, driven with gains per unit inertia
+/// ([`control_core::dynamo::DynamoJoint::tick_scaled`] with its subtree's inertia about the
+/// joint), so the swing and the twist of an arm (about 0.6 and 0.007 kg·m²) get the same
+/// natural frequency whichever way the arm points.
+pub fn is_limb_joint(name: &str) -> bool {
+    ["neck", "shoulder", "elbow"]
+        .iter()
+        .any(|n| name.contains(n))
+}
+
+/// The share of the nominal gains about each of the parent's x, y, z axes of a leg or waist
+/// joint (a servo's torque is scaled by it component by component in the parent's frame, after
+/// the torque limit, the same for every law): the plant test's per-axis gains. Not
+/// [`JointConfig::axis_gains`], which shapes the torque before the limit: with that order (the
+/// only difference: limits act on a few joint-ticks of a run) the unpushed `world_space`
+/// humanoid fell at 3.4 s (measured before the limb joints got gains per unit inertia).
 /// Lateral (x) 0.3 and twist (y) 1/3 on the waist and hips, lateral 0.3 on the ankles (the
-/// foot's roll, 0.0025 kg·m² off the ground, is unstable at 1000 N·m/rad at 5 ms: ωn·h = 3.2),
-/// twist (z in the T-pose) 0.2 on the shoulders; 1 elsewhere. The damping is scaled with the
-/// stiffness (the test's lateral kd is 1, here 0.6).
+/// foot's roll, 0.0025 kg·m² off the ground, is unstable at 1000 N·m/rad at 5 ms: ωn·h = 3.2);
+/// 1 elsewhere. Limb joints get none: fixed parent axes are wrong for a limb that moves (an
+/// arm's twist axis becomes a swing axis when it reaches forward), so they scale by their
+/// inertia instead.
 pub fn axis_shares(name: &str) -> [f64; 3] {
     let has = |s: &str| name.contains(s);
     if has("waist") || has("hip") {
         [0.3, 1.0 / 3.0, 1.0]
     } else if has("ankle") {
         [0.3, 1.0, 1.0]
-    } else if has("shoulder") {
-        [1.0, 1.0, 0.2]
     } else {
         [1.0; 3]
     }
 }
 
-/// The forward lean about the ankles (rad, about +z, negative: forward) that puts the zero
-/// pose's centre of mass above the ankles, so the pose stands.
-pub fn standing_lean_rad(model: &HumanoidModel) -> f64 {
+/// The forward lean about the ankles (rad, about +z, negative: forward) that puts the centre
+/// of mass of the pose `joint_rotations` (relative rotations w, x, y, z in joint order, missing:
+/// the identity; `&[]`: the zero pose) above the ankles, so the pose stands.
+pub fn standing_lean_rad(model: &HumanoidModel, joint_rotations: &[[f64; 4]]) -> f64 {
     let up = sim_host::humanoid::BodyPose {
         com_m: [0.0; 3],
         orientation: [1.0, 0.0, 0.0, 0.0],
     };
-    let poses = model.pose(up, &[]);
+    let poses = model.pose(up, joint_rotations);
     let m = model.total_mass_kg();
     let mut com = [0.0; 2];
     for (b, p) in model.bodies.iter().zip(&poses) {
@@ -317,6 +345,7 @@ impl DynamoController {
         reach: Option<Reach>,
         spring: RootSpringConfig,
         period_s: f64,
+        gravity_m_s2: [f64; 3],
     ) -> Result<Self, String> {
         if model.bodies.len() > MAX_BODIES || model.torque_len() > MAX_JOINTS {
             return Err(format!(
@@ -368,6 +397,7 @@ impl DynamoController {
                 effort_nm: j.effort_nm * EFFORT_MARGIN,
                 shares: v(axis_shares(&j.name)),
                 subtree,
+                scaled: is_limb_joint(&j.name),
             });
         }
         let root = (0..model.bodies.len())
@@ -379,21 +409,24 @@ impl DynamoController {
             }
             _ => None,
         };
-        let lean = standing_lean_rad(model);
-        let standing = model
-            .joints
-            .iter()
-            .map(|j| {
-                if j.name.contains("ankle") {
-                    UnitQuaternion::from_axis_angle(&Vector3::z_axis(), -lean)
-                } else {
-                    UnitQuaternion::identity()
-                }
-            })
-            .collect();
+        let lean = standing_lean_rad(model, &[]);
+        // The reach's pose moves the centre of mass (the arm forward: about 2 cm): its own lean.
+        let reach_lean = reach.map_or(lean, |r| {
+            let mut rotations = vec![[1.0, 0.0, 0.0, 0.0]; model.joints.len()];
+            if let Some(q) = rotations.get_mut(r.joint) {
+                let r = r.rotation.quaternion();
+                *q = [r.w, r.i, r.j, r.k];
+            }
+            standing_lean_rad(model, &rotations)
+        });
         Ok(Self {
-            standing,
-            root_target: UnitQuaternion::from_axis_angle(&Vector3::z_axis(), lean),
+            gravity: v(gravity_m_s2),
+            ankles: model
+                .joints
+                .iter()
+                .map(|j| j.name.contains("ankle"))
+                .collect(),
+            lean_rad: (lean, reach_lean),
             law,
             joints,
             root,
@@ -427,15 +460,27 @@ impl DynamoController {
         }
     }
 
+    /// The lean at time `t`: the standing pose's until the reach starts, the reach pose's from
+    /// its arrival, linear in between.
+    fn lean_at(&self, t: f64) -> f64 {
+        let (from, to) = self.lean_rad;
+        match self.reach {
+            Some(r) if t >= r.arrive_s => to,
+            Some(r) if t > r.start_s => {
+                from + (to - from) * (t - r.start_s) / (r.arrive_s - r.start_s)
+            }
+            _ => from,
+        }
+    }
+
     /// Joint `j`'s target rotation relative to its parent at time `t`.
     fn relative_target(&self, j: usize, t: f64) -> UnitQuaternion<f64> {
         match self.reach {
             Some(r) if r.joint == j && t >= r.start_s => r.rotation,
-            _ => self
-                .standing
-                .get(j)
-                .copied()
-                .unwrap_or_else(UnitQuaternion::identity),
+            _ if self.ankles.get(j).copied().unwrap_or(false) => {
+                UnitQuaternion::from_axis_angle(&Vector3::z_axis(), -self.lean_at(t))
+            }
+            _ => UnitQuaternion::identity(),
         }
     }
 
@@ -456,7 +501,7 @@ impl DynamoController {
         // upright and every joint at its target (joints are ordered parents first).
         let mut person = [UnitQuaternion::identity(); MAX_BODIES];
         if let Some(p) = person.get_mut(self.root) {
-            *p = self.root_target;
+            *p = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), self.lean_at(t));
         }
         for (j, joint) in self.joints.iter().enumerate() {
             let parent = person
@@ -477,57 +522,33 @@ impl DynamoController {
             let err = (rel_target.inverse() * actual_rel).angle();
             out.pose_error_sq_sum += err * err;
             out.joints += 1;
-            let timed = self
+            if self.reach.is_some_and(|r| r.joint == j) {
+                out.reach_error_rad = Some(err);
+            }
+            // The composite inertia the joint moves, about the joint point (limb joints every
+            // tick, others only for their arrival).
+            let arriving = self
                 .reach
                 // Arrival gains until the arrival; then the joint's own gains hold the reach (the
                 // arrival solver's hold at 10 rad/s is weaker than the arm's weight, and its
                 // gains re-solved against a droop it cannot see climb without bound).
-                .filter(|r| r.joint == j && t >= r.start_s && t < r.arrive_s)
-                .map(|r| {
-                    // The composite inertia the joint moves, about the joint point.
-                    let com = |b: usize| {
-                        let c = s.bodies.get(b).map_or([0.0; 3], |m| m.com_m);
-                        Vector3::new(c[0], c[1], c[2])
-                    };
-                    let point = com(joint.parent) + parent.orientation * joint.anchor;
-                    let mut members = [BodyInertia {
-                        mass_kg: 0.0,
-                        principal_inertia_kgm2: Vector3::zeros(),
-                        orientation: UnitQuaternion::identity(),
-                        com_m: Vector3::zeros(),
-                    }; MAX_BODIES];
-                    let mut n = 0;
-                    for (slot, &b) in members.iter_mut().zip(&joint.subtree) {
-                        let (mass_kg, principal_inertia_kgm2) = self
-                            .inertia
-                            .get(b)
-                            .copied()
-                            .unwrap_or((0.0, Vector3::zeros()));
-                        *slot = BodyInertia {
-                            mass_kg,
-                            principal_inertia_kgm2,
-                            orientation: motion
-                                .get(b)
-                                .map_or_else(UnitQuaternion::identity, |m| m.orientation),
-                            com_m: com(b),
-                        };
-                        n += 1;
-                    }
-                    let inertia = members
-                        .get(..n)
-                        .and_then(|m| subtree_inertia_about(&point, m).ok())
-                        .map_or(JointInertia::Scalar(1.0), |i: Matrix3<f64>| {
-                            // The gains solved about v also damp every other axis (the module's
-                            // off-axis damping): clamped for the least principal inertia (the
-                            // arm's twist, ~0.007 kg·m² against ~0.6 about the swing), so the
-                            // explicit 5 ms loop stays stable about every axis.
-                            JointInertia::Scalar(i.symmetric_eigenvalues().min())
-                        });
-                    Arrival {
-                        time_to_go_s: r.arrive_s - t,
-                        inertia,
-                    }
-                });
+                .filter(|r| r.joint == j && t >= r.start_s && t < r.arrive_s);
+            let inertia = if joint.scaled || arriving.is_some() {
+                self.subtree_inertia(joint, &s, &motion)
+            } else {
+                None
+            };
+            let inertia_only = inertia.map(|(i, _)| i);
+            let timed = arriving.map(|r| Arrival {
+                time_to_go_s: r.arrive_s - t,
+                inertia: inertia_only.map_or(JointInertia::Scalar(1.0), |i: Matrix3<f64>| {
+                    // The gains solved about v also damp every other axis (the module's
+                    // off-axis damping): clamped for the least principal inertia, so the
+                    // explicit loop stays stable about every axis. (Limb joints scale their
+                    // gains by the tensor instead and solve for a unit inertia.)
+                    JointInertia::Scalar(i.symmetric_eigenvalues().min())
+                }),
+            });
             // The legs hold parent-space targets under every law (see the module docs).
             let support = self.support.get(j).copied().unwrap_or(false);
             let target = if self.law == DynamoLaw::ParentSpace || support {
@@ -547,7 +568,14 @@ impl DynamoController {
                     )
                 }
             };
-            let torque = match joint.servo.tick(parent, child, &head, &target) {
+            let result = match (joint.scaled, inertia) {
+                (true, Some((i, load))) => joint
+                    .servo
+                    .tick_scaled(parent, child, &head, &target, &i, &-load),
+                (true, None) => Err(control_core::dynamo::DynamoError::OutOfRange),
+                (false, _) => joint.servo.tick(parent, child, &head, &target),
+            };
+            let torque = match result {
                 Ok(o) => {
                     if o.limited {
                         out.limited += 1;
@@ -572,6 +600,44 @@ impl DynamoController {
             out.put(at, &o.torque_nm);
         }
         out
+    }
+
+    /// The inertia of `joint`'s child subtree about the joint point and gravity's torque on it
+    /// about that point, world axes (`None` if a body's state or inertia is unusable).
+    fn subtree_inertia(
+        &self,
+        joint: &Joint,
+        s: &HumanoidState,
+        motion: &[Motion; MAX_BODIES],
+    ) -> Option<(Matrix3<f64>, Vector3<f64>)> {
+        let com = |b: usize| {
+            let c = s.bodies.get(b).map_or([0.0; 3], |m| m.com_m);
+            Vector3::new(c[0], c[1], c[2])
+        };
+        let parent = motion.get(joint.parent)?;
+        let point = com(joint.parent) + parent.orientation * joint.anchor;
+        let mut members = [BodyInertia {
+            mass_kg: 0.0,
+            principal_inertia_kgm2: Vector3::zeros(),
+            orientation: UnitQuaternion::identity(),
+            com_m: Vector3::zeros(),
+        }; MAX_BODIES];
+        let mut n = 0;
+        for (slot, &b) in members.iter_mut().zip(&joint.subtree) {
+            let (mass_kg, principal_inertia_kgm2) = self.inertia.get(b).copied()?;
+            *slot = BodyInertia {
+                mass_kg,
+                principal_inertia_kgm2,
+                orientation: motion.get(b)?.orientation,
+                com_m: com(b),
+            };
+            n += 1;
+        }
+        let members = members.get(..n)?;
+        Some((
+            subtree_inertia_about(&point, members).ok()?,
+            gravity_torque_about(&point, members, &self.gravity).ok()?,
+        ))
     }
 
     fn damping(&self, parent: &Motion, child: &Motion, limit: f64) -> Vector3<f64> {

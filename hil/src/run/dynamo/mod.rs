@@ -320,7 +320,7 @@ impl DynamoScenario {
         let mut scene = HumanoidScene::new(
             self.urdf.clone(),
             self.push_at_s + self.after_push_s,
-            [0.0, -9.81, 0.0],
+            GRAVITY_M_S2,
         );
         scene.dt_s = self.period_s();
         scene.root_torque_limit_nm = self.root_spring.max_torque_nm * ROOT_LIMIT_MARGIN;
@@ -441,6 +441,9 @@ impl From<SpringSpec> for RootSpringConfig {
     }
 }
 
+/// The plant's gravity in every `dynamo_push` scene, m/s² (y up).
+pub const GRAVITY_M_S2: [f64; 3] = [0.0, -9.81, 0.0];
+
 /// A pose kept for the animation: time, state, the ground's force on feet and toes.
 pub type PoseSample = (f64, HumanoidState, [[f64; 3]; 4]);
 
@@ -451,6 +454,8 @@ pub struct DynamoRecorder {
     feet: Vec<usize>,
     push_at_s: f64,
     pose_from_s: f64,
+    /// The reach joint's error at the first tick at or after its arrival time.
+    reach_error_rad: Option<f64>,
     keep_poses: bool,
     last: Option<HumanoidState>,
     /// Bodies other than the feet touching the ground now.
@@ -478,6 +483,9 @@ pub struct DynamoRun {
     pub max_tilt_rad: f64,
     /// RMS pose error over joints and time (reach arrival → push), rad.
     pub pose_error_rad: Option<f64>,
+    /// The reach joint's angle from its target at its arrival time (the first tick at or after
+    /// it), rad.
+    pub reach_error_at_arrival_rad: Option<f64>,
     /// ∫|τ_root| dt, N·m·s.
     pub external_nm_s: f64,
     /// When the root spring broke.
@@ -570,6 +578,9 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
         if c.spring == Some(SpringState::Broken) && self.spring_broke_at_s.is_none() {
             self.spring_broke_at_s = Some(c.time_s);
         }
+        if self.reach_error_rad.is_none() && !c.safe && c.time_s >= self.pose_from_s {
+            self.reach_error_rad = c.reach_error_rad;
+        }
         if !c.safe && c.joints > 0 && c.time_s >= self.pose_from_s && c.time_s < self.push_at_s {
             self.pose_sq += c.pose_error_sq_sum;
             self.pose_n += u64::from(c.joints);
@@ -595,6 +606,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             fell_at_s: self.fell_at_s,
             max_tilt_rad: self.max_tilt_rad,
             pose_error_rad: (self.pose_n > 0).then(|| (self.pose_sq / self.pose_n as f64).sqrt()),
+            reach_error_at_arrival_rad: self.reach_error_rad,
             external_nm_s: self.external_nm_s,
             spring_broke_at_s: self.spring_broke_at_s,
             limited: self.limited,
@@ -642,6 +654,9 @@ pub struct ControllerOut {
     pub max_push_survived_ns: Option<f64>,
     /// RMS pose error while standing (the unpushed or smallest-impulse run, nominal gains), rad.
     pub pose_error_rad: Option<f64>,
+    /// The reach joint's angle from its target at the reach's arrival time (the same run), rad:
+    /// whether the arm got there on time.
+    pub reach_error_at_arrival_rad: Option<f64>,
     /// The root spring's external torque integral in the run of the largest impulse survived
     /// (0 without a spring), N·m·s.
     pub external_torque_nm_s: f64,
@@ -735,6 +750,7 @@ pub fn run_scenario(
             Some(reach),
             scenario.root_spring.into(),
             period,
+            GRAVITY_M_S2,
         )
         .map_err(|e| format!("controller {}: {e}", law.name()))
     };
@@ -762,6 +778,7 @@ pub fn run_scenario(
             feet: feet.clone(),
             push_at_s: scenario.push_at_s,
             pose_from_s: scenario.reach.arrive_s,
+            reach_error_rad: None,
             keep_poses,
             last: None,
             touching: Vec::new(),
@@ -805,7 +822,7 @@ pub fn run_scenario(
     );
     'laws: for &law in &laws {
         let mut pushes = Vec::new();
-        let mut pose_error = None;
+        let mut pose_error = (None, None);
         let mut tick_us = None;
         let mut plant_step_us = None;
         let mut poses_of_first_fall = None;
@@ -822,7 +839,7 @@ pub fn run_scenario(
                 first_timing = Some(run.timing.clone());
             }
             if k == 0 {
-                pose_error = run.pose_error_rad;
+                pose_error = (run.pose_error_rad, run.reach_error_at_arrival_rad);
                 tick_us = run.timing.compute_us;
                 plant_step_us = run.plant_step_us;
                 latencies.push((law.name(), run.latency.clone()));
@@ -966,7 +983,7 @@ pub fn run_scenario(
 fn summarise(
     law: DynamoLaw,
     pushes: Vec<PushOut>,
-    pose_error_rad: Option<f64>,
+    (pose_error_rad, reach_error_at_arrival_rad): (Option<f64>, Option<f64>),
     tick_us: Option<Percentiles>,
     plant_step_us: Option<Percentiles>,
 ) -> ControllerOut {
@@ -979,6 +996,7 @@ fn summarise(
         name: law.name(),
         max_push_survived_ns: survived.last().map(|p| p.impulse_ns),
         pose_error_rad,
+        reach_error_at_arrival_rad,
         external_torque_nm_s: survived.last().map_or(0.0, |p| p.external_torque_nm_s),
         spring_broke_at_impulse_ns: pushes
             .iter()
@@ -1003,15 +1021,17 @@ fn survived_cell(c: &ControllerOut) -> String {
 /// The console's table.
 pub fn summary_table(r: &DynamoReport) -> String {
     let mut out = format!(
-        "{} ({} Hz, {}):\n| controller | max push survived N·s | pose error rad | root torque N·m·s | spring broke at N·s | tick µs | plant step µs |\n|---|---|---|---|---|---|---|\n",
+        "{} ({} Hz, {}):\n| controller | max push survived N·s | pose error rad | reach error at arrival rad | root torque N·m·s | spring broke at N·s | tick µs | plant step µs |\n|---|---|---|---|---|---|---|---|\n",
         r.scenario, r.control_rate_hz, r.mode
     );
     for c in &r.controllers {
         out.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} |\n",
             c.name,
             survived_cell(c),
             c.pose_error_rad.map_or("-".into(), |v| format!("{v:.4}")),
+            c.reach_error_at_arrival_rad
+                .map_or("-".into(), |v| format!("{v:.4}")),
             c.external_torque_nm_s,
             c.spring_broke_at_impulse_ns
                 .map_or("-".into(), |v| format!("{v}")),
@@ -1399,6 +1419,7 @@ mod tests {
             fell_at_s,
             max_tilt_rad: 0.0,
             pose_error_rad: None,
+            reach_error_at_arrival_rad: None,
             external_nm_s: 0.0,
             spring_broke_at_s: None,
             limited: 0,
@@ -1427,7 +1448,7 @@ mod tests {
         let c = summarise(
             DynamoLaw::WorldSpace,
             vec![push(0.0, None)],
-            None,
+            (None, None),
             None,
             None,
         );
@@ -1436,7 +1457,7 @@ mod tests {
         let c = summarise(
             DynamoLaw::WorldSpace,
             vec![push(0.0, Some(true)), push(2.0, None)],
-            None,
+            (None, None),
             None,
             None,
         );
