@@ -538,16 +538,19 @@ impl DynamoController {
             } else {
                 None
             };
-            let inertia_only = inertia.map(|(i, _)| i);
             let timed = arriving.map(|r| Arrival {
                 time_to_go_s: r.arrive_s - t,
-                inertia: inertia_only.map_or(JointInertia::Scalar(1.0), |i: Matrix3<f64>| {
+                inertia: match inertia {
                     // The gains solved about v also damp every other axis (the module's
                     // off-axis damping): clamped for the least principal inertia, so the
-                    // explicit loop stays stable about every axis. (Limb joints scale their
-                    // gains by the tensor instead and solve for a unit inertia.)
-                    JointInertia::Scalar(i.symmetric_eigenvalues().min())
-                }),
+                    // explicit loop stays stable about every axis.
+                    Some((i, _)) if !joint.scaled => {
+                        JointInertia::Scalar(i.symmetric_eigenvalues().min())
+                    }
+                    // Limb joints scale their gains by the tensor and solve for a unit inertia
+                    // (`tick_scaled` ignores this one).
+                    _ => JointInertia::Scalar(1.0),
+                },
             });
             // The legs hold parent-space targets under every law (see the module docs).
             let support = self.support.get(j).copied().unwrap_or(false);
