@@ -41,6 +41,42 @@ use sim_host::humanoid::{HumanoidModel, JointKind};
 
 use super::super::session::{LoopCommand, LoopController, LoopState};
 
+/// Which joints a gain scale (the gain sweep) applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GainScope {
+    /// Every joint, the ankles' lean damping too.
+    AllJoints,
+    /// The joints whose law differs between the controllers: the waist, neck, shoulders and
+    /// elbows ([`is_support_joint`]: not the legs). The legs keep their nominal gains.
+    UpperBody,
+}
+
+impl GainScope {
+    /// Both, in report order.
+    pub const ALL: [Self; 2] = [Self::UpperBody, Self::AllJoints];
+
+    /// The name in scenarios and reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::AllJoints => "all_joints",
+            Self::UpperBody => "upper_body",
+        }
+    }
+
+    /// The scope named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the scale applies to joint `name`.
+    pub fn scales(self, name: &str) -> bool {
+        match self {
+            Self::AllJoints => true,
+            Self::UpperBody => !is_support_joint(name),
+        }
+    }
+}
+
 /// Which law drives the joints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DynamoLaw {
@@ -238,6 +274,11 @@ pub struct DynamoController {
     lean_rad: (f64, f64),
     /// The plant's gravity, m/s² (the limb joints' feed-forward).
     gravity: Vector3<f64>,
+    /// Each ankle's damping of the body's lean rate, N·m·s/rad ([`LEAN_DAMPING_NMS_PER_RAD`],
+    /// scaled).
+    lean_damping: f64,
+    /// The whole body's mass, kg.
+    mass_kg: f64,
 }
 
 /// The fraction of a joint's effort the servos may use: a torque scaled down to exactly the
@@ -264,6 +305,16 @@ pub fn nominal_gains(name: &str) -> (f64, f64) {
     }
 }
 
+/// Each ankle's damping of the body's lean rate (N·m·s/rad, about the horizontal axes, every
+/// law): the rate at which the line from the ankle to the whole body's centre of mass turns,
+/// measured in world space, ω_lean = r × v_c / |r|². Without it the humanoid swayed ±3 cm at
+/// 0.4 Hz, barely damped (the ankles' k_d of 2 N·m·s/rad cannot be raised: the light foot
+/// makes the explicit loop unstable at 20), so a push met each controller at another phase of
+/// its sway, worth several N·s of survived impulse. The lean's inertia about the ankles is the
+/// whole body's, about 70 kg·m²: k_d·h/I = 2 × 400 × 0.005 / 70 = 0.06, far inside the
+/// sampled loop's bound, and the foot does not enter the measured rate.
+pub const LEAN_DAMPING_NMS_PER_RAD: f64 = 400.0;
+
 /// The natural frequency of the limb joints' critically damped gains per unit inertia, rad/s.
 /// Measured at 200 Hz: at 12 rad/s (k_d ≈ 15 N·m·s/rad on an arm's swing) the arms and the
 /// torso's yaw (0.21 kg·m²) chatter at the Nyquist rate, saturated at the shoulders' 150 N·m;
@@ -277,6 +328,14 @@ pub const LIMB_NATURAL_FREQ_RAD_S: f64 = 8.0;
 /// natural frequency whichever way the arm points.
 pub fn is_limb_joint(name: &str) -> bool {
     ["neck", "shoulder", "elbow"]
+        .iter()
+        .any(|n| name.contains(n))
+}
+
+/// Whether joint `name` is on a leg (hip, knee, ankle, toe): the support chain, which holds
+/// parent-space targets under every law.
+pub fn is_support_joint(name: &str) -> bool {
+    ["hip", "knee", "ankle", "toe"]
         .iter()
         .any(|n| name.contains(n))
 }
@@ -335,13 +394,13 @@ pub fn standing_lean_rad(model: &HumanoidModel, joint_rotations: &[[f64; 4]]) ->
 }
 
 impl DynamoController {
-    /// The controller of `law` for `model`, gains scaled by `gain_scale`, `reach` the timed
-    /// target, `spring` the root spring (used by `world_space_root_spring` only), `period_s` the
-    /// control period.
+    /// The controller of `law` for `model`, gains of the joints in `scope` scaled by
+    /// `gain_scale`, `reach` the timed target, `spring` the root spring (used by
+    /// `world_space_root_spring` only), `period_s` the control period.
     pub fn new(
         law: DynamoLaw,
         model: &HumanoidModel,
-        gain_scale: f64,
+        (gain_scale, scope): (f64, GainScope),
         reach: Option<Reach>,
         spring: RootSpringConfig,
         period_s: f64,
@@ -362,6 +421,11 @@ impl DynamoController {
         let mut joints = Vec::with_capacity(model.joints.len());
         for j in &model.joints {
             let (kp, kd) = nominal_gains(&j.name);
+            let gain_scale = if scope.scales(&j.name) {
+                gain_scale
+            } else {
+                1.0
+            };
             let kind = match j.kind {
                 JointKind::Ball { .. } => ServoKind::Ball,
                 JointKind::Hinge { axis, .. } => ServoKind::Hinge { axis: v(axis) },
@@ -419,7 +483,14 @@ impl DynamoController {
             }
             standing_lean_rad(model, &rotations)
         });
+        let lean_scale = if scope.scales("ankle") {
+            gain_scale
+        } else {
+            1.0
+        };
         Ok(Self {
+            lean_damping: LEAN_DAMPING_NMS_PER_RAD * lean_scale,
+            mass_kg: model.total_mass_kg(),
             gravity: v(gravity_m_s2),
             ankles: model
                 .joints
@@ -442,11 +513,7 @@ impl DynamoController {
             support: model
                 .joints
                 .iter()
-                .map(|j| {
-                    ["hip", "knee", "ankle", "toe"]
-                        .iter()
-                        .any(|n| j.name.contains(n))
-                })
+                .map(|j| is_support_joint(&j.name))
                 .collect(),
         })
     }
@@ -585,7 +652,16 @@ impl DynamoController {
                     }
                     // The per-axis shares, in the parent's frame (they only shrink it).
                     let local = parent.orientation.inverse() * o.torque_nm;
-                    parent.orientation * local.component_mul(&joint.shares)
+                    let shared = parent.orientation * local.component_mul(&joint.shares);
+                    if self.ankles.get(j).copied().unwrap_or(false) {
+                        let (damped, limited) = self.lean_damped(joint, &s, parent, shared);
+                        if limited && !o.limited {
+                            out.limited += 1;
+                        }
+                        damped
+                    } else {
+                        shared
+                    }
                 }
                 Err(_) => {
                     out.refused += 1;
@@ -643,6 +719,44 @@ impl DynamoController {
         ))
     }
 
+    /// An ankle's `torque` plus its damping of the body's lean rate
+    /// ([`LEAN_DAMPING_NMS_PER_RAD`]) about the horizontal axes, limited to the joint's effort;
+    /// whether the limit cut it. The centre of mass and its velocity are the bodies'
+    /// mass-weighted means; a non-finite rate adds nothing.
+    fn lean_damped(
+        &self,
+        joint: &Joint,
+        s: &HumanoidState,
+        parent: &Motion,
+        torque: Vector3<f64>,
+    ) -> (Vector3<f64>, bool) {
+        let v = |a: [f64; 3]| Vector3::new(a[0], a[1], a[2]);
+        let mut com = Vector3::zeros();
+        let mut velocity = Vector3::zeros();
+        for (b, (m, _)) in s.bodies.iter().zip(&self.inertia) {
+            com += v(b.com_m) * (m / self.mass_kg);
+            velocity += v(b.velocity_m_s) * (m / self.mass_kg);
+        }
+        let ankle = s
+            .bodies
+            .get(joint.parent)
+            .map_or(com, |b| v(b.com_m) + parent.orientation * joint.anchor);
+        let r = com - ankle;
+        let mut rate = r.cross(&velocity) / r.norm_squared();
+        // Only the tipping: no damping about the vertical (y up).
+        rate.y = 0.0;
+        // On the joint: + on the foot, − on the leg, which carries the body: −k_d·ω_lean on it.
+        let damped = torque + rate * self.lean_damping;
+        let n = damped.norm();
+        if !rate.iter().all(|x| x.is_finite()) || !n.is_finite() {
+            (torque, false)
+        } else if n > joint.effort_nm {
+            (damped * (joint.effort_nm / n), true)
+        } else {
+            (damped, false)
+        }
+    }
+
     fn damping(&self, parent: &Motion, child: &Motion, limit: f64) -> Vector3<f64> {
         let t = -self.safe_damping * (child.angular_velocity_rad_s - parent.angular_velocity_rad_s);
         let n = t.norm();
@@ -695,5 +809,120 @@ impl LoopController for DynamoController {
                 state.body_count, self.bodies
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> HumanoidModel {
+        let urdf =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/humanoid15.urdf");
+        HumanoidModel::load(&urdf).expect("the shipped humanoid loads")
+    }
+
+    /// The zero pose standing, every body moving at `velocity_m_s`, no rotation.
+    fn state(model: &HumanoidModel, velocity_m_s: [f64; 3]) -> HumanoidState {
+        let up = sim_host::humanoid::BodyPose {
+            com_m: [0.0, 1.0, 0.0],
+            orientation: [1.0, 0.0, 0.0, 0.0],
+        };
+        let mut bodies = [BodyMotion::default(); MAX_BODIES];
+        for (b, p) in bodies.iter_mut().zip(model.pose(up, &[])) {
+            b.com_m = p.com_m;
+            b.orientation = p.orientation;
+            b.velocity_m_s = velocity_m_s;
+        }
+        HumanoidState {
+            step: 0,
+            sim_time_s: 0.0,
+            body_count: model.bodies.len(),
+            bodies,
+        }
+    }
+
+    fn controller(
+        model: &HumanoidModel,
+        law: DynamoLaw,
+        gains: (f64, GainScope),
+    ) -> DynamoController {
+        let spring = RootSpringConfig {
+            stiffness_nm_per_rad: 690.0,
+            damping_nms_per_rad: 69.0,
+            max_torque_nm: 69.0,
+            break_torque_nm: Some(138.0),
+            ..RootSpringConfig::default()
+        };
+        DynamoController::new(law, model, gains, None, spring, 0.005, [0.0, -9.81, 0.0])
+            .expect("the controller builds")
+    }
+
+    /// The ankles' torque (+ on the foot, − on the leg) about z, the pitch axis, per ankle.
+    fn ankle_pitch(model: &HumanoidModel, c: &mut DynamoController, v: [f64; 3]) -> Vec<f64> {
+        let out = c.tick(state(model, v));
+        model
+            .joints
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.name.contains("ankle"))
+            .map(|(i, _)| out.torques_nm[3 * i + 2])
+            .collect()
+    }
+
+    #[test]
+    fn the_ankles_damp_the_lean_rate_under_every_law() {
+        let model = model();
+        for law in DynamoLaw::ALL {
+            let mut c = controller(&model, law, (1.0, GainScope::AllJoints));
+            let still = ankle_pitch(&model, &mut c, [0.0; 3]);
+            let moving = ankle_pitch(&model, &mut c, [0.3, 0.0, 0.0]);
+            assert_eq!(still.len(), 2);
+            for (s, m) in still.iter().zip(&moving) {
+                // Moving forward (+x) with the centre of mass about 1 m above the ankles: the
+                // lean turns at about −0.3 rad/s about z, and the leg gets +k_d·0.3 N·m about z
+                // (backwards), the joint's value −k_d·0.3.
+                let d = m - s;
+                let per_rate = -d / 0.3;
+                assert!(
+                    (0.8..1.3).contains(&(per_rate / LEAN_DAMPING_NMS_PER_RAD)),
+                    "{}: {s} → {m}",
+                    law.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_upper_body_gain_scale_leaves_the_legs_at_their_nominal_gains() {
+        let model = model();
+        let v = [0.3, 0.0, 0.0];
+        let law = DynamoLaw::WorldSpace;
+        let nominal = ankle_pitch(
+            &model,
+            &mut controller(&model, law, (1.0, GainScope::AllJoints)),
+            v,
+        );
+        let upper = ankle_pitch(
+            &model,
+            &mut controller(&model, law, (4.0, GainScope::UpperBody)),
+            v,
+        );
+        let all = ankle_pitch(
+            &model,
+            &mut controller(&model, law, (4.0, GainScope::AllJoints)),
+            v,
+        );
+        assert_eq!(nominal, upper);
+        assert_ne!(nominal, all);
+        assert!(GainScope::UpperBody.scales("waist") && GainScope::UpperBody.scales("right_elbow"));
+        assert!(
+            !GainScope::UpperBody.scales("left_knee") && GainScope::AllJoints.scales("left_knee")
+        );
+        assert_eq!(
+            GainScope::from_name("upper_body"),
+            Some(GainScope::UpperBody)
+        );
+        assert_eq!(GainScope::from_name("legs"), None);
     }
 }

@@ -42,7 +42,7 @@ use super::scenario::ScenarioError;
 use super::session::{Cut, LoopRecorder, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use crate::anim::{Bone, BoneKind, ForceArrow, GifSettings, Pose, write_gif};
-use controller::{DynamoController, DynamoLaw, DynamoTick, HumanoidState, Reach};
+use controller::{DynamoController, DynamoLaw, DynamoTick, GainScope, HumanoidState, Reach};
 
 /// The `kind` of a Dynamo scenario.
 pub const KIND: &str = "dynamo_push";
@@ -114,6 +114,9 @@ pub struct DynamoScenario {
     pub controllers: Vec<String>,
     /// Gain scales of the sweep (0.05..=20).
     pub gain_scales: Vec<f64>,
+    /// Which joints the sweep scales, one sweep each: `"upper_body"` (the joints whose law
+    /// differs between the controllers) and/or `"all_joints"`.
+    pub gain_scopes: Vec<String>,
     /// The reach.
     pub reach: ReachSpec,
     /// The root spring.
@@ -286,6 +289,20 @@ impl DynamoScenario {
                 return bad(
                     &format!("gain_scales[{i}]"),
                     format!("{v}: within [0.05, 20]"),
+                );
+            }
+        }
+        if !self.gain_scales.is_empty() && self.gain_scopes.is_empty() {
+            return bad(
+                "gain_scopes",
+                "name at least one scope for the gain sweep: upper_body or all_joints".into(),
+            );
+        }
+        for (i, c) in self.gain_scopes.iter().enumerate() {
+            if GainScope::from_name(c).is_none() {
+                return bad(
+                    &format!("gain_scopes[{i}]"),
+                    format!("unknown scope `{c}`: upper_body or all_joints"),
                 );
             }
         }
@@ -675,6 +692,8 @@ pub struct ControllerOut {
 pub struct SweepOut {
     /// Controller.
     pub controller: &'static str,
+    /// The joints scaled: `"upper_body"` or `"all_joints"`.
+    pub scope: &'static str,
     /// Gain scale.
     pub gain_scale: f64,
     /// RMS pose error while standing, rad.
@@ -742,11 +761,16 @@ pub fn run_scenario(
         arrive_s: scenario.reach.arrive_s,
     };
     let period = scenario.period_s();
-    let build = |law: DynamoLaw, scale: f64| {
+    let scopes: Vec<GainScope> = scenario
+        .gain_scopes
+        .iter()
+        .filter_map(|s| GainScope::from_name(s))
+        .collect();
+    let build = |law: DynamoLaw, scale: f64, scope: GainScope| {
         DynamoController::new(
             law,
             &model,
-            scale,
+            (scale, scope),
             Some(reach),
             scenario.root_spring.into(),
             period,
@@ -755,7 +779,7 @@ pub fn run_scenario(
         .map_err(|e| format!("controller {}: {e}", law.name()))
     };
     for &law in &laws {
-        build(law, 1.0)?;
+        build(law, 1.0, GainScope::AllJoints)?;
     }
     let torso = model.body_index(&scenario.push_body).unwrap_or(0);
     let feet: Vec<usize> = model.ground_contact_bodies.to_vec();
@@ -830,7 +854,7 @@ pub fn run_scenario(
             let keep = law == DynamoLaw::WorldSpaceRootSpring && gif.is_none();
             let (run, run_cut) = run_one(
                 law.name(),
-                build(law, 1.0)?,
+                build(law, 1.0, GainScope::AllJoints)?,
                 impulse,
                 keep,
                 &format!("{}_{k}", law.name()),
@@ -882,17 +906,21 @@ pub fn run_scenario(
             gif = poses_of_first_fall;
         }
         controllers.push(summarise(law, pushes, pose_error, tick_us, plant_step_us));
-        for &scale in &scenario.gain_scales {
+        for (&scope, &scale) in scopes
+            .iter()
+            .flat_map(|s| scenario.gain_scales.iter().map(move |g| (s, g)))
+        {
             let (run, run_cut) = run_one(
                 law.name(),
-                build(law, scale)?,
+                build(law, scale, scope)?,
                 0.0,
                 false,
-                &format!("{}_gain_{scale}", law.name()),
+                &format!("{}_gain_{}_{scale}", law.name(), scope.name()),
             )?;
             csv.push_str(&format!(
-                "{},gain,0,{scale},{},{},{},{},{},{},{}\n",
+                "{},gain_{},0,{scale},{},{},{},{},{},{},{}\n",
                 law.name(),
+                scope.name(),
                 csv_bool(run.stood(run_cut.as_ref())),
                 run.fell_at_s.map_or(String::new(), |t| t.to_string()),
                 run.max_tilt_rad,
@@ -904,6 +932,7 @@ pub fn run_scenario(
             ));
             sweep.push(SweepOut {
                 controller: law.name(),
+                scope: scope.name(),
                 gain_scale: scale,
                 pose_error_rad: run.pose_error_rad,
                 fell: run.stood(run_cut.as_ref()).map(|stood| !stood),
@@ -911,7 +940,10 @@ pub fn run_scenario(
             });
             faults.push(run.faults);
             if let Some(c) = run_cut {
-                cut = Some((format!("{} at gain scale {scale}", law.name()), c));
+                cut = Some((
+                    format!("{} at gain scale {scale} ({})", law.name(), scope.name()),
+                    c,
+                ));
                 break 'laws;
             }
         }
@@ -1040,7 +1072,9 @@ pub fn summary_table(r: &DynamoReport) -> String {
                 .map_or("-".into(), |p| format!("{:.1}", p.p50)),
         ));
     }
-    out.push_str("\ngain sweep (unpushed): pose error rad (× fell)\n| controller |");
+    out.push_str(
+        "\ngain sweep (unpushed): pose error rad (× fell); the joints scaled\n| controller | joints |",
+    );
     let mut scales: Vec<f64> = r.gain_sweep.iter().map(|s| s.gain_scale).collect();
     scales.dedup();
     scales.sort_by(f64::total_cmp);
@@ -1048,16 +1082,23 @@ pub fn summary_table(r: &DynamoReport) -> String {
     for s in &scales {
         out.push_str(&format!(" {s}× |"));
     }
-    out.push_str("\n|---|");
+    out.push_str("\n|---|---|");
     out.push_str(&"---|".repeat(scales.len()));
     out.push('\n');
-    for c in &r.controllers {
-        out.push_str(&format!("| {} |", c.name));
+    let mut rows: Vec<(&str, &str)> = Vec::new();
+    for g in &r.gain_sweep {
+        if !rows.contains(&(g.scope, g.controller)) {
+            rows.push((g.scope, g.controller));
+        }
+    }
+    rows.sort_by_key(|(scope, _)| GainScope::ALL.iter().position(|s| s.name() == *scope));
+    for (scope, controller) in rows {
+        out.push_str(&format!("| {controller} | {scope} |"));
         for s in &scales {
             let cell = r
                 .gain_sweep
                 .iter()
-                .find(|g| g.controller == c.name && g.gain_scale == *s)
+                .find(|g| g.controller == controller && g.scope == scope && g.gain_scale == *s)
                 .map_or("-".into(), |g| {
                     format!(
                         "{}{}",
@@ -1154,13 +1195,13 @@ fn tilt_plot(path: &Path, r: &DynamoReport) -> PlotResult {
 /// `pose_error.svg`: RMS pose error against the gain scale, per controller (log–log), a cross
 /// where it fell.
 fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
-    let pts: Vec<(&'static str, f64, f64, bool)> = r
+    let pts: Vec<(&'static str, &'static str, f64, f64, bool)> = r
         .gain_sweep
         .iter()
         .filter_map(|g| {
             g.pose_error_rad
                 .filter(|e| e.is_finite() && *e > 0.0)
-                .map(|e| (g.controller, g.gain_scale, e, g.fell == Some(true)))
+                .map(|e| (g.controller, g.scope, g.gain_scale, e, g.fell == Some(true)))
         })
         .collect();
     if pts.is_empty() {
@@ -1172,16 +1213,16 @@ fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
         );
     }
     let (lo_s, hi_s) = pts.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| {
-        (a.min(p.1), b.max(p.1))
+        (a.min(p.2), b.max(p.2))
     });
     let (lo_e, hi_e) = pts.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| {
-        (a.min(p.2), b.max(p.2))
+        (a.min(p.3), b.max(p.3))
     });
     let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "RMS pose error while standing against gain scale (× fell)",
+            "RMS pose error standing against gain scale (× fell; thick: upper body scaled, thin: all joints)",
             ("sans-serif", 18),
         )
         .margin(14)
@@ -1196,27 +1237,33 @@ fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
         .x_desc("gain scale (× nominal)")
         .y_desc("RMS pose error (rad)")
         .draw()?;
-    for (c, colour) in r.controllers.iter().zip(COLOURS.iter().cycle()) {
-        let colour = *colour;
-        let mine: Vec<(f64, f64, bool)> = pts
-            .iter()
-            .filter(|p| p.0 == c.name)
-            .map(|p| (p.1, p.2, p.3))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(
-                mine.iter().map(|p| (p.0, p.1)),
-                colour.stroke_width(2),
-            ))?
-            .label(c.name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
-        chart.draw_series(
-            mine.iter()
-                .filter(|p| p.2)
-                .map(|p| Cross::new((p.0, p.1), 6, colour.stroke_width(2))),
-        )?;
+    for scope in GainScope::ALL {
+        let width = if scope == GainScope::UpperBody { 3 } else { 1 };
+        for (c, colour) in r.controllers.iter().zip(COLOURS.iter().cycle()) {
+            let colour = *colour;
+            let mine: Vec<(f64, f64, bool)> = pts
+                .iter()
+                .filter(|p| p.0 == c.name && p.1 == scope.name())
+                .map(|p| (p.2, p.3, p.4))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    mine.iter().map(|p| (p.0, p.1)),
+                    colour.stroke_width(width),
+                ))?
+                .label(format!("{} ({})", c.name, scope.name()))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
+                });
+            chart.draw_series(
+                mine.iter()
+                    .filter(|p| p.2)
+                    .map(|p| Cross::new((p.0, p.1), 6, colour.stroke_width(2))),
+            )?;
+        }
     }
     chart
         .configure_series_labels()
