@@ -16,7 +16,8 @@
 //!
 //! Every law uses the same gains ([`nominal_gains`], [`axis_shares`]) and the same standing
 //! pose (the ankles lean the body so its centre of mass stands above them,
-//! [`standing_lean_rad`], blended to the reach pose's lean while the arm reaches). The limb
+//! [`standing_lean_rad`], blended to the reach pose's lean while the arm reaches), and the
+//! same damping of the body's lean rate at the ankles ([`LEAN_DAMPING_NMS_PER_RAD`]). The limb
 //! joints (neck, shoulders, elbows) run with gains per unit inertia scaled by their subtree's
 //! composite inertia about the joint, every tick, plus gravity's torque on the subtree as
 //! feed-forward ([`control_core::dynamo::DynamoJoint::tick_scaled`]): with torque gains an
