@@ -655,11 +655,20 @@ impl DynamoController {
                     let local = parent.orientation.inverse() * o.torque_nm;
                     let shared = parent.orientation * local.component_mul(&joint.shares);
                     if self.ankles.get(j).copied().unwrap_or(false) {
-                        let (damped, limited) = self.lean_damped(joint, &s, parent, shared);
-                        if limited && !o.limited {
-                            out.limited += 1;
+                        match self.lean_damped(joint, &s, parent, shared) {
+                            Some((damped, limited)) => {
+                                if limited && !o.limited {
+                                    out.limited += 1;
+                                }
+                                damped
+                            }
+                            // A state whose centre of mass or its velocity is not finite: the
+                            // servo's torque without the lean damping, counted as refused.
+                            None => {
+                                out.refused += 1;
+                                shared
+                            }
                         }
-                        damped
                     } else {
                         shared
                     }
@@ -721,16 +730,17 @@ impl DynamoController {
     }
 
     /// An ankle's `torque` plus its damping of the body's lean rate
-    /// ([`LEAN_DAMPING_NMS_PER_RAD`]) about the horizontal axes, limited to the joint's effort;
-    /// whether the limit cut it. The centre of mass and its velocity are the bodies'
-    /// mass-weighted means; a non-finite rate adds nothing.
+    /// ([`LEAN_DAMPING_NMS_PER_RAD`]) about the horizontal axes, limited to the joint's effort,
+    /// and whether the limit cut it; `None` if the rate is not finite (a non-finite body
+    /// position or velocity, or the centre of mass at the ankle). The centre of mass and its
+    /// velocity are the bodies' mass-weighted means.
     fn lean_damped(
         &self,
         joint: &Joint,
         s: &HumanoidState,
         parent: &Motion,
         torque: Vector3<f64>,
-    ) -> (Vector3<f64>, bool) {
+    ) -> Option<(Vector3<f64>, bool)> {
         let v = |a: [f64; 3]| Vector3::new(a[0], a[1], a[2]);
         let mut com = Vector3::zeros();
         let mut velocity = Vector3::zeros();
@@ -750,11 +760,11 @@ impl DynamoController {
         let damped = torque + rate * self.lean_damping;
         let n = damped.norm();
         if !rate.iter().all(|x| x.is_finite()) || !n.is_finite() {
-            (torque, false)
+            None
         } else if n > joint.effort_nm {
-            (damped * (joint.effort_nm / n), true)
+            Some((damped * (joint.effort_nm / n), true))
         } else {
-            (damped, false)
+            Some((damped, false))
         }
     }
 
@@ -925,5 +935,18 @@ mod tests {
             Some(GainScope::UpperBody)
         );
         assert_eq!(GainScope::from_name("legs"), None);
+    }
+
+    #[test]
+    fn a_non_finite_body_velocity_is_refused_not_damped() {
+        let model = model();
+        let mut c = controller(&model, DynamoLaw::ParentSpace, (1.0, GainScope::AllJoints));
+        let still = c.tick(state(&model, [0.0; 3]));
+        let mut bad = state(&model, [0.0; 3]);
+        bad.bodies[3].velocity_m_s = [f64::NAN, 0.0, 0.0];
+        let out = c.tick(bad);
+        // Both ankles lose their lean damping and say so; every torque stays finite.
+        assert_eq!(out.refused, still.refused + 2);
+        assert!(out.torques().iter().all(|t| t.is_finite()));
     }
 }
