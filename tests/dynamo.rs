@@ -1,6 +1,6 @@
 //! Dynamo's pushed humanoid end to end (`kind = "dynamo_push"`): the real `hil` and `sim-host`
 //! humanoid processes, outcomes read from `report.json` and `runs.csv`. The shipped scenario
-//! (three controllers × 18 impulses, then the gain sweep: about 5 s in a release build), its
+//! (three controllers × 18 impulses, then two gain sweeps: about 10 s in a release build), its
 //! urdf path made absolute so that the copy runs from the test's output folder. Then what a user
 //! can break: refused scenario files, a plant that is not the humanoid, SIGINT mid-run and the
 //! plant killed mid-run.
