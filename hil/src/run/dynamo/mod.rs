@@ -703,6 +703,8 @@ pub struct SweepOut {
     pub fell: Option<bool>,
     /// The torso's largest tilt, rad.
     pub max_torso_tilt_rad: f64,
+    /// Joint-ticks whose torque the joint's limit cut (a servo saturating, e.g. chattering).
+    pub limited_joint_ticks: u64,
 }
 
 /// `report.json` of a Dynamo run.
@@ -937,6 +939,7 @@ pub fn run_scenario(
                 pose_error_rad: run.pose_error_rad,
                 fell: run.stood(run_cut.as_ref()).map(|stood| !stood),
                 max_torso_tilt_rad: run.max_tilt_rad,
+                limited_joint_ticks: run.limited,
             });
             faults.push(run.faults);
             if let Some(c) = run_cut {
