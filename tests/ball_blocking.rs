@@ -55,6 +55,18 @@ fn default_scenario_in_lockstep_reaches_the_outcome() {
     assert_eq!(r["mode"], "lockstep");
     assert_eq!(r["control_rate_hz"], 200.0);
     assert_outcome(&r, 1e-2);
+    // The arrival gains meet the 5 ms sampling limit on the last tick before the fourth target
+    // (deterministic in lockstep: one `gain_clamped` tick, damping exactly at the limit).
+    let a = controller(&r, "analytic");
+    assert!(
+        a["status_counts"]["gain_clamped"].as_u64().unwrap_or(0) > 0,
+        "{:#}",
+        a["status_counts"]
+    );
+    assert_eq!(
+        a["max_damping_nms_per_rad"], a["damping_limit_nms_per_rad"],
+        "{a:#}"
+    );
     for f in ["trajectory.csv", "angle.svg", "latency.svg", "scene.json"] {
         assert!(out.join(f).is_file(), "{f} written");
     }
@@ -207,12 +219,12 @@ fn realtime_control_faster_than_the_plant_clamps_for_the_state_period() {
         (limit - expected).abs() < 1e-9 * expected,
         "limit {limit}, expected {expected}"
     );
+    // Never above the 5 ms limit. Whether a tick meets it (`gain_clamped`) is not asserted in
+    // real time: the clamp acts on one tick, the last before the fourth target's arrival, and
+    // when the loop's timing puts that tick past the solvable point it reports `infeasible`
+    // instead (seen once in CI: no clamped tick, damping 156.7 against the 176.9 limit). The
+    // lockstep test asserts the clamp acting, deterministically.
     assert!(used <= limit, "damping {used} above the limit {limit}");
-    assert!(
-        a["status_counts"]["gain_clamped"].as_u64().unwrap_or(0) > 0,
-        "{:#}",
-        a["status_counts"]
-    );
     let timing = &a["timing"];
     assert_eq!(timing["watchdog_ticks"], 25, "{timing:#}");
     let longest = timing["longest_stale_ticks"].as_u64().unwrap_or(u64::MAX);
