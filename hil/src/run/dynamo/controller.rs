@@ -580,6 +580,8 @@ impl DynamoController {
                 *p = parent * self.relative_target(j, t);
             }
         }
+        // Once a tick, for both ankles' lean damping.
+        let centre = self.centre_of_mass(&s);
         for (j, joint) in self.joints.iter().enumerate() {
             let (Some(parent), Some(child)) = (motion.get(joint.parent), motion.get(joint.child))
             else {
@@ -655,7 +657,7 @@ impl DynamoController {
                     let local = parent.orientation.inverse() * o.torque_nm;
                     let shared = parent.orientation * local.component_mul(&joint.shares);
                     if self.ankles.get(j).copied().unwrap_or(false) {
-                        match self.lean_damped(joint, &s, parent, shared) {
+                        match self.lean_damped(joint, &s, parent, centre, shared) {
                             Some((damped, limited)) => {
                                 if limited && !o.limited {
                                     out.limited += 1;
@@ -729,18 +731,8 @@ impl DynamoController {
         ))
     }
 
-    /// An ankle's `torque` plus its damping of the body's lean rate
-    /// ([`LEAN_DAMPING_NMS_PER_RAD`]) about the horizontal axes, limited to the joint's effort,
-    /// and whether the limit cut it; `None` if the rate is not finite (a non-finite body
-    /// position or velocity, or the centre of mass at the ankle). The centre of mass and its
-    /// velocity are the bodies' mass-weighted means.
-    fn lean_damped(
-        &self,
-        joint: &Joint,
-        s: &HumanoidState,
-        parent: &Motion,
-        torque: Vector3<f64>,
-    ) -> Option<(Vector3<f64>, bool)> {
+    /// The whole body's centre of mass and its velocity (the bodies' mass-weighted means).
+    fn centre_of_mass(&self, s: &HumanoidState) -> (Vector3<f64>, Vector3<f64>) {
         let v = |a: [f64; 3]| Vector3::new(a[0], a[1], a[2]);
         let mut com = Vector3::zeros();
         let mut velocity = Vector3::zeros();
@@ -748,6 +740,23 @@ impl DynamoController {
             com += v(b.com_m) * (m / self.mass_kg);
             velocity += v(b.velocity_m_s) * (m / self.mass_kg);
         }
+        (com, velocity)
+    }
+
+    /// An ankle's `torque` plus its damping of the body's lean rate
+    /// ([`LEAN_DAMPING_NMS_PER_RAD`]) about the horizontal axes, limited to the joint's effort,
+    /// and whether the limit cut it; `None` if the rate is not finite (a non-finite body
+    /// position or velocity, or the centre of mass at the ankle); `centre` is
+    /// [`DynamoController::centre_of_mass`].
+    fn lean_damped(
+        &self,
+        joint: &Joint,
+        s: &HumanoidState,
+        parent: &Motion,
+        (com, velocity): (Vector3<f64>, Vector3<f64>),
+        torque: Vector3<f64>,
+    ) -> Option<(Vector3<f64>, bool)> {
+        let v = |a: [f64; 3]| Vector3::new(a[0], a[1], a[2]);
         let ankle = s
             .bodies
             .get(joint.parent)
