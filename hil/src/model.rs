@@ -38,8 +38,11 @@
 //! Everything else is refused: joint types other than revolute, continuous (`prismatic`,
 //! `floating`, `planar`, `spherical`, `fixed`), branching trees, joints listed out of chain
 //! order, links connected to nothing, names used twice or naming no link, more joints than `N`,
-//! missing inertials, non-finite numbers in anything read, and whatever the core's own
-//! validation refuses (a zero axis, an inertia that is not positive definite).
+//! missing inertials, non-finite numbers in anything read, numbers beyond the URDF bounds of
+//! `sim_host::input` (mass, inertia entries, origins), and whatever the core's own validation
+//! refuses (a zero axis, an inertia that is not positive definite). The file is read by
+//! `sim_host::input::read_urdf` (a regular file, never a FIFO or a device, at most 16 MiB, nested
+//! at most 64 elements deep).
 //!
 //! # Checked against the plant (the tests below, in-process, Rapier in f32)
 //! On `models/arm3.urdf` at 64 random configurations within the joint limits, and on a user's
@@ -61,6 +64,7 @@ use std::path::{Path, PathBuf};
 
 use control_core::articulated::nalgebra::{Matrix3, Rotation3};
 use control_core::articulated::{Chain, ChainError, LinkField, LinkSpec};
+use sim_host::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 
 /// Why a URDF file gives no chain model: the file, the element and the reason.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,6 +117,14 @@ pub enum Refusal {
     MissingInertial,
     /// A number read is NaN or infinite.
     NonFinite,
+    /// A number read is beyond its physical bound (`sim_host::input`'s URDF bounds): a mass
+    /// above `MAX_URDF_MASS_KG`, an inertia entry or a length beyond ±its bound.
+    TooLarge {
+        /// The bound.
+        max: f64,
+        /// Its unit.
+        unit: &'static str,
+    },
     /// The core model refuses the value (a zero axis, a negative mass, an inertia that is not
     /// positive definite).
     Invalid(ChainError),
@@ -150,6 +162,7 @@ impl fmt::Display for Refusal {
                 "no <inertial> (or a mass of 0): every moving link needs a mass and an inertia"
             ),
             Self::NonFinite => write!(f, "not a finite number"),
+            Self::TooLarge { max, unit } => write!(f, "beyond the bound of {max} {unit}"),
             Self::Invalid(e) => write!(f, "refused by the chain model: {e}"),
         }
     }
@@ -180,7 +193,11 @@ pub fn chain_from_urdf<const N: usize>(
         element,
         reason,
     };
-    let robot = urdf_rs::read_file(path)
+    // The one input reader: a regular file of at most 16 MiB, nested at most 64 elements deep
+    // (checked before the parser, which recurses per level, sees it).
+    let text = sim_host::input::read_urdf(path)
+        .map_err(|e| fail(String::from("<robot>"), Refusal::Unreadable(e.reason)))?;
+    let robot = urdf_rs::read_from_string(&text)
         .map_err(|e| fail(String::from("<robot>"), Refusal::Unreadable(e.to_string())))?;
     chain_from_robot::<N>(&robot).map_err(|(element, reason)| fail(element, reason))
 }
@@ -206,6 +223,11 @@ fn link_el(name: &str, sub: &str) -> String {
 
 fn finite(values: &[f64]) -> bool {
     values.iter().all(|v| v.is_finite())
+}
+
+/// Every value within ±`max`.
+fn within(values: &[f64], max: f64) -> bool {
+    values.iter().all(|v| v.abs() <= max)
 }
 
 fn chain_from_robot<const N: usize>(
@@ -263,6 +285,15 @@ fn chain_from_robot<const N: usize>(
         }
         if !finite(&j.axis.xyz.0) {
             return Err((joint_el(j, "<axis xyz>"), Refusal::NonFinite));
+        }
+        if !within(&j.origin.xyz.0, MAX_URDF_LENGTH_M) {
+            return Err((
+                joint_el(j, "<origin xyz>"),
+                Refusal::TooLarge {
+                    max: MAX_URDF_LENGTH_M,
+                    unit: "m",
+                },
+            ));
         }
     }
 
@@ -362,6 +393,30 @@ fn chain_from_robot<const N: usize>(
         }
         if l.name != root && inertial.mass.value == 0.0 {
             return Err((link_el(&l.name, "<inertial>"), Refusal::MissingInertial));
+        }
+        for (sub, values, max, unit) in [
+            (
+                "<inertial><mass value>",
+                &[inertial.mass.value][..],
+                MAX_URDF_MASS_KG,
+                "kg",
+            ),
+            (
+                "<inertial><inertia>",
+                &[i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz][..],
+                MAX_URDF_INERTIA_KG_M2,
+                "kg·m²",
+            ),
+            (
+                "<inertial><origin xyz>",
+                &inertial.origin.xyz.0[..],
+                MAX_URDF_LENGTH_M,
+                "m",
+            ),
+        ] {
+            if !within(values, max) {
+                return Err((link_el(&l.name, sub), Refusal::TooLarge { max, unit }));
+            }
         }
     }
 

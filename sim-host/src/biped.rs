@@ -250,6 +250,7 @@ fn default_dt() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct TorsoPush {
     /// The force, x and y, N (each within ±1e5).
+    #[serde(deserialize_with = "crate::input::exact")]
     pub force_n: [f64; 2],
     /// When it starts, s (rounded to the nearest step).
     pub start_s: f64,

@@ -17,7 +17,11 @@
 //! - The one root link (the link that is no joint's child) is fixed. Self-contacts are off: the
 //!   chain's links never collide with each other. Collision shapes come from `<collision>`
 //!   (boxes, cylinders, capsules, spheres; meshes are not loaded) and have no mass: masses,
-//!   centres of mass and inertias come from `<inertial>` only. `rapier3d-urdf` 0.36 ignores the
+//!   centres of mass and inertias come from `<inertial>` only: every moving link needs a mass
+//!   greater than 0 (and at most [`crate::input::MAX_URDF_MASS_KG`]; inertia entries within
+//!   ±[`crate::input::MAX_URDF_INERTIA_KG_M2`], origins within
+//!   ±[`crate::input::MAX_URDF_LENGTH_M`]). The file is read by [`crate::input::read_urdf`] (a
+//!   regular file, at most 16 MiB, nested at most 64 elements deep, at most 100 000 elements). `rapier3d-urdf` 0.36 ignores the
 //!   rotation (`rpy`) of an `<inertial><origin>`; this module rotates such an inertia into the
 //!   link frame itself and gives the body the corrected mass properties.
 //! - Rapier's default damping of 0.1 on every angular multibody DoF is cleared: the only forces on
@@ -128,7 +132,10 @@ use rapier3d_urdf::urdf_rs;
 use rapier3d_urdf::{UrdfLoaderOptions, UrdfMultibodyOptions, UrdfRobot};
 use serde::{Deserialize, Serialize};
 
-use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, steps_for};
+use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
+use crate::scene::{
+    Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
+};
 
 /// Most joints a chain has: 8 (the chain controllers' fixed capacity; a state frame carries up
 /// to [`MAX_JOINTS`]).
@@ -183,6 +190,7 @@ pub struct ChainScene {
     /// number of steps).
     pub end_time_s: f64,
     /// Gravity, a world vector, m/s² (e.g. `[0, -9.81, 0]` for the project's y-up frame).
+    #[serde(deserialize_with = "crate::input::exact")]
     pub gravity_m_s2: [f64; 3],
     /// Joint angles at t = 0, rad, one per joint in URDF joint order; empty (the default): all 0.
     /// Each must lie within its revolute joint's limits.
@@ -192,7 +200,7 @@ pub struct ChainScene {
     /// all 0.
     #[serde(default)]
     pub initial_velocities_rad_s: Vec<f64>,
-    /// External forces on links.
+    /// External forces on links (at most [`MAX_PUSHES`]).
     #[serde(default)]
     pub pushes: Vec<Push>,
     /// Static boxes the links collide with (at most [`MAX_WALLS`]); the force each puts on the
@@ -203,6 +211,8 @@ pub struct ChainScene {
 
 /// Most walls a chain scene has.
 pub const MAX_WALLS: usize = 8;
+/// Most pushes a chain scene has.
+pub const MAX_PUSHES: usize = 64;
 /// Largest half extent of a wall, m.
 pub const MAX_WALL_HALF_EXTENT_M: f64 = 100.0;
 /// Friction coefficient of a wall's collider. Rapier combines it with a link collider's (0.5,
@@ -215,9 +225,11 @@ pub const WALL_FRICTION: f64 = 0.5;
 #[serde(deny_unknown_fields)]
 pub struct Wall {
     /// Centre of the box, world frame, m (each within ±1000 m).
+    #[serde(deserialize_with = "crate::input::exact")]
     pub center_m: [f64; 3],
     /// Half the box's size along the world x, y and z axes, m (each greater than 0 and at most
     /// [`MAX_WALL_HALF_EXTENT_M`]).
+    #[serde(deserialize_with = "crate::input::exact")]
     pub half_extents_m: [f64; 3],
 }
 
@@ -231,7 +243,8 @@ fn default_dt() -> f64 {
 pub struct Push {
     /// The URDF name of the link pushed (not the fixed root).
     pub body: String,
-    /// The force, world frame, N.
+    /// The force, world frame, N (each component within ±[`MAX_PUSH_FORCE_N`]).
+    #[serde(deserialize_with = "crate::input::exact")]
     pub force_n: [f64; 3],
     /// When it starts, s (rounded to the nearest step).
     pub start_s: f64,
@@ -308,12 +321,28 @@ impl ChainScene {
                 c.range(&format!("{name}[{i}]"), v, -1e3, 1e3);
             }
         }
+        if self.pushes.len() > MAX_PUSHES {
+            c.fail(
+                "pushes",
+                format!(
+                    "{} pushes: a chain scene has at most {MAX_PUSHES}",
+                    self.pushes.len()
+                ),
+            );
+        }
         for (i, p) in self.pushes.iter().enumerate() {
             let f = |name: &str| format!("pushes[{i}].{name}");
             if p.body.is_empty() {
                 c.fail(&f("body"), String::from("must name a link of the URDF"));
             }
-            c.vec3(&f("force_n"), p.force_n);
+            for (k, x) in p.force_n.into_iter().enumerate() {
+                c.range(
+                    &format!("pushes[{i}].force_n[{k}]"),
+                    x,
+                    -MAX_PUSH_FORCE_N,
+                    MAX_PUSH_FORCE_N,
+                );
+            }
             c.range(&f("start_s"), p.start_s, 0.0, 1e7);
             c.range(&f("duration_s"), p.duration_s, 0.0, 1e7);
         }
@@ -502,11 +531,13 @@ impl ChainPlant {
             rigid_body_blueprint: RigidBodyBuilder::dynamic().can_sleep(false),
             ..UrdfLoaderOptions::default()
         };
-        // Parsed with urdf-rs (the controller's parser too) and checked before rapier3d-urdf sees
-        // it: its builder indexes links by the names joints give and would panic on a dangling
-        // one.
+        // Read by the one input reader (a regular file, size and nesting capped), parsed with
+        // urdf-rs (the controller's parser too) and checked before rapier3d-urdf sees it: its
+        // builder indexes links by the names joints give and would panic on a dangling one.
+        let text = crate::input::read_urdf(urdf_path)
+            .map_err(|e| urdf_err(format!("cannot load: {}", e.reason)))?;
         let urdf =
-            urdf_rs::read_file(urdf_path).map_err(|e| urdf_err(format!("cannot load: {e}")))?;
+            urdf_rs::read_from_string(&text).map_err(|e| urdf_err(format!("cannot load: {e}")))?;
         check_robot(&urdf).map_err(urdf_err)?;
         let mesh_dir = urdf_path.parent().unwrap_or_else(|| Path::new("."));
         let mut robot = UrdfRobot::from_robot(&urdf, options, mesh_dir);
@@ -1141,7 +1172,9 @@ fn mass_properties(inertial: &urdf_rs::Inertial) -> MassProperties {
 }
 
 /// What the plant needs of a URDF: 1 to MAX_CHAIN_JOINTS joints, revolute or continuous, each with a
-/// torque limit, one root, finite non-negative masses and finite inertias.
+/// torque limit, one root, finite masses (> 0 on every moving link, ≥ 0 on the fixed root, at most
+/// [`MAX_URDF_MASS_KG`]), finite inertias (entries within ±[`MAX_URDF_INERTIA_KG_M2`]) and
+/// origins within ±[`MAX_URDF_LENGTH_M`].
 fn check_robot(urdf: &urdf_rs::Robot) -> Result<(), String> {
     let n = urdf.joints.len();
     if n == 0 || n > MAX_CHAIN_JOINTS {
@@ -1188,6 +1221,17 @@ fn check_robot(urdf: &urdf_rs::Robot) -> Result<(), String> {
         {
             return Err(format!("joint `{name}`: <origin> must be finite"));
         }
+        if let Some(x) = j
+            .origin
+            .xyz
+            .0
+            .into_iter()
+            .find(|x| x.abs() > MAX_URDF_LENGTH_M)
+        {
+            return Err(format!(
+                "joint `{name}`: <origin xyz> must be within ±{MAX_URDF_LENGTH_M} m, got {x:?}"
+            ));
+        }
     }
     let mut names = HashSet::new();
     if let Some(l) = urdf.links.iter().find(|l| !names.insert(l.name.as_str())) {
@@ -1225,10 +1269,12 @@ fn check_robot(urdf: &urdf_rs::Robot) -> Result<(), String> {
         .filter(|name| !children.contains(name))
         .collect();
     if roots.len() != 1 {
+        // The first few named: a file may hold many thousands.
+        let shown = roots.get(..8).unwrap_or(&roots).join(", ");
+        let more = if roots.len() > 8 { ", …" } else { "" };
         return Err(format!(
-            "{} root links ({}): the plant fixes exactly one",
-            roots.len(),
-            roots.join(", ")
+            "{} root links ({shown}{more}): the plant fixes exactly one",
+            roots.len()
         ));
     }
     // One root and one parent per link: a link the root does not reach is on a loop.
@@ -1259,6 +1305,42 @@ fn check_robot(urdf: &urdf_rs::Robot) -> Result<(), String> {
         if !(m.is_finite() && m >= 0.0 && finite) {
             return Err(format!(
                 "link `{}`: <inertial> must have a finite mass >= 0 and finite inertia and origin",
+                l.name
+            ));
+        }
+        // The fixed root moves nothing: its mass may be 0 (no <inertial>); every other link's
+        // is its weight and inertia, so it must have one.
+        let root = !children.contains(l.name.as_str());
+        if m > MAX_URDF_MASS_KG || (!root && m <= 0.0) {
+            return Err(format!(
+                "link `{}`: <inertial><mass value> must be greater than 0 and at most {MAX_URDF_MASS_KG} kg, got {m:?}{}",
+                l.name,
+                if root {
+                    ""
+                } else {
+                    " (every moving link needs a mass)"
+                }
+            ));
+        }
+        if let Some(x) = [i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz]
+            .into_iter()
+            .find(|x| x.abs() > MAX_URDF_INERTIA_KG_M2)
+        {
+            return Err(format!(
+                "link `{}`: <inertial><inertia> entries must be within ±{MAX_URDF_INERTIA_KG_M2} kg·m², got {x:?}",
+                l.name
+            ));
+        }
+        if let Some(x) = l
+            .inertial
+            .origin
+            .xyz
+            .0
+            .into_iter()
+            .find(|x| x.abs() > MAX_URDF_LENGTH_M)
+        {
+            return Err(format!(
+                "link `{}`: <inertial><origin xyz> must be within ±{MAX_URDF_LENGTH_M} m, got {x:?}",
                 l.name
             ));
         }
@@ -1557,6 +1639,21 @@ mod tests {
                 "link `forearm`: <inertial>",
             ),
             (
+                r#"<mass value="1.2"/>"#,
+                r#"<mass value="1e300"/>"#,
+                "link `forearm`: <inertial><mass value> must be greater than 0 and at most 1000000 kg, got 1e300",
+            ),
+            (
+                r#"<inertia ixx="0.0007938""#,
+                r#"<inertia ixx="1e300""#,
+                "link `forearm`: <inertial><inertia> entries must be within ±1000000 kg·m², got 1e300",
+            ),
+            (
+                r#"<origin xyz="0.30 0 0" rpy="0 0 0"/>"#,
+                r#"<origin xyz="1e308 0 0" rpy="0 0 0"/>"#,
+                "joint `elbow`: <origin xyz> must be within ±1000 m, got 1e308",
+            ),
+            (
                 r#"<link name="base"/>"#,
                 r#"<link name="base"/><link name="extra"/>"#,
                 "2 root links (base, extra)",
@@ -1600,7 +1697,41 @@ mod tests {
             1.0,
             [0.0; 3],
         ));
-        assert!(e.reason.contains("singular from joint `wrist`"), "{e}");
+        assert!(
+            e.reason.contains(
+                "link `hand`: <inertial><mass value> must be greater than 0 and at most 1000000 kg, got 0.0 (every moving link needs a mass)"
+            ),
+            "{e}"
+        );
+        // Massless but with an inertia (so that the mass matrix is not singular): refused too.
+        let e = build(&ChainScene::new(
+            urdf_file(
+                "massless2.urdf",
+                &text.replacen(r#"<mass value="0.45"/>"#, r#"<mass value="0"/>"#, 1),
+            ),
+            1.0,
+            [0.0; 3],
+        ));
+        assert!(
+            e.reason.contains("link `hand`: <inertial><mass value>"),
+            "{e}"
+        );
+        // Nested 100 000 elements deep: refused before any parser sees it.
+        let deep = text.replacen(
+            "</robot>",
+            &format!(
+                "{}{}</robot>",
+                "<x>".repeat(100_000),
+                "</x>".repeat(100_000)
+            ),
+            1,
+        );
+        let e = build(&ChainScene::new(
+            urdf_file("deep.urdf", &deep),
+            1.0,
+            [0.0; 3],
+        ));
+        assert!(e.reason.contains("nested deeper than 64 levels"), "{e}");
         // Nine joints: more than a frame carries.
         let mut nine = String::from(r#"<robot name="nine"><link name="l0"/>"#);
         for k in 1..=9 {

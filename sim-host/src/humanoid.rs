@@ -26,6 +26,12 @@
 //!   axes through its centre of mass (`ixy ixz iyz` must be 0), at `<origin xyz>` in its link
 //!   frame. Its collision shapes (`<box>`, `<sphere>`, `<capsule>` along its frame's z, URDF's
 //!   convention) touch the ground only: self-collision is off.
+//! - Bounds (refused beyond, naming the link and element): a mass in (0,
+//!   [`crate::input::MAX_URDF_MASS_KG`]] kg, principal moments in (0,
+//!   [`crate::input::MAX_URDF_INERTIA_KG_M2`]] kg·m², every origin coordinate and shape size
+//!   within [`crate::input::MAX_URDF_LENGTH_M`] m. The file is read by
+//!   [`crate::input::read_urdf`] (a regular file of at most 16 MiB, nested at most 64 elements
+//!   deep, at most 100 000 elements).
 //! - Joints: `type="spherical"` is a ball joint ([`JointKind::Ball`]); `type="revolute"` a hinge
 //!   about its `<axis>` ([`JointKind::Hinge`]); a spherical joint with exactly one axis's range
 //!   `[0, 0]` is a two-axis joint ([`JointKind::TwoAxis`], that axis locked: the humanoid's
@@ -123,6 +129,7 @@ use rapier3d_urdf::urdf_rs;
 use serde::{Deserialize, Serialize};
 
 use crate::chain::Push;
+use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{
     Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
 };
@@ -317,23 +324,32 @@ fn quat_array(q: DQuat) -> [f64; 4] {
 const COORDINATE_AXES: [[f64; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
 
 impl HumanoidModel {
-    /// Reads and checks the humanoid of the URDF file `path`.
+    /// Reads and checks the humanoid of the URDF file `path` (read by
+    /// [`crate::input::read_urdf`]: a regular file, size and nesting capped).
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError {
-            file: path.to_path_buf(),
+        let text = crate::input::read_urdf(path).map_err(|e| ModelError {
+            file: e.file,
             element: String::from("(file)"),
-            reason: format!("cannot read: {e}"),
+            reason: e.reason,
         })?;
         Self::from_urdf_str(&text, path)
     }
 
-    /// Reads and checks the humanoid of the URDF text `text`; `file` names it in errors.
+    /// Reads and checks the humanoid of the URDF text `text`; `file` names it in errors. Text
+    /// nested deeper than [`crate::input::MAX_XML_DEPTH`] elements, or with more than
+    /// [`crate::input::MAX_XML_ELEMENTS`], is refused before it is parsed.
     pub fn from_urdf_str(text: &str, file: &Path) -> Result<Self, ModelError> {
         let err = |element: String, reason: String| ModelError {
             file: file.to_path_buf(),
             element,
             reason,
         };
+        crate::input::check_xml(
+            text,
+            crate::input::MAX_XML_DEPTH,
+            crate::input::MAX_XML_ELEMENTS,
+        )
+        .map_err(|reason| err(String::from("(document)"), reason))?;
         let robot = urdf_rs::read_from_string(text)
             .map_err(|e| err(String::from("(document)"), format!("not a URDF: {e}")))?;
         let extension = joint_limit_attributes(text)
@@ -433,8 +449,14 @@ impl HumanoidModel {
             }
             posed[child] = true;
             let xyz = j.origin.xyz.0;
-            if !xyz.iter().all(|x| x.is_finite()) {
-                return Err(err(at(" <origin>"), String::from("xyz must be finite")));
+            if !xyz
+                .iter()
+                .all(|x| x.is_finite() && x.abs() <= MAX_URDF_LENGTH_M)
+            {
+                return Err(err(
+                    at(" <origin>"),
+                    format!("xyz must be finite and within ±{MAX_URDF_LENGTH_M} m, got {xyz:?}"),
+                ));
             }
             if j.origin.rpy.0 != [0.0; 3] {
                 return Err(err(
@@ -573,18 +595,25 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
     let at = |what: &str| format!("link `{}`{what}", l.name);
     let inertial = &l.inertial;
     let m = inertial.mass.value;
-    if !(m.is_finite() && m > 0.0) {
+    if !(m.is_finite() && m > 0.0 && m <= MAX_URDF_MASS_KG) {
         return Err((
             at(" <inertial>"),
-            format!("mass must be finite and greater than 0, got {m}"),
+            format!(
+                "mass must be finite, greater than 0 and at most {MAX_URDF_MASS_KG} kg, got {m:?}"
+            ),
         ));
     }
     let i = &inertial.inertia;
     let diag = [i.ixx, i.iyy, i.izz];
-    if !diag.iter().all(|d| d.is_finite() && *d > 0.0) {
+    if !diag
+        .iter()
+        .all(|d| d.is_finite() && *d > 0.0 && *d <= MAX_URDF_INERTIA_KG_M2)
+    {
         return Err((
             at(" <inertia>"),
-            format!("ixx, iyy, izz must be finite and greater than 0, got {diag:?}"),
+            format!(
+                "ixx, iyy, izz must be finite, greater than 0 and at most {MAX_URDF_INERTIA_KG_M2} kg·m², got {diag:?}"
+            ),
         ));
     }
     if [i.ixy, i.ixz, i.iyz] != [0.0; 3] {
@@ -609,10 +638,13 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
         ));
     }
     let com = inertial.origin.xyz.0;
-    if !com.iter().all(|x| x.is_finite()) {
+    if !com
+        .iter()
+        .all(|x| x.is_finite() && x.abs() <= MAX_URDF_LENGTH_M)
+    {
         return Err((
             at(" <inertial>"),
-            String::from("<origin xyz> must be finite"),
+            format!("<origin xyz> must be finite and within ±{MAX_URDF_LENGTH_M} m, got {com:?}"),
         ));
     }
     if l.collision.is_empty() {
@@ -629,7 +661,13 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
         if !xyz.iter().chain(&rpy).all(|x| x.is_finite()) {
             return Err((at_c(), String::from("<origin> must be finite")));
         }
-        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if let Some(x) = xyz.into_iter().find(|x| x.abs() > MAX_URDF_LENGTH_M) {
+            return Err((
+                at_c(),
+                format!("<origin xyz> must be within ±{MAX_URDF_LENGTH_M} m, got {x:?}"),
+            ));
+        }
+        let positive = |v: f64| v.is_finite() && v > 0.0 && v <= MAX_URDF_LENGTH_M;
         let geometry = match c.geometry {
             urdf_rs::Geometry::Box { size } if size.0.iter().all(|&s| positive(s)) => {
                 Geometry::Box {
@@ -640,7 +678,7 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
                 Geometry::Sphere { radius_m: radius }
             }
             urdf_rs::Geometry::Capsule { radius, length }
-                if positive(radius) && length.is_finite() && length >= 0.0 =>
+                if positive(radius) && (length == 0.0 || positive(length)) =>
             {
                 Geometry::Capsule {
                     radius_m: radius,
@@ -651,7 +689,7 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
                 return Err((
                     at_c(),
                     format!(
-                        "{g:?}: a shape is a <box>, <sphere> or <capsule> of positive finite size"
+                        "{g:?}: a shape is a <box>, <sphere> or <capsule> of positive finite size, each at most {MAX_URDF_LENGTH_M} m"
                     ),
                 ));
             }
@@ -970,6 +1008,7 @@ pub struct HumanoidScene {
     /// The run ends after the step that reaches this time, s.
     pub end_time_s: f64,
     /// Gravity, a world vector, m/s² (`[0, -9.81, 0]`: y up).
+    #[serde(deserialize_with = "crate::input::exact")]
     pub gravity_m_s2: [f64; 3],
     /// The start pose (default: standing).
     #[serde(default)]

@@ -23,6 +23,9 @@
 //! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
 //!   [`host::HostedPlant`]) to a `transport::FrameLink`, refusing and counting bad torque frames
 //!   (malformed, oversize, over a torque limit).
+//! - [`input`]: the one reader of every input file (scenario, scene, URDF, records): regular
+//!   files only, never blocking on a FIFO, size-capped, URDF nesting capped; and the serde
+//!   helper that holds fixed-size vectors to their length.
 //! - [`cli`]: the process's command line.
 //!
 //! The binary, `sim-host --scene FILE --fd N --mode lockstep|realtime [--cpu N]`, is a one-line
@@ -39,6 +42,7 @@ pub mod chain;
 pub mod cli;
 pub mod host;
 pub mod humanoid;
+pub mod input;
 pub mod plant;
 pub mod scene;
 pub mod walk;

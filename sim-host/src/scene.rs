@@ -52,8 +52,8 @@ pub const DEFAULT_REMOVE_BELOW_Y_M: f64 = -5.0;
 pub const AIMED_BALL_SPEED_Z_M_S: f64 = 5.0;
 /// The largest torque limit a scene may give its arm, N·m.
 pub const MAX_TORQUE_LIMIT_NM: f64 = 1e6;
-/// The largest magnitude of each component of a push's force (biped and humanoid scenes,
-/// `pushes[i].force_n`), N.
+/// The largest magnitude of each component of a push's force (chain, biped and humanoid
+/// scenes, `pushes[i].force_n`), N.
 pub const MAX_PUSH_FORCE_N: f64 = 1e5;
 
 /// A whole plant run.
@@ -399,16 +399,19 @@ pub(crate) fn urdf_beside(urdf: &Path, file: &Path) -> std::path::PathBuf {
     }
 }
 
-/// The text of scene file `path`, or an error naming it.
+/// The text of scene file `path` (read by [`crate::input::read_text`]: a regular file of at most
+/// [`crate::input::MAX_SCENE_BYTES`]), or an error naming it.
 pub(crate) fn read_scene_file(path: &Path) -> Result<String, SceneError> {
-    std::fs::read_to_string(path).map_err(|e| SceneError {
-        file: path.to_path_buf(),
+    crate::input::read_text(path, crate::input::InputKind::Scene).map_err(|e| SceneError {
+        file: e.file,
         field: String::from("(file)"),
-        reason: format!("cannot read: {e}"),
+        reason: e.reason,
     })
 }
 
-pub(crate) fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
+/// Number of physics steps of a scene of step `dt_s` ending at `end_time_s`: the quotient,
+/// rounded (the plant's count, which hil's clock of a run follows).
+pub fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
     // Validated finite and non-negative; `as` saturates anything else to a harmless value.
     (end_time_s / dt_s).round() as u64
 }

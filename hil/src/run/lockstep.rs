@@ -9,11 +9,10 @@
 
 use std::time::Instant;
 
-use control_core::frames::StateFlags;
 use transport::LinkError;
 
 use super::report::{Faults, Timing};
-use super::session::{Cut, LoopController, LoopRecorder, LoopState as _, Session};
+use super::session::{Admitted, Cut, LoopController, LoopRecorder, LoopState as _, Session, admit};
 
 /// Drive `session` in lockstep until the plant's final state (`None`) or a cut.
 /// `progress` is called with the simulated time of each state.
@@ -23,11 +22,17 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     mut progress: impl FnMut(f64),
 ) -> Option<Cut> {
     let mut last_send: Option<Instant> = None;
-    // The first state may take the plant's start-up; every later one the watchdog window.
+    // Until the plant's first datagram: its start-up; then the watchdog window from the newest
+    // usable state.
     let mut deadline = Instant::now() + session.watchdog.max(super::session::STARTUP_GRACE);
     loop {
         let (mut rx, _) = session.link.split();
-        let frame = match Session::<C, R>::next_state(&mut rx, &session.stop, deadline) {
+        let frame = match Session::<C, R>::next_state(
+            &mut rx,
+            &session.stop,
+            &mut deadline,
+            session.watchdog,
+        ) {
             Ok(f) => f,
             Err(Ok(sig)) => return Some(Cut::Signal(sig)),
             Err(Err(e)) => {
@@ -38,17 +43,18 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
             }
         };
         let received = Instant::now();
+        let (state, last) = match admit(&mut session.check, &session.controller, &frame) {
+            Admitted::Tick { state, last } => (state, last),
+            Admitted::Refused => continue,
+            Admitted::Cut(cut) => return Some(cut),
+        };
         deadline = received + session.watchdog;
         if let Some(sent) = last_send.take() {
             session.recorder.round_trip(received - sent);
         }
-        let Some(state) = session.recorder.state(&frame) else {
-            continue;
-        };
-        if let Err(reason) = session.controller.accepts(&state) {
-            return Some(Cut::PlantLost { reason });
-        }
-        if frame.flags.contains(StateFlags::FINAL) {
+        session.recorder.state(&frame);
+        if last {
+            progress(state.sim_time_s());
             return None;
         }
         progress(state.sim_time_s());

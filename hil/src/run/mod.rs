@@ -8,19 +8,23 @@
 //! what happened into figures and streams `trajectory.csv`; [`report`] and [`plot`] write the
 //! rest.
 //!
-//! Outputs are staged in a sibling folder and moved into the output folder only when the run has
-//! produced them, so a run that fails before producing a result leaves no folder that looks like
-//! one. A run cut short (plant lost, SIGINT, SIGTERM) still writes its report, with
-//! `"complete": false` and the reason; the plant is sent the safe state first.
+//! A run owns its output folder ([`output`]): it locks it before anything runs (a second run into
+//! it is refused), stages its outputs beside it and replaces the folder as a whole only when the
+//! run has produced them, so a run that fails before producing a result leaves no folder that
+//! looks like one, and no file of an earlier run stays beside a new report. A run cut short
+//! (plant lost, SIGINT, SIGTERM) still writes its report, with `"complete": false` and the
+//! reason; the plant is sent the safe state first.
 //!
-//! Exit codes: 0 complete; 1 plant lost or outputs not written; 2 bad scenario or command line;
-//! 130 after SIGINT, 143 after SIGTERM. No child process outlives `hil`.
+//! Exit codes: 0 complete; 1 plant lost or outputs not written; 2 bad scenario or command line,
+//! or an output folder that is held by another run or cannot be used; 130 after SIGINT, 143
+//! after SIGTERM. No child process outlives `hil`.
 
 pub mod biped;
 pub mod chain;
 pub mod controller;
 pub mod dynamo;
 pub mod lockstep;
+pub mod output;
 pub mod plant;
 pub mod plot;
 pub mod realtime;
@@ -28,6 +32,7 @@ pub mod recorder;
 pub mod report;
 pub mod scenario;
 pub mod session;
+pub mod state_check;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -61,7 +66,8 @@ pub struct RunArgs {
     /// Lockstep (deterministic, simulated time) or real time (wall clock, SCHED_FIFO thread).
     #[arg(long, default_value = "lockstep", value_parser = parse_mode)]
     pub mode: Mode,
-    /// Output folder (default: out/<scenario name>/).
+    /// Output folder (default: out/<scenario file stem>/, out/ball_blocking/ for the built-in
+    /// scenario). A run owns it: it is locked for the run and replaced as a whole at its end.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run only these controllers (default: all of the scenario's). Ball blocking: analytic,
@@ -155,7 +161,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 &stop,
                 path,
                 dynamo::DynamoScenario::load(path),
-                |s| (s.laws(), s.default_out_dir()),
+                dynamo::DynamoScenario::laws,
                 dynamo::controller::DynamoLaw::name,
                 dynamo::run_scenario,
             );
@@ -167,7 +173,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 path,
                 biped::WalkScenario::load(path)
                     .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s)),
-                |s| (s.laws(), s.default_out_dir()),
+                biped::WalkScenario::laws,
                 biped::controller::WalkLaw::name,
                 biped::run_scenario,
             );
@@ -179,12 +185,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 path,
                 chain::ChainScenario::load(path)
                     .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
-                |s| {
-                    (
-                        chain::controller::ChainLaw::of(s.kind).to_vec(),
-                        s.default_out_dir(),
-                    )
-                },
+                |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
                 chain::controller::ChainLaw::name,
                 chain::run_scenario,
             );
@@ -225,7 +226,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| scenario.default_out_dir());
+        .unwrap_or_else(|| output::default_out_dir(args.scenario.as_deref()));
     staged(&out, &stop, |staging| {
         let report = run_scenario(args, &scenario, &file, staging, &stop)?;
         Ok(Finished {
@@ -248,7 +249,7 @@ fn run_kind<S, L: Copy>(
     stop: &StopFlag,
     path: &Path,
     loaded: Result<S, scenario::ScenarioError>,
-    laws_and_out: impl Fn(&S) -> (Vec<L>, PathBuf),
+    laws: impl Fn(&S) -> Vec<L>,
     name: fn(L) -> &'static str,
     run: RunScenario<S>,
 ) -> ExitCode {
@@ -259,38 +260,40 @@ fn run_kind<S, L: Copy>(
             return ExitCode::from(2);
         }
     };
-    let (laws, default_out) = laws_and_out(&scenario);
-    if let Err(e) = select(&args.only, &laws, name) {
+    if let Err(e) = select(&args.only, &laws(&scenario), name) {
         eprintln!("hil: {e}");
         return ExitCode::from(2);
     }
-    let out = args.out.clone().unwrap_or(default_out);
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_out_dir(Some(path)));
     staged(&out, stop, |staging| {
         run(args, &scenario, &path.display().to_string(), staging, stop)
     })
 }
 
-/// Run `body` writing into a staging folder beside `out`, move what it wrote into `out`, and
-/// turn the outcome into the console's lines and the exit code (see the module docs).
+/// Claim `out` (lock it, refused with exit 2 when another run holds it or it cannot be used),
+/// run `body` writing into the claim's staging folder, replace `out` with what it wrote, and turn
+/// the outcome into the console's lines and the exit code (see the module docs and [`output`]).
 fn staged(
     out: &Path,
     stop: &StopFlag,
     body: impl FnOnce(&Path) -> Result<Finished, Box<dyn std::error::Error>>,
 ) -> ExitCode {
-    if out.exists() && !out.is_dir() {
-        eprintln!(
-            "hil: output folder {}: exists and is not a folder",
-            out.display()
-        );
-        return ExitCode::from(2);
-    }
-    let staging = staging_dir(out);
-    let _ = std::fs::remove_dir_all(&staging);
-    let result = std::fs::create_dir_all(&staging)
-        .map_err(|e| format!("cannot create {}: {e}", staging.display()).into())
-        .and_then(|()| body(&staging))
-        .and_then(|f| publish(&staging, out, &f.files).map(|()| f));
-    let _ = std::fs::remove_dir_all(&staging);
+    let claim = match output::Claim::take(out) {
+        Ok(claim) => claim,
+        Err(e) => {
+            eprintln!("hil: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = body(claim.staging()).and_then(|f| {
+        for warning in claim.publish(&f.files)? {
+            eprintln!("hil: warning: {warning}");
+        }
+        Ok(f)
+    });
     match result {
         Ok(finished) => {
             println!("{}", finished.summary);
@@ -363,25 +366,6 @@ fn check_mode(scenario: &Scenario, file: &str, mode: Mode) -> Result<(), scenari
     Ok(())
 }
 
-/// Where a run's outputs are written before they are moved into `out`.
-pub(crate) fn staging_dir(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    out.with_file_name(format!(".{name}.partial-{}", std::process::id()))
-}
-
-/// Move the staged outputs `files` into `out` (each file replaced whole).
-fn publish(staging: &Path, out: &Path, files: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("cannot create output folder {}: {e}", out.display()))?;
-    for f in files {
-        std::fs::rename(staging.join(f), out.join(f))
-            .map_err(|e| format!("cannot move {f} into {}: {e}", out.display()))?;
-    }
-    Ok(())
-}
-
 /// The period at which fresh states reach the controller: the slower of the control period and
 /// the physics step (lockstep: both are the physics step).
 fn state_period_s(scenario: &Scenario) -> f64 {
@@ -414,6 +398,7 @@ fn run_scenario(
     let mut runs = Vec::new();
     let mut cut = None;
     let mut printed_warnings = false;
+    plan_runs(kinds.len());
     for kind in kinds {
         let (run, limit, run_cut, next_csv) = run_one(
             args,
@@ -465,7 +450,6 @@ fn run_one(
     let periods = Periods {
         control_s: scenario.control_period_s(),
         state_s: state_period,
-        end_s: scenario.end_s,
     };
     let ((mut run, csv), cut) = run_session(
         args,
@@ -482,15 +466,38 @@ fn run_one(
     Ok((run, limit, cut, csv))
 }
 
-/// A run's periods and length.
+/// Plant runs of this `hil run`: started so far, and planned (0: not said).
+static RUNS: [std::sync::atomic::AtomicUsize; 2] = [
+    std::sync::atomic::AtomicUsize::new(0),
+    std::sync::atomic::AtomicUsize::new(0),
+];
+
+/// Say how many plant runs (sessions) this scenario will start: progress then counts them
+/// ("parent_space 3/54").
+pub fn plan_runs(n: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    RUNS[0].store(0, Relaxed);
+    RUNS[1].store(n, Relaxed);
+}
+
+/// The progress label of the next run of controller `name`: with its number among the planned
+/// runs when more than one was planned.
+fn next_run_label(name: &str) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let k = RUNS[0].fetch_add(1, Relaxed) + 1;
+    match RUNS[1].load(Relaxed) {
+        n if n > 1 => format!("{name} {k}/{n}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// A run's periods (its length is the scene's: [`state_check::RunClock`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Periods {
     /// Control period, s.
     pub control_s: f64,
     /// The period fresh states arrive at, s.
     pub state_s: f64,
-    /// Simulated end time, s (for the progress bar).
-    pub end_s: f64,
 }
 
 /// One controller against one plant process, in the mode of `args`: spawn the plant on
@@ -505,18 +512,28 @@ pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
     periods: Periods,
     stop: &StopFlag,
 ) -> Result<(R::Finished, Option<Cut>), Box<dyn std::error::Error>> {
+    // hil's own clock of the run, from the scene the plant is given: the plant's word on the
+    // step, the time and the end is checked against it, never taken.
+    let clock = state_check::RunClock::of_scene_file(scene_file)?;
     let mut plant = PlantProcess::spawn(plant_exe, scene_file, args.mode, args.plant_cpu)?;
     let link = FrameLink::new(plant.link.take().ok_or("the plant has no link")?);
+    let window = Duration::from_millis(args.watchdog_ms);
     let mut session = Session::new(
         controller,
         link,
         recorder,
-        Duration::from_millis(args.watchdog_ms),
+        (window, state_check::StateCheck::new(clock)),
         stop.clone(),
     );
-    let bar = progress_bar(args.quiet, name, args.mode, periods.end_s);
-    let progress = |t: f64| bar.set_position((t * 1000.0) as u64);
+    let end_s = clock.end_s();
+    let label = next_run_label(name);
+    let bar = progress_bar(args.quiet, &label, args.mode, end_s);
+    let progress = |t: f64| {
+        bar.set_position((t * 1000.0) as u64);
+        bar.set_message(format!("{t:.2}"));
+    };
     let mut faults = Faults::default();
+    let started = std::time::Instant::now();
     let (cut, timing) = match args.mode {
         Mode::Lockstep => (
             lockstep::drive(&mut session, &mut faults, progress),
@@ -536,21 +553,49 @@ pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
         )?,
     };
     bar.finish_and_clear();
-    let finished = session.end(cut.as_ref(), timing, faults);
-    // The plant exits by itself after its final state; a lost one is given a moment to say how
-    // it ended, then ended here.
-    let wait = match cut {
-        None => Duration::from_secs(2),
-        Some(Cut::PlantLost { .. }) => Duration::from_millis(100),
-        Some(Cut::Signal(_)) => Duration::ZERO,
+    let reached_s = session.last_time_s();
+    let (finished, status) = if cut.is_none() {
+        // The run is whole: the plant has had its last state. Close the link so that it sees
+        // end-of-file, give it the watchdog's window (at least a second) to exit, and report
+        // how it ended without discarding anything.
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: shutdown(2) on the link's own open descriptor; the socket stays owned (and is
+        // closed) by the session.
+        unsafe {
+            libc::shutdown(session.link.transport().as_raw_fd(), libc::SHUT_RDWR);
+        }
+        let status = plant.finish(window.max(Duration::from_secs(1)))?;
+        if !status.success() {
+            let how = plant_status(&status);
+            eprintln!("hil: WARNING: the plant ({name}) {how} after its last state");
+            faults.plant_exit = Some(format!("the plant process {how} after its last state"));
+        }
+        (session.end(None, timing, faults), status)
+    } else {
+        // The safe state first (it needs the link); then a lost plant is given a moment to say
+        // how it ended, and ended here.
+        let finished = session.end(cut.as_ref(), timing, faults);
+        let wait = match cut {
+            Some(Cut::PlantLost { .. }) => Duration::from_millis(100),
+            _ => Duration::ZERO,
+        };
+        (finished, plant.finish(wait)?)
     };
-    let status = plant.finish(wait)?;
     let mut cut = cut;
     if let Some(Cut::PlantLost { reason }) = &mut cut {
         let how = plant_status(&status);
         reason.push_str(&format!(" (the plant process {how})"));
-    } else if cut.is_none() && !status.success() {
-        return Err(format!("the plant ({name}) exited with {status}").into());
+    }
+    if !args.quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        // No progress bar in a log: one line per run instead.
+        eprintln!(
+            "hil: {label} ({}): {} at t = {:.2} of {end_s:.2} s, {:.1} s wall",
+            args.mode.name(),
+            cut.as_ref()
+                .map_or_else(|| "complete".to_owned(), Cut::describe),
+            reached_s.unwrap_or(0.0),
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok((finished, cut))
 }

@@ -15,14 +15,15 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use control_core::frames::{StateFlags, StateFrame};
+use control_core::frames::StateFrame;
 use crossbeam_channel::{Receiver, Sender};
 use runtime::exchange::StateSample;
 use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
 
 use super::report::{Faults, Timing};
 use super::session::{
-    Cut, LoopCommand, LoopController, LoopRecorder, LoopState, Session, torque_frame,
+    Admitted, Cut, LoopCommand, LoopController, LoopRecorder, LoopState, Session, admit,
+    torque_frame,
 };
 
 /// How the control thread runs.
@@ -204,26 +205,32 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
 ) -> Result<(Option<Cut>, Timing), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let window = session.watchdog;
-    // The plant's first state, before the control thread starts (phase alignment).
-    let first = {
+    // The plant's first usable state, before the control thread starts (phase alignment).
+    let mut deadline = Instant::now() + window.max(super::session::STARTUP_GRACE);
+    let (first, first_state) = loop {
         let (mut rx, _) = session.link.split();
-        let deadline = Instant::now() + window.max(super::session::STARTUP_GRACE);
-        match Session::<C, R>::next_state(&mut rx, &session.stop, deadline) {
+        let frame = match Session::<C, R>::next_state(&mut rx, &session.stop, &mut deadline, window)
+        {
             Ok(f) => f,
             Err(Ok(sig)) => return Ok((Some(Cut::Signal(sig)), timing_of(settings))),
             Err(Err(e)) => {
                 faults.watchdog_trips += 1;
                 return Ok((Some(Cut::from_link(&e, None, window)), timing_of(settings)));
             }
+        };
+        match admit(&mut session.check, &session.controller, &frame) {
+            Admitted::Tick { state, last: false } => break (frame, state),
+            // A run whose first state is its last (a scene of no steps) has nothing to control.
+            Admitted::Tick { last: true, .. } => {
+                session.recorder.state(&frame);
+                return Ok((None, timing_of(settings)));
+            }
+            Admitted::Refused => {}
+            Admitted::Cut(cut) => return Ok((Some(cut), timing_of(settings))),
         }
     };
     let arrived_ns = MonotonicClock.now_ns();
-    let Some(first_state) = session.recorder.state(&first) else {
-        return Err("the plant's first state has no joint".into());
-    };
-    if let Err(reason) = session.controller.accepts(&first_state) {
-        return Ok((Some(Cut::PlantLost { reason }), timing_of(settings)));
-    }
+    session.recorder.state(&first);
     let checker = session.controller.clone();
 
     let (mut io, control) = runtime::channels::<C::State, C::Command>(64);
@@ -256,6 +263,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     let (records_tx, records_rx) = crossbeam_channel::bounded::<Record<C::Command>>(RECORD_CHANNEL);
 
     let stop = session.stop.clone();
+    let check = &mut session.check;
     let recorder = &mut session.recorder;
     let (mut rx, tx) = session.link.split();
     let (cut, outcome, stale_torque_steps) = std::thread::scope(|scope| {
@@ -304,15 +312,21 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
         let mut states = io.states;
         let mut last_applied = 0u32;
         let mut stale_torque_steps = 0u64;
-        let mut last_accepted = Instant::now();
+        let mut deadline = Instant::now() + window;
         let mut last_t = first_state.sim_time_s();
         let cut = loop {
-            let frame = match Session::<C, R>::next_state(&mut rx, &stop, last_accepted + window) {
+            let frame = match Session::<C, R>::next_state(&mut rx, &stop, &mut deadline, window) {
                 Ok(f) => f,
                 Err(Ok(sig)) => break Some(Cut::Signal(sig)),
                 Err(Err(e)) => break Some(Cut::from_link(&e, Some(last_t), window)),
             };
-            last_accepted = Instant::now();
+            let received = Instant::now();
+            let (state, last) = match admit(check, &checker, &frame) {
+                Admitted::Tick { state, last } => (state, last),
+                Admitted::Refused => continue,
+                Admitted::Cut(cut) => break Some(cut),
+            };
+            deadline = received + window;
             // Our sequence numbers stay far below 2^32 in any run.
             let applied = u64::from(frame.applied_torque_sequence);
             if applied != 0 {
@@ -331,21 +345,14 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
                     }
                 }
             }
-            let Some(state) = C::state_of(&frame) else {
-                continue;
-            };
-            if let Err(reason) = checker.accepts(&state) {
-                break Some(Cut::PlantLost { reason });
-            }
             last_t = state.sim_time_s();
-            let last = frame.flags.contains(StateFlags::FINAL);
             sink.put(Record::State(Box::new(frame)));
+            progress(state.sim_time_s());
             if last {
                 plant_finished.store(true, Ordering::Release);
                 break None;
             }
             states.publish(state);
-            progress(state.sim_time_s());
         };
         if matches!(cut, Some(Cut::PlantLost { .. })) {
             // Let the watchdog put the controller in its safe state before stopping it.

@@ -70,6 +70,9 @@ pub struct SafeState {
     pub sent_at_step: u64,
     /// Simulated time of that step, s.
     pub sent_at_s: f64,
+    /// The step of the newest state hil accepted, which the damping torque was computed from
+    /// (earlier than `sent_at_step` when the plant's later states were refused).
+    pub computed_from_step: u64,
     /// Sequence number of the torque frame flagged SAFE_STATE.
     pub torque_frame_sequence: u64,
     /// The damping-only torque sent, N·m (the first joint's).
@@ -107,6 +110,13 @@ pub struct Faults {
     pub plant_lost_reason: Option<String>,
     /// Simulated time of the last accepted state before the plant was lost, s.
     pub plant_lost_at_s: Option<f64>,
+    /// The first state frame hil's clock refused (out of order, wrong time, implausible…), in
+    /// words; the counts are in `rejected_by_reason` under `state_*`.
+    pub first_rejected_state: Option<String>,
+    /// How the plant process ended when that was not a clean exit after its last state (it
+    /// exited with an error, or lingered and was killed): the run's results are whole, the
+    /// plant's ending is reported here.
+    pub plant_exit: Option<String>,
 }
 
 impl Faults {
@@ -125,6 +135,14 @@ impl Faults {
                 .extend(f.rejected_by_reason.iter().cloned());
             if f.safe_state.is_some() {
                 faults.safe_state.clone_from(&f.safe_state);
+            }
+            if faults.first_rejected_state.is_none() {
+                faults
+                    .first_rejected_state
+                    .clone_from(&f.first_rejected_state);
+            }
+            if f.plant_exit.is_some() {
+                faults.plant_exit.clone_from(&f.plant_exit);
             }
             if f.plant_lost {
                 faults.plant_lost = true;

@@ -8,10 +8,15 @@
 //! Every error names the file, the field (as a dotted path) and the reason.
 //!
 //! Documented ranges: `control_rate_hz` in [[`MIN_CONTROL_RATE_HZ`], [`MAX_CONTROL_RATE_HZ`]],
-//! `physics_dt_s` in [1e-5, 0.1] s (the plant's range), `end_s` up to [`MAX_END_S`].
+//! `physics_dt_s` in [1e-5, 0.1] s (the plant's range), `end_s` up to [`MAX_END_S`],
+//! `targets[i].angle_rad` within ±[`MAX_TARGET_ANGLE_RAD`], `weights.drop_height_m` in (0,
+//! [`MAX_DROP_HEIGHT_M`]], `controllers.*.tolerance_rad` in (0, [`MAX_TOLERANCE_RAD`]],
+//! `controllers.static_timing.time_constants` in (0, [`MAX_TIME_CONSTANTS`]]. Lists: at most
+//! [`MAX_TARGETS`] targets and [`MAX_RUN_CONTROLLERS`] entries in `controllers.run`. The file is
+//! read by [`read_scenario_file`] (a regular file of at most 1 MiB).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::controller::ControllerKind;
 use control_core::model::ArmModel;
@@ -27,9 +32,20 @@ pub const MIN_CONTROL_RATE_HZ: f64 = 1.0;
 /// Fastest control rate accepted, Hz (a tick costs ~1–5 µs and a wake-up ~10–50 µs here: above
 /// 10 kHz the thread would spend most of its period waking up).
 pub const MAX_CONTROL_RATE_HZ: f64 = 10_000.0;
-/// Most targets a scenario may have (each has a ball and may have a weight, and the plant names
-/// bodies with 16-bit ids).
-pub const MAX_TARGETS: usize = 32_000;
+/// Most targets a scenario may have (each has a ball and may have a weight, the plant names
+/// bodies with 16-bit ids, and the scene of this many balls and weights fits the plant's scene
+/// file limit, `sim_host::input::MAX_SCENE_BYTES`, with room to spare).
+pub const MAX_TARGETS: usize = 10_000;
+/// Most entries of `controllers.run` (there are five controllers, each named once).
+pub const MAX_RUN_CONTROLLERS: usize = 16;
+/// Largest |`targets[i].angle_rad`|, rad (the plant's bound on `arm.initial_angle_rad`).
+pub const MAX_TARGET_ANGLE_RAD: f64 = 1e3;
+/// Largest `weights.drop_height_m`, m.
+pub const MAX_DROP_HEIGHT_M: f64 = 1e3;
+/// Largest aim beyond a pose (`controllers.*.tolerance_rad`), rad: half a turn.
+pub const MAX_TOLERANCE_RAD: f64 = std::f64::consts::PI;
+/// Largest `controllers.static_timing.time_constants` (n of λ = t̂/n).
+pub const MAX_TIME_CONSTANTS: f64 = 1e6;
 /// Longest simulated run accepted, s (one day; outputs stream, so memory does not grow with it).
 pub const MAX_END_S: f64 = 86_400.0;
 
@@ -37,7 +53,8 @@ pub const MAX_END_S: f64 = 86_400.0;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    /// Name of the scenario (the default output folder is `out/<name>/`).
+    /// Name of the scenario (reports and plot titles; the default output folder is named after
+    /// the scenario file, see `output::default_out_dir`).
     pub name: String,
     /// Seed of every random choice (where and when the weights drop).
     pub seed: u64,
@@ -176,14 +193,7 @@ impl Scenario {
     /// Read and check a scenario file; `None` reads the built-in.
     pub fn load(path: Option<&Path>) -> Result<(Self, String), ScenarioError> {
         let (text, file) = match path {
-            Some(p) => (
-                std::fs::read_to_string(p).map_err(|e| ScenarioError {
-                    file: p.display().to_string(),
-                    field: "-".into(),
-                    reason: format!("cannot read: {e}"),
-                })?,
-                p.display().to_string(),
-            ),
+            Some(p) => (read_scenario_file(p)?, p.display().to_string()),
             None => (BUILT_IN.to_string(), BUILT_IN_NAME.to_string()),
         };
         let scenario = Self::parse(&text, &file)?;
@@ -235,12 +245,37 @@ impl Scenario {
                 ))
             }
         }
-        fn finite(field: &str, v: f64) -> Result<(), (String, String)> {
-            if v.is_finite() {
+        fn positive_up_to(field: &str, v: f64, max: f64) -> Result<(), (String, String)> {
+            if v.is_finite() && v > 0.0 && v <= max {
                 Ok(())
             } else {
-                Err((field.into(), format!("must be finite (got {v})")))
+                Err((
+                    field.into(),
+                    format!("must be a finite number in (0, {max}] (got {v:?})"),
+                ))
             }
+        }
+        fn within(field: &str, v: f64, max: f64) -> Result<(), (String, String)> {
+            if v.is_finite() && v.abs() <= max {
+                Ok(())
+            } else {
+                Err((
+                    field.into(),
+                    format!("must be finite and within ±{max} (got {v:?})"),
+                ))
+            }
+        }
+        // List lengths first: nothing below walks a list longer than its cap.
+        if self.targets.len() > MAX_TARGETS {
+            return Err(("targets".into(), too_many(self.targets.len(), MAX_TARGETS)));
+        }
+        if let Some(run) = &self.controllers.run
+            && run.len() > MAX_RUN_CONTROLLERS
+        {
+            return Err((
+                "controllers.run".into(),
+                too_many(run.len(), MAX_RUN_CONTROLLERS),
+            ));
         }
         if self.name.is_empty()
             || !self
@@ -296,7 +331,11 @@ impl Scenario {
         let mut previous = 0.0;
         for (i, t) in self.targets.iter().enumerate() {
             positive(&format!("targets[{i}].time_s"), t.time_s)?;
-            finite(&format!("targets[{i}].angle_rad"), t.angle_rad)?;
+            within(
+                &format!("targets[{i}].angle_rad"),
+                t.angle_rad,
+                MAX_TARGET_ANGLE_RAD,
+            )?;
             if t.time_s <= previous {
                 return Err((
                     format!("targets[{i}].time_s"),
@@ -321,18 +360,10 @@ impl Scenario {
             previous = t.time_s;
         }
         let w = &self.weights;
-        // Balls and weights share the plant's body ids (u16): one ball and at most one weight
-        // per target.
-        if self.targets.len() > MAX_TARGETS {
-            return Err((
-                "targets".into(),
-                format!("at most {MAX_TARGETS} targets (got {})", self.targets.len()),
-            ));
-        }
         if w.enabled {
             positive("weights.mass_kg", w.mass_kg)?;
             positive("weights.radius_m", w.radius_m)?;
-            positive("weights.drop_height_m", w.drop_height_m)?;
+            positive_up_to("weights.drop_height_m", w.drop_height_m, MAX_DROP_HEIGHT_M)?;
             for (field, v) in [
                 ("weights.along_arm_min", w.along_arm_min),
                 ("weights.along_arm_max", w.along_arm_max),
@@ -363,17 +394,20 @@ impl Scenario {
                 format!("must lie in (0, 1] (got {margin})"),
             ));
         }
-        positive(
+        positive_up_to(
             "controllers.analytic.tolerance_rad",
             self.controllers.analytic.tolerance_rad,
+            MAX_TOLERANCE_RAD,
         )?;
-        positive(
+        positive_up_to(
             "controllers.fixed_gain.tolerance_rad",
             self.controllers.fixed_gain.tolerance_rad,
+            MAX_TOLERANCE_RAD,
         )?;
-        positive(
+        positive_up_to(
             "controllers.static_timing.time_constants",
             self.controllers.static_timing.time_constants,
+            MAX_TIME_CONSTANTS,
         )?;
         if let Some(run) = &self.controllers.run {
             if run.is_empty() {
@@ -490,11 +524,23 @@ impl Scenario {
     pub fn control_period_s(&self) -> f64 {
         1.0 / self.control_rate_hz
     }
+}
 
-    /// The default output folder.
-    pub fn default_out_dir(&self) -> PathBuf {
-        Path::new("out").join(&self.name)
-    }
+/// The text of scenario file `path`, by the one input reader (`sim_host::input::read_text`: a
+/// regular file, never a FIFO or a device, of at most 1 MiB), or the error naming the file.
+pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {
+    sim_host::input::read_text(path, sim_host::input::InputKind::Scenario).map_err(|e| {
+        ScenarioError {
+            file: path.display().to_string(),
+            field: "-".into(),
+            reason: e.reason,
+        }
+    })
+}
+
+/// The reason for a list longer than its cap: "200000 entries; at most 64".
+pub fn too_many(len: usize, max: usize) -> String {
+    format!("{len} entries; at most {max}")
 }
 
 /// The scenario field a field of the resolved scene comes from, for an error the user can act
@@ -660,6 +706,78 @@ mod tests {
             assert!(w.spawn_time_s >= 0.0 && w.spawn_time_s < s.end_s);
         }
         assert_eq!(scene, s.scene(), "same seed, same scene");
+    }
+
+    #[test]
+    fn magnitudes_once_checked_only_for_sign_are_bounded() {
+        for (from, to, field) in [
+            (
+                "drop_height_m = 1.5",
+                "drop_height_m = 1e308",
+                "weights.drop_height_m",
+            ),
+            (
+                "tolerance_rad = 0.05",
+                "tolerance_rad = 1e308",
+                "controllers.analytic.tolerance_rad",
+            ),
+            (
+                "time_constants = 5.0",
+                "time_constants = 1e308",
+                "controllers.static_timing.time_constants",
+            ),
+            (
+                "angle_rad = 0.5",
+                "angle_rad = 1e308",
+                "targets[0].angle_rad",
+            ),
+        ] {
+            assert!(BUILT_IN.contains(from), "{from}");
+            let e = Scenario::parse(&BUILT_IN.replacen(from, to, 1), "f.toml").unwrap_err();
+            assert_eq!(e.field, field, "{to}: {e}");
+            assert!(e.reason.contains("1e308"), "{e}");
+        }
+    }
+
+    #[test]
+    fn lists_are_capped_and_the_largest_scene_fits_the_plant_s_file_limit() {
+        let (mut s, _) = Scenario::load(None).unwrap();
+        s.end_s = MAX_END_S;
+        s.targets = (0..MAX_TARGETS)
+            .map(|i| Target {
+                time_s: 1.0 + i as f64 * 0.01,
+                angle_rad: if i % 2 == 0 { 0.5 } else { -0.6 },
+            })
+            .collect();
+        let scene = serde_json::to_string_pretty(&s.scene()).unwrap();
+        assert!(
+            (scene.len() as u64) < sim_host::input::MAX_SCENE_BYTES / 2,
+            "{} bytes",
+            scene.len()
+        );
+        let many = |n: usize| {
+            let mut text = BUILT_IN.replace("end_s = 4.0", &format!("end_s = {MAX_END_S}"));
+            for i in 0..n {
+                text += &format!(
+                    "[[targets]]\ntime_s = {}\nangle_rad = 0.1\n",
+                    4.0 + i as f64
+                );
+            }
+            text
+        };
+        let e = Scenario::parse(&many(MAX_TARGETS), "f.toml").unwrap_err();
+        assert_eq!(e.field, "targets");
+        assert_eq!(
+            e.reason,
+            format!("{} entries; at most {MAX_TARGETS}", MAX_TARGETS + 4)
+        );
+        let run = format!(
+            "[controllers]\nrun = [{}]\n",
+            vec!["\"analytic\""; MAX_RUN_CONTROLLERS + 1].join(", ")
+        );
+        let e = Scenario::parse(&BUILT_IN.replace("[controllers]\n", &run), "f.toml").unwrap_err();
+        assert_eq!(e.field, "controllers.run");
+        assert!(e.reason.contains("17 entries; at most 16"), "{e}");
     }
 
     #[test]

@@ -4,9 +4,13 @@
 //! out until the plant's final state, a lost plant, or a signal; then [`Session::end`] enters the
 //! safe state when the run did not finish, and closes the record.
 //!
-//! The plant is lost when no state is *accepted* within the watchdog window: a dead plant
-//! (end-of-file), a hung one (silence) and one that sends only malformed frames (every datagram
-//! rejected, counted, and not extending the wait) end the same way.
+//! The plant is lost when no *usable* state arrives within the watchdog window: a dead plant
+//! (end-of-file), a hung one (silence), one that sends only malformed frames (every datagram
+//! rejected, counted, and not extending the wait) and one whose well-formed states hil's clock
+//! or the controller refuses ([`super::state_check`]: out of order, wrong time, implausible, no
+//! joints) end the same way. The watchdog's window starts over only at a state the controller
+//! ticks on. Until the plant's first datagram arrives the wait is the start-up allowance
+//! ([`STARTUP_GRACE`]); from then on, the plant is up and the window applies.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +20,7 @@ use control_core::frames::{RejectCounts, StateFrame, TorqueFlags, TorqueFrame};
 use transport::{FrameLink, LinkError, SeqPacket};
 
 use super::report::{Faults, SafeState, Timing};
+use super::state_check::{Refusal, StateCheck};
 
 /// How long to wait for the plant to show that it applied the safe-state torque.
 const SAFE_STATE_ACK_WAIT: Duration = Duration::from_millis(300);
@@ -81,6 +86,18 @@ impl Cut {
             other => format!("link error {when}: {other}"),
         };
         Self::PlantLost { reason }
+    }
+
+    /// The plant flagged a state final before the scene's end: it ended the run early.
+    pub fn early_final(step: u64, clock: super::state_check::RunClock) -> Self {
+        Self::PlantLost {
+            reason: format!(
+                "the plant ended the run early: it sent its final state at step {step} (t = {:.3} s), before the scene's end at step {} (t = {:.3} s)",
+                step as f64 * clock.dt_s,
+                clock.final_step,
+                clock.end_s()
+            ),
+        }
     }
 
     /// A line for the console and the report.
@@ -197,6 +214,46 @@ pub fn count_rejections(faults: &mut Faults, counts: &RejectCounts) {
     .collect();
 }
 
+/// What an accepted state frame is to a run ([`admit`]).
+#[derive(Debug)]
+pub enum Admitted<S> {
+    /// A state the controller ticks on; `last`: the run's last state (hil's clock says so).
+    Tick {
+        /// The state.
+        state: S,
+        /// Whether it is the state at the scene's last step.
+        last: bool,
+    },
+    /// Refused (counted in the check): dropped, and the watchdog keeps running.
+    Refused,
+    /// The run ends here: the plant ended it early, or its states do not fit the controller.
+    Cut(Cut),
+}
+
+/// Pass `frame` (accepted by the link) through hil's clock (`check`) and `controller`'s own
+/// check. Never allocates unless the run ends.
+pub fn admit<C: LoopController>(
+    check: &mut StateCheck,
+    controller: &C,
+    frame: &StateFrame,
+) -> Admitted<C::State> {
+    let last = match check.check(frame) {
+        Ok(last) => last,
+        Err(Refusal::EarlyFinal { step }) => {
+            return Admitted::Cut(Cut::early_final(step, check.clock()));
+        }
+        Err(_) => return Admitted::Refused,
+    };
+    let Some(state) = C::state_of(frame) else {
+        check.count_unusable(frame.step);
+        return Admitted::Refused;
+    };
+    match controller.accepts(&state) {
+        Ok(()) => Admitted::Tick { state, last },
+        Err(reason) => Admitted::Cut(Cut::PlantLost { reason }),
+    }
+}
+
 /// One controller against one plant.
 pub struct Session<C: LoopController, R: LoopRecorder<C>> {
     /// The controller.
@@ -211,6 +268,8 @@ pub struct Session<C: LoopController, R: LoopRecorder<C>> {
     pub stop: StopFlag,
     /// Sequence number of the newest torque frame sent.
     pub sequence: u64,
+    /// hil's clock of the run: every state the link accepted passes it before use.
+    pub check: StateCheck,
     started: Instant,
 }
 
@@ -220,7 +279,7 @@ impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
         controller: C,
         link: FrameLink<SeqPacket>,
         recorder: R,
-        watchdog: Duration,
+        (watchdog, check): (Duration, StateCheck),
         stop: StopFlag,
     ) -> Self {
         Self {
@@ -230,22 +289,32 @@ impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
             watchdog,
             stop,
             sequence: 0,
+            check,
             started: Instant::now(),
         }
     }
 
     /// Wait for the next accepted state until `deadline`, in slices so that a signal is seen
     /// within [`WAIT_SLICE`]. `Err(Ok(signal))` for a signal, `Err(Err(e))` for a link error
-    /// (`TimedOut` once `deadline` has passed).
+    /// (`TimedOut` once `deadline` has passed). While nothing has arrived yet, `deadline` may be
+    /// the start-up allowance: the first datagram of any kind (valid or not) shows the plant is
+    /// up, and the wait then ends `window` after it at the latest (`deadline` is moved).
     pub fn next_state(
         link: &mut transport::LinkReceiver<'_, SeqPacket>,
         stop: &StopFlag,
-        deadline: Instant,
+        deadline: &mut Instant,
+        window: Duration,
     ) -> Result<StateFrame, Result<i32, LinkError>> {
+        let mut silent = link.guard().accepted() == 0 && link.rejected().total() == 0;
         loop {
             if let Some(sig) = stop.signal() {
                 return Err(Ok(sig));
             }
+            if silent && (link.guard().accepted() > 0 || link.rejected().total() > 0) {
+                silent = false;
+                *deadline = (*deadline).min(Instant::now() + window);
+            }
+            let deadline = *deadline;
             let slice = deadline.min(Instant::now() + WAIT_SLICE);
             match link.recv_state(slice) {
                 Ok(f) => return Ok(f),
@@ -268,12 +337,21 @@ impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
         // newest step and would drop one for an older step as late).
         let drain = Instant::now() + Duration::from_millis(2);
         while let Ok(f) = self.link.recv_state(drain) {
-            self.recorder.state(&f);
+            // What the plant sends after the cut is not counted; what passes is recorded.
+            if self.check.observe(&f) && C::state_of(&f).is_some() {
+                self.recorder.state(&f);
+            }
         }
         let state = self.recorder.last_state()?;
         let cmd = self.controller.safe(state);
         self.sequence += 1;
-        let frame = torque_frame(self.sequence, &cmd);
+        let mut frame = torque_frame(self.sequence, &cmd);
+        // Computed from the newest state hil accepted, addressed to the newest step the plant
+        // has shown (a lockstep plant waits for that step's torques, and drops older ones as
+        // late), so that the plant applies it even after states of its were refused.
+        if let Some(step) = self.check.newest_seen_step() {
+            frame.step = frame.step.max(step);
+        }
         let delivered = self.link.send_torques(&frame).is_ok();
         self.recorder.tick(&cmd, None);
         let mut applied = false;
@@ -288,8 +366,9 @@ impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
             }
         }
         Some(SafeState {
-            sent_at_step: state.step(),
-            sent_at_s: state.sim_time_s(),
+            sent_at_step: frame.step,
+            sent_at_s: frame.step as f64 * self.check.clock().dt_s,
+            computed_from_step: state.step(),
             torque_frame_sequence: self.sequence,
             torque_nm: cmd.torques().first().copied().unwrap_or(0.0),
             torques_nm: cmd.torques().to_vec(),
@@ -309,6 +388,14 @@ impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
             faults.plant_lost_at_s = self.last_time_s();
         }
         count_rejections(&mut faults, self.link.rejected());
+        let states = self.check.rejections();
+        faults.rejected_frames += states.total();
+        faults.rejected_by_reason.extend(
+            states
+                .by_reason()
+                .map(|(reason, n)| (reason.to_string(), n)),
+        );
+        faults.first_rejected_state = states.first;
         let wall = self.started.elapsed();
         self.recorder.finish(timing, faults, wall)
     }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -352,18 +352,19 @@ pub struct Unparsable {
 }
 
 /// Reads the records of cells.jsonl-like files; blank lines are skipped, unreadable ones
-/// returned (never dropped). An unreadable file is an error.
+/// returned (never dropped). An unreadable file is an error, and so is one that is not a regular
+/// file (a FIFO, a device) or is larger than 64 MiB (`sim_host::input::read_text`).
 pub fn read_records(files: &[PathBuf]) -> Result<(Vec<Record>, Vec<Unparsable>), String> {
     let mut records = Vec::new();
     let mut bad = Vec::new();
     for path in files {
-        let f = File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        for (i, line) in BufReader::new(f).lines().enumerate() {
-            let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = sim_host::input::read_text(path, sim_host::input::InputKind::Records)
+            .map_err(|e| format!("cannot read {e}"))?;
+        for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            match parse_record(&line) {
+            match parse_record(line) {
                 Ok(r) => records.push(r),
                 Err(error) => bad.push(Unparsable {
                     file: path.display().to_string(),

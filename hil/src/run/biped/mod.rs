@@ -20,7 +20,7 @@
 pub mod controller;
 pub mod recorder;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -43,6 +43,9 @@ use recorder::{PoseSample, WalkCsv, WalkOutcome, WalkRecorder, WalkRun};
 /// The `kind` of a walk scenario.
 pub const KIND: &str = "simbicon_walk";
 
+/// Most entries of a walk scenario's `controllers` (there are two controllers, each named once).
+pub const MAX_CONTROLLERS: usize = 16;
+
 /// The files every walk run writes (the animations come on top, one per controller run).
 pub const FILES: [&str; 5] = [
     "report.json",
@@ -54,7 +57,8 @@ pub const FILES: [&str; 5] = [
 
 /// Whether the scenario file at `path` is a walk scenario (`kind = "simbicon_walk"`).
 pub fn is_walk_scenario(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+    // The one input reader: a FIFO or a device is not read (nor waited on) here either.
+    super::scenario::read_scenario_file(path)
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .is_some_and(|t| t.get("kind").and_then(|k| k.as_str()) == Some(KIND))
@@ -76,7 +80,7 @@ pub enum Start {
 pub struct WalkScenario {
     /// Always `"simbicon_walk"`.
     pub kind: String,
-    /// Name (the default output folder is `out/<name>`).
+    /// Name (the default output folder is named after the scenario file: `out/<file stem>`).
     pub name: String,
     /// Control rate, Hz; the physics step is its period (one tick per plant step), in [50,
     /// 20000].
@@ -105,15 +109,11 @@ const fn default_true() -> bool {
 }
 
 impl WalkScenario {
-    /// Read and check a scenario file.
+    /// Read and check a scenario file (read by [`super::scenario::read_scenario_file`]: a
+    /// regular file of at most 1 MiB).
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: file.clone(),
-            field: "-".into(),
-            reason: format!("cannot read: {e}"),
-        })?;
-        Self::parse(&text, &file)
+        let text = super::scenario::read_scenario_file(path)?;
+        Self::parse(&text, &path.display().to_string())
     }
 
     /// Parse and check scenario text; `file` names it in errors.
@@ -170,6 +170,14 @@ impl WalkScenario {
         if self.controllers.is_empty() {
             return Err(("controllers".into(), "name at least one controller".into()));
         }
+        for (field, len, max) in [
+            ("controllers", self.controllers.len(), MAX_CONTROLLERS),
+            ("pushes", self.pushes.len(), sim_host::biped::MAX_PUSHES),
+        ] {
+            if len > max {
+                return Err((field.into(), super::scenario::too_many(len, max)));
+            }
+        }
         for (i, name) in self.controllers.iter().enumerate() {
             if WalkLaw::from_name(name).is_none() {
                 return Err((
@@ -212,11 +220,6 @@ impl WalkScenario {
         }
         scene.pushes.clone_from(&self.pushes);
         scene
-    }
-
-    /// `out/<name>`.
-    pub fn default_out_dir(&self) -> PathBuf {
-        PathBuf::from("out").join(&self.name)
     }
 }
 
@@ -266,8 +269,6 @@ pub struct WalkSession<'a> {
     pub scene_file: &'a Path,
     /// Control period, s.
     pub period_s: f64,
-    /// The walk's length, s.
-    pub duration_s: f64,
     /// Set by SIGINT/SIGTERM.
     pub stop: &'a StopFlag,
 }
@@ -295,7 +296,6 @@ impl WalkSession<'_> {
             Periods {
                 control_s: self.period_s,
                 state_s: self.period_s,
-                end_s: self.duration_s,
             },
             self.stop,
         )?;
@@ -346,7 +346,6 @@ pub fn run_scenario(
         args,
         scene_file: &scene_file,
         period_s: scenario.control_period_s(),
-        duration_s: scenario.duration_s,
         stop,
     };
     let mut csv = Some(
@@ -356,6 +355,7 @@ pub fn run_scenario(
     let mut runs: Vec<(WalkRun, WalkOutcome)> = Vec::new();
     let mut cut: Option<(WalkLaw, Cut)> = None;
     let mut files: Vec<&'static str> = FILES.to_vec();
+    super::plan_runs(laws.len());
     for law in laws {
         let SessionRun {
             mut run,

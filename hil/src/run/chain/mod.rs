@@ -59,7 +59,8 @@ pub const REACH_FILES: [&str; 7] = [
 /// Whether the scenario file at `path` is a chain scenario (it has a top-level `kind`). A file
 /// that cannot be read or parsed is not: the ball-blocking reader then reports why.
 pub fn is_chain_scenario(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+    // The one input reader: a FIFO or a device is not read (nor waited on) here either.
+    super::scenario::read_scenario_file(path)
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .is_some_and(|t| t.contains_key("kind"))
@@ -179,7 +180,7 @@ pub fn run_scenario(
     let effort = replica.torque_limits_nm();
     let (hand_link, judge) = match &scenario.hand {
         Some(hand) => {
-            let robot = urdf_rs::read_file(&scene.urdf)?;
+            let robot = urdf_rs::read_from_string(&sim_host::input::read_urdf(&scene.urdf)?)?;
             let link = robot
                 .joints
                 .iter()
@@ -227,6 +228,7 @@ pub fn run_scenario(
     let mut runs: Vec<ChainRun> = Vec::new();
     let mut cut: Option<(ChainLaw, Cut)> = None;
     let mut printed_warnings = false;
+    super::plan_runs(laws.len());
     for law in laws {
         let controller =
             ChainController::new(law, scenario, chain, &effort, state_period, hand_link)
@@ -249,7 +251,6 @@ pub fn run_scenario(
             Periods {
                 control_s: scenario.control_period_s(),
                 state_s: state_period,
-                end_s: scenario.end_s,
             },
             stop,
         )?;

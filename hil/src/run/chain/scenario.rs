@@ -16,9 +16,14 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sim_host::chain::{ChainKind, ChainPlant, ChainScene, Push, Wall};
 
-use super::super::scenario::{MAX_CONTROL_RATE_HZ, MAX_END_S, MIN_CONTROL_RATE_HZ, ScenarioError};
+use super::controller::CAP;
 
-/// Most keyframes a chain scenario may have.
+use super::super::scenario::{
+    MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ, ScenarioError,
+    read_scenario_file, too_many,
+};
+
+/// Most keyframes a chain scenario may have (and most hand targets).
 pub const MAX_KEYFRAMES: usize = 10_000;
 
 /// Which demonstration a chain scenario is.
@@ -48,7 +53,7 @@ impl ChainTask {
 pub struct ChainScenario {
     /// Which demonstration (`"on_the_beat"` or `"kenwright_reach"`).
     pub kind: ChainTask,
-    /// Name (the default output folder is `out/<name>/`).
+    /// Name (the default output folder is named after the scenario file: `out/<file stem>/`).
     pub name: String,
     /// Control rate, Hz.
     pub control_rate_hz: f64,
@@ -85,6 +90,7 @@ pub struct ModelSpec {
     /// The URDF file, relative to the scenario file (or absolute).
     pub urdf: PathBuf,
     /// Gravity, world vector, m/s².
+    #[serde(deserialize_with = "sim_host::input::exact")]
     pub gravity_m_s2: [f64; 3],
     /// Joint angles at t = 0, rad, URDF joint order (empty: all 0).
     #[serde(default)]
@@ -108,6 +114,7 @@ pub struct HandSpec {
     /// The URDF link the hand point is fixed in (a joint's child).
     pub link: String,
     /// The point in that link's frame, m.
+    #[serde(deserialize_with = "sim_host::input::exact")]
     pub point_m: [f64; 3],
     /// The hand error is judged from this long after each target appears, s.
     pub settle_s: f64,
@@ -120,6 +127,7 @@ pub struct HandTarget {
     /// From this instant, s.
     pub time_s: f64,
     /// World position, m.
+    #[serde(deserialize_with = "sim_host::input::exact")]
     pub position_m: [f64; 3],
     /// The target lies behind a wall: the hand presses against it. Its hand error is not judged
     /// (the wall stops the hand by design); the wall's force on the hand is.
@@ -179,14 +187,10 @@ pub struct ChainControllerSpec {
 }
 
 impl ChainScenario {
-    /// Read and check a chain scenario file.
+    /// Read and check a chain scenario file (read by [`read_scenario_file`]: a regular file of
+    /// at most 1 MiB).
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: file.clone(),
-            field: "-".into(),
-            reason: format!("cannot read: {e}"),
-        })?;
+        let text = read_scenario_file(path)?;
         Self::parse(&text, path)
     }
 
@@ -222,11 +226,6 @@ impl ChainScenario {
     /// The control period, s.
     pub fn control_period_s(&self) -> f64 {
         1.0 / self.control_rate_hz
-    }
-
-    /// `out/<name>/`.
-    pub fn default_out_dir(&self) -> PathBuf {
-        PathBuf::from("out").join(&self.name)
     }
 
     /// The plant's scene: the URDF as an absolute path (the scene file is written elsewhere).
@@ -278,6 +277,22 @@ impl ChainScenario {
                 format!("must lie in (0, {MAX_END_S}] s (got {})", self.end_s),
             );
         }
+        // List lengths before anything walks a list.
+        for (field, len, max) in [
+            ("pushes", self.pushes.len(), sim_host::chain::MAX_PUSHES),
+            ("walls", self.walls.len(), sim_host::chain::MAX_WALLS),
+            ("keyframes", self.keyframes.len(), MAX_KEYFRAMES),
+            ("hand_targets", self.hand_targets.len(), MAX_KEYFRAMES),
+            (
+                "model.initial_positions_rad",
+                self.model.initial_positions_rad.len(),
+                sim_host::chain::MAX_CHAIN_JOINTS,
+            ),
+        ] {
+            if len > max {
+                return fail(field, too_many(len, max));
+            }
+        }
         let c = &self.controllers;
         if !(c.stability_margin > 0.0 && c.stability_margin <= 1.0) {
             return fail(
@@ -285,15 +300,16 @@ impl ChainScenario {
                 format!("must lie in (0, 1] (got {})", c.stability_margin),
             );
         }
-        for (field, v) in [
-            ("controllers.tolerance_rad", c.tolerance_rad),
-            (
-                "controllers.hold_natural_freq_rad_s",
-                c.hold_natural_freq_rad_s,
-            ),
-        ] {
-            positive_at_most(field, v, 1e6)?;
-        }
+        positive_at_most(
+            "controllers.tolerance_rad",
+            c.tolerance_rad,
+            MAX_TOLERANCE_RAD,
+        )?;
+        positive_at_most(
+            "controllers.hold_natural_freq_rad_s",
+            c.hold_natural_freq_rad_s,
+            1e6,
+        )?;
         // Everything the plant is given, by the plant's checks (a URDF-free pass, then the
         // replica built from the URDF as the plant will build it).
         let scene = self.scene();
@@ -301,6 +317,20 @@ impl ChainScenario {
             .validate()
             .map_err(|(field, reason)| (scene_field(&field), reason))?;
         let plant = ChainPlant::new(&scene).map_err(|e| (scene_field(&e.field), e.reason))?;
+        // The controller's model, read from the same file: what it refuses is the scenario's
+        // fault too, found here rather than once the run has started.
+        let (_, model_joints) = crate::model::chain_from_urdf::<CAP>(&scene.urdf)
+            .map_err(|e| ("model.urdf".to_owned(), e.to_string()))?;
+        if model_joints != plant.joint_names() {
+            return fail(
+                "model.urdf",
+                format!(
+                    "the controller's model of {} names the joints {model_joints:?}, the plant {:?}",
+                    scene.urdf.display(),
+                    plant.joint_names()
+                ),
+            );
+        }
         match self.kind {
             ChainTask::OnTheBeat => self.check_beat(&plant),
             ChainTask::KenwrightReach => self.check_reach(&plant),

@@ -47,9 +47,28 @@ use controller::{DynamoController, DynamoLaw, DynamoTick, GainScope, HumanoidSta
 /// The `kind` of a Dynamo scenario.
 pub const KIND: &str = "dynamo_push";
 
+/// Most entries of `impulses_ns` (one plant run per controller each).
+pub const MAX_IMPULSES: usize = 64;
+/// Most entries of `gain_scales` (one plant run per controller and scope each).
+pub const MAX_GAIN_SCALES: usize = 64;
+/// Most entries of `gain_scopes` (there are two scopes, each named once).
+pub const MAX_GAIN_SCOPES: usize = 8;
+/// Most entries of `controllers` (there are three controllers, each named once).
+pub const MAX_CONTROLLERS: usize = 8;
+/// Largest |component| of `push_direction` (a direction: only its orientation counts).
+pub const MAX_DIRECTION_COMPONENT: f64 = 1e3;
+/// Largest `root_spring.stiffness_nm_per_rad`, N·m/rad.
+pub const MAX_SPRING_STIFFNESS_NM_PER_RAD: f64 = 1e6;
+/// Largest `root_spring.damping_nms_per_rad`, N·m·s/rad.
+pub const MAX_SPRING_DAMPING_NMS_PER_RAD: f64 = 1e6;
+/// Largest `root_spring.break_torque_nm`, N·m (ten times the plant's largest root torque
+/// limit: a spring that never breaks needs no more).
+pub const MAX_SPRING_BREAK_TORQUE_NM: f64 = 10.0 * MAX_TORQUE_LIMIT_NM;
+
 /// Whether the scenario file at `path` is a Dynamo scenario.
 pub fn is_dynamo_scenario(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+    // The one input reader: a FIFO or a device is not read (nor waited on) here either.
+    super::scenario::read_scenario_file(path)
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .is_some_and(|t| t.get("kind").and_then(|k| k.as_str()) == Some(KIND))
@@ -63,6 +82,7 @@ pub struct ReachSpec {
     /// The joint's name.
     pub joint: String,
     /// Its target rotation, axis × angle, rad, parent axes.
+    #[serde(deserialize_with = "sim_host::input::exact")]
     pub rotation_rad: [f64; 3],
     /// When the target is given, s.
     pub start_s: f64,
@@ -90,7 +110,7 @@ pub struct SpringSpec {
 pub struct DynamoScenario {
     /// Always `"dynamo_push"`.
     pub kind: String,
-    /// Name (the default output folder is `out/<name>`).
+    /// Name (the default output folder is named after the scenario file: `out/<file stem>`).
     pub name: String,
     /// The humanoid's URDF (relative to the scenario file).
     pub urdf: PathBuf,
@@ -100,22 +120,24 @@ pub struct DynamoScenario {
     pub push_at_s: f64,
     /// It lasts this long, s (> 0).
     pub push_duration_s: f64,
-    /// Its direction (normalised), world.
+    /// Its direction (normalised), world; each component within ±[`MAX_DIRECTION_COMPONENT`].
+    #[serde(deserialize_with = "sim_host::input::exact")]
     pub push_direction: [f64; 3],
     /// The body pushed.
     pub push_body: String,
-    /// The impulses, N·s, one run each (ascending, ≥ 0).
+    /// The impulses, N·s, one run each (ascending, ≥ 0; at most [`MAX_IMPULSES`]).
     pub impulses_ns: Vec<f64>,
     /// Judged this long after the push starts, s.
     pub after_push_s: f64,
     /// A torso tilt beyond this is a fall, rad.
     pub fall_tilt_rad: f64,
-    /// The controllers, in run order.
+    /// The controllers, in run order, each named once (at most [`MAX_CONTROLLERS`]).
     pub controllers: Vec<String>,
-    /// Gain scales of the sweep (0.05..=20).
+    /// Gain scales of the sweep (0.05..=20; at most [`MAX_GAIN_SCALES`]).
     pub gain_scales: Vec<f64>,
     /// Which joints the sweep scales, one sweep each: `"upper_body"` (the joints whose law
-    /// differs between the controllers) and/or `"all_joints"`.
+    /// differs between the controllers) and/or `"all_joints"`, each named once (at most
+    /// [`MAX_GAIN_SCOPES`]).
     pub gain_scopes: Vec<String>,
     /// The reach.
     pub reach: ReachSpec,
@@ -132,8 +154,7 @@ impl DynamoScenario {
             field,
             reason,
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| error("-".into(), format!("cannot read: {e}")))?;
+        let text = super::scenario::read_scenario_file(path)?;
         let de = toml::Deserializer::parse(&text)
             .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
         let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -173,6 +194,17 @@ impl DynamoScenario {
                 format!("{r}: must be within [50, 2000] Hz"),
             );
         }
+        // List lengths before anything walks a list (each entry is one or more plant runs).
+        for (field, len, max) in [
+            ("impulses_ns", self.impulses_ns.len(), MAX_IMPULSES),
+            ("controllers", self.controllers.len(), MAX_CONTROLLERS),
+            ("gain_scales", self.gain_scales.len(), MAX_GAIN_SCALES),
+            ("gain_scopes", self.gain_scopes.len(), MAX_GAIN_SCOPES),
+        ] {
+            if len > max {
+                return bad(field, super::scenario::too_many(len, max));
+            }
+        }
         let model =
             HumanoidModel::load(&self.urdf).map_err(|e| ("urdf".to_owned(), e.to_string()))?;
         if model.body_index(&self.push_body).is_none() {
@@ -188,6 +220,14 @@ impl DynamoScenario {
             );
         }
         let d = self.push_direction;
+        for (k, &v) in d.iter().enumerate() {
+            if !(v.is_finite() && v.abs() <= MAX_DIRECTION_COMPONENT) {
+                return bad(
+                    &format!("push_direction[{k}]"),
+                    format!("must be finite and within ±{MAX_DIRECTION_COMPONENT}, got {v:?}"),
+                );
+            }
+        }
         let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
         if !(n.is_finite() && n > 1e-9) {
             return bad("push_direction", "must be a non-zero finite vector".into());
@@ -305,6 +345,9 @@ impl DynamoScenario {
                     format!("unknown scope `{c}`: upper_body or all_joints"),
                 );
             }
+            if self.gain_scopes[..i].contains(c) {
+                return bad(&format!("gain_scopes[{i}]"), format!("`{c}` named twice"));
+            }
         }
         if self.controllers.is_empty() {
             return bad("controllers", "name at least one controller".into());
@@ -317,6 +360,9 @@ impl DynamoScenario {
                         "unknown controller `{c}`: parent_space, world_space or world_space_root_spring"
                     ),
                 );
+            }
+            if self.controllers[..i].contains(c) {
+                return bad(&format!("controllers[{i}]"), format!("`{c}` named twice"));
             }
         }
         self.root_spring.check()?;
@@ -355,11 +401,6 @@ impl DynamoScenario {
         scene
     }
 
-    /// `out/<name>`.
-    pub fn default_out_dir(&self) -> PathBuf {
-        PathBuf::from("out").join(&self.name)
-    }
-
     /// The controllers, in run order.
     pub fn laws(&self) -> Vec<DynamoLaw> {
         self.controllers
@@ -395,9 +436,10 @@ fn field_of_error(path: &str, reason: &str) -> String {
 
 impl SpringSpec {
     /// control-core's [`RootSpring::new`](control_core::dynamo::RootSpring::new) validation,
-    /// each refusal naming its sub-field (`root_spring.break_torque_nm`, …) and value; and the
+    /// each refusal naming its sub-field (`root_spring.break_torque_nm`, …) and value; the
     /// plant's bound on its root torque limit (`max_torque_nm` × 1.000001 ≤
-    /// [`MAX_TORQUE_LIMIT_NM`]).
+    /// [`MAX_TORQUE_LIMIT_NM`]); and the bounds [`MAX_SPRING_STIFFNESS_NM_PER_RAD`],
+    /// [`MAX_SPRING_DAMPING_NMS_PER_RAD`], [`MAX_SPRING_BREAK_TORQUE_NM`].
     fn check(self) -> Result<(), (String, String)> {
         let f = |name: &str| format!("root_spring.{name}");
         match control_core::dynamo::RootSpring::new(RootSpringConfig::from(self)) {
@@ -441,6 +483,30 @@ impl SpringSpec {
                     self.max_torque_nm
                 ),
             ));
+        }
+        for (name, v, max, unit) in [
+            (
+                "stiffness_nm_per_rad",
+                self.stiffness_nm_per_rad,
+                MAX_SPRING_STIFFNESS_NM_PER_RAD,
+                "N·m/rad",
+            ),
+            (
+                "damping_nms_per_rad",
+                self.damping_nms_per_rad,
+                MAX_SPRING_DAMPING_NMS_PER_RAD,
+                "N·m·s/rad",
+            ),
+            (
+                "break_torque_nm",
+                self.break_torque_nm,
+                MAX_SPRING_BREAK_TORQUE_NM,
+                "N·m",
+            ),
+        ] {
+            if v > max {
+                return Err((f(name), format!("must be at most {max} {unit}, got {v:?}")));
+            }
         }
         Ok(())
     }
@@ -830,7 +896,6 @@ pub fn run_scenario(
             Periods {
                 control_s: period,
                 state_s: period,
-                end_s: scenario.push_at_s + scenario.after_push_s,
             },
             stop,
         )?;
@@ -843,6 +908,9 @@ pub fn run_scenario(
     let mut latencies: Vec<(&'static str, LatencyHistogram)> = Vec::new();
     let mut cut: Option<(String, Cut)> = None;
     let mut gif: Option<Vec<PoseSample>> = None;
+    super::plan_runs(
+        laws.len() * (scenario.impulses_ns.len() + scopes.len() * scenario.gain_scales.len()),
+    );
     let mut csv = String::from(
         "controller,kind,impulse_ns,gain_scale,stood,fell_at_s,max_torso_tilt_rad,pose_error_rad,external_torque_nm_s,spring_broke_at_s,limited_joint_ticks\n",
     );
