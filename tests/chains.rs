@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use e2e::{
-    controller, hil_run, out_dir, report, run_against_fake_plant, signal_mid_run, workspace_root,
+    controller, hil_run, out_dir, report, run_against_fake_plant, scenario_copy, signal_mid_run,
+    workspace_root,
 };
 use serde_json::Value;
 
@@ -20,24 +21,6 @@ fn scenario(name: &str) -> String {
         .join(name)
         .to_string_lossy()
         .into_owned()
-}
-
-/// Write `source` with `edits` applied (each must change something) to `dir/name`, its URDF
-/// path made absolute (the scenario's own is relative to the scenarios folder).
-fn scenario_copy(dir: &Path, name: &str, source: &str, edits: &[(&str, &str)]) -> PathBuf {
-    let mut text = source.to_owned();
-    for (from, to) in edits {
-        assert!(text.contains(from), "{name}: `{from}` not in the scenario");
-        text = text.replacen(from, to, 1);
-    }
-    let models = workspace_root().join("models");
-    let text = text.replace(
-        "urdf = \"../models/",
-        &format!("urdf = \"{}/", models.to_string_lossy()),
-    );
-    let file = dir.join(name);
-    std::fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
-    file
 }
 
 /// `hil run` that must complete: exit 0, `"complete": true`; returns the output and the report.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use e2e::{hil, out_dir, workspace_root};
+use e2e::{hil, out_dir, scenario_copy, workspace_root};
 
 const ON_THE_BEAT: &str = include_str!("../scenarios/on_the_beat.toml");
 const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
@@ -74,21 +74,6 @@ fn refused(dir: &Path, scenario: &Path, needles: &[&str]) -> String {
         .collect();
     assert!(leftovers.is_empty(), "staging left behind: {leftovers:?}");
     err
-}
-
-/// `source` with `edits` applied (each must apply), its `../models/` paths made absolute, written
-/// to `<dir>/<name>`.
-fn scenario_copy(dir: &Path, name: &str, source: &str, edits: &[(&str, &str)]) -> PathBuf {
-    let mut text = source.to_owned();
-    for (from, to) in edits {
-        assert!(text.contains(from), "{name}: `{from}` not in the scenario");
-        text = text.replacen(from, to, 1);
-    }
-    let models = workspace_root().join("models");
-    let text = text.replace("\"../models/", &format!("\"{}/", models.display()));
-    let file = dir.join(name);
-    std::fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
-    file
 }
 
 /// A model file with `from` replaced by `to`, written to `<dir>/<name>`.

@@ -202,3 +202,19 @@ pub fn run_against_fake_plant(
         .unwrap_or_else(|e| panic!("cannot run hil: {e}"));
     (output, std::fs::read_to_string(&log).unwrap_or_default())
 }
+
+/// Write `source` with `edits` applied (each must change something) to `dir/name`, its
+/// `"../models/…"` paths made absolute (a shipped scenario's are relative to the scenarios
+/// folder); returns the file's path.
+pub fn scenario_copy(dir: &Path, name: &str, source: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let mut text = source.to_owned();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{name}: `{from}` not in the scenario");
+        text = text.replacen(from, to, 1);
+    }
+    let models = workspace_root().join("models");
+    let text = text.replace("\"../models/", &format!("\"{}/", models.display()));
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
+    file
+}

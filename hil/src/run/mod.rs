@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// Lockstep (deterministic, simulated time) or real time (wall clock, SCHED_FIFO thread).
     #[arg(long, default_value = "lockstep", value_parser = parse_mode)]
     pub mode: Mode,
-    /// Output folder (default: out/<scenario file stem>/, out/ball_blocking/ for the built-in
+    /// Output folder (default: `out/<scenario file stem>/`, `out/ball_blocking/` for the built-in
     /// scenario). A run owns it: it is locked for the run and replaced as a whole at its end.
     #[arg(long)]
     pub out: Option<PathBuf>,
