@@ -71,8 +71,8 @@ use sim_host::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_K
 pub struct ModelLoadError {
     /// The URDF file.
     pub file: PathBuf,
-    /// The element refused, as the file names it: `<robot>`, "joint `elbow`", "joint `elbow`
-    /// <origin xyz>", "link `hand` <inertial><mass value>".
+    /// The element refused, as the file names it: `<robot>`, ``joint `elbow` ``,
+    /// ``joint `elbow` <origin xyz>``, ``link `hand` <inertial><mass value>``.
     pub element: String,
     /// Why.
     pub reason: Refusal,
