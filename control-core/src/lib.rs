@@ -12,6 +12,8 @@
 //! - [`servo_fixed`]: the arrival servo's torque law in fixed point (the firmware profile), with
 //!   its gains re-solved at a lower rate.
 //! - [`closed_form`]: the closed-form critically damped motion the promises are checked against.
+//! - [`arm`]: the ball-blocking arm's controller (target sequencing, gravity feed-forward, one
+//!   of five servos), the same on the host and in firmware.
 //! - [`model`]: mass properties shared by the plant and the controller.
 //! - [`articulated`]: a fixed-capacity serial chain: kinematics, dynamics, per-joint arrival gains.
 //! - [`beat`]: the timing-and-tension controllers of "On the Beat!" for such a chain (gains from
@@ -35,6 +37,7 @@
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
 
+pub mod arm;
 pub mod articulated;
 pub mod beat;
 pub mod closed_form;

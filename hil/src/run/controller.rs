@@ -7,17 +7,13 @@
 //! [`ArmController::tick`] runs on the control thread in real-time mode: it never allocates,
 //! blocks or panics (everything it needs is built before the run starts).
 
+use control_core::arm::{ArmController as CoreArm, ArmServoKind, ArmSetup, ArmTarget};
 use control_core::frames::StateFrame;
 use control_core::gains::{ArrivalProblem, CriticalGains, GainLimit, solve_arrival_gains};
-use control_core::model::ArmModel;
-use control_core::servo::{
-    ArrivalPlan, ArrivalServo, ConfigError, FixedGainServo, JointServo, JointState, ServoConfig,
-    ServoOutput, ServoStatus, StaticTimingServo,
-};
-use control_core::servo_f32::ArrivalServoF32;
-use control_core::servo_fixed::{ArrivalServoFixed, DEFAULT_GAIN_DECIMATION};
+use control_core::servo::{ArrivalPlan, ConfigError, JointState, ServoOutput};
+use control_core::servo_fixed::DEFAULT_GAIN_DECIMATION;
 
-use super::scenario::{Scenario, Target};
+use super::scenario::Scenario;
 use super::session::{LoopCommand, LoopController, LoopState};
 
 /// Which controller drives the arm.
@@ -154,204 +150,102 @@ impl LoopController for ArmController {
     }
 }
 
-/// The three servos behind one type, without boxing.
-#[derive(Debug, Clone, Copy)]
-enum Servo {
-    Analytic(ArrivalServo),
-    Fixed(FixedGainServo),
-    Static(StaticTimingServo),
-    F32(ArrivalServoF32),
-    FixedPoint(ArrivalServoFixed),
-}
-
-impl Servo {
-    fn as_dyn(&mut self) -> &mut dyn JointServo {
-        match self {
-            Self::Analytic(s) => s,
-            Self::Fixed(s) => s,
-            Self::Static(s) => s,
-            Self::F32(s) => s,
-            Self::FixedPoint(s) => s,
-        }
-    }
-
-    fn as_ref(&self) -> &dyn JointServo {
-        match self {
-            Self::Analytic(s) => s,
-            Self::Fixed(s) => s,
-            Self::Static(s) => s,
-            Self::F32(s) => s,
-            Self::FixedPoint(s) => s,
-        }
-    }
-}
-
-/// The arm's controller for one run.
+/// The arm's controller for one run: control-core's [`CoreArm`] and the scenario's targets.
 #[derive(Debug, Clone)]
 pub struct ArmController {
-    servo: Servo,
-    model: ArmModel,
-    targets: Vec<Target>,
-    tolerance_rad: f64,
-    /// Index of the target being planned for; `None` before the first tick.
-    current: Option<usize>,
-    half_period_s: f64,
-    gain_limit: GainLimit,
+    core: CoreArm,
+    targets: Vec<ArmTarget>,
 }
 
 impl ArmController {
-    /// Build the controller `kind` for `scenario` (the fixed gains are tuned here, once).
+    /// The setup of controller `kind` for `scenario` (the fixed gains are tuned here, once).
     /// `state_period_s` is the period at which fresh plant states reach the controller: its
     /// gains are clamped to what a loop sampled at that period integrates stably (ticking faster
     /// than states arrive only repeats the same torque).
+    pub fn setup(
+        kind: ControllerKind,
+        scenario: &Scenario,
+        state_period_s: f64,
+    ) -> Result<ArmSetup, String> {
+        let c = &scenario.controllers;
+        let err = |e: ConfigError| e.to_string();
+        let (kind, tolerance_rad) = match kind {
+            ControllerKind::Analytic => (ArmServoKind::Analytic, c.analytic.tolerance_rad),
+            ControllerKind::FixedGain => (
+                ArmServoKind::FixedGain(
+                    tuned_fixed_gains(scenario, c.fixed_gain.tolerance_rad).map_err(err)?,
+                ),
+                c.fixed_gain.tolerance_rad,
+            ),
+            ControllerKind::StaticTiming => (
+                ArmServoKind::StaticTiming {
+                    time_constants: c.static_timing.time_constants,
+                },
+                0.0,
+            ),
+            ControllerKind::AnalyticF32Micromath => {
+                (ArmServoKind::AnalyticF32, c.analytic.tolerance_rad)
+            }
+            ControllerKind::AnalyticFixed => (
+                ArmServoKind::AnalyticFixed {
+                    gain_decimation: c.fixed_gain_decimation.unwrap_or(DEFAULT_GAIN_DECIMATION),
+                },
+                c.analytic.tolerance_rad,
+            ),
+        };
+        Ok(ArmSetup {
+            kind,
+            model: scenario.arm_model(),
+            state_period_s,
+            control_period_s: scenario.control_period_s(),
+            torque_limit_nm: scenario.arm.torque_limit_nm,
+            stability_margin: c.stability_margin,
+            tolerance_rad,
+        })
+    }
+
+    /// Build the controller `kind` for `scenario` ([`Self::setup`]).
     pub fn new(
         kind: ControllerKind,
         scenario: &Scenario,
         state_period_s: f64,
     ) -> Result<Self, String> {
-        let model = scenario.arm_model();
-        let config = ServoConfig {
-            inertia_kgm2: model.inertia_about_hinge_kgm2(),
-            period_s: state_period_s,
-            torque_limit_nm: scenario.arm.torque_limit_nm,
-            stability_margin: scenario.controllers.stability_margin,
-            ..ServoConfig::default()
-        };
-        let gain_limit = GainLimit::new(
-            config.inertia_kgm2,
-            config.period_s,
-            config.integrator,
-            config.stability_margin,
-        )
-        .map_err(|e| ConfigError::Gain(e).to_string())?;
-        let c = &scenario.controllers;
-        let err = |e: ConfigError| e.to_string();
-        let (servo, tolerance_rad) = match kind {
-            ControllerKind::Analytic => (
-                Servo::Analytic(ArrivalServo::new(config).map_err(err)?),
-                c.analytic.tolerance_rad,
-            ),
-            ControllerKind::FixedGain => (
-                Servo::Fixed(
-                    FixedGainServo::new(
-                        config,
-                        tuned_fixed_gains(scenario, c.fixed_gain.tolerance_rad).map_err(err)?,
-                    )
-                    .map_err(err)?,
-                ),
-                c.fixed_gain.tolerance_rad,
-            ),
-            ControllerKind::StaticTiming => (
-                Servo::Static(
-                    StaticTimingServo::new(config, c.static_timing.time_constants).map_err(err)?,
-                ),
-                0.0,
-            ),
-            ControllerKind::AnalyticF32Micromath => (
-                Servo::F32(ArrivalServoF32::new(config).map_err(err)?),
-                c.analytic.tolerance_rad,
-            ),
-            ControllerKind::AnalyticFixed => (
-                Servo::FixedPoint(
-                    ArrivalServoFixed::new(
-                        config,
-                        c.fixed_gain_decimation.unwrap_or(DEFAULT_GAIN_DECIMATION),
-                    )
-                    .map_err(|e| e.to_string())?,
-                ),
-                c.analytic.tolerance_rad,
-            ),
-        };
+        let setup = Self::setup(kind, scenario, state_period_s)?;
         Ok(Self {
-            servo,
-            model,
-            targets: scenario.targets.clone(),
-            tolerance_rad,
-            current: None,
-            half_period_s: 0.5 * scenario.control_period_s(),
-            gain_limit,
+            core: CoreArm::new(&setup).map_err(|e| e.to_string())?,
+            targets: scenario.arm_targets(),
         })
     }
 
     /// One control tick on `state`. Never allocates, blocks or panics.
     pub fn tick(&mut self, state: ArmState) -> ArmCommand {
-        let now = state.sim_time_s;
-        self.advance_plan(now, state.joint.position_rad);
-        // Gravity compensation from the model (weights and knocks are not in the model).
-        let feedforward = -self.model.gravity_torque_nm(state.joint.position_rad);
-        let out = self.servo.as_dyn().tick(now, state.joint, feedforward);
-        self.command(state, out, false)
+        let out = self.core.tick(&self.targets, state.sim_time_s, state.joint);
+        command(state, out, false)
     }
 
     /// The safe state's output (damping only, torque-limited) for the newest state known.
     pub fn safe(&self, state: ArmState) -> ArmCommand {
-        let torque = self.servo.as_ref().safe_torque(state.joint);
-        let output = ServoOutput {
-            torque_nm: torque,
-            requested_torque_nm: torque,
-            stiffness_nm_per_rad: 0.0,
-            damping_nms_per_rad: 0.0,
-            status: ServoStatus::Holding,
-            torque_limited: false,
-        };
-        self.command(state, output, true)
+        command(state, self.core.safe(state.joint), true)
     }
 
     /// The gains the servo may use at most: the stable limit of the loop sampled at the state
     /// period, times the scenario's margin.
     pub fn gain_limit(&self) -> GainLimit {
-        self.gain_limit
+        self.core.gain_limit()
     }
+}
 
-    /// Switch to the next target once the current one's instant has come (the arm still moves).
-    fn advance_plan(&mut self, now: f64, angle_rad: f64) {
-        let next = match self.current {
-            None => 0,
-            Some(i) if i + 1 < self.targets.len() => match self.targets.get(i) {
-                Some(t) if now > t.time_s - self.half_period_s => i + 1,
-                _ => return,
-            },
-            Some(_) => return,
-        };
-        let Some(target) = self.targets.get(next).copied() else {
-            return;
-        };
-        let set = match &mut self.servo {
-            // The analytic servo re-aims its setpoint every tick from the measured position.
-            Servo::Analytic(s) => {
-                s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
-            }
-            Servo::F32(s) => s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s),
-            Servo::FixedPoint(s) => {
-                s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
-            }
-            other => other.as_dyn().set_plan(
-                ArrivalPlan::approach(
-                    target.angle_rad,
-                    self.tolerance_rad,
-                    angle_rad,
-                    target.time_s,
-                ),
-                now,
-            ),
-        };
-        // A plan from a checked scenario is always finite; if not, keep the previous one.
-        if set.is_ok() {
-            self.current = Some(next);
-        }
-    }
-
-    fn command(&self, state: ArmState, output: ServoOutput, safe: bool) -> ArmCommand {
-        ArmCommand {
-            step: state.step,
-            torque_nm: output.torque_nm,
+/// The command and record of a tick that answered `state` with `output`.
+pub fn command(state: ArmState, output: ServoOutput, safe: bool) -> ArmCommand {
+    ArmCommand {
+        step: state.step,
+        torque_nm: output.torque_nm,
+        safe,
+        record: TickRecord {
+            state,
+            output,
             safe,
-            record: TickRecord {
-                state,
-                output,
-                safe,
-            },
-        }
+        },
     }
 }
 

@@ -455,6 +455,17 @@ impl Scenario {
         self.arm.model()
     }
 
+    /// The targets as the arm's controller takes them.
+    pub fn arm_targets(&self) -> Vec<control_core::arm::ArmTarget> {
+        self.targets
+            .iter()
+            .map(|t| control_core::arm::ArmTarget {
+                time_s: t.time_s,
+                angle_rad: t.angle_rad,
+            })
+            .collect()
+    }
+
     /// The fully explicit scene the plant builds: balls aimed at the targets, weights drawn
     /// from the seed.
     pub fn scene(&self) -> Scene {
