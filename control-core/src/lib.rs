@@ -26,6 +26,7 @@
 //!   (parent, world or person-space targets, arrival gains about the error axis, the composite
 //!   inertia a joint moves) and its breakable root spring.
 //! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
+//! - [`compact`]: compact frames sized to what they carry, for a microcontroller's link.
 //!
 //! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
 //! frames, math and controllers.
@@ -41,6 +42,7 @@ pub mod arm;
 pub mod articulated;
 pub mod beat;
 pub mod closed_form;
+pub mod compact;
 pub mod dynamo;
 pub mod frames;
 pub mod gains;
