@@ -85,6 +85,19 @@ pub enum ArmSetupError {
     Invalid(&'static str),
 }
 
+impl ArmSetupError {
+    /// The error's kind as a number, for a mailbox (1 servo, 2 fixed point, 3 f32 unavailable,
+    /// 4 invalid).
+    pub fn code(&self) -> u32 {
+        match self {
+            Self::Servo(_) => 1,
+            Self::Fixed(_) => 2,
+            Self::F32Unavailable => 3,
+            Self::Invalid(_) => 4,
+        }
+    }
+}
+
 impl fmt::Display for ArmSetupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -42,8 +42,18 @@ const STATE_JOINT_LEN: usize = 16;
 const COMMAND_JOINT_LEN: usize = 44;
 /// Fixed part of an arm setup's body.
 const SETUP_FIXED_LEN: usize = 8 + 13 * 8;
-/// Largest compact frame: a setup with [`MAX_TARGETS`] targets.
-pub const MAX_FRAME_LEN: usize = HEADER_LEN + SETUP_FIXED_LEN + MAX_TARGETS * 16 + CRC_LEN;
+/// Largest compact frame of any kind: a command for [`MAX_JOINTS`] joints.
+pub const MAX_FRAME_LEN: usize = max(
+    frame_len(Kind::Command, MAX_JOINTS),
+    max(
+        frame_len(Kind::State, MAX_JOINTS),
+        frame_len(Kind::ArmSetup, MAX_TARGETS),
+    ),
+);
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b { a } else { b }
+}
 
 /// What a compact frame carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +90,44 @@ pub enum CompactError {
     Code(u16),
     /// The buffer to encode into is too short.
     BufferTooShort,
+}
+
+impl CompactError {
+    /// The error as one word (the kind in the high half, its value in the low), for a mailbox.
+    pub fn code(&self) -> u32 {
+        let (kind, value) = match *self {
+            Self::Short => (1, 0),
+            Self::Magic => (2, 0),
+            Self::Version(v) => (3, u16::from(v)),
+            Self::Kind(k) => (4, u16::from(k)),
+            Self::Length => (5, 0),
+            Self::Count(n) => (6, u16::from(n)),
+            Self::Checksum => (7, 0),
+            Self::NonFinite(at) => (8, at),
+            Self::Code(at) => (9, at),
+            Self::BufferTooShort => (10, 0),
+        };
+        (kind << 16) | u32::from(value)
+    }
+
+    /// The error [`Self::code`] gave `code`.
+    pub fn from_code(code: u32) -> Option<Self> {
+        let value = (code & 0xFFFF) as u16;
+        let byte = u8::try_from(value).ok();
+        Some(match code >> 16 {
+            1 => Self::Short,
+            2 => Self::Magic,
+            3 => Self::Version(byte?),
+            4 => Self::Kind(byte?),
+            5 => Self::Length,
+            6 => Self::Count(byte?),
+            7 => Self::Checksum,
+            8 => Self::NonFinite(value),
+            9 => Self::Code(value),
+            10 => Self::BufferTooShort,
+            _ => return None,
+        })
+    }
 }
 
 impl core::fmt::Display for CompactError {
@@ -275,11 +323,16 @@ fn seal(
     Ok(len)
 }
 
+/// Flag of a [`CompactState`]: answer with the safe state's output for it, not a tick.
+pub const STATE_SAFE: u8 = 1;
+
 /// A plant state for the controller.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CompactState {
     /// Sequence number of the frame.
     pub sequence: u32,
+    /// Whether the controller is asked for its safe state's output rather than a tick.
+    pub safe: bool,
     /// Plant step of the state.
     pub step: u32,
     /// Simulated time of the state, s.
@@ -295,7 +348,7 @@ impl CompactState {
             kind: Kind::State,
             sequence: self.sequence,
             count: u8::try_from(self.joints.len()).unwrap_or(u8::MAX),
-            flags: 0,
+            flags: if self.safe { STATE_SAFE } else { 0 },
         };
         seal(buf, header, |w| {
             w.u32(self.step);
@@ -325,8 +378,12 @@ impl CompactState {
                 })
                 .map_err(|_| CompactError::Count(header.count))?;
         }
+        if header.flags & !STATE_SAFE != 0 {
+            return Err(CompactError::Code(11));
+        }
         Ok(Self {
             sequence: header.sequence,
+            safe: header.flags & STATE_SAFE != 0,
             step,
             sim_time_s,
             joints,
@@ -673,6 +730,7 @@ mod tests {
     fn state(n: usize) -> CompactState {
         let mut s = CompactState {
             sequence: 7,
+            safe: false,
             step: 100,
             sim_time_s: 0.5,
             joints: heapless::Vec::new(),
@@ -731,6 +789,25 @@ mod tests {
     }
 
     #[test]
+    fn error_codes_round_trip() {
+        for e in [
+            CompactError::Short,
+            CompactError::Magic,
+            CompactError::Version(9),
+            CompactError::Kind(7),
+            CompactError::Length,
+            CompactError::Count(200),
+            CompactError::Checksum,
+            CompactError::NonFinite(40),
+            CompactError::Code(11),
+            CompactError::BufferTooShort,
+        ] {
+            assert_eq!(CompactError::from_code(e.code()), Some(e));
+        }
+        assert_eq!(CompactError::from_code(0), None);
+    }
+
+    #[test]
     fn encoding_into_a_short_buffer_is_an_error() {
         let mut buf = [0u8; 43];
         assert_eq!(state(1).encode(&mut buf), Err(CompactError::BufferTooShort));
@@ -764,7 +841,7 @@ mod tests {
                     torque_limited: limited,
                 });
             }
-            let mut buf = [0u8; MAX_FRAME_LEN + 2048];
+            let mut buf = [0u8; MAX_FRAME_LEN];
             let n = c.encode(&mut buf).expect("fits");
             prop_assert_eq!(n, frame_len(Kind::Command, c.outputs.len()));
             let back = CompactCommand::decode(&buf[..n]).expect("decodes");

@@ -26,7 +26,8 @@
 //!   (parent, world or person-space targets, arrival gains about the error axis, the composite
 //!   inertia a joint moves) and its breakable root spring.
 //! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
-//! - [`compact`]: compact frames sized to what they carry, for a microcontroller's link.
+//! - [`compact`]: compact frames sized to what they carry, for a microcontroller's link, and
+//!   [`mailbox`]: the shared-memory mailbox layout between a host and firmware.
 //!
 //! Scenario vocabulary (balls, the paper's experiments) lives in `hil`, not here: this crate keeps
 //! frames, math and controllers.
@@ -49,6 +50,7 @@ pub mod gains;
 #[cfg(feature = "micromath")]
 pub mod gains_f32;
 pub mod lambert_w;
+pub mod mailbox;
 pub mod model;
 pub mod reach;
 pub mod servo;

@@ -61,6 +61,9 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
         let t0 = Instant::now();
         let cmd = session.controller.tick(state);
         let compute = t0.elapsed();
+        if let Some(reason) = session.controller.lost() {
+            return Some(Cut::PlantLost { reason });
+        }
         session.recorder.tick(&cmd, Some(compute));
         session.sequence += 1;
         let frame = super::session::torque_frame(session.sequence, &cmd);

@@ -23,6 +23,7 @@ pub mod biped;
 pub mod chain;
 pub mod controller;
 pub mod dynamo;
+pub mod firmware;
 pub mod lockstep;
 pub mod output;
 pub mod plant;
@@ -95,6 +96,11 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Where the controller runs: `host` (this process) or `firmware` (the ball-blocking arm's
+    /// controller as Cortex-M4F firmware under QEMU, `mps2-an386`; lockstep only; needs
+    /// `qemu-system-arm` and the `thumbv7em-none-eabihf` Rust target).
+    #[arg(long, value_enum, default_value_t = firmware::ControllerIn::Host)]
+    pub controller_in: firmware::ControllerIn,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -151,6 +157,25 @@ pub fn run(args: &RunArgs) -> ExitCode {
             && let Err(allowed) = cpu_available(cpu)
         {
             eprintln!("hil: {flag} {cpu}: not a CPU this process may run on (allowed: {allowed})");
+            return ExitCode::from(2);
+        }
+    }
+    if args.controller_in == firmware::ControllerIn::Firmware {
+        if args.mode != Mode::Lockstep {
+            eprintln!(
+                "hil: --controller-in firmware runs in lockstep only (QEMU's emulated MCU is not a real-time peer here)"
+            );
+            return ExitCode::from(2);
+        }
+        if let Some(path) = args.scenario.as_deref()
+            && (dynamo::is_dynamo_scenario(path)
+                || biped::is_walk_scenario(path)
+                || chain::is_chain_scenario(path))
+        {
+            eprintln!(
+                "hil: {}: --controller-in firmware runs the ball-blocking arm's controller only",
+                path.display()
+            );
             return ExitCode::from(2);
         }
     }
@@ -223,12 +248,22 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let image = match args.controller_in {
+        firmware::ControllerIn::Host => None,
+        firmware::ControllerIn::Firmware => match firmware::image(args.quiet) {
+            Ok(image) => Some(image),
+            Err(e) => {
+                eprintln!("hil: {e}");
+                return ExitCode::from(1);
+            }
+        },
+    };
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| output::default_out_dir(args.scenario.as_deref()));
     staged(&out, &stop, |staging| {
-        let report = run_scenario(args, &scenario, &file, staging, &stop)?;
+        let report = run_scenario(args, &scenario, &file, staging, &stop, image.as_deref())?;
         Ok(Finished {
             summary: report::summary_table(&report),
             incomplete_reason: report.incomplete_reason,
@@ -378,6 +413,7 @@ fn run_scenario(
     file: &str,
     staging: &Path,
     stop: &StopFlag,
+    firmware_image: Option<&Path>,
 ) -> Result<Report, Box<dyn std::error::Error>> {
     let scene_file = staging.join("scene.json");
     std::fs::write(
@@ -408,6 +444,7 @@ fn run_scenario(
             &scene_file,
             csv.take(),
             stop,
+            firmware_image,
         )?;
         csv = next_csv;
         if !printed_warnings {
@@ -441,6 +478,7 @@ fn run_one(
     scene_file: &Path,
     csv: Option<TrajectoryCsv>,
     stop: &StopFlag,
+    firmware_image: Option<&Path>,
 ) -> Result<OneRun, Box<dyn std::error::Error>> {
     let state_period = state_period_s(scenario);
     let controller = ArmController::new(kind, scenario, state_period)
@@ -451,15 +489,36 @@ fn run_one(
         control_s: scenario.control_period_s(),
         state_s: state_period,
     };
-    let ((mut run, csv), cut) = run_session(
-        args,
-        controller,
-        recorder,
-        kind.name(),
-        (plant_exe, scene_file),
-        periods,
-        stop,
-    )?;
+    let session = (plant_exe, scene_file);
+    let ((mut run, csv), cut) = match firmware_image {
+        None => run_session(
+            args,
+            controller,
+            recorder,
+            kind.name(),
+            session,
+            periods,
+            stop,
+        )?,
+        Some(image) => {
+            let setup = ArmController::setup(kind, scenario, state_period)?;
+            let mcu =
+                firmware::FirmwareArm::start(image, controller, setup, &scenario.arm_targets())
+                    .map_err(|e| format!("controller {} in firmware: {e}", kind.name()))?;
+            let (finished, cut) = run_session(
+                args,
+                mcu.clone(),
+                recorder,
+                kind.name(),
+                session,
+                periods,
+                stop,
+            )?;
+            let ((mut run, csv), cut) = (finished, cut);
+            run.firmware = mcu.report();
+            ((run, csv), cut)
+        }
+    };
     if let Some(Cut::PlantLost { reason }) = &cut {
         run.faults.plant_lost_reason = Some(reason.clone());
     }

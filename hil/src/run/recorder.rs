@@ -16,10 +16,10 @@ use control_core::frames::{Event, StateFrame};
 use control_core::servo::ServoStatus;
 use hdrhistogram::Histogram;
 
-use super::controller::{ArmCommand, ArmController, ArmState, TickRecord};
+use super::controller::{ArmCommand, ArmState, TickRecord};
 use super::report::{BallOutcome, ControllerRun, Faults, Percentiles, Timing};
 use super::scenario::Target;
-use super::session::LoopRecorder;
+use super::session::{LoopController, LoopRecorder};
 
 /// Most points of one controller's trajectory kept for the angle plot.
 pub const MAX_PLOT_POINTS: usize = 4096;
@@ -499,12 +499,13 @@ impl Recorder {
             } else {
                 self.wake
             },
+            firmware: None,
         };
         (run, self.csv)
     }
 }
 
-impl LoopRecorder<ArmController> for Recorder {
+impl<C: LoopController<State = ArmState, Command = ArmCommand>> LoopRecorder<C> for Recorder {
     type Finished = (ControllerRun, Option<TrajectoryCsv>);
 
     fn state(&mut self, frame: &StateFrame) -> Option<ArmState> {

@@ -61,6 +61,8 @@ pub struct ControllerRun {
     pub trajectory: Vec<(f64, f64)>,
     /// Wake-up latencies (real time) or round trips (lockstep), for the latency plot.
     pub latency: LatencyHistogram,
+    /// The controller ran as firmware: what it answered and cost.
+    pub firmware: Option<super::firmware::FirmwareReport>,
 }
 
 /// The safe state, as sent and as the plant acknowledged it.
@@ -247,6 +249,10 @@ pub struct ControllerOutcome {
     pub plant_step_us: Option<Percentiles>,
     /// Wall-clock seconds the run took.
     pub wall_s: f64,
+    /// With `--controller-in firmware`: the firmware's answers, their agreement with the host
+    /// controller and their cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<super::firmware::FirmwareReport>,
 }
 
 impl ControllerRun {
@@ -277,6 +283,7 @@ impl ControllerRun {
             faults: self.faults.clone(),
             plant_step_us: self.plant_step_us,
             wall_s: self.wall_s,
+            firmware: self.firmware.clone(),
         }
     }
 }

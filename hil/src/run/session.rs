@@ -151,6 +151,11 @@ pub trait LoopController: Clone + Send + 'static {
     fn tick(&mut self, state: Self::State) -> Self::Command;
     /// The safe state's output (damping only, torque-limited) for the newest state known.
     fn safe(&self, state: Self::State) -> Self::Command;
+    /// Why the controller itself is lost (a controller running elsewhere, e.g. in emulated
+    /// firmware, that died, hung or faulted): the drivers then end the run as for a lost plant.
+    fn lost(&self) -> Option<String> {
+        None
+    }
     /// Whether a state from the plant fits this controller (e.g. as many joints as its model);
     /// if not, why. A plant whose states do not fit is as good as lost: the drivers end the run.
     fn accepts(&self, _state: &Self::State) -> Result<(), String> {
