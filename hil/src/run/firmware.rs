@@ -175,7 +175,22 @@ impl Mcu {
                 std::io::Error::last_os_error()
             )));
         }
-        let child = Command::new("qemu-system-arm")
+        let mut cmd = Command::new("qemu-system-arm");
+        // SAFETY: prctl(PR_SET_PDEATHSIG) and setpgid are async-signal-safe and touch no memory
+        // of the parent; they run in the forked child before exec. QEMU dies with hil, and a
+        // Ctrl-C at the terminal reaches hil only (which then ends QEMU itself).
+        unsafe {
+            use std::os::unix::process::CommandExt as _;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                    || libc::setpgid(0, 0) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
             .arg("-machine")
             .arg(format!("{MACHINE},memory-backend=mps.ram"))
             .arg("-object")
@@ -299,7 +314,7 @@ impl Mcu {
                 std::hint::spin_loop();
                 continue;
             }
-            if polls % 64 == 0 {
+            if polls.is_multiple_of(64) {
                 if let Some(lost) = self.check_alive() {
                     return Err(lost);
                 }

@@ -440,8 +440,7 @@ fn run_scenario(
             args,
             scenario,
             kind,
-            (&plant.0, &plant.1),
-            &scene_file,
+            ((&plant.0, &plant.1), &scene_file),
             csv.take(),
             stop,
             firmware_image,
@@ -474,8 +473,7 @@ fn run_one(
     args: &RunArgs,
     scenario: &Scenario,
     kind: ControllerKind,
-    plant_exe: (&Path, &[&str]),
-    scene_file: &Path,
+    session: ((&Path, &[&str]), &Path),
     csv: Option<TrajectoryCsv>,
     stop: &StopFlag,
     firmware_image: Option<&Path>,
@@ -489,7 +487,6 @@ fn run_one(
         control_s: scenario.control_period_s(),
         state_s: state_period,
     };
-    let session = (plant_exe, scene_file);
     let ((mut run, csv), cut) = match firmware_image {
         None => run_session(
             args,
