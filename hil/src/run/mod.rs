@@ -97,8 +97,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Where the controller runs: `host` (this process) or `firmware` (the ball-blocking arm's
-    /// controller as Cortex-M4F firmware under QEMU, `mps2-an386`; lockstep only; needs
-    /// `qemu-system-arm` and the `thumbv7em-none-eabihf` Rust target).
+    /// controller as Cortex-M4F firmware under QEMU, `mps2-an386`; needs `qemu-system-arm` and
+    /// the `thumbv7em-none-eabihf` Rust target). The firmware is lost when it does not answer a
+    /// state within `--watchdog-ms`.
     #[arg(long, value_enum, default_value_t = firmware::ControllerIn::Host)]
     pub controller_in: firmware::ControllerIn,
 }
@@ -161,12 +162,6 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     }
     if args.controller_in == firmware::ControllerIn::Firmware {
-        if args.mode != Mode::Lockstep {
-            eprintln!(
-                "hil: --controller-in firmware runs in lockstep only (QEMU's emulated MCU is not a real-time peer here)"
-            );
-            return ExitCode::from(2);
-        }
         if let Some(path) = args.scenario.as_deref()
             && (dynamo::is_dynamo_scenario(path)
                 || biped::is_walk_scenario(path)
@@ -499,9 +494,14 @@ fn run_one(
         )?,
         Some(image) => {
             let setup = ArmController::setup(kind, scenario, state_period)?;
-            let mcu =
-                firmware::FirmwareArm::start(image, controller, setup, &scenario.arm_targets())
-                    .map_err(|e| format!("controller {} in firmware: {e}", kind.name()))?;
+            let mcu = firmware::FirmwareArm::start(
+                image,
+                controller,
+                setup,
+                &scenario.arm_targets(),
+                Duration::from_millis(args.watchdog_ms),
+            )
+            .map_err(|e| format!("controller {} in firmware: {e}", kind.name()))?;
             let (finished, cut) = run_session(
                 args,
                 mcu.clone(),

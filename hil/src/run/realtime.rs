@@ -326,6 +326,11 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
                 Admitted::Refused => continue,
                 Admitted::Cut(cut) => break Some(cut),
             };
+            // A controller running elsewhere (firmware under QEMU) that is gone ends the run as
+            // a lost plant does (the clone shares its state with the control thread's).
+            if let Some(reason) = checker.lost() {
+                break Some(Cut::PlantLost { reason });
+            }
             deadline = received + window;
             // Our sequence numbers stay far below 2^32 in any run.
             let applied = u64::from(frame.applied_torque_sequence);
