@@ -161,18 +161,17 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if args.controller_in == firmware::ControllerIn::Firmware {
-        if let Some(path) = args.scenario.as_deref()
-            && (dynamo::is_dynamo_scenario(path)
-                || biped::is_walk_scenario(path)
-                || chain::is_chain_scenario(path))
-        {
-            eprintln!(
-                "hil: {}: --controller-in firmware runs the ball-blocking arm's controller only",
-                path.display()
-            );
-            return ExitCode::from(2);
-        }
+    if args.controller_in == firmware::ControllerIn::Firmware
+        && let Some(path) = args.scenario.as_deref()
+        && (dynamo::is_dynamo_scenario(path)
+            || biped::is_walk_scenario(path)
+            || chain::is_chain_scenario(path))
+    {
+        eprintln!(
+            "hil: {}: --controller-in firmware runs the ball-blocking arm's controller only",
+            path.display()
+        );
+        return ExitCode::from(2);
     }
     if let Some(path) = args.scenario.as_deref() {
         if dynamo::is_dynamo_scenario(path) {
