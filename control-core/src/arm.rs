@@ -6,6 +6,12 @@
 //!
 //! The targets are the caller's (a slice passed to every tick), so the controller's size does not
 //! depend on how many there are. It never allocates, blocks or panics.
+//!
+//! With the feature `arm-f32-only` (which implies `micromath`) only the f32 servo is built in:
+//! a firmware for a small part then links no f64 Lambert W tables; the other kinds are refused
+//! with [`ArmSetupError::Unavailable`].
+// The f32-only build leaves the other servos' imports and the plan's inputs unused.
+#![cfg_attr(feature = "arm-f32-only", allow(unused_imports, unused_variables))]
 
 use core::fmt;
 
@@ -79,20 +85,21 @@ pub enum ArmSetupError {
     Servo(ConfigError),
     /// The fixed-point servo's configuration.
     Fixed(FixedConfigError),
-    /// The f32 servo was asked for in a build without the `micromath` feature.
-    F32Unavailable,
+    /// The servo is not in this build: the f32 servo without the `micromath` feature, or any
+    /// other with `arm-f32-only`.
+    Unavailable,
     /// The control period or the tolerance is not finite (the period: and positive).
     Invalid(&'static str),
 }
 
 impl ArmSetupError {
-    /// The error's kind as a number, for a mailbox (1 servo, 2 fixed point, 3 f32 unavailable,
-    /// 4 invalid).
+    /// The error's kind as a number, for a mailbox (1 servo, 2 fixed point, 3 unavailable in
+    /// this build, 4 invalid).
     pub fn code(&self) -> u32 {
         match self {
             Self::Servo(_) => 1,
             Self::Fixed(_) => 2,
-            Self::F32Unavailable => 3,
+            Self::Unavailable => 3,
             Self::Invalid(_) => 4,
         }
     }
@@ -103,44 +110,59 @@ impl fmt::Display for ArmSetupError {
         match self {
             Self::Servo(e) => write!(f, "{e}"),
             Self::Fixed(e) => write!(f, "{e}"),
-            Self::F32Unavailable => {
-                write!(f, "the f32 servo needs control-core's `micromath` feature")
-            }
+            Self::Unavailable => write!(
+                f,
+                "this servo is not in this build (the f32 servo needs the `micromath` feature; \
+                 `arm-f32-only` builds only the f32 servo)"
+            ),
             Self::Invalid(field) => write!(f, "arm setup: {field} is out of range"),
         }
     }
 }
 
-/// The five servos behind one type, without boxing.
+/// The five servos behind one type, without boxing. With the feature `arm-f32-only` only the
+/// f32 servo is compiled (a build for a small part: no f64 Lambert W tables are linked).
 #[derive(Debug, Clone, Copy)]
 enum Servo {
+    #[cfg(not(feature = "arm-f32-only"))]
     Analytic(ArrivalServo),
+    #[cfg(not(feature = "arm-f32-only"))]
     Fixed(FixedGainServo),
+    #[cfg(not(feature = "arm-f32-only"))]
     Static(StaticTimingServo),
     #[cfg(feature = "micromath")]
     F32(ArrivalServoF32),
+    #[cfg(not(feature = "arm-f32-only"))]
     FixedPoint(ArrivalServoFixed),
 }
 
 impl Servo {
     fn as_dyn(&mut self) -> &mut dyn JointServo {
         match self {
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::Analytic(s) => s,
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::Fixed(s) => s,
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::Static(s) => s,
             #[cfg(feature = "micromath")]
             Self::F32(s) => s,
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::FixedPoint(s) => s,
         }
     }
 
     fn as_ref(&self) -> &dyn JointServo {
         match self {
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::Analytic(s) => s,
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::Fixed(s) => s,
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::Static(s) => s,
             #[cfg(feature = "micromath")]
             Self::F32(s) => s,
+            #[cfg(not(feature = "arm-f32-only"))]
             Self::FixedPoint(s) => s,
         }
     }
@@ -183,12 +205,15 @@ impl ArmController {
         .map_err(|e| ArmSetupError::Servo(ConfigError::Gain(e)))?;
         let servo_err = ArmSetupError::Servo;
         let servo = match setup.kind {
+            #[cfg(not(feature = "arm-f32-only"))]
             ArmServoKind::Analytic => {
                 Servo::Analytic(ArrivalServo::new(config).map_err(servo_err)?)
             }
+            #[cfg(not(feature = "arm-f32-only"))]
             ArmServoKind::FixedGain(gains) => {
                 Servo::Fixed(FixedGainServo::new(config, gains).map_err(servo_err)?)
             }
+            #[cfg(not(feature = "arm-f32-only"))]
             ArmServoKind::StaticTiming { time_constants } => {
                 Servo::Static(StaticTimingServo::new(config, time_constants).map_err(servo_err)?)
             }
@@ -197,10 +222,13 @@ impl ArmController {
                 Servo::F32(ArrivalServoF32::new(config).map_err(servo_err)?)
             }
             #[cfg(not(feature = "micromath"))]
-            ArmServoKind::AnalyticF32 => return Err(ArmSetupError::F32Unavailable),
+            ArmServoKind::AnalyticF32 => return Err(ArmSetupError::Unavailable),
+            #[cfg(not(feature = "arm-f32-only"))]
             ArmServoKind::AnalyticFixed { gain_decimation } => Servo::FixedPoint(
                 ArrivalServoFixed::new(config, gain_decimation).map_err(ArmSetupError::Fixed)?,
             ),
+            #[cfg(feature = "arm-f32-only")]
+            _ => return Err(ArmSetupError::Unavailable),
         };
         Ok(Self {
             servo,
@@ -260,14 +288,17 @@ impl ArmController {
         };
         let set = match &mut self.servo {
             // The analytic servos re-aim their setpoint every tick from the measured position.
+            #[cfg(not(feature = "arm-f32-only"))]
             Servo::Analytic(s) => {
                 s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
             }
             #[cfg(feature = "micromath")]
             Servo::F32(s) => s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s),
+            #[cfg(not(feature = "arm-f32-only"))]
             Servo::FixedPoint(s) => {
                 s.set_pose_target(target.angle_rad, self.tolerance_rad, target.time_s)
             }
+            #[cfg(not(feature = "arm-f32-only"))]
             other => other.as_dyn().set_plan(
                 ArrivalPlan::approach(
                     target.angle_rad,

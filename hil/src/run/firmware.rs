@@ -484,8 +484,18 @@ impl FirmwareArm {
             .exchange(buf.get(..n).unwrap_or(&[]))
             .map_err(|l| format!("setting up the firmware: {}", l.0))?;
         if answer != Answer::Ok {
+            let why = match (answer, detail) {
+                (Answer::SetupRefused, 3) => {
+                    "this servo is not in this firmware build (an `f32-only` build has the f32 servo only)"
+                        .to_owned()
+                }
+                (Answer::SetupRefused, 1 | 2 | 4) => format!(
+                    "the controller refused the setup (code {detail}), which the host's accepted"
+                ),
+                _ => format!("{answer:?} (detail {detail})"),
+            };
             return Err(format!(
-                "the firmware refused the controller's setup: {answer:?} (detail {detail})"
+                "the firmware refused the controller's setup: {why}"
             ));
         }
         let fault_at_step = std::env::var("HIL_FIRMWARE_FAULT_AT_STEP")
