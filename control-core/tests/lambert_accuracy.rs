@@ -335,3 +335,92 @@ fn micromath_f32_lambert_w_against_mpmath() {
     assert!(stats[1].iter().map(|s| s.0).sum::<usize>() >= 10_000);
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+/// `lambert_w::compact_f32` (f32 tables, no micromath) against the f32 records (kinds `w0_f32`,
+/// `wm1_f32`) of both reference files: count, mean and max error in f32 ulp and the worst x per
+/// branch and method region, printed; asserts max ≤ 4 ulp in every region.
+#[cfg(feature = "micromath")]
+#[test]
+fn compact_f32_lambert_w_against_mpmath() {
+    use control_core::lambert_w::compact_f32 as cf;
+    const REGION: [&str; 5] = [
+        "Taylor |x| < 2^-5",
+        "branch series",
+        "x in [-0.3125,-0.25]",
+        "x tables",
+        "L table",
+    ];
+    const COMPACT_BOUND: f64 = 4.0;
+    let mut records = read_flat(&read("lambert_reference.bin"));
+    records.extend(read_compact(&read("lambert_dense.bin")));
+    // [branch][region] -> (count, sum ulp, max ulp, worst x)
+    let mut stats = [[(0usize, 0f64, 0f64, 0f64); 5]; 2];
+    for r in records.iter().filter(|r| r.kind == 2 || r.kind == 3) {
+        let branch = r.kind - 2;
+        let x = r.x as f32;
+        let region = if branch == 0 {
+            if x.abs() < cf::X_TAYLOR {
+                0
+            } else if x < cf::X_BRANCH_W0 {
+                1
+            } else if x <= cf::X_BRANCH_WM1 {
+                2
+            } else if x < cf::X_LOG_W0 {
+                3
+            } else {
+                4
+            }
+        } else if x <= cf::X_BRANCH_WM1 {
+            1
+        } else if -x >= cf::X_LOG_WM1 {
+            3
+        } else {
+            4
+        };
+        let got = if branch == 0 { cf::w0(x) } else { cf::wm1(x) };
+        let s = spacing(r.hi);
+        let u = ulp(r.hi, r.lo_units, 23, -126);
+        let err = match got.map(f64::from) {
+            Some(g) if g.is_finite() => ((g - r.hi) / s - r.lo_units).abs() * (s / u),
+            // ±∞ where the exact W is ±∞ (x = 0⁻ for W₋₁, +∞ for W₀) is exact.
+            Some(g) if g == r.hi => 0.0,
+            _ => f64::INFINITY,
+        };
+        let st = &mut stats[branch][region];
+        st.0 += 1;
+        st.1 += err;
+        if err > st.2 || st.0 == 1 {
+            st.2 = err;
+            st.3 = r.x;
+        }
+    }
+    println!("compact_f32 against mpmath (both reference files, f32 records):");
+    println!(
+        "{:<6} {:<22} {:>8} {:>9} {:>9}  worst x",
+        "branch", "region", "points", "mean ulp", "max ulp"
+    );
+    let mut failures = Vec::new();
+    for (b, regions) in stats.iter().enumerate() {
+        for (g, st) in regions.iter().enumerate() {
+            if st.0 == 0 {
+                continue;
+            }
+            let name = ["W0", "W-1"][b];
+            println!(
+                "{:<6} {:<22} {:>8} {:>9.3} {:>9.3}  {:e}",
+                name,
+                REGION[g],
+                st.0,
+                st.1 / st.0 as f64,
+                st.2,
+                st.3
+            );
+            if st.2.is_nan() || st.2 > COMPACT_BOUND {
+                failures.push(format!("{name} {}: {} ulp", REGION[g], st.2));
+            }
+        }
+    }
+    assert!(stats[0].iter().map(|s| s.0).sum::<usize>() >= 10_000);
+    assert!(stats[1].iter().map(|s| s.0).sum::<usize>() >= 10_000);
+    assert!(failures.is_empty(), "{failures:?}");
+}
