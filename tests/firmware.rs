@@ -1,5 +1,5 @@
 //! End to end: the firmware profile (issue 11). The default ball-blocking scene driven by the
-//! analytic servo in f64, in f32 with micromath's exp/ln, and with its torque law in fixed point
+//! analytic servo in f64, in f32 (the compact f32 Lambert W), and with its torque law in fixed point
 //! (gains re-solved in f32 every second tick), each against its own plant process: every variant
 //! blocks every ball and arrives within 1e-2 rad, with and without the falling weights.
 
@@ -8,7 +8,7 @@ use std::path::Path;
 use e2e::{controller, hil_run, out_dir, report, workspace_root};
 use serde_json::Value;
 
-const VARIANTS: [&str; 3] = ["analytic", "analytic_f32_micromath", "analytic_fixed"];
+const VARIANTS: [&str; 3] = ["analytic", "analytic_f32", "analytic_fixed"];
 
 fn run(file: &str, out: &Path) -> Value {
     let scenario = workspace_root().join("scenarios").join(file);
@@ -55,7 +55,7 @@ fn every_variant_blocks_every_ball_with_the_weights() {
     let r = run("ball_blocking_firmware.toml", &out_dir("firmware_weights"));
     assert_eq!(r["weights"], true);
     let max = check(&r);
-    // f32 with micromath follows f64 closely on this job (measured 3.99e-3 and 4.00e-3).
+    // f32 follows f64 closely on this job.
     assert!((max[1] - max[0]).abs() <= 1e-3, "{max:?}");
 }
 

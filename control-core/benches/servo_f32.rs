@@ -1,4 +1,4 @@
-//! ns per tick of the arrival servo in f64 (libm) and in f32 with micromath (feature
+//! ns per tick of the arrival servo in f64 (libm) and in f32 (feature
 //! `micromath`), side by side in one run, on the same states: a ball-blocking-like pose target
 //! re-aimed every tick, times to go from 5 ms to 2 s, states on both sides and moving both ways.
 //!
@@ -55,7 +55,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("ArrivalServo (f64, libm)", |b| {
         b.iter(|| run(&mut f64_servo, &ticks))
     });
-    group.bench_function("ArrivalServoF32 (f32, micromath)", |b| {
+    group.bench_function("ArrivalServoF32 (f32)", |b| {
         b.iter(|| run(&mut f32_servo, &ticks))
     });
     group.finish();

@@ -1,4 +1,4 @@
-//! The analytic arrival servo computed in f32 with micromath (feature `micromath`): what
+//! The analytic arrival servo computed in f32 (feature `micromath`, which gates the f32 path): what
 //! [`crate::servo::ArrivalServo`] does — the gains re-solved every tick from the measured state
 //! and the time left, the setpoint re-aimed with a pose target, the stable-gain clamp, the
 //! closest-arrival fallback, the torque limit and the safe state — but every step in f32 through
@@ -39,7 +39,7 @@ struct PlanF32 {
     deadline_s: f64,
 }
 
-/// The arrival servo in f32 with micromath's `exp`/`ln` (see the module docs).
+/// The arrival servo in f32, its gains from [`crate::gains_f32`] (see the module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct ArrivalServoF32 {
     config: ServoConfig,
@@ -379,7 +379,7 @@ mod tests {
         };
         let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
         println!(
-            "f32 (micromath) vs f64 servo: {total} problems, same status {same_status}; tracking in both: {} \
+            "f32 vs f64 servo: {total} problems, same status {same_status}; tracking in both: {} \
              — relative difference of γ: median {:.2e}, mean {:.2e}, p99 {:.2e}, max {:.2e} ({}); \
              {coasting_cases} more where the coast arrives (γ < 1e-3 in one: not compared)",
             diffs.len(),

@@ -26,7 +26,7 @@ pub enum ControllerKind {
     /// The static-timing method of "On the Beat!".
     StaticTiming,
     /// The analytic arrival servo in f32, its exp/ln from micromath (firmware profile).
-    AnalyticF32Micromath,
+    AnalyticF32,
     /// The analytic arrival servo's torque law in fixed point, gains re-solved at a lower rate
     /// (firmware profile).
     AnalyticFixed,
@@ -40,7 +40,7 @@ impl ControllerKind {
         Self::Analytic,
         Self::FixedGain,
         Self::StaticTiming,
-        Self::AnalyticF32Micromath,
+        Self::AnalyticF32,
         Self::AnalyticFixed,
     ];
 
@@ -56,7 +56,7 @@ impl ControllerKind {
             Self::Analytic => "analytic",
             Self::FixedGain => "fixed_gain",
             Self::StaticTiming => "static_timing",
-            Self::AnalyticF32Micromath => "analytic_f32_micromath",
+            Self::AnalyticF32 => "analytic_f32",
             Self::AnalyticFixed => "analytic_fixed",
         }
     }
@@ -183,9 +183,7 @@ impl ArmController {
                 },
                 0.0,
             ),
-            ControllerKind::AnalyticF32Micromath => {
-                (ArmServoKind::AnalyticF32, c.analytic.tolerance_rad)
-            }
+            ControllerKind::AnalyticF32 => (ArmServoKind::AnalyticF32, c.analytic.tolerance_rad),
             ControllerKind::AnalyticFixed => (
                 ArmServoKind::AnalyticFixed {
                     gain_decimation: c.fixed_gain_decimation.unwrap_or(DEFAULT_GAIN_DECIMATION),

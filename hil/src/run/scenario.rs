@@ -140,7 +140,7 @@ pub struct ControllerSpec {
     /// The static-timing method.
     pub static_timing: StaticTimingSpec,
     /// Which controllers the scenario runs, in order (default: `analytic`, `fixed_gain`,
-    /// `static_timing`). The firmware profile adds `analytic_f32_micromath` and
+    /// `static_timing`). The firmware profile adds `analytic_f32` and
     /// `analytic_fixed`, which share `analytic`'s tolerance.
     #[serde(default)]
     pub run: Option<Vec<String>>,
