@@ -51,17 +51,38 @@ fn toolchain() {
     });
 }
 
-/// The firmware image for `target`, built.
+/// The firmware image for `target`, built (release profile, every servo).
 fn image(target: &str) -> PathBuf {
+    build(target, "release", &[])
+}
+
+/// The firmware image for `target` built with cargo profile `profile` and `features`.
+fn build(target: &str, profile: &str, features: &[&str]) -> PathBuf {
     toolchain();
     let dir = workspace_root().join("firmware");
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--release", "--quiet", "--target", target])
-        .current_dir(&dir)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "the firmware builds for {target}");
-    dir.join("target").join(target).join("release/hil-firmware")
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.args([
+        "build",
+        "--quiet",
+        "--bin",
+        "hil-firmware",
+        "--target",
+        target,
+    ])
+    .args(["--profile", profile])
+    .current_dir(&dir);
+    if !features.is_empty() {
+        c.arg("--features").arg(features.join(","));
+    }
+    let status = c.status().expect("cargo runs");
+    assert!(
+        status.success(),
+        "the firmware builds for {target} ({profile}, {features:?})"
+    );
+    dir.join("target")
+        .join(target)
+        .join(profile)
+        .join("hil-firmware")
 }
 
 fn scenario() -> String {
@@ -96,7 +117,7 @@ fn the_firmware_controller_matches_the_host_to_the_bit() {
     assert!(fw.status.success(), "{fw:?}");
     let (h, f) = (report(&host_out), report(&fw_out));
     assert_eq!(f["complete"], true);
-    for name in ["analytic", "analytic_f32_micromath", "analytic_fixed"] {
+    for name in ["analytic", "analytic_f32", "analytic_fixed"] {
         let (hc, fc) = (controller(&h, name), controller(&f, name));
         assert_eq!(fc["blocked"], 4, "{name}");
         assert_eq!(
@@ -276,7 +297,7 @@ fn in_real_time_the_firmware_answers_match_the_host() {
             "--mode",
             "realtime",
             "--only",
-            "analytic_f32_micromath",
+            "analytic_f32",
             "--watchdog-ms",
             "5000",
         ],
@@ -285,7 +306,7 @@ fn in_real_time_the_firmware_answers_match_the_host() {
     let r = report(&out);
     assert_eq!(r["complete"], true);
     assert_eq!(r["mode"], "realtime");
-    let f = &controller(&r, "analytic_f32_micromath")["firmware"];
+    let f = &controller(&r, "analytic_f32")["firmware"];
     assert_eq!(f["mismatches"], 0, "{f}");
     assert!(f["answered"].as_u64().unwrap_or(0) > 0, "{f}");
 }
@@ -312,19 +333,33 @@ fn sections(image: &Path) -> Vec<(String, u64)> {
 #[test]
 fn instruction_counts_and_sizes_hold_to_the_committed_figures() {
     let mut measured = serde_json::Map::new();
-    for (target, core) in TARGETS {
-        let image = image(target);
+    let builds = TARGETS
+        .iter()
+        .map(|&(target, core)| (target, core.to_owned(), "release", None))
+        .chain([(
+            "thumbv7em-none-eabihf",
+            "cortex-m4f-f32-only-small".to_owned(),
+            "small",
+            Some("f32-only"),
+        )]);
+    for (target, core, profile, feature) in builds {
+        let image = build(target, profile, feature.as_slice());
+        let servos: &[&str] = if feature.is_some() {
+            &["analytic_f32"]
+        } else {
+            &["analytic", "analytic_f32", "analytic_fixed"]
+        };
         let out = out_dir(&format!("mcu_gate_{core}"));
-        let o = run_in_firmware(&out, &image, &[]);
+        let o = run_in_firmware(&out, &image, &["--only", &servos.join(",")]);
         assert!(o.status.success(), "{core}: {o:?}");
         let r = report(&out);
         let mut entry = serde_json::Map::new();
-        for name in ["analytic", "analytic_f32_micromath", "analytic_fixed"] {
+        for name in servos {
             let f = &controller(&r, name)["firmware"];
             assert_eq!(f["mismatches"], 0, "{core} {name}");
             let mean = |k: &str| f[k]["mean"].as_f64().unwrap_or(f64::NAN).round();
             entry.insert(
-                name.to_owned(),
+                (*name).to_owned(),
                 serde_json::json!({
                     "decode": mean("decode_instructions"),
                     "control": mean("control_instructions"),
@@ -334,10 +369,21 @@ fn instruction_counts_and_sizes_hold_to_the_committed_figures() {
         }
         let s = sections(&image);
         let size = |n: &str| s.iter().find(|(k, _)| k == n).map_or(0, |(_, v)| *v);
+        let flash = size(".vector_table") + size(".text") + size(".rodata") + size(".data");
+        if feature.is_some() {
+            // The small part's budget (the f32 servo build in 32 KB of flash).
+            assert!(flash <= 32 * 1024, "{core}: {flash} bytes of flash");
+        }
         entry.insert("text_bytes".into(), size(".text").into());
         entry.insert("rodata_bytes".into(), size(".rodata").into());
+        entry.insert("flash_bytes".into(), flash.into());
+        entry.insert(
+            "static_ram_bytes".into(),
+            (size(".data") + size(".bss")).into(),
+        );
         entry.insert("target".into(), target.into());
-        measured.insert(core.to_owned(), entry.into());
+        entry.insert("profile".into(), profile.into());
+        measured.insert(core, entry.into());
     }
     let measured = serde_json::Value::Object(measured);
     let file = workspace_root().join("firmware/instructions.json");
@@ -385,4 +431,54 @@ fn instruction_counts_and_sizes_hold_to_the_committed_figures() {
          when a rise is intended):\n{}",
         regressions.join("\n")
     );
+}
+
+/// The compact f32 Lambert W (the f32 servo's) costs no more instructions per call on the
+/// Cortex-M4F than the `lambert_w` crate's f32 functions, on the same inputs
+/// (`firmware/src/bin/lambert_bench.rs` under QEMU with `-icount`, semihosting for its output).
+#[test]
+fn compact_lambert_w_is_no_dearer_than_the_lambert_w_crate_on_the_m4f() {
+    toolchain();
+    let dir = workspace_root().join("firmware");
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--bin", "lambert_bench"])
+        .args(["--target", "thumbv7em-none-eabihf"])
+        .current_dir(&dir)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the Lambert W benchmark builds");
+    let image = dir.join("target/thumbv7em-none-eabihf/release/lambert_bench");
+    let o = Command::new("timeout")
+        .args([
+            "120",
+            "qemu-system-arm",
+            "-machine",
+            "mps2-an386",
+            "-nographic",
+        ])
+        .args(["-monitor", "none", "-serial", "none", "-icount", "shift=6"])
+        .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+        .arg(&image)
+        .output()
+        .expect("qemu runs");
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let cost = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next()? == name).then(|| w.nth(1)?.parse().ok())?
+            })
+            .unwrap_or_else(|| panic!("no {name} in the benchmark's output:\n{text}"))
+    };
+    for (ours, theirs) in [
+        ("compact_f32::w0", "lambert_w::lambert_w0f"),
+        ("compact_f32::wm1", "lambert_w::lambert_wm1f"),
+    ] {
+        let (a, b) = (cost(ours), cost(theirs));
+        assert!(
+            a > 0 && a <= b,
+            "{ours}: {a} instructions per call, {theirs}: {b}\n{text}"
+        );
+    }
 }

@@ -90,7 +90,8 @@ pub fn image(quiet: bool) -> Result<PathBuf, String> {
     // From the firmware's folder: cargo reads its target and link flags
     // (firmware/.cargo/config.toml) from the folder it runs in.
     let out = Command::new(cargo)
-        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .args(["build", "--release", "--quiet", "--bin", "hil-firmware"])
+        .arg("--manifest-path")
         .arg(&manifest)
         .current_dir(&dir)
         .stdin(Stdio::null())
