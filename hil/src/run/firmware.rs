@@ -1,6 +1,6 @@
 //! The arm's controller inside emulated Cortex-M firmware (`hil run --controller-in firmware`):
-//! QEMU runs the `firmware/` image on an `mps2-an386` (Cortex-M4F), whose RAM is a file this
-//! process maps too; states go in and servo outputs come back through the mailbox of
+//! QEMU runs the `firmware/` image on an `mps2-an386` (Cortex-M4F; `HIL_QEMU_MACHINE=mps2-an385`
+//! for the Cortex-M3), whose RAM is a file this process maps too; states go in and servo outputs come back through the mailbox of
 //! [`control_core::mailbox`] in compact frames ([`control_core::compact`]).
 //!
 //! [`FirmwareArm`] is a [`LoopController`] like the host's [`ArmController`]: the session drives
@@ -40,8 +40,24 @@ use super::recorder::LatencyHistogram;
 use super::report::Percentiles;
 use super::session::LoopController;
 
-/// The QEMU machine the firmware runs on.
+/// The QEMU machine the firmware runs on by default (Cortex-M4F).
 pub const MACHINE: &str = "mps2-an386";
+/// The machines the firmware's board module fits: `HIL_QEMU_MACHINE` picks one (`mps2-an385`, a
+/// Cortex-M3 without an FPU, runs the thumbv7m and thumbv6m builds).
+pub const MACHINES: [&str; 2] = ["mps2-an386", "mps2-an385"];
+
+/// The machine to run: `HIL_QEMU_MACHINE` if set (one of [`MACHINES`]), else [`MACHINE`].
+pub fn machine() -> Result<&'static str, String> {
+    match std::env::var("HIL_QEMU_MACHINE") {
+        Err(_) => Ok(MACHINE),
+        Ok(m) => MACHINES.into_iter().find(|k| *k == m).ok_or_else(|| {
+            format!(
+                "HIL_QEMU_MACHINE={m}: not a board the firmware fits (known: {})",
+                MACHINES.join(", ")
+            )
+        }),
+    }
+}
 /// The firmware's target.
 pub const TARGET: &str = "thumbv7em-none-eabihf";
 /// QEMU's `-icount` shift: 2^6 ns of virtual time per instruction.
@@ -134,7 +150,7 @@ struct Mcu {
 unsafe impl Send for Mcu {}
 
 impl Mcu {
-    fn start(image: &Path, answer_timeout: Duration) -> Result<Self, String> {
+    fn start(image: &Path, machine: &str, answer_timeout: Duration) -> Result<Self, String> {
         static COUNT: AtomicU32 = AtomicU32::new(0);
         let dir = if Path::new("/dev/shm").is_dir() {
             PathBuf::from("/dev/shm")
@@ -195,7 +211,7 @@ impl Mcu {
         }
         let child = cmd
             .arg("-machine")
-            .arg(format!("{MACHINE},memory-backend=mps.ram"))
+            .arg(format!("{machine},memory-backend=mps.ram"))
             .arg("-object")
             .arg(format!(
                 "memory-backend-file,id=mps.ram,size={}M,mem-path={},share=on",
@@ -476,7 +492,8 @@ impl FirmwareArm {
                 )
             })?;
         }
-        let mut mcu = Mcu::start(image, answer_timeout)?;
+        let machine = machine()?;
+        let mut mcu = Mcu::start(image, machine, answer_timeout)?;
         let mut buf = [0u8; MAX_FRAME_LEN];
         let n = frame
             .encode(&mut buf)
@@ -506,7 +523,7 @@ impl FirmwareArm {
             shared: Arc::new(Mutex::new(Shared {
                 mcu,
                 report: FirmwareReport {
-                    machine: MACHINE,
+                    machine,
                     image: image.display().to_string(),
                     answered: 0,
                     mismatches: 0,
@@ -561,8 +578,8 @@ impl FirmwareArm {
             }
             Err(Lost(reason)) => {
                 s.report.lost = Some(format!(
-                    "the controller's firmware ({MACHINE} under QEMU) is lost at step {}: {reason}",
-                    state.step
+                    "the controller's firmware ({} under QEMU) is lost at step {}: {reason}",
+                    s.report.machine, state.step
                 ));
                 None
             }

@@ -242,6 +242,12 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if args.controller_in == firmware::ControllerIn::Firmware
+        && let Err(e) = firmware::machine()
+    {
+        eprintln!("hil: {e}");
+        return ExitCode::from(2);
+    }
     let image = match args.controller_in {
         firmware::ControllerIn::Host => None,
         firmware::ControllerIn::Firmware => match firmware::image(args.quiet) {
