@@ -120,7 +120,7 @@ fn sweep_entry(r: &Value, name: &str, scope: &str, scale: f64) -> Value {
 /// The same scenario at 1 kHz (1 ms control period and plant step, the same gains): the same
 /// orderings, and every law stands unpushed at 0.5× to 4× the gains, all joints scaled or the
 /// upper body's alone, where at 200 Hz the 5 ms sampling bound of the legs makes them fall at
-/// 2× and 4× (README, section 7).
+/// 2× and 4× (docs/RESULTS.md, "The pushed humanoid").
 #[test]
 fn dynamo_push_at_1_khz_orders_the_pushes_and_stands_up_to_4x() {
     let (out, r) = run("dynamo_push_1khz", DYNAMO_1KHZ);
@@ -138,9 +138,9 @@ fn dynamo_push_at_1_khz_orders_the_pushes_and_stands_up_to_4x() {
 
 /// The checks both rates share: every controller stands unpushed, the push figures agree with
 /// the per-push rows, the spring alone applies an external torque and breaks at an impulse the
-/// humanoid falls at, world-space further than parent-space (the issue asks 1.5×; measured
-/// 1.11× at both rates, so not asserted: README, section 7) with its torso held upright where
-/// parent-space's bends, and the spring further. Returns per
+/// humanoid falls at, world-space further than parent-space (the goal is 1.5×; measured 1.11× at
+/// both rates, so not asserted: docs/RESULTS.md, "The pushed humanoid") with its torso held
+/// upright where parent-space's bends, and the spring further. Returns per
 /// controller (largest impulse survived, the next impulse, which fell).
 fn assert_orderings(out: &Path, r: &Value) -> [(f64, f64); 3] {
     assert_eq!(r["kind"], "dynamo_push");

@@ -107,7 +107,7 @@ fn simbicon_analytic_walks_at_200_hz() {
 /// The same walk in real time (3 s, the plant paced by the wall clock, the controller on its
 /// periodic thread): it completes, with the real-time figures in the report, and the analytic
 /// walker covers more than a metre (whether it keeps walking under a loaded machine's stale
-/// torques is a measured figure, not asserted here: README, section 6).
+/// torques is a measured figure, not asserted here: docs/RESULTS.md, "SIMBICON walking").
 #[test]
 fn simbicon_walk_in_real_time() {
     let out = out_dir("walk_realtime");
