@@ -25,6 +25,8 @@ pub mod controller;
 pub mod dynamo;
 pub mod firmware;
 pub mod lockstep;
+#[cfg(test)]
+mod no_alloc;
 pub mod output;
 pub mod plant;
 pub mod plot;

@@ -51,7 +51,7 @@ impl Settings {
 }
 
 /// A session's controller as the periodic thread drives it.
-struct OnThread<C>(C);
+pub(crate) struct OnThread<C>(pub(crate) C);
 
 impl<C: LoopController> Controller for OnThread<C> {
     type State = C::State;
