@@ -120,6 +120,8 @@ impl fmt::Display for ArmSetupError {
     }
 }
 
+impl core::error::Error for ArmSetupError {}
+
 /// The five servos behind one type, without boxing. With the feature `arm-f32-only` only the
 /// f32 servo is compiled (a build for a small part: no f64 Lambert W tables are linked).
 #[derive(Debug, Clone, Copy)]

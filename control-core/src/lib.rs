@@ -58,3 +58,8 @@ pub mod servo;
 pub mod servo_f32;
 pub mod servo_fixed;
 pub mod simbicon;
+
+// The README's Rust examples, compiled and run as doctests by `cargo test`.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

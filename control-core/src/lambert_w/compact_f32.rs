@@ -10,8 +10,8 @@
 //! have fixed trip counts, and every input (NaN, ±∞, ±0, subnormals, values outside the domain)
 //! gives `Some(value)` or `None`; a returned value is never NaN.
 //!
-//! The entry points are drop-in equivalents of those of [`super::micromath_f32`] (same
-//! signatures, same domains and `None` conventions), including the elementary functions
+//! The entry points are drop-in equivalents of those of `micromath_f32` (feature `micromath`:
+//! same signatures, same domains and `None` conventions), including the elementary functions
 //! [`ln`], [`exp`] and [`expm1`] and the q / log entry points used by `gains_f32`, so a caller
 //! switches by changing one `use` line.
 //!
