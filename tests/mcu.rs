@@ -105,17 +105,27 @@ fn run_in_firmware_on(
     image: &Path,
     extra: &[&str],
 ) -> std::process::Output {
-    let mut args = vec![scenario()];
-    args.extend(["--controller-in", "firmware"].map(String::from));
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    run_in_firmware_with(out, image, extra, &[("HIL_QEMU_MACHINE", machine)])
+}
+
+/// `hil run` of the firmware scenario with the controller in `image`, `extra` arguments and
+/// `envs` set.
+fn run_in_firmware_with(
+    out: &Path,
+    image: &Path,
+    extra: &[&str],
+    envs: &[(&str, &str)],
+) -> std::process::Output {
     let mut c = hil();
     c.arg("run")
-        .args(&args)
+        .arg(scenario())
+        .args(["--controller-in", "firmware"])
+        .args(extra)
         .arg("--out")
         .arg(out)
         .arg("--quiet")
         .env("HIL_FIRMWARE", image)
-        .env("HIL_QEMU_MACHINE", machine);
+        .envs(envs.iter().copied());
     c.output().expect("hil runs")
 }
 
@@ -160,21 +170,12 @@ fn the_firmware_controller_matches_the_host_to_the_bit() {
 fn a_hard_fault_in_the_firmware_ends_the_run_with_its_report() {
     let image = image("thumbv7em-none-eabihf");
     let out = out_dir("mcu_fault");
-    let mut c = hil();
-    c.args([
-        "run",
-        &scenario(),
-        "--controller-in",
-        "firmware",
-        "--only",
-        "analytic",
-    ])
-    .arg("--out")
-    .arg(&out)
-    .arg("--quiet")
-    .env("HIL_FIRMWARE", &image)
-    .env("HIL_FIRMWARE_FAULT_AT_STEP", "100");
-    let o = c.output().expect("hil runs");
+    let o = run_in_firmware_with(
+        &out,
+        &image,
+        &["--only", "analytic"],
+        &[("HIL_FIRMWARE_FAULT_AT_STEP", "100")],
+    );
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let r = report(&out);
     assert_eq!(r["complete"], false);
@@ -240,21 +241,7 @@ fn run_with_wrapper(name: &str, signal: &str) -> (std::process::Output, serde_js
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut c = hil();
-    c.args([
-        "run",
-        &scenario(),
-        "--controller-in",
-        "firmware",
-        "--only",
-        "analytic",
-    ])
-    .arg("--out")
-    .arg(&out)
-    .arg("--quiet")
-    .env("HIL_FIRMWARE", &image)
-    .env("PATH", path);
-    let o = c.output().expect("hil runs");
+    let o = run_in_firmware_with(&out, &image, &["--only", "analytic"], &[("PATH", &path)]);
     (o, report(&out))
 }
 

@@ -17,6 +17,7 @@
 //!   (`try_send`; a full channel drops and counts), and how to consume it.
 //! - [`controller`]: the [`Controller`] trait and [`TickInfo`].
 //! - [`os`]: the Linux real-time setup calls.
+//! - [`alloc_count`]: a counting global allocator, for tests that assert a thread never allocates.
 //! - [`synthetic`]: a realistic tick (the arrival servo on a simulated 1-DoF plant) for jitter
 //!   measurement and allocation tests.
 //!
@@ -24,6 +25,7 @@
 //! sleep, never logs and never panics; a watchdog switches to the controller's safe output when
 //! no fresh state arrives for N ticks.
 
+pub mod alloc_count;
 pub mod clock;
 pub mod controller;
 pub mod exchange;

@@ -4,57 +4,15 @@
 //! (safe-output) ticks and per-tick telemetry records both delivered and dropped (channel full);
 //! and the same harness catches one allocation injected into one tick.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::Duration;
 
 use control_core::servo::JointState;
+use runtime::alloc_count::{CountingAllocator, allocations_on_this_thread};
 use runtime::synthetic::ServoOnPlant;
 use runtime::{Controller, PeriodicBuilder, StateSample, TickInfo, channels, telemetry};
 
-thread_local! {
-    /// Allocations made by this thread (const-initialised, no destructor: using it never
-    /// allocates).
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct CountingAllocator;
-
-fn count_one() {
-    // try_with: never panics, even while thread-locals are being torn down.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// GlobalAlloc contract is System's; counting touches only a thread-local Cell.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from System.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations_on_this_thread() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 /// Wraps a controller and records how many allocations the control thread made from the start
 /// of its first tick to the start of its latest one: whole loop iterations, runtime included

@@ -654,15 +654,11 @@ fn same_bits(a: &ServoOutput, b: &ServoOutput) -> bool {
             o.damping_nms_per_rad.to_bits(),
         ]
     };
-    bits(a) == bits(b)
-        && a.torque_limited == b.torque_limited
-        && control_core::compact::status_code(a.status).0
-            == control_core::compact::status_code(b.status).0
-        && {
-            let (_, da, va) = control_core::compact::status_code(a.status);
-            let (_, db, vb) = control_core::compact::status_code(b.status);
-            da == db && va.to_bits() == vb.to_bits()
-        }
+    let status = |o: &ServoOutput| {
+        let (code, detail, value) = control_core::compact::status_code(o.status);
+        (code, detail, value.to_bits())
+    };
+    bits(a) == bits(b) && a.torque_limited == b.torque_limited && status(a) == status(b)
 }
 
 impl LoopController for FirmwareArm {

@@ -12,13 +12,12 @@
 //! The allocator below is the whole test binary's (one `#[global_allocator]` per binary); it only
 //! counts, per thread, and forwards to [`System`], so hil's other unit tests are unaffected.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
 use std::time::Duration;
 
 use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
 use control_core::frames::{BodyId, BodyMotion, ContactForce, Event, JointState, StateFrame};
+use runtime::alloc_count::{CountingAllocator, allocations_on_this_thread};
 use runtime::{Controller, PeriodicBuilder, RunReport, StateSample, TickInfo, channels, telemetry};
 
 use super::biped::WalkScenario;
@@ -26,55 +25,14 @@ use super::biped::controller::WalkController;
 use super::chain::ChainScenario;
 use super::chain::controller::{CAP, ChainController, ChainLaw};
 use super::controller::ArmController;
-use super::dynamo::controller::{DynamoController, GainScope, Reach};
+use super::dynamo::controller::{DynamoController, GainScope};
 use super::dynamo::{DynamoScenario, GRAVITY_M_S2};
 use super::realtime::OnThread;
 use super::scenario::Scenario;
 use super::session::{LoopCommand, LoopController};
 
-thread_local! {
-    /// Allocations made by this thread (const-initialised, no destructor: using it never
-    /// allocates).
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct CountingAllocator;
-
-fn count_one() {
-    // try_with: never panics, even while thread-locals are being torn down.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// GlobalAlloc contract is System's; counting touches only a thread-local Cell.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `alloc_zeroed`'s contract.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from System.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations_on_this_thread() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 /// Ticks per controller.
 const TICKS: u64 = 10_000;
@@ -609,16 +567,7 @@ fn no_alloc_dynamo_controllers() {
     let scenario =
         DynamoScenario::load(scenario_file!("dynamo_push.toml")).expect("the shipped scenario");
     let model = HumanoidModel::load(&scenario.urdf).expect("the humanoid loads");
-    let joint = model
-        .joint_index(&scenario.reach.joint)
-        .expect("reach.joint is a joint");
-    let r = scenario.reach.rotation_rad;
-    let reach = Reach {
-        joint,
-        rotation: UnitQuaternion::from_scaled_axis(Vector3::new(r[0], r[1], r[2])),
-        start_s: scenario.reach.start_s,
-        arrive_s: scenario.reach.arrive_s,
-    };
+    let reach = scenario.reach(&model).expect("reach.joint is a joint");
     let period = scenario.period_s();
     // Each joint's axis of motion here: its hinge, its first free axis, or a tilted one.
     let axes: Vec<Vector3<f64>> = model

@@ -378,6 +378,17 @@ impl DynamoScenario {
         1.0 / self.control_rate_hz
     }
 
+    /// The reach of `[reach]` on `model`'s joints (`None`: `reach.joint` names no joint).
+    pub fn reach(&self, model: &HumanoidModel) -> Option<Reach> {
+        let r = self.reach.rotation_rad;
+        Some(Reach {
+            joint: model.joint_index(&self.reach.joint)?,
+            rotation: UnitQuaternion::from_scaled_axis(Vector3::new(r[0], r[1], r[2])),
+            start_s: self.reach.start_s,
+            arrive_s: self.reach.arrive_s,
+        })
+    }
+
     /// The plant's scene for one push of `impulse_ns`.
     pub fn scene(&self, impulse_ns: f64) -> HumanoidScene {
         let mut scene = HumanoidScene::new(
@@ -818,16 +829,7 @@ pub fn run_scenario(
 ) -> Result<Finished, Box<dyn std::error::Error>> {
     let laws = select(&args.only, &scenario.laws(), DynamoLaw::name)?;
     let model = HumanoidModel::load(&scenario.urdf).map_err(|e| e.to_string())?;
-    let joint = model
-        .joint_index(&scenario.reach.joint)
-        .ok_or("reach.joint is no joint")?;
-    let r = scenario.reach.rotation_rad;
-    let reach = Reach {
-        joint,
-        rotation: UnitQuaternion::from_scaled_axis(Vector3::new(r[0], r[1], r[2])),
-        start_s: scenario.reach.start_s,
-        arrive_s: scenario.reach.arrive_s,
-    };
+    let reach = scenario.reach(&model).ok_or("reach.joint is no joint")?;
     let period = scenario.period_s();
     let scopes: Vec<GainScope> = scenario
         .gain_scopes
