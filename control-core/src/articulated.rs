@@ -158,7 +158,11 @@ use core::fmt;
 /// The `nalgebra` whose fixed-size types this module takes and returns (its vectors, matrices and
 /// isometries), for callers that do not depend on it themselves.
 pub use nalgebra;
-use nalgebra::{IsometryMatrix3, Matrix3, Rotation3, SMatrix, SVector, Translation3, Vector3};
+use nalgebra::{
+    Isometry3, IsometryMatrix3, Matrix3, Rotation3, SMatrix, SVector, Translation3, Vector3,
+};
+
+use crate::tree::{BaseKind, EvalInput, JointType, Tree, TreeEvalError, TreeKinematics};
 
 use crate::gains::{
     ArrivalProblem, Branch, CriticalGains, GainError, GainLimit, Integrator, closest_arrival_gains,
@@ -365,6 +369,9 @@ pub enum ModelError {
         /// The joint.
         joint: usize,
     },
+    /// A joint-space controller was given a floating-base tree: its six unactuated base
+    /// coordinates have no target and no torque.
+    FloatingBase,
 }
 
 impl fmt::Display for ModelError {
@@ -383,6 +390,10 @@ impl fmt::Display for ModelError {
             Self::NonPositiveSegment { joint } => {
                 write!(f, "chain: joint {joint}: keyframe segment must be > 0 s")
             }
+            Self::FloatingBase => write!(
+                f,
+                "tree: a floating base has no joint targets (joint-space controllers need a fixed base)"
+            ),
         }
     }
 }
@@ -1294,6 +1305,14 @@ pub struct ChainCommand<const N: usize> {
 }
 
 impl<const N: usize> ChainCommand<N> {
+    /// Placeholders for `len` joints, still to be filled.
+    pub(crate) const fn empty(len: usize) -> Self {
+        Self {
+            joints: [JointCommand::PLACEHOLDER; N],
+            len,
+        }
+    }
+
     /// The joints' commands, root first.
     pub fn joints(&self) -> &[JointCommand] {
         self.joints.get(..self.len).unwrap_or(&[])
@@ -1436,6 +1455,93 @@ impl ChainArrival {
         Ok(command)
     }
 
+    /// The same tick on a fixed-base kinematic tree ([`Tree`], any robot a URDF describes):
+    /// each joint's arrival gains on its composite inertia about its own axis
+    /// ([`TreeComposite::axis_inertia`](crate::tree::TreeComposite::axis_inertia); for a
+    /// prismatic joint the subtree's mass, and its pose in m), its drive, the coupling, and the
+    /// generalized gravity ([`TreeKinematics::gravity`]). `base_pose` is where the base is
+    /// welded. Under [`Coupling::InverseDynamics`] the torques are the tree's recursive
+    /// Newton–Euler τ = M(q)q̈ + c(q, q̇) + g(q) for q̈_k = drive_k/m_k; under
+    /// [`Coupling::ParentFeedforward`] each revolute joint adds m_k(a_k·s_k), a_k the sum of
+    /// its ancestors' commanded angular accelerations (τ_j/m_j)s_j along its own path to the
+    /// base (a prismatic joint adds no angular acceleration and takes no feed-forward).
+    ///
+    /// A floating base is [`ModelError::FloatingBase`]: its six unactuated coordinates have no
+    /// arrival target. Any non-finite input, or a result that is not a finite f64, is an error
+    /// for the whole tick.
+    pub fn tick_tree<const N: usize>(
+        &self,
+        tree: &Tree<N>,
+        base_pose: &Isometry3<f64>,
+        q: &[f64; N],
+        velocities: &[f64; N],
+        targets: &[JointTarget; N],
+        gravity: &Vector3<f64>,
+    ) -> Result<ChainCommand<N>, ModelError> {
+        let mut tick = TreeTick::new(tree, base_pose, q, gravity)?;
+        let n = tree.joint_count();
+        let mut command = ChainCommand::<N>::empty(n);
+        let mut desired = [0.0; N];
+        for (joint, ((out, target), qdd)) in command
+            .joints
+            .iter_mut()
+            .zip(targets.iter())
+            .zip(desired.iter_mut())
+            .enumerate()
+            .take(n)
+        {
+            let (theta, omega, m, gravity_nm) = tick.joint(joint, q, velocities)?;
+            if !target.pose_rad.is_finite() {
+                return Err(ModelError::NonFinite(Input::TargetPose { joint }));
+            }
+            if !target.time_to_go_s.is_finite() {
+                return Err(ModelError::NonFinite(Input::TimeToGo { joint }));
+            }
+            let (gains, setpoint, status) = self.joint_gains(joint, m, theta, omega, target)?;
+            let drive =
+                gains.stiffness_nm_per_rad * (setpoint - theta) - gains.damping_nms_per_rad * omega;
+            let parent_feedforward = match self.config.coupling {
+                Coupling::ParentFeedforward => tick.feedforward_step(joint, drive, m)?,
+                Coupling::InverseDynamics => {
+                    *qdd = drive / m;
+                    if !qdd.is_finite() {
+                        return Err(ModelError::OutOfRange);
+                    }
+                    0.0
+                }
+            };
+            let torque = drive + parent_feedforward + gravity_nm;
+            if !torque.is_finite() {
+                return Err(ModelError::OutOfRange);
+            }
+            *out = JointCommand {
+                inertia_kgm2: m,
+                gains,
+                status,
+                setpoint_rad: setpoint,
+                drive_nm: drive,
+                parent_feedforward_nm: parent_feedforward,
+                gravity_nm,
+                torque_nm: torque,
+            };
+        }
+        if self.config.coupling == Coupling::InverseDynamics {
+            let tau = tick
+                .kin
+                .inverse_dynamics(velocities, &desired, gravity)
+                .map_err(model_error)?;
+            for (out, &torque) in command.joints.iter_mut().zip(tau.iter()).take(n) {
+                let coupling = torque - out.drive_nm - out.gravity_nm;
+                if !coupling.is_finite() {
+                    return Err(ModelError::OutOfRange);
+                }
+                out.parent_feedforward_nm = coupling;
+                out.torque_nm = torque;
+            }
+        }
+        Ok(command)
+    }
+
     /// One joint's gains, setpoint and status (inputs finite, m > 0 and finite).
     fn joint_gains(
         &self,
@@ -1482,6 +1588,121 @@ impl ChainArrival {
                 None => Err(ModelError::NoGain { joint, error }),
             },
         }
+    }
+}
+
+/// A tree evaluation's error as a chain controller's: the inputs keep their joint.
+pub(crate) fn model_error(e: TreeEvalError) -> ModelError {
+    match e {
+        TreeEvalError::NonFinite { what } => ModelError::NonFinite(match what {
+            EvalInput::Position { joint } => Input::Position { joint },
+            EvalInput::Velocity { index } => Input::Velocity { joint: index },
+            EvalInput::Acceleration { index } => Input::Acceleration { joint: index },
+            EvalInput::Gravity => Input::Gravity,
+            _ => Input::Point,
+        }),
+        TreeEvalError::NoSuchBody { body, bodies } => ModelError::NoSuchLink {
+            link: body,
+            len: bodies,
+        },
+        _ => ModelError::OutOfRange,
+    }
+}
+
+/// What a joint-space tick on a fixed-base tree starts from and carries from joint to joint: the
+/// kinematics at q, each joint's composite inertia about its axis and gravity holding torque
+/// (both by joint: for a fixed base the velocity layout is the joint order), and per body the
+/// commanded angular acceleration of the revolute joints on its path from the base.
+pub(crate) struct TreeTick<'a, const N: usize> {
+    tree: &'a Tree<N>,
+    pub(crate) kin: TreeKinematics<N>,
+    inertia: SVector<f64, N>,
+    holding: SVector<f64, N>,
+    body_acceleration: [Vector3<f64>; N],
+}
+
+impl<'a, const N: usize> TreeTick<'a, N> {
+    /// Check `gravity` and the base, then the kinematics, composite inertias and gravity torques
+    /// of `tree` at `q`.
+    pub(crate) fn new(
+        tree: &'a Tree<N>,
+        base_pose: &Isometry3<f64>,
+        q: &[f64; N],
+        gravity: &Vector3<f64>,
+    ) -> Result<Self, ModelError> {
+        if tree.base() != BaseKind::Fixed {
+            return Err(ModelError::FloatingBase);
+        }
+        if !all_finite(gravity.as_slice()) {
+            return Err(ModelError::NonFinite(Input::Gravity));
+        }
+        let kin = tree.kinematics(base_pose, q).map_err(model_error)?;
+        let inertia = kin.composite().map_err(model_error)?.axis_inertia();
+        let holding = kin.gravity(gravity).map_err(model_error)?;
+        Ok(Self {
+            tree,
+            kin,
+            inertia,
+            holding,
+            body_acceleration: [Vector3::zeros(); N],
+        })
+    }
+
+    /// Joint `joint`'s position and velocity (the velocity checked finite; the position was by
+    /// the kinematics), its composite inertia about its axis and its gravity holding torque.
+    pub(crate) fn joint(
+        &self,
+        joint: usize,
+        q: &[f64; N],
+        velocities: &[f64; N],
+    ) -> Result<(f64, f64, f64, f64), ModelError> {
+        let (Some(&theta), Some(&omega), Some(&m), Some(&gravity_nm)) = (
+            q.get(joint),
+            velocities.get(joint),
+            self.inertia.get(joint),
+            self.holding.get(joint),
+        ) else {
+            return Err(ModelError::OutOfRange);
+        };
+        if !omega.is_finite() {
+            return Err(ModelError::NonFinite(Input::Velocity { joint }));
+        }
+        Ok((theta, omega, m, gravity_nm))
+    }
+
+    /// The slides' parent feed-forward of joint `joint`, m(a·s) with a the angular acceleration
+    /// its ancestors command (0 for a prismatic joint), after which the joint's own commanded
+    /// acceleration, `drive`/`composite` about its axis, is recorded for its descendants.
+    pub(crate) fn feedforward_step(
+        &mut self,
+        joint: usize,
+        drive: f64,
+        composite: f64,
+    ) -> Result<f64, ModelError> {
+        let parent = match self.tree.parent_body(joint).and_then(|b| b.checked_sub(1)) {
+            None => Vector3::zeros(),
+            Some(k) => self
+                .body_acceleration
+                .get(k)
+                .copied()
+                .ok_or(ModelError::OutOfRange)?,
+        };
+        let axis = self.kin.joint_axis(joint).ok_or(ModelError::OutOfRange)?;
+        let (own, feedforward) = if self.tree.joint_kind(joint) == Some(JointType::Revolute) {
+            (
+                parent + axis * (drive / composite),
+                composite * parent.dot(&axis),
+            )
+        } else {
+            (parent, 0.0)
+        };
+        if !(feedforward.is_finite() && all_finite(own.as_slice())) {
+            return Err(ModelError::OutOfRange);
+        }
+        if let Some(slot) = self.body_acceleration.get_mut(joint) {
+            *slot = own;
+        }
+        Ok(feedforward)
     }
 }
 

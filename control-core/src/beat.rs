@@ -95,13 +95,14 @@
     )
 )]
 
-use nalgebra::Vector3;
+use nalgebra::{Isometry3, Vector3};
 
 use crate::articulated::{
     Chain, ChainCommand, ConfigField, Input, JointCommand, JointStatus, ModelError, TickModel,
-    all_finite,
+    TreeTick, all_finite, model_error,
 };
 use crate::gains::{Branch, CriticalGains, GainLimit, Integrator};
+use crate::tree::Tree;
 
 /// The inertia about each joint's axis that scales its gains (k = m/λ², γ = 2m/λ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -239,6 +240,74 @@ impl BeatServo {
             let gravity_nm = sub.gravity_torque(gravity);
             let torque = drive + parent_feedforward + gravity_nm;
             if !(torque.is_finite() && all_finite(acceleration.as_slice())) {
+                return Err(ModelError::OutOfRange);
+            }
+            *out = JointCommand {
+                inertia_kgm2: m,
+                gains,
+                status,
+                setpoint_rad: target.pose_rad,
+                drive_nm: drive,
+                parent_feedforward_nm: parent_feedforward,
+                gravity_nm,
+                torque_nm: torque,
+            };
+        }
+        Ok(command)
+    }
+
+    /// The same tick on a fixed-base kinematic tree ([`Tree`], any robot a URDF describes), the
+    /// base welded at `base_pose`: m is the joint's composite inertia about its axis
+    /// ([`InertiaModel::Composite`]) or its own body's alone
+    /// ([`InertiaModel::SingleLink`],
+    /// [`TreeKinematics::own_axis_inertia`](crate::tree::TreeKinematics::own_axis_inertia)); a prismatic
+    /// joint's is a mass and its pose is in m. The parent feed-forward, when configured, is
+    /// m_k(a_k·s_k) with a_k the sum of the commanded angular accelerations (τ_j/m_j)s_j of the
+    /// revolute joints on the path from the base (none for a prismatic joint); gravity is the
+    /// tree's generalized gravity.
+    ///
+    /// A floating base is [`ModelError::FloatingBase`]. Any non-finite input, a segment t̂ ≤ 0,
+    /// or a result that is not a finite f64 is an error for the whole tick.
+    pub fn tick_tree<const N: usize>(
+        &self,
+        tree: &Tree<N>,
+        base_pose: &Isometry3<f64>,
+        q: &[f64; N],
+        velocities: &[f64; N],
+        targets: &[BeatTarget; N],
+        gravity: &Vector3<f64>,
+    ) -> Result<ChainCommand<N>, ModelError> {
+        let mut tick = TreeTick::new(tree, base_pose, q, gravity)?;
+        let n = tree.joint_count();
+        let mut command = ChainCommand::<N>::empty(n);
+        for (joint, (out, target)) in command
+            .joints
+            .iter_mut()
+            .zip(targets.iter())
+            .enumerate()
+            .take(n)
+        {
+            let (theta, omega, composite, gravity_nm) = tick.joint(joint, q, velocities)?;
+            check_joint(joint, omega, target)?;
+            let m = match self.config.inertia {
+                InertiaModel::Composite => composite,
+                InertiaModel::SingleLink => {
+                    tick.kin.own_axis_inertia(joint).map_err(model_error)?
+                }
+            };
+            let (gains, status) = self.joint_gains(joint, m, target.segment_s)?;
+            let drive = gains.stiffness_nm_per_rad * (target.pose_rad - theta)
+                + gains.damping_nms_per_rad * (target.velocity_rad_s - omega);
+            // The feed-forward is of the composite inertia (what the ancestors' acceleration
+            // drags), whichever inertia scales the gains.
+            let acceleration = tick.feedforward_step(joint, drive, composite)?;
+            let parent_feedforward = if self.config.parent_feedforward {
+                acceleration
+            } else {
+                0.0
+            };
+            let torque = drive + parent_feedforward + gravity_nm;
+            if !torque.is_finite() {
                 return Err(ModelError::OutOfRange);
             }
             *out = JointCommand {
@@ -660,6 +729,84 @@ mod tests {
             prop::collection::vec(link_strategy(), 1..=CAP),
             prop::array::uniform6(-PI..PI),
         )
+    }
+
+    /// `specs` as a fixed-base tree: link i hangs from body i.
+    fn tree_of(specs: &[LinkSpec]) -> crate::tree::Tree<CAP> {
+        use crate::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, TreeSpec};
+        let joints: Vec<JointSpec> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| JointSpec {
+                parent_body: i,
+                kind: JointType::Revolute,
+                origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
+                axis: l.axis,
+                body: Inertial {
+                    mass_kg: l.mass_kg,
+                    com_m: l.com_m,
+                    inertia_kgm2: l.inertia_kgm2,
+                },
+            })
+            .collect();
+        crate::tree::Tree::new(&TreeSpec {
+            base: BaseKind::Fixed,
+            base_body: Inertial::ZERO,
+            joints: &joints,
+        })
+        .unwrap()
+    }
+
+    proptest! {
+        /// On a serial chain the tree ticks of both servos (every inertia model, feed-forward on
+        /// and off; arrival with either coupling) are the chain ticks, to rounding.
+        #[test]
+        fn tree_ticks_are_the_chain_ticks_on_a_chain(
+            (specs, q) in specs_strategy(),
+            w in prop::array::uniform6(-3.0..3.0f64),
+            poses in prop::array::uniform6(-PI..PI),
+            segment in 0.05..2.0f64,
+        ) {
+            use crate::articulated::{ArrivalConfig, ChainArrival, Coupling, JointTarget};
+            let chain = Chain::<CAP>::new(&specs).unwrap();
+            let tree = tree_of(&specs);
+            let g = Vector3::new(0.3, -9.81, 0.2);
+            let base = Isometry3::identity();
+            let same = |a: &ChainCommand<CAP>, b: &ChainCommand<CAP>| {
+                prop_assert_eq!(a.joints().len(), b.joints().len());
+                for (x, y) in a.joints().iter().zip(b.joints()) {
+                    let scale = 1.0 + x.drive_nm.abs() + x.gravity_nm.abs() + x.parent_feedforward_nm.abs();
+                    prop_assert!(close(x.inertia_kgm2, y.inertia_kgm2, 1e-10, 1e-12), "{:?} {:?}", x, y);
+                    prop_assert!(close(x.torque_nm, y.torque_nm, 1e-9, 1e-9 * scale), "{:?} {:?}", x, y);
+                    prop_assert!(close(x.gravity_nm, y.gravity_nm, 1e-9, 1e-9 * scale), "{:?} {:?}", x, y);
+                    prop_assert_eq!(x.status, y.status);
+                }
+                Ok(())
+            };
+            let targets: [BeatTarget; CAP] = core::array::from_fn(|i| BeatTarget {
+                pose_rad: poses[i],
+                velocity_rad_s: 0.0,
+                segment_s: segment,
+            });
+            for inertia in MODELS {
+                for ff in [false, true] {
+                    let s = servo(inertia, ff);
+                    let a = s.tick(&chain, &q, &w, &targets, &g).unwrap();
+                    let b = s.tick_tree(&tree, &base, &q, &w, &targets, &g).unwrap();
+                    same(&a, &b)?;
+                }
+            }
+            let jt: [JointTarget; CAP] = core::array::from_fn(|i| JointTarget {
+                pose_rad: poses[i],
+                time_to_go_s: segment,
+            });
+            for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
+                let s = ChainArrival::new(ArrivalConfig { coupling, ..ArrivalConfig::default() }).unwrap();
+                let a = s.tick(&chain, &q, &w, &jt, &g).unwrap();
+                let b = s.tick_tree(&tree, &base, &q, &w, &jt, &g).unwrap();
+                same(&a, &b)?;
+            }
+        }
     }
 
     proptest! {

@@ -58,6 +58,7 @@ pub mod servo;
 pub mod servo_f32;
 pub mod servo_fixed;
 pub mod simbicon;
+pub mod tree;
 
 // The README's Rust examples, compiled and run as doctests by `cargo test`.
 #[cfg(doctest)]

@@ -6,7 +6,7 @@
 use core::hint::black_box;
 use core::panic::PanicInfo;
 
-use control_core::articulated::nalgebra::Vector3;
+use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
     ArrivalConfig, Chain, ChainArrival, Coupling, JointTarget, LinkSpec,
 };
@@ -24,6 +24,7 @@ use control_core::lambert_w;
 use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
 use control_core::simbicon::{Gains, Simbicon, SimbiconConfig, WalkerState};
+use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
 
 #[panic_handler]
 fn panic(_info: &PanicInfo) -> ! {
@@ -149,6 +150,86 @@ pub extern "C" fn _start() -> ! {
             }
             if let Ok(kin) = chain.forward_kinematics(&q) {
                 acc += kin.own_axis_inertia(1).unwrap_or(0.0);
+            }
+        }
+        // The same arm as a kinematic tree: every evaluation, and the arrival and beat ticks on
+        // it; then a floating-base tree (a body on a free base with one hinge).
+        let joints = [
+            JointSpec {
+                parent_body: 0,
+                kind: JointType::Revolute,
+                origin: Placement::IDENTITY,
+                axis: link.axis,
+                body: Inertial {
+                    mass_kg: link.mass_kg,
+                    com_m: link.com_m,
+                    inertia_kgm2: link.inertia_kgm2,
+                },
+            },
+            JointSpec {
+                parent_body: 1,
+                kind: JointType::Prismatic,
+                origin: Placement::from_xyz_rpy([0.5, 0.0, 0.0], [0.0, 0.0, 0.0]),
+                axis: [1.0, 0.0, 0.0],
+                body: Inertial {
+                    mass_kg: link.mass_kg,
+                    com_m: link.com_m,
+                    inertia_kgm2: link.inertia_kgm2,
+                },
+            },
+        ];
+        for base in [BaseKind::Fixed, BaseKind::Floating] {
+            let spec = TreeSpec {
+                base,
+                base_body: Inertial {
+                    mass_kg: black_box(3.0),
+                    com_m: [0.0; 3],
+                    inertia_kgm2: [0.1, 0.0, 0.0, 0.1, 0.0, 0.1],
+                },
+                joints: &joints,
+            };
+            let Ok(tree) = Tree::<8>::new(&spec) else {
+                continue;
+            };
+            let mut q = [0.0; 8];
+            q[0] = black_box(0.3);
+            q[1] = black_box(0.1);
+            let pose = Isometry3::identity();
+            let gravity = Vector3::new(0.0, 0.0, -9.81);
+            if let Ok(kin) = tree.kinematics(&pose, &q) {
+                acc += kin.mass_matrix().map_or(0.0, |m| m.sum());
+                acc += kin.gravity(&gravity).map_or(0.0, |g| g.sum());
+                acc += kin
+                    .inverse_dynamics(&[black_box(0.2); 8], &[0.1; 8], &gravity)
+                    .map_or(0.0, |t| t.sum());
+                acc += kin.center_of_mass().map_or(0.0, |(m, _)| m);
+                acc += kin.com_jacobian().map_or(0.0, |j| j.sum());
+                acc += kin
+                    .frame_jacobian(2, &Placement::IDENTITY)
+                    .map_or(0.0, |j| j.sum());
+                acc += kin.composite().map_or(0.0, |c| c.axis_inertia().sum());
+                acc += kin.own_axis_inertia(0).unwrap_or(0.0);
+            }
+            if let Ok(arrival) = ChainArrival::new(ArrivalConfig::default()) {
+                let target = JointTarget {
+                    pose_rad: black_box(0.5),
+                    time_to_go_s: black_box(0.4),
+                };
+                if let Ok(c) =
+                    arrival.tick_tree(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity)
+                {
+                    acc += c.torques().iter().sum::<f64>();
+                }
+            }
+            if let Ok(beat) = BeatServo::new(BeatConfig::default()) {
+                let target = BeatTarget {
+                    pose_rad: black_box(0.5),
+                    velocity_rad_s: 0.0,
+                    segment_s: black_box(0.4),
+                };
+                if let Ok(c) = beat.tick_tree(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity) {
+                    acc += c.torques().iter().sum::<f64>();
+                }
             }
         }
         // Kenwright's hand control of the same chain (both projectors), and CCD IK.
