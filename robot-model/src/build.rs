@@ -1,0 +1,910 @@
+//! From urdf-rs's `Robot` (and what [`crate::syntax`] recorded) to a [`RobotModel`]: the link
+//! graph checked to be one tree, the base chosen, fixed joints merged, joints numbered
+//! depth-first, every value checked. See the crate docs for the rules.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use control_core::tree::{BaseKind, Inertial, JointType, Placement};
+use urdf_rs::JointType as Urdf;
+
+use crate::math::{self, M3, V3};
+use crate::mesh::{MeshSearch, Resolver};
+use crate::syntax::{Facts, JointFacts, Refusal};
+use crate::{
+    Body, Frame, Geometry, Joint, LoadOptions, MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M,
+    MAX_URDF_MASS_KG, RobotModel, Shape,
+};
+
+fn link_el(name: &str, sub: &str) -> String {
+    if sub.is_empty() {
+        format!("link {name:?}")
+    } else {
+        format!("link {name:?} {sub}")
+    }
+}
+
+fn joint_el(name: &str, sub: &str) -> String {
+    if sub.is_empty() {
+        format!("joint {name:?}")
+    } else {
+        format!("joint {name:?} {sub}")
+    }
+}
+
+/// At most 8 names, quoted, then how many more.
+fn names<'a>(list: impl IntoIterator<Item = &'a str>) -> String {
+    let all: Vec<&str> = list.into_iter().collect();
+    let mut s = all
+        .iter()
+        .take(8)
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if all.len() > 8 {
+        s.push_str(&format!(", … ({} more)", all.len() - 8));
+    }
+    s
+}
+
+fn placement(p: &urdf_rs::Pose) -> Placement {
+    Placement::from_xyz_rpy(p.xyz.0, p.rpy.0)
+}
+
+/// `x` is NaN or less than `min`.
+fn below(x: f64, min: f64) -> bool {
+    x.is_nan() || x < min
+}
+
+/// `x` is NaN or beyond ±`max`.
+fn beyond(x: f64, max: f64) -> bool {
+    x.is_nan() || x.abs() > max
+}
+
+/// Every coordinate of `xyz` finite and within ±[`MAX_URDF_LENGTH_M`].
+fn check_xyz(xyz: &[f64; 3], element: impl FnOnce() -> String) -> Result<(), Refusal> {
+    match xyz.iter().find(|x| beyond(**x, MAX_URDF_LENGTH_M)) {
+        Some(x) => Err((
+            element(),
+            format!("{x} m is beyond the bound of ±{MAX_URDF_LENGTH_M} m"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A size (radius, length, box side): finite, ≥ 0, at most [`MAX_URDF_LENGTH_M`].
+fn check_size(v: f64, element: impl FnOnce() -> String) -> Result<(), Refusal> {
+    if (0.0..=MAX_URDF_LENGTH_M).contains(&v) {
+        Ok(())
+    } else {
+        Err((
+            element(),
+            format!("{v} m: a size must be ≥ 0 and at most {MAX_URDF_LENGTH_M} m"),
+        ))
+    }
+}
+
+/// The values of one link: mass, inertia, the inertial's origin, the shapes' origins and sizes.
+fn check_link(l: &urdf_rs::Link) -> Result<(), Refusal> {
+    let el = |sub: &str| link_el(&l.name, sub);
+    let i = &l.inertial;
+    let m = i.mass.value;
+    if below(m, 0.0) {
+        return Err((
+            el("<inertial><mass value>"),
+            format!("{m} kg: a mass must be ≥ 0"),
+        ));
+    }
+    if m > MAX_URDF_MASS_KG {
+        return Err((
+            el("<inertial><mass value>"),
+            format!("{m} kg is beyond the bound of {MAX_URDF_MASS_KG} kg"),
+        ));
+    }
+    let t = &i.inertia;
+    let entries = [t.ixx, t.ixy, t.ixz, t.iyy, t.iyz, t.izz];
+    if let Some(x) = entries.iter().find(|x| beyond(**x, MAX_URDF_INERTIA_KG_M2)) {
+        return Err((
+            el("<inertial><inertia>"),
+            format!("an entry of {x} kg·m² is beyond the bound of ±{MAX_URDF_INERTIA_KG_M2} kg·m²"),
+        ));
+    }
+    let tensor = math::sym(&entries);
+    if !math::positive_semidefinite(&tensor) {
+        let e = math::eigenvalues(&tensor);
+        return Err((
+            el("<inertial><inertia>"),
+            format!(
+                "not a possible inertia tensor: not positive semidefinite (principal moments {:.6e}, {:.6e}, {:.6e} kg·m²)",
+                e[0], e[1], e[2]
+            ),
+        ));
+    }
+    check_xyz(&i.origin.xyz.0, || el("<inertial><origin xyz>"))?;
+    if let Some(a) = i.origin.rpy.0.iter().find(|a| !a.is_finite()) {
+        return Err((el("<inertial><origin rpy>"), format!("{a}: not finite")));
+    }
+    let shapes = l
+        .visual
+        .iter()
+        .map(|v| ("visual", &v.origin, &v.geometry, l.visual.len()))
+        .chain(
+            l.collision
+                .iter()
+                .map(|c| ("collision", &c.origin, &c.geometry, l.collision.len())),
+        );
+    let mut k = [0usize; 2];
+    for (tag, origin, geometry, count) in shapes {
+        let n = &mut k[usize::from(tag == "collision")];
+        let at = shape_el(&l.name, tag, *n, count);
+        *n += 1;
+        check_xyz(&origin.xyz.0, || format!("{at}<origin xyz>"))?;
+        if let Some(a) = origin.rpy.0.iter().find(|a| !a.is_finite()) {
+            return Err((format!("{at}<origin rpy>"), format!("{a}: not finite")));
+        }
+        match geometry {
+            urdf_rs::Geometry::Box { size } => {
+                for s in size.0 {
+                    check_size(s, || format!("{at}<geometry><box size>"))?;
+                }
+            }
+            urdf_rs::Geometry::Cylinder { radius, length } => {
+                check_size(*radius, || format!("{at}<geometry><cylinder radius>"))?;
+                check_size(*length, || format!("{at}<geometry><cylinder length>"))?;
+            }
+            urdf_rs::Geometry::Capsule { radius, length } => {
+                check_size(*radius, || format!("{at}<geometry><capsule radius>"))?;
+                check_size(*length, || format!("{at}<geometry><capsule length>"))?;
+            }
+            urdf_rs::Geometry::Sphere { radius } => {
+                check_size(*radius, || format!("{at}<geometry><sphere radius>"))?;
+            }
+            urdf_rs::Geometry::Mesh { scale, .. } => {
+                if let Some(x) = scale
+                    .iter()
+                    .flat_map(|s| s.0)
+                    .find(|x| !x.is_finite() || *x == 0.0)
+                {
+                    return Err((
+                        format!("{at}<geometry><mesh scale>"),
+                        format!("{x}: a scale must be finite and not 0"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `link "a" <visual>` or `link "a" <visual #2>` (1-based, when the link has several).
+fn shape_el(link: &str, tag: &str, k: usize, count: usize) -> String {
+    if count > 1 {
+        format!("link {link:?} <{tag} #{}>", k + 1)
+    } else {
+        format!("link {link:?} <{tag}>")
+    }
+}
+
+fn is_movable(t: &Urdf) -> bool {
+    matches!(t, Urdf::Revolute | Urdf::Continuous | Urdf::Prismatic)
+}
+
+fn type_name(t: &Urdf) -> &'static str {
+    match t {
+        Urdf::Revolute => "revolute",
+        Urdf::Continuous => "continuous",
+        Urdf::Prismatic => "prismatic",
+        Urdf::Fixed => "fixed",
+        Urdf::Floating => "floating",
+        Urdf::Planar => "planar",
+        Urdf::Spherical => "spherical",
+    }
+}
+
+/// The values of one movable or fixed joint: origin, axis, limits, dynamics.
+fn check_joint(j: &urdf_rs::Joint, facts: JointFacts) -> Result<(), Refusal> {
+    let el = |sub: &str| joint_el(&j.name, sub);
+    check_xyz(&j.origin.xyz.0, || el("<origin xyz>"))?;
+    if let Some(a) = j.origin.rpy.0.iter().find(|a| !a.is_finite()) {
+        return Err((el("<origin rpy>"), format!("{a}: not finite")));
+    }
+    if !is_movable(&j.joint_type) {
+        return Ok(());
+    }
+    let kind = type_name(&j.joint_type);
+    let axis = j.axis.xyz.0;
+    let norm = axis.iter().map(|a| a * a).sum::<f64>().sqrt();
+    if norm.is_nan() || norm <= 1e-12 {
+        return Err((
+            el("<axis xyz>"),
+            format!("{axis:?} has length {norm:e}: a joint axis must not be zero"),
+        ));
+    }
+    let limit = &j.limit;
+    if j.joint_type != Urdf::Continuous {
+        if !facts.limit {
+            return Err((
+                el(""),
+                format!(
+                    "a {kind} joint without <limit>: URDF requires <limit lower upper effort velocity> on revolute and prismatic joints (a revolute joint without position limits is `continuous`)"
+                ),
+            ));
+        }
+        if limit.lower == 0.0 && limit.upper == 0.0 && limit.effort == 0.0 {
+            return Err((
+                el("<limit>"),
+                format!(
+                    "lower = upper = 0 and effort 0: a {kind} joint that can neither move nor be driven (what urdf-rs reads for an absent <limit>); give its real limits, or make it fixed"
+                ),
+            ));
+        }
+        if below(limit.upper, limit.lower) {
+            return Err((
+                el("<limit>"),
+                format!("lower {} > upper {}", limit.lower, limit.upper),
+            ));
+        }
+        if j.joint_type == Urdf::Prismatic {
+            check_xyz(&[limit.lower, limit.upper, 0.0], || el("<limit>"))?;
+        }
+    }
+    if facts.limit {
+        if !facts.effort {
+            return Err((
+                el("<limit effort>"),
+                "missing: URDF requires effort in <limit>".to_owned(),
+            ));
+        }
+        if below(limit.effort, 0.0) {
+            return Err((
+                el("<limit effort>"),
+                format!("{}: must be ≥ 0", limit.effort),
+            ));
+        }
+        if below(limit.velocity, 0.0) {
+            return Err((
+                el("<limit velocity>"),
+                format!("{}: must be ≥ 0", limit.velocity),
+            ));
+        }
+    }
+    if let Some(d) = &j.dynamics {
+        if below(d.damping, 0.0) {
+            return Err((
+                el("<dynamics damping>"),
+                format!("{}: must be ≥ 0", d.damping),
+            ));
+        }
+        if below(d.friction, 0.0) {
+            return Err((
+                el("<dynamics friction>"),
+                format!("{}: must be ≥ 0", d.friction),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How the base is anchored, from the root link and its joints.
+#[derive(Clone, Copy, PartialEq)]
+enum Anchor {
+    /// The root link is the base.
+    Root,
+    /// The root link is `world`, and its one joint, fixed, welds the base to it.
+    WorldWeld(usize),
+    /// The root link is `world`, and its one joint, floating, carries the base.
+    WorldFloat(usize),
+}
+
+/// How a link is reached in the depth-first walk.
+#[derive(Clone, Copy)]
+enum Via {
+    Base,
+    Fixed,
+    Movable(usize),
+}
+
+/// One link's mass properties in its body's frame: mass, centre of mass, inertia about it.
+type Part = (f64, V3, M3);
+
+/// The exact combination of `parts`: masses summed, the centre of mass their weighted mean,
+/// inertias moved to it by the parallel-axis theorem. A single massive part is returned as it
+/// is, bit for bit.
+fn combine(parts: &[Part]) -> Inertial {
+    let mass: f64 = parts.iter().map(|p| p.0).sum();
+    // Weighted mean relative to the first massive part's centre: exact for one part.
+    let com = match parts.iter().find(|p| p.0 > 0.0) {
+        Some(first) => {
+            let mut s = [0.0; 3];
+            for (m, c, _) in parts {
+                for k in 0..3 {
+                    s[k] += m * (c[k] - first.1[k]);
+                }
+            }
+            [
+                first.1[0] + s[0] / mass,
+                first.1[1] + s[1] / mass,
+                first.1[2] + s[2] / mass,
+            ]
+        }
+        None => [0.0; 3],
+    };
+    let mut inertia = [[0.0; 3]; 3];
+    for (m, c, i) in parts {
+        let d = [c[0] - com[0], c[1] - com[1], c[2] - com[2]];
+        let pa = math::parallel_axis(*m, &d);
+        for r in 0..3 {
+            for k in 0..3 {
+                inertia[r][k] += i[r][k] + pa[r][k];
+            }
+        }
+    }
+    Inertial {
+        mass_kg: mass,
+        com_m: com,
+        inertia_kgm2: math::unsym(&inertia),
+    }
+}
+
+/// The cycle reached by following parent joints up from `start`: (the joint into the first link
+/// met twice, the links in parent-to-child order around the loop).
+fn cycle(
+    start: usize,
+    parent_of: &[Option<usize>],
+    parent_link: &[usize],
+) -> Option<(usize, Vec<usize>)> {
+    // Where each link sits on the path walked so far (linear, however long the loop).
+    let mut at: Vec<Option<usize>> = vec![None; parent_of.len()];
+    let mut path = vec![start];
+    at[start] = Some(0);
+    let mut l = start;
+    loop {
+        let j = parent_of[l]?;
+        l = parent_link[j];
+        if let Some(first) = at[l] {
+            let mut ring: Vec<usize> = path[first..].to_vec();
+            ring.reverse();
+            ring.push(ring[0]);
+            return Some((j, ring));
+        }
+        at[l] = Some(path.len());
+        path.push(l);
+    }
+}
+
+/// Builds the model (see the crate docs). `source` is absolute.
+pub(crate) fn build(
+    robot: &urdf_rs::Robot,
+    facts: &Facts,
+    source: &Path,
+    options: &LoadOptions,
+    search: &MeshSearch,
+) -> Result<RobotModel, Refusal> {
+    let links = &robot.links;
+    let joints = &robot.joints;
+    if links.is_empty() {
+        return Err((
+            "<robot>".to_owned(),
+            "no <link>: a robot has at least one".to_owned(),
+        ));
+    }
+    // Names.
+    let mut link_ix: HashMap<&str, usize> = HashMap::with_capacity(links.len());
+    for (i, l) in links.iter().enumerate() {
+        if link_ix.insert(l.name.as_str(), i).is_some() {
+            return Err((
+                link_el(&l.name, ""),
+                "declared twice: link names must be unique".to_owned(),
+            ));
+        }
+    }
+    let mut joint_ix: HashMap<&str, usize> = HashMap::with_capacity(joints.len());
+    for (k, j) in joints.iter().enumerate() {
+        if joint_ix.insert(j.name.as_str(), k).is_some() {
+            return Err((
+                joint_el(&j.name, ""),
+                "declared twice: joint names must be unique".to_owned(),
+            ));
+        }
+    }
+    // The graph: one parent joint per link, joints between known links.
+    let mut parent_of: Vec<Option<usize>> = vec![None; links.len()];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); links.len()];
+    let mut parent_link = Vec::with_capacity(joints.len());
+    let mut child_link = Vec::with_capacity(joints.len());
+    for (k, j) in joints.iter().enumerate() {
+        let find = |end: &str, name: &str| {
+            link_ix.get(name).copied().ok_or_else(|| {
+                (
+                    joint_el(&j.name, &format!("<{end} link>")),
+                    format!("names a link {name:?} the file does not have"),
+                )
+            })
+        };
+        let p = find("parent", &j.parent.link)?;
+        let c = find("child", &j.child.link)?;
+        if p == c {
+            return Err((
+                joint_el(&j.name, ""),
+                format!("joins link {:?} to itself", j.parent.link),
+            ));
+        }
+        if let Some(k0) = parent_of[c] {
+            return Err((
+                link_el(&j.child.link, ""),
+                format!(
+                    "is the child of two joints, {:?} and {:?}: a closed loop (the model is a tree: one parent joint per link)",
+                    joints[k0].name, j.name
+                ),
+            ));
+        }
+        parent_of[c] = Some(k);
+        children[p].push(k);
+        parent_link.push(p);
+        child_link.push(c);
+    }
+    let loop_error = |start: usize| -> Refusal {
+        match cycle(start, &parent_of, &parent_link) {
+            Some((j, ring)) => (
+                joint_el(&joints[j].name, ""),
+                format!(
+                    "closes a loop of links {}: the model is a tree",
+                    if ring.len() <= 9 {
+                        ring.iter()
+                            .map(|&l| format!("{:?}", links[l].name))
+                            .collect::<Vec<_>>()
+                            .join(" → ")
+                    } else {
+                        format!(
+                            "{} → … ({} links)",
+                            ring[..8]
+                                .iter()
+                                .map(|&l| format!("{:?}", links[l].name))
+                                .collect::<Vec<_>>()
+                                .join(" → "),
+                            ring.len() - 1
+                        )
+                    }
+                ),
+            ),
+            None => (
+                link_el(&links[start].name, ""),
+                "is not connected to the root link".to_owned(),
+            ),
+        }
+    };
+    let roots: Vec<usize> = (0..links.len())
+        .filter(|&l| parent_of[l].is_none())
+        .collect();
+    let root = match roots.as_slice() {
+        [] => return Err(loop_error(0)),
+        [r] => *r,
+        _ => {
+            return Err((
+                "<robot>".to_owned(),
+                format!(
+                    "{} root links ({}): a tree has exactly one (every other link is the child of a joint)",
+                    roots.len(),
+                    names(roots.iter().map(|&l| links[l].name.as_str()))
+                ),
+            ));
+        }
+    };
+    // Every link reached from the root (one parent per link: the others are on a loop).
+    let mut reached = vec![false; links.len()];
+    let mut stack = vec![root];
+    while let Some(l) = stack.pop() {
+        reached[l] = true;
+        stack.extend(children[l].iter().map(|&k| child_link[k]));
+    }
+    if let Some(l) = reached.iter().position(|r| !r) {
+        return Err(loop_error(l));
+    }
+
+    // The base.
+    let world_root = links[root].name == "world";
+    let anchor = match children[root].as_slice() {
+        [k] if world_root && joints[*k].joint_type == Urdf::Fixed => Anchor::WorldWeld(*k),
+        [k] if world_root && joints[*k].joint_type == Urdf::Floating => Anchor::WorldFloat(*k),
+        _ => Anchor::Root,
+    };
+    let mut notes = Vec::new();
+
+    // Joint types, values, mimics, in file order.
+    for (k, j) in joints.iter().enumerate() {
+        match j.joint_type {
+            Urdf::Floating if anchor != Anchor::WorldFloat(k) => {
+                return Err((
+                    joint_el(&j.name, ""),
+                    "a floating joint: accepted only as the one joint of a root link named \"world\" (a floating base); otherwise make the root link the base and ask for a floating base (LoadOptions::floating_base)".to_owned(),
+                ));
+            }
+            Urdf::Planar => {
+                return Err((
+                    joint_el(&j.name, ""),
+                    "a planar joint: the tree model has revolute, continuous and prismatic joints (fixed joints merged), no planar joints".to_owned(),
+                ));
+            }
+            Urdf::Spherical => {
+                return Err((
+                    joint_el(&j.name, ""),
+                    "a spherical joint: the tree model has no ball joints (the humanoid's own loader reads them)".to_owned(),
+                ));
+            }
+            _ => {}
+        }
+        check_joint(j, facts.joints.get(k).copied().unwrap_or_default())?;
+        if let Some(m) = &j.mimic {
+            if !is_movable(&j.joint_type) {
+                notes.push(format!(
+                    "joint {:?} is {}: its <mimic joint={:?}> is ignored",
+                    j.name,
+                    type_name(&j.joint_type),
+                    m.joint
+                ));
+                continue;
+            }
+            if !options.mimic_as_independent {
+                return Err((
+                    joint_el(&j.name, "<mimic>"),
+                    format!(
+                        "mimics joint {:?}: the tree model has no coupled joints (LoadOptions::mimic_as_independent loads it as an independent joint, as Pinocchio does)",
+                        m.joint
+                    ),
+                ));
+            }
+            match joint_ix.get(m.joint.as_str()) {
+                None => {
+                    return Err((
+                        joint_el(&j.name, "<mimic joint>"),
+                        format!("names a joint {:?} the file does not have", m.joint),
+                    ));
+                }
+                Some(&l) if l == k => {
+                    return Err((
+                        joint_el(&j.name, "<mimic joint>"),
+                        "names the joint itself".to_owned(),
+                    ));
+                }
+                Some(&l) if !is_movable(&joints[l].joint_type) => {
+                    return Err((
+                        joint_el(&j.name, "<mimic joint>"),
+                        format!(
+                            "names joint {:?}, which is {}: a joint can mimic only a revolute, continuous or prismatic joint",
+                            m.joint,
+                            type_name(&joints[l].joint_type)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+            notes.push(format!(
+                "joint {:?} mimics {:?} (multiplier {}, offset {}): loaded as an independent joint",
+                j.name,
+                m.joint,
+                m.multiplier.unwrap_or(1.0),
+                m.offset.unwrap_or(0.0)
+            ));
+        }
+    }
+    for l in links {
+        check_link(l)?;
+    }
+
+    let (base_link, base, base_placement) = match anchor {
+        Anchor::Root => {
+            if options.floating_base && world_root {
+                return Err((
+                    link_el("world", ""),
+                    "the root link is \"world\", which cannot float, but a floating base was asked for (LoadOptions::floating_base)".to_owned(),
+                ));
+            }
+            let kind = if options.floating_base {
+                BaseKind::Floating
+            } else {
+                BaseKind::Fixed
+            };
+            (root, kind, Placement::IDENTITY)
+        }
+        Anchor::WorldWeld(k) => {
+            if options.floating_base {
+                return Err((
+                    joint_el(&joints[k].name, ""),
+                    "welds the robot to \"world\" (a fixed joint), but a floating base was asked for (LoadOptions::floating_base)".to_owned(),
+                ));
+            }
+            (child_link[k], BaseKind::Fixed, placement(&joints[k].origin))
+        }
+        Anchor::WorldFloat(k) => {
+            let w = &links[root];
+            if w.inertial.mass.value != 0.0 || !w.visual.is_empty() || !w.collision.is_empty() {
+                return Err((
+                    link_el("world", ""),
+                    "has a mass or shapes, but only a floating joint holds the robot to it: they belong to nothing".to_owned(),
+                ));
+            }
+            if !math::is_identity(&placement(&joints[k].origin)) {
+                notes.push(format!(
+                    "joint {:?} (floating): its <origin> is ignored; the scene places the floating base",
+                    joints[k].name
+                ));
+            }
+            (child_link[k], BaseKind::Floating, Placement::IDENTITY)
+        }
+    };
+
+    // The depth-first walk: bodies, joints, frames, shapes.
+    let mut resolver = Resolver::new(source, search);
+    let mut bodies: Vec<Body> = Vec::new();
+    let mut parts: Vec<Vec<Part>> = Vec::new();
+    let mut merged: Vec<Vec<usize>> = Vec::new();
+    let mut frames: Vec<Option<Frame>> = vec![None; links.len()];
+    let mut out_joints: Vec<Joint> = Vec::new();
+    let new_body = |bodies: &mut Vec<Body>,
+                    parts: &mut Vec<Vec<Part>>,
+                    merged: &mut Vec<Vec<usize>>,
+                    l: usize| {
+        bodies.push(Body {
+            link: links[l].name.clone(),
+            inertial: Inertial::ZERO,
+            collisions: Vec::new(),
+            visuals: Vec::new(),
+        });
+        parts.push(Vec::new());
+        merged.push(Vec::new());
+        bodies.len() - 1
+    };
+    new_body(&mut bodies, &mut parts, &mut merged, base_link);
+    let mut add_link = |l: usize,
+                        body: usize,
+                        place: Placement,
+                        bodies: &mut Vec<Body>,
+                        parts: &mut Vec<Vec<Part>>,
+                        merged: &mut Vec<Vec<usize>>,
+                        notes: &mut Vec<String>|
+     -> Result<(), Refusal> {
+        let link = &links[l];
+        frames[l] = Some(Frame {
+            name: link.name.clone(),
+            body,
+            placement: place,
+        });
+        merged[body].push(l);
+        let i = &link.inertial;
+        let at = math::compose(&place, &placement(&i.origin));
+        let t = &i.inertia;
+        let tensor = math::sym(&[t.ixx, t.ixy, t.ixz, t.iyy, t.iyz, t.izz]);
+        parts[body].push((
+            i.mass.value,
+            at.xyz_m,
+            math::rotate_inertia(&at.rotation, &tensor),
+        ));
+        let shapes = link
+            .visual
+            .iter()
+            .map(|v| (false, &v.origin, &v.geometry, link.visual.len()))
+            .chain(
+                link.collision
+                    .iter()
+                    .map(|c| (true, &c.origin, &c.geometry, link.collision.len())),
+            );
+        let mut k = [0usize; 2];
+        for (collision, origin, geometry, count) in shapes {
+            let tag = if collision { "collision" } else { "visual" };
+            let n = &mut k[usize::from(collision)];
+            let at = shape_el(&link.name, tag, *n, count);
+            *n += 1;
+            let geometry = match geometry {
+                urdf_rs::Geometry::Box { size } => Geometry::Box { size: size.0 },
+                urdf_rs::Geometry::Cylinder { radius, length } => Geometry::Cylinder {
+                    radius: *radius,
+                    length: *length,
+                },
+                urdf_rs::Geometry::Capsule { radius, length } => Geometry::Capsule {
+                    radius: *radius,
+                    length: *length,
+                },
+                urdf_rs::Geometry::Sphere { radius } => Geometry::Sphere { radius: *radius },
+                urdf_rs::Geometry::Mesh { filename, scale } => match resolver.resolve(filename) {
+                    Ok(path) => Geometry::Mesh {
+                        path,
+                        filename: filename.clone(),
+                        scale: scale.map_or([1.0; 3], |s| s.0),
+                    },
+                    Err(why) if options.skip_missing_meshes => {
+                        notes.push(format!(
+                                "{at}: mesh {filename:?} dropped (LoadOptions::skip_missing_meshes): {why}"
+                            ));
+                        continue;
+                    }
+                    Err(why) => {
+                        return Err((
+                            format!("{at}<geometry><mesh filename>"),
+                            format!("{filename:?}: {why}"),
+                        ));
+                    }
+                },
+            };
+            let shape = Shape {
+                link: link.name.clone(),
+                placement: math::compose(&place, &placement(origin)),
+                geometry,
+            };
+            if collision {
+                bodies[body].collisions.push(shape);
+            } else {
+                bodies[body].visuals.push(shape);
+            }
+        }
+        Ok(())
+    };
+    if let Anchor::WorldWeld(_) = anchor {
+        // The world link is welded to the base: a frame (and whatever it carries) on body 0.
+        add_link(
+            root,
+            0,
+            math::inverse(&base_placement),
+            &mut bodies,
+            &mut parts,
+            &mut merged,
+            &mut notes,
+        )?;
+    }
+    let mut stack: Vec<(usize, Via, usize, Placement)> =
+        vec![(base_link, Via::Base, 0, Placement::IDENTITY)];
+    while let Some((l, via, parent_body, at)) = stack.pop() {
+        let (body, place) = match via {
+            Via::Base => (0, Placement::IDENTITY),
+            Via::Fixed => (parent_body, at),
+            Via::Movable(k) => {
+                let j = &joints[k];
+                let f = facts.joints.get(k).copied().unwrap_or_default();
+                let axis = j.axis.xyz.0;
+                let norm = axis.iter().map(|a| a * a).sum::<f64>().sqrt();
+                let continuous = j.joint_type == Urdf::Continuous;
+                out_joints.push(Joint {
+                    name: j.name.clone(),
+                    kind: if j.joint_type == Urdf::Prismatic {
+                        JointType::Prismatic
+                    } else {
+                        JointType::Revolute
+                    },
+                    continuous,
+                    parent_body,
+                    origin: at,
+                    axis: [axis[0] / norm, axis[1] / norm, axis[2] / norm],
+                    limits: (!continuous).then_some((j.limit.lower, j.limit.upper)),
+                    effort: f.limit.then_some(j.limit.effort),
+                    velocity: f.limit.then_some(j.limit.velocity),
+                    damping: j.dynamics.as_ref().map_or(0.0, |d| d.damping),
+                    friction: j.dynamics.as_ref().map_or(0.0, |d| d.friction),
+                    mimic: j.mimic.as_ref().map(|m| {
+                        (
+                            m.joint.clone(),
+                            m.multiplier.unwrap_or(1.0),
+                            m.offset.unwrap_or(0.0),
+                        )
+                    }),
+                });
+                (
+                    new_body(&mut bodies, &mut parts, &mut merged, l),
+                    Placement::IDENTITY,
+                )
+            }
+        };
+        add_link(
+            l,
+            body,
+            place,
+            &mut bodies,
+            &mut parts,
+            &mut merged,
+            &mut notes,
+        )?;
+        for &k in children[l].iter().rev() {
+            let j = &joints[k];
+            let origin = math::compose(&place, &placement(&j.origin));
+            let via = if j.joint_type == Urdf::Fixed {
+                Via::Fixed
+            } else {
+                Via::Movable(k)
+            };
+            stack.push((child_link[k], via, body, origin));
+        }
+    }
+
+    // The merged mass properties; every moving body needs a mass and a definite inertia.
+    for (b, body) in bodies.iter_mut().enumerate() {
+        body.inertial = combine(&parts[b]);
+        let moving = b > 0 || base == BaseKind::Floating;
+        if !moving {
+            continue;
+        }
+        let what = if b == 0 {
+            "the floating base".to_owned()
+        } else {
+            format!("the body joint {:?} moves", out_joints[b - 1].name)
+        };
+        let with = if merged[b].len() > 1 {
+            format!(
+                " (link {:?} and the links fixed to it: {})",
+                body.link,
+                names(merged[b][1..].iter().map(|&l| links[l].name.as_str()))
+            )
+        } else {
+            String::new()
+        };
+        if body.inertial.mass_kg.is_nan() || body.inertial.mass_kg <= 0.0 {
+            return Err((
+                link_el(&body.link, "<inertial><mass value>"),
+                format!(
+                    "{what} has a total mass of {} kg{with}: a moving body needs a mass > 0",
+                    body.inertial.mass_kg
+                ),
+            ));
+        }
+        let tensor = math::sym(&body.inertial.inertia_kgm2);
+        if !math::positive_definite(&tensor) {
+            let e = math::eigenvalues(&tensor);
+            return Err((
+                link_el(&body.link, "<inertial><inertia>"),
+                format!(
+                    "the inertia of {what}{with} is not positive definite (principal moments {:.6e}, {:.6e}, {:.6e} kg·m²): a moving body needs one",
+                    e[0], e[1], e[2]
+                ),
+            ));
+        }
+    }
+
+    Ok(RobotModel {
+        name: robot.name.clone(),
+        source: source.to_path_buf(),
+        base,
+        base_placement,
+        bodies,
+        joints: out_joints,
+        frames: frames.into_iter().flatten().collect(),
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(m: f64, c: V3, i: [f64; 6]) -> Part {
+        (m, c, math::sym(&i))
+    }
+
+    #[test]
+    fn one_part_is_kept_bit_for_bit_and_two_combine_exactly() {
+        let one = combine(&[part(0.3, [0.1, 0.2, 0.7], [1.0, 0.1, 0.2, 2.0, 0.3, 3.0])]);
+        assert_eq!(one.mass_kg, 0.3);
+        assert_eq!(one.com_m, [0.1, 0.2, 0.7]);
+        assert_eq!(one.inertia_kgm2, [1.0, 0.1, 0.2, 2.0, 0.3, 3.0]);
+        // 1 kg at x = 0 and 3 kg at x = 2: com at 1.5; about it the masses sit at −1.5 and +0.5:
+        // iyy = izz = 1·1.5² + 3·0.5² = 3 (plus the own 0.5 each).
+        let two = combine(&[
+            part(1.0, [0.0; 3], [0.5, 0.0, 0.0, 0.5, 0.0, 0.5]),
+            part(3.0, [2.0, 0.0, 0.0], [0.0; 6]),
+        ]);
+        assert_eq!(two.mass_kg, 4.0);
+        assert_eq!(two.com_m, [1.5, 0.0, 0.0]);
+        assert_eq!(two.inertia_kgm2, [0.5, 0.0, 0.0, 3.5, 0.0, 3.5]);
+        // Massless parts add their (rotated) inertia and nothing else.
+        let none = combine(&[part(0.0, [1.0; 3], [0.0; 6])]);
+        assert_eq!(none, Inertial::ZERO);
+    }
+
+    #[test]
+    fn cycles_are_found_in_parent_to_child_order() {
+        // Links 0 → 1 → 2 → 0 through joints 0, 1, 2 (joint k: parent k, child k + 1 mod 3),
+        // and link 3 hanging off link 2 through joint 3.
+        let parent_link = [0, 1, 2, 2];
+        let parent_of = [Some(2), Some(0), Some(1), Some(3)];
+        let (j, ring) = cycle(3, &parent_of, &parent_link).unwrap();
+        assert_eq!(ring, vec![0, 1, 2, 0]);
+        // The joint into the link met twice: link 2 → link 0.
+        assert_eq!(j, 2);
+    }
+}
