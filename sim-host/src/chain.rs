@@ -321,56 +321,70 @@ impl ChainScene {
                 c.range(&format!("{name}[{i}]"), v, -1e3, 1e3);
             }
         }
-        if self.pushes.len() > MAX_PUSHES {
-            c.fail(
-                "pushes",
-                format!(
-                    "{} pushes: a chain scene has at most {MAX_PUSHES}",
-                    self.pushes.len()
-                ),
-            );
-        }
-        for (i, p) in self.pushes.iter().enumerate() {
-            let f = |name: &str| format!("pushes[{i}].{name}");
-            if p.body.is_empty() {
-                c.fail(&f("body"), String::from("must name a link of the URDF"));
-            }
-            for (k, x) in p.force_n.into_iter().enumerate() {
-                c.range(
-                    &format!("pushes[{i}].force_n[{k}]"),
-                    x,
-                    -MAX_PUSH_FORCE_N,
-                    MAX_PUSH_FORCE_N,
-                );
-            }
-            c.range(&f("start_s"), p.start_s, 0.0, 1e7);
-            c.range(&f("duration_s"), p.duration_s, 0.0, 1e7);
-        }
-        if self.walls.len() > MAX_WALLS {
-            c.fail(
-                "walls",
-                format!(
-                    "{} walls: a chain scene has at most {MAX_WALLS}",
-                    self.walls.len()
-                ),
-            );
-        }
-        for (i, w) in self.walls.iter().enumerate() {
-            for k in 0..3 {
-                c.range(
-                    &format!("walls[{i}].center_m[{k}]"),
-                    w.center_m[k],
-                    -1e3,
-                    1e3,
-                );
-                c.positive_up_to(
-                    &format!("walls[{i}].half_extents_m[{k}]"),
-                    w.half_extents_m[k],
-                    MAX_WALL_HALF_EXTENT_M,
-                );
-            }
-        }
+        check_pushes(&mut c, &self.pushes, "chain");
+        check_walls(&mut c, &self.walls, "chain");
         c.result()
+    }
+}
+
+/// Checks a scene's `pushes` (a `noun` scene's, for the message): at most [`MAX_PUSHES`], each
+/// naming a body, its force within ±[`MAX_PUSH_FORCE_N`] and its times in [0, 1e7] s. (The
+/// chain's and the robot scene's check.)
+pub(crate) fn check_pushes(c: &mut Checker, pushes: &[Push], noun: &str) {
+    if pushes.len() > MAX_PUSHES {
+        c.fail(
+            "pushes",
+            format!(
+                "{} pushes: a {noun} scene has at most {MAX_PUSHES}",
+                pushes.len()
+            ),
+        );
+    }
+    for (i, p) in pushes.iter().enumerate() {
+        let f = |name: &str| format!("pushes[{i}].{name}");
+        if p.body.is_empty() {
+            c.fail(&f("body"), String::from("must name a link of the URDF"));
+        }
+        for (k, x) in p.force_n.into_iter().enumerate() {
+            c.range(
+                &format!("pushes[{i}].force_n[{k}]"),
+                x,
+                -MAX_PUSH_FORCE_N,
+                MAX_PUSH_FORCE_N,
+            );
+        }
+        c.range(&f("start_s"), p.start_s, 0.0, 1e7);
+        c.range(&f("duration_s"), p.duration_s, 0.0, 1e7);
+    }
+}
+
+/// Checks a scene's `walls` (a `noun` scene's, for the message): at most [`MAX_WALLS`], centres
+/// within ±1 km, half extents in (0, [`MAX_WALL_HALF_EXTENT_M`]]. (The chain's and the robot
+/// scene's check.)
+pub(crate) fn check_walls(c: &mut Checker, walls: &[Wall], noun: &str) {
+    if walls.len() > MAX_WALLS {
+        c.fail(
+            "walls",
+            format!(
+                "{} walls: a {noun} scene has at most {MAX_WALLS}",
+                walls.len()
+            ),
+        );
+    }
+    for (i, w) in walls.iter().enumerate() {
+        for k in 0..3 {
+            c.range(
+                &format!("walls[{i}].center_m[{k}]"),
+                w.center_m[k],
+                -1e3,
+                1e3,
+            );
+            c.positive_up_to(
+                &format!("walls[{i}].half_extents_m[{k}]"),
+                w.half_extents_m[k],
+                MAX_WALL_HALF_EXTENT_M,
+            );
+        }
     }
 }
 
@@ -425,13 +439,54 @@ struct ChainJoint {
     effort_nm: f64,
 }
 
-/// A push resolved to a body and steps.
+/// A push resolved to a body and steps (the chain's and the robot plant's).
 #[derive(Debug, Clone, Copy)]
-struct ActivePush {
+pub(crate) struct ActivePush {
     body: RigidBodyHandle,
     force: Vector,
     first_step: u64,
     end_step: u64,
+}
+
+impl ActivePush {
+    /// `force_n` (N, world) on `body` from the step nearest `start_s` for the steps nearest
+    /// `duration_s`, at physics step `dt_s`.
+    pub(crate) fn new(
+        body: RigidBodyHandle,
+        force_n: [f64; 3],
+        start_s: f64,
+        duration_s: f64,
+        dt_s: f64,
+    ) -> Self {
+        let first_step = step_of(start_s, dt_s);
+        Self {
+            body,
+            force: v3(force_n),
+            first_step,
+            end_step: first_step + step_of(duration_s, dt_s),
+        }
+    }
+}
+
+/// Adds the force of each push active at step `step` to its body (held for the whole step).
+pub(crate) fn apply_pushes(pushes: &[ActivePush], bodies: &mut RigidBodySet, step: u64) {
+    for p in pushes {
+        if (p.first_step..p.end_step).contains(&step)
+            && let Some(rb) = bodies.get_mut(p.body)
+        {
+            rb.add_force(p.force, true);
+        }
+    }
+}
+
+/// Clears the forces and torques added to the bodies `handles` (for the next step's).
+pub(crate) fn reset_forces(bodies: &mut RigidBodySet, handles: &[(String, RigidBodyHandle)]) {
+    for &(_, h) in handles {
+        if let Some(rb) = bodies.get_mut(h) {
+            rb.reset_torques(false);
+            rb.reset_forces(false);
+        }
+    }
 }
 
 /// The chain of a [`ChainScene`], ready to step.
@@ -696,13 +751,13 @@ impl ChainPlant {
                     format!("`{}` is the fixed root: a force on it does nothing", p.body),
                 ));
             }
-            let first_step = step_of(p.start_s, scene.dt_s);
-            pushes.push(ActivePush {
+            pushes.push(ActivePush::new(
                 body,
-                force: v3(p.force_n),
-                first_step,
-                end_step: first_step + step_of(p.duration_s, scene.dt_s),
-            });
+                p.force_n,
+                p.start_s,
+                p.duration_s,
+                scene.dt_s,
+            ));
         }
 
         let mut plant = Self {
@@ -1015,54 +1070,16 @@ impl ChainPlant {
     /// Sums, over every contact between a wall and a link, the impulses the solver applied in
     /// the step just taken, and keeps the per-link forces (impulse / dt) for the frames.
     fn collect_wall_contacts(&mut self) {
-        self.contact_sums.clear();
-        for &wall in &self.walls {
-            for pair in self.world.narrow_phase.contact_pairs_with(wall) {
-                let (other, link_is_first) = if pair.collider1 == wall {
-                    (pair.collider2, false)
-                } else {
-                    (pair.collider1, true)
-                };
-                let Some(id) = self
-                    .world
-                    .colliders
-                    .get(other)
-                    .and_then(|c| c.parent())
-                    .and_then(|b| self.link_ids.iter().find(|(h, _)| *h == b))
-                    .map(|&(_, id)| id)
-                else {
-                    continue;
-                };
-                let on_first = impulse_on_first(pair);
-                let sign = if link_is_first { 1.0 } else { -1.0 };
-                let f = to_f64(on_first).map(|x| sign * x / self.dt_s);
-                if f.iter().all(|&x| x == 0.0) {
-                    continue;
-                }
-                match self.contact_sums.iter_mut().find(|(i, _)| *i == id) {
-                    Some((_, sum)) => {
-                        for (s, x) in sum.iter_mut().zip(f) {
-                            *s += x;
-                        }
-                    }
-                    None => self.contact_sums.push((id, f)),
-                }
-            }
-        }
-        self.contact_sums.sort_by_key(|&(id, _)| id);
-        self.contacts.clear();
-        for &(id, force_n) in &self.contact_sums {
-            if self
-                .contacts
-                .push(ContactForce {
-                    body: BodyId(id),
-                    force_n,
-                })
-                .is_err()
-            {
-                self.contacts_left_out = self.contacts_left_out.saturating_add(1);
-            }
-        }
+        let link_ids = &self.link_ids;
+        collect_contact_forces(
+            &self.world,
+            &self.walls,
+            self.dt_s,
+            |b| link_ids.iter().find(|(h, _)| *h == b).map(|&(_, id)| id),
+            &mut self.contact_sums,
+            &mut self.contacts,
+            &mut self.contacts_left_out,
+        );
     }
 
     /// Steps the world by dt with joint torques `torques_nm` (N·m, URDF joint order; a missing
@@ -1078,12 +1095,7 @@ impl ChainPlant {
     /// ([`StateFrame::applied_torque_sequence`], low 32 bits).
     pub fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
         let t0 = Instant::now();
-        for &(_, h) in &self.links {
-            if let Some(rb) = self.world.bodies.get_mut(h) {
-                rb.reset_torques(false);
-                rb.reset_forces(false);
-            }
-        }
+        reset_forces(&mut self.world.bodies, &self.links);
         for (i, j) in self.joints.iter().enumerate() {
             let tau = torques_nm.get(i).copied().unwrap_or(0.0) as Real;
             let Some(axis) = self.axis_world(j.handle) else {
@@ -1095,13 +1107,7 @@ impl ChainPlant {
                 }
             }
         }
-        for p in &self.pushes {
-            if (p.first_step..p.end_step).contains(&self.step)
-                && let Some(rb) = self.world.bodies.get_mut(p.body)
-            {
-                rb.add_force(p.force, true);
-            }
-        }
+        apply_pushes(&self.pushes, &mut self.world.bodies, self.step);
         self.world.step();
         self.collect_wall_contacts();
         self.step += 1;
@@ -1135,6 +1141,68 @@ pub(crate) fn impulse_on_first(pair: &ContactPair) -> Vector {
         }
     }
     total
+}
+
+/// Sums, over every contact between a collider of `environment` and a body that `body_id`
+/// numbers, the impulses the solver applied in the step just taken ([`impulse_on_first`]), as
+/// forces on that body (impulse / `dt_s`, N, world frame; a zero sum is no contact), and writes
+/// them to `contacts` in id order: at most [`MAX_CONTACTS`], each body beyond counted in
+/// `left_out`. `sums` is the scratch the sums are made in. (The chain's and the robot plant's
+/// readout.)
+pub(crate) fn collect_contact_forces(
+    world: &PhysicsWorld,
+    environment: &[ColliderHandle],
+    dt_s: f64,
+    body_id: impl Fn(RigidBodyHandle) -> Option<u16>,
+    sums: &mut Vec<(u16, [f64; 3])>,
+    contacts: &mut heapless::Vec<ContactForce, MAX_CONTACTS>,
+    left_out: &mut u64,
+) {
+    sums.clear();
+    for &env in environment {
+        for pair in world.narrow_phase.contact_pairs_with(env) {
+            let (other, body_is_first) = if pair.collider1 == env {
+                (pair.collider2, false)
+            } else {
+                (pair.collider1, true)
+            };
+            let Some(id) = world
+                .colliders
+                .get(other)
+                .and_then(|c| c.parent())
+                .and_then(&body_id)
+            else {
+                continue;
+            };
+            let on_first = impulse_on_first(pair);
+            let sign = if body_is_first { 1.0 } else { -1.0 };
+            let f = to_f64(on_first).map(|x| sign * x / dt_s);
+            if f.iter().all(|&x| x == 0.0) {
+                continue;
+            }
+            match sums.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, sum)) => {
+                    for (s, x) in sum.iter_mut().zip(f) {
+                        *s += x;
+                    }
+                }
+                None => sums.push((id, f)),
+            }
+        }
+    }
+    sums.sort_by_key(|&(id, _)| id);
+    contacts.clear();
+    for &(id, force_n) in sums.iter() {
+        if contacts
+            .push(ContactForce {
+                body: BodyId(id),
+                force_n,
+            })
+            .is_err()
+        {
+            *left_out = left_out.saturating_add(1);
+        }
+    }
 }
 
 /// The mass properties of an `<inertial>` in its link's frame: the inertia tensor rotated by the
@@ -1537,11 +1605,13 @@ mod tests {
             PlantScene::from_json_str(&format!("{{{MIN}}}"), f),
             Ok(PlantScene::Chain(_))
         ));
-        let e =
-            PlantScene::from_json_str(&format!("{{{}}}", MIN.replace("\"chain\"", "\"robot\"")), f)
-                .unwrap_err();
+        let e = PlantScene::from_json_str(
+            &format!("{{{}}}", MIN.replace("\"chain\"", "\"rowboat\"")),
+            f,
+        )
+        .unwrap_err();
         assert_eq!(e.field, "kind");
-        assert!(e.reason.contains(r#"unknown scene kind "robot""#), "{e}");
+        assert!(e.reason.contains(r#"unknown scene kind "rowboat""#), "{e}");
         // Not an object, or broken: the arm scene's errors, as before.
         let e = PlantScene::from_json_str("{", f).unwrap_err();
         assert_eq!(e.field, "(document)");

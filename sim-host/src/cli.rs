@@ -5,7 +5,8 @@
 //!
 //! `--scene` is an arm scene ([`crate::Scene`]), a chain scene ([`crate::ChainScene`], told
 //! apart by its `"kind": "chain"`) or a biped scene ([`crate::biped::BipedScene`], `"kind":
-//! "biped"`; see [`PlantScene`]); all run through the same loops.
+//! "biped"`; a humanoid scene, `"kind": "humanoid"`; a robot scene ([`crate::RobotScene`], `"kind":
+//! "robot"`); see [`PlantScene`]); all run through the same loops.
 //!
 //! Exit codes: 0 when the scene ends or the controller closes its end; 2 on a bad command line or
 //! scene file; 1 on a transport or protocol error (never on what a torque frame holds: refused
@@ -131,5 +132,6 @@ fn build(path: &std::path::Path) -> Result<Box<dyn HostedPlant>, SceneError> {
         PlantScene::Humanoid(s) => {
             Box::new(crate::humanoid::HumanoidPlant::new(&s).map_err(in_file)?)
         }
+        PlantScene::Robot(s) => Box::new(crate::robot::RobotPlant::new(&s).map_err(in_file)?),
     })
 }

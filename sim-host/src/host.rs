@@ -46,8 +46,9 @@ use crate::plant::Plant;
 
 /// What the host loops need of a plant: its current state as a frame, one step with given
 /// torques, its torque limits, and its clock (steps of dt up to an end). Implemented by the arm
-/// ([`Plant`]), the URDF chain ([`ChainPlant`]) and the SIMBICON biped
-/// ([`crate::biped::BipedPlant`]) by their inherent methods.
+/// ([`Plant`]), the URDF chain ([`ChainPlant`]), the SIMBICON biped
+/// ([`crate::biped::BipedPlant`]), the humanoid and the robot plant
+/// ([`crate::robot::RobotPlant`]) by their inherent methods.
 pub trait HostedPlant {
     /// The state frame of the current state (sequence number = step index).
     fn state_frame(&mut self) -> StateFrame;
@@ -147,6 +148,27 @@ impl HostedPlant for crate::biped::BipedPlant {
     }
     fn dt_s(&self) -> f64 {
         crate::biped::BipedPlant::dt_s(self)
+    }
+}
+
+impl HostedPlant for crate::robot::RobotPlant {
+    fn state_frame(&mut self) -> StateFrame {
+        crate::robot::RobotPlant::state_frame(self)
+    }
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        crate::robot::RobotPlant::step_driven_by(self, torques_nm, torque_sequence)
+    }
+    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
+        crate::robot::RobotPlant::check_torques(self, torques_nm)
+    }
+    fn is_finished(&self) -> bool {
+        crate::robot::RobotPlant::is_finished(self)
+    }
+    fn step_index(&self) -> u64 {
+        crate::robot::RobotPlant::step_index(self)
+    }
+    fn dt_s(&self) -> f64 {
+        crate::robot::RobotPlant::dt_s(self)
     }
 }
 

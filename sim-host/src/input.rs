@@ -34,24 +34,15 @@ pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 /// Largest scene file (`sim-host --scene`), bytes: 16 MiB (hil writes them; the largest arm
 /// scene a scenario can ask for, 10 000 balls and weights, is about 7 MB).
 pub const MAX_SCENE_BYTES: u64 = 16 << 20;
-/// Largest URDF file, bytes: 16 MiB (the shipped ones are under 16 KiB; meshes are separate
-/// files, and the plants read none).
-pub const MAX_URDF_BYTES: u64 = 16 << 20;
 /// Largest study records file (`hil study merge`), bytes: 64 MiB (a cell's line is about 1 KB).
 pub const MAX_RECORDS_BYTES: u64 = 64 << 20;
-/// Deepest element nesting accepted in a URDF (the root `<robot>` is level 1; URDF itself needs
-/// about 5).
-pub const MAX_XML_DEPTH: usize = 64;
-/// Most elements accepted in a URDF (the shipped humanoid has about 200; the plants take at most
-/// 16 bodies). The parser holds a tree of every element: this bounds its memory and time (about
-/// 0.13 GB and 0.4 s at the limit, where a 16 MiB file of empty elements took 0.9 GB and 5 s).
-pub const MAX_XML_ELEMENTS: usize = 100_000;
-/// Largest `<mass value>` of a URDF link, kg.
-pub const MAX_URDF_MASS_KG: f64 = 1e6;
-/// Largest magnitude of a URDF link's inertia tensor entry (`ixx` … `izz`), kg·m².
-pub const MAX_URDF_INERTIA_KG_M2: f64 = 1e6;
-/// Largest magnitude of a URDF length: each coordinate of an `<origin xyz>`, m.
-pub const MAX_URDF_LENGTH_M: f64 = 1e3;
+// The URDF limits and bounds are robot-model's (one reader for the plants and the controller's
+// model): the largest URDF file (16 MiB), the deepest nesting (64) and most elements (100 000)
+// [`read_urdf`] accepts, and the bounds on a URDF's masses, inertias and lengths.
+pub use robot_model::{
+    MAX_URDF_BYTES, MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG, MAX_XML_DEPTH,
+    MAX_XML_ELEMENTS, check_xml,
+};
 
 /// What an input file is: names it in errors and sets its size limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,111 +183,15 @@ pub fn read_text(path: &Path, kind: InputKind) -> Result<String, InputError> {
     })
 }
 
-/// The text of the URDF file `path`: [`read_text`] with [`InputKind::Urdf`], and elements nested
-/// at most [`MAX_XML_DEPTH`] deep, at most [`MAX_XML_ELEMENTS`] of them ([`check_xml`]).
+/// The text of the URDF file `path`: a regular file of at most [`MAX_URDF_BYTES`] of UTF-8 (as
+/// [`read_text`] with [`InputKind::Urdf`] reads it, with the same messages), elements nested at
+/// most [`MAX_XML_DEPTH`] deep, at most [`MAX_XML_ELEMENTS`] of them ([`check_xml`]): robot-model's
+/// [`robot_model::read_description`], its error as an [`InputError`].
 pub fn read_urdf(path: &Path) -> Result<String, InputError> {
-    let text = read_text(path, InputKind::Urdf)?;
-    check_xml(&text, MAX_XML_DEPTH, MAX_XML_ELEMENTS).map_err(|reason| InputError {
-        file: path.to_path_buf(),
-        reason,
-    })?;
-    Ok(text)
-}
-
-/// Refuses XML whose elements nest deeper than `max_depth` levels or number more than
-/// `max_elements`, with the line where a limit is passed. A linear scan that parses nothing (so
-/// it cannot itself recurse): start tags open a level (unless they close themselves, `/>`), end
-/// tags close one; comments, CDATA, processing instructions and declarations (a DOCTYPE's
-/// internal subset too) are skipped, and a `>` inside a quoted attribute value ends nothing.
-/// Malformed markup is left to the parser to report.
-pub fn check_xml(text: &str, max_depth: usize, max_elements: usize) -> Result<(), String> {
-    let b = text.as_bytes();
-    let find = |from: usize, needle: &[u8]| -> Option<usize> {
-        b.get(from..)?
-            .windows(needle.len())
-            .position(|w| w == needle)
-            .map(|p| from + p)
-    };
-    let line = |at: usize| 1 + b[..at].iter().filter(|&&c| c == b'\n').count();
-    let mut depth = 0usize;
-    let mut elements = 0usize;
-    let mut i = 0usize;
-    while let Some(p) = b.get(i..).and_then(|r| r.iter().position(|&c| c == b'<')) {
-        let at = i + p;
-        let rest = &b[at..];
-        let next = if rest.starts_with(b"<!--") {
-            find(at + 4, b"-->").map(|e| e + 3)
-        } else if rest.starts_with(b"<![CDATA[") {
-            find(at + 9, b"]]>").map(|e| e + 3)
-        } else if rest.starts_with(b"<?") {
-            find(at + 2, b"?>").map(|e| e + 2)
-        } else if rest.starts_with(b"<!") {
-            // A declaration: to its `>`, past any internal subset in brackets and quotes.
-            let mut brackets = 0usize;
-            let mut quote = None;
-            let mut end = None;
-            for (k, &c) in rest.iter().enumerate().skip(2) {
-                match (quote, c) {
-                    (Some(q), c) if c == q => quote = None,
-                    (Some(_), _) => {}
-                    (None, b'"' | b'\'') => quote = Some(c),
-                    (None, b'[') => brackets += 1,
-                    (None, b']') => brackets = brackets.saturating_sub(1),
-                    (None, b'>') if brackets == 0 => {
-                        end = Some(at + k + 1);
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            end
-        } else {
-            // A start or end tag: to its `>`, outside quoted values.
-            let mut quote = None;
-            let mut end = None;
-            for (k, &c) in rest.iter().enumerate().skip(1) {
-                match (quote, c) {
-                    (Some(q), c) if c == q => quote = None,
-                    (Some(_), _) => {}
-                    (None, b'"' | b'\'') => quote = Some(c),
-                    (None, b'>') => {
-                        end = Some(k);
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            let Some(k) = end else {
-                return Ok(()); // unterminated: the parser's to report
-            };
-            if rest.get(1) == Some(&b'/') {
-                depth = depth.saturating_sub(1);
-            } else {
-                elements += 1;
-                if elements > max_elements {
-                    return Err(format!(
-                        "more than {max_elements} elements (line {}): at most {max_elements}",
-                        line(at)
-                    ));
-                }
-                if rest[k - 1] != b'/' {
-                    depth += 1;
-                    if depth > max_depth {
-                        return Err(format!(
-                            "elements nested deeper than {max_depth} levels (line {}): at most {max_depth}",
-                            line(at)
-                        ));
-                    }
-                }
-            }
-            Some(at + k + 1)
-        };
-        match next {
-            Some(n) => i = n,
-            None => return Ok(()), // unterminated: the parser's to report
-        }
-    }
-    Ok(())
+    robot_model::read_description(path).map_err(|e| InputError {
+        file: e.file,
+        reason: e.reason,
+    })
 }
 
 /// Serde `deserialize_with` helper for a fixed-size vector of numbers: exactly `N` of them. A

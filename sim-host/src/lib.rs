@@ -7,8 +7,8 @@
 //!   joint states and contact / plane-crossing events as `control_core::frames::StateFrame`s.
 //! - [`chain`]: a chain scene (JSON naming a URDF file, `"kind": "chain"`) and the Rapier
 //!   multibody built from the URDF (`rapier3d-urdf`), stepped with one torque per joint.
-//!   [`plant`], [`chain`], [`biped`] and [`humanoid`] are the only modules that name a Rapier
-//!   type.
+//!   [`plant`], [`chain`], [`biped`], [`humanoid`] and [`robot`] are the only modules that name a
+//!   Rapier type.
 //! - [`biped`]: the SIMBICON planar 7-link walker (`"kind": "biped"` scenes), a floating-base
 //!   Rapier plant with impulse joints and ground contact, stepped in process with six joint
 //!   torques (not yet hosted over wire frames).
@@ -18,6 +18,11 @@
 //!   bodies' world motion, the feet's and toes' ground forces and the other bodies' ground
 //!   contacts in every state frame. Its [`humanoid::HumanoidModel`] is what the controller reads
 //!   from the same file.
+//! - [`robot`]: one plant for any robot (`"kind": "robot"` scenes), built from the robot model
+//!   the controller builds its dynamics from (`robot_model::RobotModel`): multibody revolute and
+//!   prismatic joints with the URDF's limits, damping and dry friction, convex hulls of the
+//!   collision meshes, a fixed or a floating base, ground and walls; one generalized force per
+//!   joint, hosted over wire frames.
 //! - [`walk`]: SIMBICON (`control_core::simbicon`) on the biped plant in process: the readout
 //!   mapping and a measured lockstep walk.
 //! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
@@ -44,12 +49,19 @@ pub mod host;
 pub mod humanoid;
 pub mod input;
 pub mod plant;
+pub mod robot;
 pub mod scene;
 pub mod walk;
+
+/// Mesh files for the robot plant's unit tests (shared with the integration tests).
+#[cfg(test)]
+#[path = "../tests/support/mesh.rs"]
+mod test_mesh;
 
 pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
 pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use humanoid::{HumanoidModel, HumanoidPlant, HumanoidScene};
 pub use plant::Plant;
+pub use robot::{RobotPlant, RobotScene};
 pub use scene::{ArmSpec, BallSpawn, PlantScene, Scene, SceneError, WeightDrop, WeightShape};

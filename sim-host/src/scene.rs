@@ -26,8 +26,9 @@
 //! assert_eq!(Scene::from_json_str(&json, "inline".as_ref()).unwrap(), scene);
 //! ```
 //!
-//! [`PlantScene`] reads a scene file of either kind: this arm scene (no `kind` field), or a chain
-//! scene of [`crate::chain`] (`"kind": "chain"`).
+//! [`PlantScene`] reads a scene file of any kind: this arm scene (no `kind` field), a chain scene
+//! of [`crate::chain`] (`"kind": "chain"`), a biped, humanoid or robot scene (`"kind": "biped"`,
+//! `"humanoid"`, `"robot"`).
 //!
 //! Never does: accept a value the plant cannot simulate (non-finite, out of range, a duplicate
 //! id), or panic on any input.
@@ -502,7 +503,8 @@ impl std::error::Error for SceneError {}
 /// A scene file of any plant: an arm scene ([`Scene`], no `kind` field), a chain scene
 /// ([`ChainScene`], `"kind": "chain"`), a biped scene ([`crate::biped::BipedScene`],
 /// `"kind": "biped"`) or a humanoid scene ([`crate::humanoid::HumanoidScene`], `"kind":
-/// "humanoid"`). What `sim-host --scene` reads.
+/// "humanoid"`) or a robot scene ([`crate::robot::RobotScene`], `"kind": "robot"`). What
+/// `sim-host --scene` reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlantScene {
     /// The one-link arm with balls and weights.
@@ -513,6 +515,8 @@ pub enum PlantScene {
     Biped(crate::biped::BipedScene),
     /// The 15-body humanoid built from a URDF file.
     Humanoid(crate::humanoid::HumanoidScene),
+    /// Any robot, built from the shared robot model of a URDF file.
+    Robot(crate::robot::RobotScene),
 }
 
 impl PlantScene {
@@ -541,11 +545,14 @@ impl PlantScene {
             Some(serde_json::Value::String(k)) if k == "humanoid" => {
                 crate::humanoid::HumanoidScene::from_json_str(text, file).map(Self::Humanoid)
             }
+            Some(serde_json::Value::String(k)) if k == "robot" => {
+                crate::robot::RobotScene::from_json_str(text, file).map(Self::Robot)
+            }
             Some(k) => Err(SceneError {
                 file: file.to_path_buf(),
                 field: String::from("kind"),
                 reason: format!(
-                    "unknown scene kind {k}: \"chain\" for a chain scene, \"biped\" for the biped, \"humanoid\" for the humanoid; an arm scene has no `kind`"
+                    "unknown scene kind {k}: \"chain\" for a chain scene, \"biped\" for the biped, \"humanoid\" for the humanoid, \"robot\" for a robot; an arm scene has no `kind`"
                 ),
             }),
         }
