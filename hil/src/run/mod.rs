@@ -104,6 +104,16 @@ pub struct RunArgs {
     /// state within `--watchdog-ms`.
     #[arg(long, value_enum, default_value_t = firmware::ControllerIn::Host)]
     pub controller_in: firmware::ControllerIn,
+    /// Replace the scenario's robot with this URDF (chain scenarios: `pose_tour`,
+    /// `on_the_beat`, `kenwright_reach`). A relative path is the working directory's. Plant
+    /// and controller both load it.
+    #[arg(long)]
+    pub urdf: Option<PathBuf>,
+    /// `pose_tour`: the axis of the robot's description that points up (gravity along its
+    /// negative). Default: the scenario's `model.up_axis`, or `z` (URDF's convention) for a robot
+    /// given with `--urdf`.
+    #[arg(long, value_enum)]
+    pub up_axis: Option<chain::scenario::UpAxis>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -175,6 +185,19 @@ pub fn run(args: &RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let chain_scenario = args.scenario.as_deref().is_some_and(|p| {
+        chain::is_chain_scenario(p) && !dynamo::is_dynamo_scenario(p) && !biped::is_walk_scenario(p)
+    });
+    if (args.urdf.is_some() || args.up_axis.is_some()) && !chain_scenario {
+        eprintln!(
+            "hil: {}: --urdf and --up-axis replace the robot of a chain scenario (pose_tour, on_the_beat, kenwright_reach) only",
+            args.scenario.as_deref().map_or_else(
+                || scenario::BUILT_IN_NAME.to_owned(),
+                |p| p.display().to_string()
+            )
+        );
+        return ExitCode::from(2);
+    }
     if let Some(path) = args.scenario.as_deref() {
         if dynamo::is_dynamo_scenario(path) {
             return run_kind(
@@ -204,8 +227,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 args,
                 &stop,
                 path,
-                chain::ChainScenario::load(path)
-                    .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
+                chain::ChainScenario::load_with(
+                    path,
+                    &chain::scenario::RobotOverride {
+                        urdf: args.urdf.clone(),
+                        up_axis: args.up_axis,
+                    },
+                )
+                .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
                 |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
                 chain::controller::ChainLaw::name,
                 chain::run_scenario,

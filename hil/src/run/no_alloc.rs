@@ -23,7 +23,7 @@ use runtime::{Controller, PeriodicBuilder, RunReport, StateSample, TickInfo, cha
 use super::biped::WalkScenario;
 use super::biped::controller::WalkController;
 use super::chain::ChainScenario;
-use super::chain::controller::{CAP, ChainController, ChainLaw};
+use super::chain::controller::{ChainController, ChainLaw};
 use super::controller::ArmController;
 use super::dynamo::controller::{DynamoController, GainScope};
 use super::dynamo::{DynamoScenario, GRAVITY_M_S2};
@@ -374,19 +374,10 @@ fn no_alloc_an_allocation_injected_into_one_tick_is_caught() {
 /// keyframes (hand targets) reached are checked.
 fn chain_runs(path: &Path) -> Vec<Probed> {
     let scenario = ChainScenario::load(path).expect("the shipped scenario loads");
-    let scene = scenario.scene();
-    let replica = sim_host::ChainPlant::new(&scene).expect("the plant's replica builds");
-    let plant_joints: Vec<String> = replica
-        .joint_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let (chain, model_joints) =
-        crate::model::chain_from_urdf::<CAP>(&scene.urdf).expect("the URDF loads");
-    assert_eq!(model_joints, plant_joints);
-    let effort = replica.torque_limits_nm();
+    let setup = super::chain::setup(&scenario).expect("the scenario sets up");
+    let (model, effort, plant_joints) = (setup.model, setup.effort, setup.plant_joints);
     let hand_link = scenario.hand.as_ref().map(|hand| {
-        let text = sim_host::input::read_urdf(&scene.urdf).expect("the URDF reads");
+        let text = sim_host::input::read_urdf(&setup.urdf).expect("the URDF reads");
         let robot = urdf_rs::read_from_string(&text).expect("the URDF parses");
         robot
             .joints
@@ -394,10 +385,10 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
             .position(|j| j.child.link == hand.link)
             .expect("hand.link is a joint's child")
     });
-    let hand_body = scenario
-        .hand
-        .as_ref()
-        .and_then(|hand| replica.link_body_id(&hand.link));
+    let hand_body = match (&scenario.hand, &setup.replica) {
+        (Some(hand), super::chain::Replica::Chain(replica)) => replica.link_body_id(&hand.link),
+        _ => None,
+    };
     let state_period = scenario.control_period_s().max(scenario.physics_dt_s);
     let joints = plant_joints.len();
     let targets = scenario.keyframes.len().max(scenario.hand_targets.len());
@@ -424,9 +415,15 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
     ChainLaw::of(scenario.kind)
         .iter()
         .map(|&law| {
-            let controller =
-                ChainController::new(law, &scenario, chain, &effort, state_period, hand_link)
-                    .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
+            let controller = ChainController::new(
+                law,
+                &scenario,
+                model.clone(),
+                &effort,
+                state_period,
+                hand_link,
+            )
+            .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
             let (mut last_keyframe, mut model_errors) = (0, 0_u64);
             let run = probed_run(
                 &format!("chain {}", law.name()),
@@ -451,6 +448,14 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
 fn no_alloc_chain_on_the_beat_controllers() {
     let runs = chain_runs(scenario_file!("on_the_beat.toml"));
     assert_eq!(runs.len(), ChainLaw::BEAT.len());
+    assert_none_allocated(&runs);
+}
+
+#[test]
+fn no_alloc_pose_tour_controllers() {
+    // The robot plant's model: a fixed-base tree (arm3 through the robot loader).
+    let runs = chain_runs(scenario_file!("pose_tour.toml"));
+    assert_eq!(runs.len(), ChainLaw::TOUR.len());
     assert_none_allocated(&runs);
 }
 

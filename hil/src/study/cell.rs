@@ -225,33 +225,7 @@ pub fn nominal_start() -> Start {
     }
 }
 
-/// splitmix64 (Steele, Lea and Flood 2014): a tiny deterministic generator for start
-/// perturbations; the same seed gives the same sequence on every machine.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub const fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [lo, hi).
-    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        // The top 53 bits: every value is exact in f64.
-        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        lo + (hi - lo) * unit
-    }
-}
+pub use crate::run::scenario::SplitMix64;
 
 /// The start's offsets from JSimbicon's for `seed`: (forward velocity m/s, torso pitch rad),
 /// uniform within ±[`SEED_VELOCITY_SPREAD_M_S`] and ±[`SEED_PITCH_SPREAD_RAD`]; (0, 0) for seed 0.

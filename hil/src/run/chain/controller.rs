@@ -15,7 +15,7 @@
 //! or panics. A model error (a non-finite state, a torque that is not a finite f64) gives the
 //! safe state's torques for that tick, flagged in the record.
 
-use control_core::articulated::nalgebra::Vector3;
+use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
     ArrivalConfig, Chain, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
 };
@@ -23,12 +23,15 @@ use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::StateFrame;
 use control_core::gains::{GainLimit, Integrator};
 use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
+use control_core::tree::Tree;
 
 use super::super::session::{LoopCommand, LoopController, LoopState};
 use super::scenario::{ChainScenario, ChainTask};
 
-/// Joints a chain may have here: what the chain plant accepts.
-pub const CAP: usize = sim_host::chain::MAX_CHAIN_JOINTS;
+/// Joints a chain or a tree may have here: what a state frame carries (a URDF chain plant takes
+/// at most [`sim_host::chain::MAX_CHAIN_JOINTS`] of them; a robot plant up to this many).
+pub const CAP: usize = control_core::frames::MAX_JOINTS;
+const _: () = assert!(CAP <= 64, "torque_limited is a u64 bit set");
 
 /// Which law drives the chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +56,9 @@ pub enum ChainLaw {
 }
 
 impl ChainLaw {
+    /// The three of a pose tour, in report order: the arrival controller beside the single-link
+    /// and composite beat controllers.
+    pub const TOUR: [Self; 3] = [Self::Arrival, Self::SingleLink, Self::Composite];
     /// The four of "On the Beat!", in report order.
     pub const BEAT: [Self; 4] = [
         Self::SingleLink,
@@ -73,6 +79,7 @@ impl ChainLaw {
         match task {
             ChainTask::OnTheBeat => &Self::BEAT,
             ChainTask::KenwrightReach => &Self::REACH,
+            ChainTask::PoseTour => &Self::TOUR,
         }
     }
 
@@ -92,7 +99,7 @@ impl ChainLaw {
 }
 
 /// The chain's state as an accepted state frame carried it.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChainState {
     /// Plant step.
     pub step: u64,
@@ -104,6 +111,18 @@ pub struct ChainState {
     pub q: [f64; CAP],
     /// Joint velocities, rad/s (0 past `joints`).
     pub qd: [f64; CAP],
+}
+
+impl Default for ChainState {
+    fn default() -> Self {
+        Self {
+            step: 0,
+            sim_time_s: 0.0,
+            joints: 0,
+            q: [0.0; CAP],
+            qd: [0.0; CAP],
+        }
+    }
 }
 
 impl ChainState {
@@ -174,7 +193,7 @@ pub struct ChainTickRecord {
     /// What each joint's law did.
     pub status: [JointTick; CAP],
     /// Joints whose torque was limited to the URDF's effort this tick (bit j: joint j).
-    pub torque_limited: u16,
+    pub torque_limited: u64,
     /// The model refused the state (safe torques sent).
     pub model_error: bool,
     /// The index of the keyframe (or hand target) being aimed at.
@@ -220,6 +239,9 @@ impl LoopCommand for ChainCommandOut {
 #[derive(Debug, Clone, Copy)]
 struct Refused;
 
+// The IK's solution makes `Ccd` the largest variant; a law is built once per run, not moved on
+// the control thread.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 enum Law {
     Beat(BeatServo),
@@ -265,11 +287,57 @@ impl ReachTask {
     }
 }
 
+/// The controller's model: a serial chain (`on_the_beat`, `kenwright_reach`) or a fixed-base
+/// tree welded at a pose (`pose_tour`, any URDF).
+#[derive(Debug, Clone)]
+pub enum ChainModel {
+    /// A serial chain.
+    Chain(Box<Chain<CAP>>),
+    /// A fixed-base tree and where its base is welded.
+    Tree(Box<Tree<CAP>>, Isometry3<f64>),
+}
+
+impl ChainModel {
+    /// Its moving joints.
+    pub fn joint_count(&self) -> usize {
+        match self {
+            Self::Chain(c) => c.len(),
+            Self::Tree(t, _) => t.joint_count(),
+        }
+    }
+
+    /// Every joint's composite inertia about its axis at `q` (kg·m², or kg for a prismatic
+    /// joint), by joint.
+    pub fn axis_inertia(&self, q: &[f64; CAP]) -> Option<[f64; CAP]> {
+        let mut out = [0.0; CAP];
+        match self {
+            Self::Chain(c) => {
+                let m = c
+                    .forward_kinematics(q)
+                    .ok()?
+                    .composite()
+                    .ok()?
+                    .axis_inertia();
+                for (o, v) in out.iter_mut().zip(m.iter()) {
+                    *o = *v;
+                }
+            }
+            Self::Tree(t, base) => {
+                let m = t.kinematics(base, q).ok()?.composite().ok()?.axis_inertia();
+                for (o, v) in out.iter_mut().zip(m.iter()) {
+                    *o = *v;
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
 /// One controller of the chain for one run.
 #[derive(Debug, Clone)]
 pub struct ChainController {
     law: Law,
-    chain: Chain<CAP>,
+    model: ChainModel,
     joints: usize,
     gravity: Vector3<f64>,
     effort_nm: [f64; CAP],
@@ -291,7 +359,7 @@ impl ChainController {
     pub fn new(
         law: ChainLaw,
         scenario: &ChainScenario,
-        chain: Chain<CAP>,
+        model: ChainModel,
         effort_nm: &[f64],
         state_period_s: f64,
         hand_link: Option<usize>,
@@ -412,11 +480,15 @@ impl ChainController {
                 (k.time_s, q)
             })
             .collect();
-        let g = scenario.model.gravity_m_s2;
+        if matches!(law, Law::Reach(_) | Law::Ccd { .. }) && !matches!(model, ChainModel::Chain(_))
+        {
+            return Err("the reach controllers need a serial chain model".into());
+        }
+        let g = scenario.gravity_m_s2();
         Ok(Self {
             law,
-            joints: chain.len(),
-            chain,
+            joints: model.joint_count(),
+            model,
             gravity: Vector3::new(g[0], g[1], g[2]),
             effort_nm: effort,
             keyframes,
@@ -488,11 +560,14 @@ impl ChainController {
     ) -> Result<ChainCommandOut, Refused> {
         let target = task.targets.get(self.current).map(|t| t.1).ok_or(Refused)?;
         let posture = task.posture(now);
+        let ChainModel::Chain(chain) = &self.model else {
+            return Err(Refused);
+        };
         let mut out = match &mut self.law {
             Law::Reach(reach) => {
                 let cmd = reach
                     .tick(
-                        &self.chain,
+                        chain,
                         &state.q,
                         &state.qd,
                         &target,
@@ -513,7 +588,7 @@ impl ChainController {
             } => {
                 if *solved_for != Some(self.current) {
                     let ik = ccd_ik(
-                        &self.chain,
+                        chain,
                         &state.q,
                         task.hand_link,
                         &task.hand_point,
@@ -534,16 +609,13 @@ impl ChainController {
                 }
                 let hold = *hold;
                 let cmd = hold
-                    .tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
+                    .tick(chain, &state.q, &state.qd, &targets, &self.gravity)
                     .map_err(|_| Refused)?;
                 self.limited(*state, &cmd)
             }
             _ => return Err(Refused),
         };
-        let kin = self
-            .chain
-            .forward_kinematics(&state.q)
-            .map_err(|_| Refused)?;
+        let kin = chain.forward_kinematics(&state.q).map_err(|_| Refused)?;
         let hand = kin
             .point_in_world(task.hand_link, &task.hand_point)
             .map_err(|_| Refused)?;
@@ -589,9 +661,15 @@ impl ChainController {
                         segment_s: t_k - previous,
                     };
                 }
-                servo
-                    .tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
-                    .map_err(|_| Refused)
+                match &self.model {
+                    ChainModel::Chain(chain) => {
+                        servo.tick(chain, &state.q, &state.qd, &targets, &self.gravity)
+                    }
+                    ChainModel::Tree(tree, base) => {
+                        servo.tick_tree(tree, base, &state.q, &state.qd, &targets, &self.gravity)
+                    }
+                }
+                .map_err(|_| Refused)
             }
             Law::Arrival(servo) => {
                 let mut targets = [JointTarget::default(); CAP];
@@ -601,9 +679,15 @@ impl ChainController {
                         time_to_go_s: t_k - now,
                     };
                 }
-                servo
-                    .tick(&self.chain, &state.q, &state.qd, &targets, &self.gravity)
-                    .map_err(|_| Refused)
+                match &self.model {
+                    ChainModel::Chain(chain) => {
+                        servo.tick(chain, &state.q, &state.qd, &targets, &self.gravity)
+                    }
+                    ChainModel::Tree(tree, base) => {
+                        servo.tick_tree(tree, base, &state.q, &state.qd, &targets, &self.gravity)
+                    }
+                }
+                .map_err(|_| Refused)
             }
             _ => Err(Refused),
         }
@@ -662,12 +746,7 @@ impl ChainController {
     /// torque.
     pub fn safe(&self, state: ChainState) -> ChainCommandOut {
         let mut out = self.empty(state, true);
-        let inertia = self
-            .chain
-            .forward_kinematics(&state.q)
-            .and_then(|k| k.composite())
-            .map(|c| c.axis_inertia());
-        let Ok(inertia) = inertia else {
+        let Some(inertia) = self.model.axis_inertia(&state.q) else {
             return out;
         };
         for j in 0..self.joints {

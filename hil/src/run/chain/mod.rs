@@ -16,6 +16,7 @@ pub mod controller;
 pub mod plot;
 pub mod recorder;
 pub mod scenario;
+pub mod tour;
 
 use std::path::Path;
 
@@ -30,7 +31,7 @@ use super::report::{Faults, Timing};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
-use controller::{CAP, ChainController, ChainLaw};
+use controller::{CAP, ChainController, ChainLaw, ChainModel};
 use recorder::{ChainCsv, ChainOutcome, ChainRecorder, ChainRun, ReachJudge};
 use scenario::ChainTask;
 
@@ -94,6 +95,8 @@ pub struct InertiaCheck {
     pub max_abs_diff_kgm2: f64,
     /// Largest |m_i − M_ii| / M_ii.
     pub max_rel_diff: f64,
+    /// Per joint, the largest |m_i − M_ii| / M_ii.
+    pub max_rel_diff_per_joint: Vec<f64>,
     /// (t, ours, Rapier's) per sample, for the plot (not in the JSON).
     #[serde(skip)]
     pub series: Vec<(f64, Vec<f64>, Vec<f64>)>,
@@ -129,6 +132,14 @@ pub struct ChainReport {
     pub physics_dt_s: f64,
     /// The URDF both sides were built from.
     pub urdf: String,
+    /// What the robot's loading or plant accepted only because the scenario asked it to (mimic
+    /// joints as independent joints, meshes left out): one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// `pose_tour`: keyframes the torque limits make unreachable (a joint's gravity holding
+    /// torque at the keyframe's pose beyond its effort limit), each with the joint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreachable_keyframes: Vec<Unreachable>,
     /// Joint names, URDF order.
     pub joints: Vec<String>,
     /// Effort limits, N·m.
@@ -153,6 +164,155 @@ pub struct ChainReport {
     pub faults: Faults,
 }
 
+/// A keyframe the torque limits make unreachable.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreachable {
+    /// Keyframe index.
+    pub keyframe: usize,
+    /// Its instant, s.
+    pub time_s: f64,
+    /// The joint.
+    pub joint: String,
+    /// The joint's gravity holding torque at the keyframe's pose, N·m (N for a prismatic joint).
+    pub holding_nm: f64,
+    /// Its effort limit.
+    pub effort_nm: f64,
+}
+
+/// The in-process replica of the plant, posed along a recorded motion for the inertia check.
+pub(crate) enum Replica {
+    /// A URDF chain's plant.
+    Chain(Box<ChainPlant>),
+    /// A robot plant, and the pose its base is welded at.
+    Robot(
+        Box<sim_host::robot::RobotPlant>,
+        control_core::tree::Placement,
+    ),
+}
+
+impl Replica {
+    /// Rapier's joint-space mass matrix at joint positions `q`, rows of f64.
+    fn mass_matrix_at(&mut self, q: &[f64]) -> Option<Vec<Vec<f64>>> {
+        match self {
+            Self::Chain(p) => p.mass_matrix_at(q).ok(),
+            Self::Robot(p, base) => {
+                p.set_configuration(base, q).ok()?;
+                Some(p.mass_matrix())
+            }
+        }
+    }
+}
+
+/// What a run is built from: the plant's scene, the URDF, the replica, the controller's model,
+/// the joints and their effort limits, notes and (pose tours) the unreachable keyframes.
+pub(crate) struct Setup {
+    pub(crate) scene_json: String,
+    pub(crate) urdf: std::path::PathBuf,
+    pub(crate) replica: Replica,
+    pub(crate) model: ChainModel,
+    pub(crate) plant_joints: Vec<String>,
+    pub(crate) effort: Vec<f64>,
+    pub(crate) notes: Vec<String>,
+    pub(crate) unreachable: Vec<Unreachable>,
+}
+
+/// The replica, the controller's model and the joints of `scenario`, as a run builds them.
+pub(crate) fn setup(scenario: &ChainScenario) -> Result<Setup, Box<dyn std::error::Error>> {
+    if scenario.kind != ChainTask::PoseTour {
+        let scene = scenario.scene();
+        let replica = ChainPlant::new(&scene).map_err(|e| e.to_string())?;
+        let plant_joints: Vec<String> = replica
+            .joint_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let (chain, model_joints) = crate::model::chain_from_urdf::<CAP>(&scene.urdf)?;
+        if model_joints != plant_joints {
+            return Err(format!(
+                "the controller's model of {} names the joints {model_joints:?}, the plant {plant_joints:?}",
+                scene.urdf.display()
+            )
+            .into());
+        }
+        return Ok(Setup {
+            scene_json: serde_json::to_string_pretty(&scene)?,
+            urdf: scene.urdf.clone(),
+            effort: replica.torque_limits_nm(),
+            replica: Replica::Chain(Box::new(replica)),
+            model: ChainModel::Chain(Box::new(chain)),
+            plant_joints,
+            notes: Vec::new(),
+            unreachable: Vec::new(),
+        });
+    }
+    let robot = scenario.robot_model().map_err(|(_, reason)| reason)?;
+    let scene = scenario.robot_scene(&robot);
+    let replica =
+        sim_host::robot::RobotPlant::from_model(&scene, &robot).map_err(|e| e.to_string())?;
+    let tree = robot.tree::<CAP>()?;
+    let plant_joints: Vec<String> = replica
+        .joint_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let base_placement = scene.base_pose();
+    let base = isometry(&base_placement);
+    let effort = replica.torque_limits();
+    let g = scenario.gravity_m_s2();
+    let gravity = Vector3::new(g[0], g[1], g[2]);
+    let mut unreachable = Vec::new();
+    for (i, k) in scenario.keyframes.iter().enumerate() {
+        let mut q = [0.0; CAP];
+        for (a, &b) in q.iter_mut().zip(&k.positions_rad) {
+            *a = b;
+        }
+        let holding = tree
+            .kinematics(&base, &q)
+            .and_then(|kin| kin.gravity(&gravity))
+            .map_err(|e| format!("keyframe {i}: the model cannot be evaluated: {e}"))?;
+        for (j, name) in plant_joints.iter().enumerate() {
+            let (Some(&h), Some(&e)) = (holding.get(j), effort.get(j)) else {
+                continue;
+            };
+            if h.abs() > e {
+                unreachable.push(Unreachable {
+                    keyframe: i,
+                    time_s: k.time_s,
+                    joint: name.clone(),
+                    holding_nm: h,
+                    effort_nm: e,
+                });
+            }
+        }
+    }
+    Ok(Setup {
+        scene_json: serde_json::to_string_pretty(&scene)?,
+        urdf: scene.urdf.clone(),
+        notes: replica.notes().to_vec(),
+        replica: Replica::Robot(Box::new(replica), base_placement),
+        model: ChainModel::Tree(Box::new(tree), base),
+        plant_joints,
+        effort,
+        unreachable,
+    })
+}
+
+/// A placement as an isometry.
+pub fn isometry(
+    p: &control_core::tree::Placement,
+) -> control_core::articulated::nalgebra::Isometry3<f64> {
+    use control_core::articulated::nalgebra::{
+        Isometry3, Matrix3, Rotation3, Translation3, UnitQuaternion,
+    };
+    let r = p.rotation;
+    let m = Matrix3::new(
+        r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0], r[2][1], r[2][2],
+    );
+    let rotation = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(m));
+    let [x, y, z] = p.xyz_m;
+    Isometry3::from_parts(Translation3::new(x, y, z), rotation)
+}
+
 /// Run every selected controller on `scenario`, writing into `staging`.
 pub fn run_scenario(
     args: &RunArgs,
@@ -162,25 +322,24 @@ pub fn run_scenario(
     stop: &StopFlag,
 ) -> Result<Finished, Box<dyn std::error::Error>> {
     let laws = select(&args.only, ChainLaw::of(scenario.kind), ChainLaw::name)?;
-    let scene = scenario.scene();
-    let mut replica = ChainPlant::new(&scene).map_err(|e| e.to_string())?;
-    let plant_joints: Vec<String> = replica
-        .joint_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let (chain, model_joints) = crate::model::chain_from_urdf::<CAP>(&scene.urdf)?;
-    if model_joints != plant_joints {
-        return Err(format!(
-            "the controller's model of {} names the joints {model_joints:?}, the plant {plant_joints:?}",
-            scene.urdf.display()
-        )
-        .into());
-    }
-    let effort = replica.torque_limits_nm();
-    let (hand_link, judge) = match &scenario.hand {
-        Some(hand) => {
-            let robot = urdf_rs::read_from_string(&sim_host::input::read_urdf(&scene.urdf)?)?;
+    let Setup {
+        scene_json,
+        urdf,
+        mut replica,
+        model,
+        plant_joints,
+        effort,
+        notes,
+        unreachable,
+    } = setup(scenario)?;
+    let chain = match &model {
+        ChainModel::Chain(chain) => Some(**chain),
+        ChainModel::Tree(..) => None,
+    };
+    let (hand_link, judge) = match (&scenario.hand, chain, &mut replica) {
+        (Some(hand), Some(chain), Replica::Chain(replica)) => {
+            let scene_urdf = &urdf;
+            let robot = urdf_rs::read_from_string(&sim_host::input::read_urdf(scene_urdf)?)?;
             let link = robot
                 .joints
                 .iter()
@@ -205,10 +364,11 @@ pub fn run_scenario(
             };
             (Some(link), Some(judge))
         }
-        None => (None, None),
+        (Some(_), ..) => return Err("a hand needs a serial chain model".into()),
+        (None, ..) => (None, None),
     };
     let scene_file = staging.join("scene.json");
-    std::fs::write(&scene_file, serde_json::to_string_pretty(&scene)?)
+    std::fs::write(&scene_file, scene_json)
         .map_err(|e| format!("cannot write {}: {e}", scene_file.display()))?;
     let plant = plant::plant_executable()?;
     let state_period = scenario.control_period_s().max(scenario.physics_dt_s);
@@ -230,9 +390,15 @@ pub fn run_scenario(
     let mut printed_warnings = false;
     super::plan_runs(laws.len());
     for law in laws {
-        let controller =
-            ChainController::new(law, scenario, chain, &effort, state_period, hand_link)
-                .map_err(|e| format!("controller {}: {e}", law.name()))?;
+        let controller = ChainController::new(
+            law,
+            scenario,
+            model.clone(),
+            &effort,
+            state_period,
+            hand_link,
+        )
+        .map_err(|e| format!("controller {}: {e}", law.name()))?;
         let mut recorder = ChainRecorder::new(
             law.name(),
             plant_joints.len(),
@@ -274,7 +440,7 @@ pub fn run_scenario(
         csv.finish()
             .map_err(|e| format!("cannot write trajectory.csv: {e}"))?;
     }
-    let inertia_check = inertia_check(&runs, &chain, &mut replica, plant_joints.len());
+    let inertia_check = inertia_check(&runs, &model, &mut replica, plant_joints.len());
     let joints = plant_joints.len();
     let report = ChainReport {
         complete: cut.is_none(),
@@ -291,7 +457,9 @@ pub fn run_scenario(
         mode: args.mode.name(),
         control_rate_hz: scenario.control_rate_hz,
         physics_dt_s: scenario.physics_dt_s,
-        urdf: scene.urdf.display().to_string(),
+        urdf: urdf.display().to_string(),
+        notes,
+        unreachable_keyframes: unreachable,
         joints: plant_joints,
         effort_limits_nm: effort,
         keyframes: scenario
@@ -322,7 +490,7 @@ pub fn run_scenario(
         summary: summary_table(&report),
         incomplete_reason: report.incomplete_reason.clone(),
         files: match scenario.kind {
-            ChainTask::OnTheBeat => BEAT_FILES.to_vec(),
+            ChainTask::OnTheBeat | ChainTask::PoseTour => BEAT_FILES.to_vec(),
             ChainTask::KenwrightReach => REACH_FILES.to_vec(),
         },
     })
@@ -335,8 +503,8 @@ const INERTIA_SAMPLES: usize = 400;
 /// the model's composite inertia with Rapier's M_ii there.
 fn inertia_check(
     runs: &[ChainRun],
-    chain: &control_core::articulated::Chain<CAP>,
-    replica: &mut ChainPlant,
+    model: &ChainModel,
+    replica: &mut Replica,
     joints: usize,
 ) -> Option<InertiaCheck> {
     let run = runs
@@ -349,26 +517,30 @@ fn inertia_check(
         samples: 0,
         max_abs_diff_kgm2: 0.0,
         max_rel_diff: 0.0,
+        max_rel_diff_per_joint: vec![0.0; joints],
         series: Vec::new(),
     };
     for (t, q) in run.trajectory.iter().step_by(stride) {
-        let ours = chain
-            .forward_kinematics(q)
-            .and_then(|k| k.composite())
-            .map(|c| c.axis_inertia());
-        let Ok(ours) = ours else { continue };
+        let Some(ours) = model.axis_inertia(q) else {
+            continue;
+        };
         let Some(q) = q.get(..joints) else { continue };
-        let Ok(m) = replica.mass_matrix_at(q) else {
+        let Some(m) = replica.mass_matrix_at(q) else {
             continue;
         };
         let ours: Vec<f64> = ours.iter().take(joints).copied().collect();
         let theirs: Vec<f64> = (0..joints)
             .map(|i| m.get(i).and_then(|r| r.get(i)).copied().unwrap_or(f64::NAN))
             .collect();
-        for (a, b) in ours.iter().zip(&theirs) {
+        for ((a, b), joint) in ours
+            .iter()
+            .zip(&theirs)
+            .zip(&mut check.max_rel_diff_per_joint)
+        {
             let d = (a - b).abs();
             check.max_abs_diff_kgm2 = check.max_abs_diff_kgm2.max(d);
             check.max_rel_diff = check.max_rel_diff.max(d / b.abs());
+            *joint = joint.max(d / b.abs());
         }
         check.samples += 1;
         check.series.push((*t, ours, theirs));
@@ -432,8 +604,8 @@ pub fn summary_table(report: &ChainReport) -> String {
         }
     } else {
         s.push_str(&format!(
-            "{:<22} {:>10}  {:<32} {:>14}\n",
-            "controller", "max (rad)", "max per joint (rad)", "torque-limited"
+            "{:<22} {:>10} {:>12} {:>14}  {}\n",
+            "controller", "max (rad)", "≤ 1e-2 rad", "torque-limited", "max per joint (rad)"
         ));
         for c in &report.controllers {
             let per_joint: Vec<String> = c
@@ -442,13 +614,39 @@ pub fn summary_table(report: &ChainReport) -> String {
                 .map(|e| or_na(*e))
                 .collect();
             s.push_str(&format!(
-                "{:<22} {:>10}  {:<32} {:>14}\n",
+                "{:<22} {:>10} {:>12} {:>14}  {}\n",
                 c.name,
                 or_na(c.max_arrival_error_rad),
-                per_joint.join(" "),
-                c.torque_limited_joint_ticks
+                format!(
+                    "{}/{}",
+                    c.keyframes_within_1e_2_rad.unwrap_or(0),
+                    report.keyframes.len()
+                ),
+                c.torque_limited_joint_ticks,
+                per_joint.join(" ")
             ));
         }
+    }
+    if !report.unreachable_keyframes.is_empty() {
+        let mut keyframes: Vec<usize> = report
+            .unreachable_keyframes
+            .iter()
+            .map(|u| u.keyframe)
+            .collect();
+        keyframes.dedup();
+        s.push_str(&format!(
+            "UNREACHABLE: {} keyframe(s) need more than a joint's effort limit to hold against gravity ({}); see report.json unreachable_keyframes\n",
+            keyframes.len(),
+            report
+                .unreachable_keyframes
+                .iter()
+                .map(|u| format!("#{} {} {:.1}/{:.1}", u.keyframe, u.joint, u.holding_nm.abs(), u.effort_nm))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for note in &report.notes {
+        s.push_str(&format!("note: {note}\n"));
     }
     if let Some(i) = &report.inertia_check {
         s.push_str(&format!(

@@ -211,6 +211,9 @@ pub struct ChainOutcome {
     /// Per joint, the largest over keyframes, rad.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub max_arrival_error_per_joint_rad: Vec<Option<f64>>,
+    /// Keyframes every joint reached within [`REACHED_RAD`] of its pose (absent for a reach).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyframes_within_1e_2_rad: Option<usize>,
     /// Ticks per joint status, summed over joints.
     pub status_counts: Vec<(&'static str, u64)>,
     /// Joint-ticks whose torque was limited to the URDF's effort.
@@ -260,9 +263,17 @@ impl ChainRun {
                     .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
             })
             .collect();
+        let within = (!self.arrival_error_rad.is_empty()).then(|| {
+            self.arrival_error_rad
+                .iter()
+                .flatten()
+                .filter(|e| e.iter().all(|&x| x <= REACHED_RAD))
+                .count()
+        });
         ChainOutcome {
             name: self.name,
             targets: self.targets,
+            keyframes_within_1e_2_rad: within,
             arrival_error_rad: self.arrival_error_rad.clone(),
             max_arrival_error_rad: max,
             max_arrival_error_per_joint_rad: per_joint,
@@ -280,6 +291,10 @@ impl ChainRun {
         }
     }
 }
+
+/// A keyframe is reached when every joint's arrival error is at most this, rad (m for a
+/// prismatic joint).
+pub const REACHED_RAD: f64 = 1e-2;
 
 /// Records one chain controller's run.
 #[derive(Debug)]

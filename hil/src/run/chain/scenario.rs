@@ -35,6 +35,9 @@ pub enum ChainTask {
     /// Kenwright's reach: the hand held on moving targets by Jᵀ F, a posture goal in the null
     /// space.
     KenwrightReach,
+    /// Any robot through seeded random keyframes inside its joint limits, one per beat (the
+    /// robot plant and the tree model: fixed base, any URDF tree).
+    PoseTour,
 }
 
 impl ChainTask {
@@ -43,8 +46,18 @@ impl ChainTask {
         match self {
             Self::OnTheBeat => "on_the_beat",
             Self::KenwrightReach => "kenwright_reach",
+            Self::PoseTour => "pose_tour",
         }
     }
+}
+
+/// The robot of a chain scenario replaced from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct RobotOverride {
+    /// `--urdf`: the robot's description.
+    pub urdf: Option<PathBuf>,
+    /// `--up-axis`: the description's up axis (`pose_tour`).
+    pub up_axis: Option<UpAxis>,
 }
 
 /// A chain scenario file, as written.
@@ -79,22 +92,69 @@ pub struct ChainScenario {
     pub hand_targets: Vec<HandTarget>,
     /// `kenwright_reach`: the posture goal.
     pub posture: Option<PostureSpec>,
+    /// `pose_tour`: how the keyframes are drawn (they are generated, not written).
+    pub tour: Option<super::tour::TourSpec>,
     /// Controller settings.
     pub controllers: ChainControllerSpec,
 }
 
-/// The chain's description and start.
+/// The chain's (or the robot's) description and start.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// The URDF file, relative to the scenario file (or absolute).
     pub urdf: PathBuf,
-    /// Gravity, world vector, m/s².
-    #[serde(deserialize_with = "sim_host::input::exact")]
-    pub gravity_m_s2: [f64; 3],
-    /// Joint angles at t = 0, rad, URDF joint order (empty: all 0).
+    /// Gravity, world vector, m/s² (`on_the_beat`, `kenwright_reach`: required; `pose_tour`:
+    /// not given, it follows `up_axis`).
+    #[serde(default, deserialize_with = "exact3")]
+    pub gravity_m_s2: Option<[f64; 3]>,
+    /// `pose_tour`: the axis of the description that points up, `"x"`, `"y"` or `"z"` (default
+    /// `"z"`, URDF's convention): gravity is 9.81 m/s² along its negative.
+    pub up_axis: Option<UpAxis>,
+    /// `pose_tour`: load `<mimic>` joints as independent joints (each driven to its own
+    /// keyframes; listed in the report's notes). Default false: such a URDF is refused.
+    #[serde(default)]
+    pub mimic_as_independent: bool,
+    /// `pose_tour`: a mesh file that cannot be found is left out (listed in the notes) instead
+    /// of refusing the URDF. Default false.
+    #[serde(default)]
+    pub skip_missing_meshes: bool,
+    /// `pose_tour`: `"convex_hull"` (default: each collision mesh as its convex hull) or
+    /// `"primitives_only"` (meshes not loaded; listed in the notes).
+    #[serde(default)]
+    pub collision: sim_host::robot::CollisionMode,
+    /// Joint angles at t = 0, rad, URDF joint order (empty: all 0; `pose_tour`: not given, the
+    /// tour starts from 0, or from the middle of a range that excludes 0).
     #[serde(default)]
     pub initial_positions_rad: Vec<f64>,
+}
+
+/// An axis of a robot description.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum UpAxis {
+    /// +x.
+    X,
+    /// +y.
+    Y,
+    /// +z (URDF's convention).
+    Z,
+}
+
+impl UpAxis {
+    /// Gravity, 9.81 m/s² along the axis's negative.
+    pub fn gravity_m_s2(self) -> [f64; 3] {
+        match self {
+            Self::X => [-9.81, 0.0, 0.0],
+            Self::Y => [0.0, -9.81, 0.0],
+            Self::Z => [0.0, 0.0, -9.81],
+        }
+    }
+}
+
+/// Serde helper: an optional array of exactly three numbers.
+fn exact3<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 3]>, D::Error> {
+    sim_host::input::exact(d).map(Some)
 }
 
 /// One keyframe: every joint at `positions_rad` at `time_s`.
@@ -189,14 +249,26 @@ pub struct ChainControllerSpec {
 impl ChainScenario {
     /// Read and check a chain scenario file (read by [`read_scenario_file`]: a regular file of
     /// at most 1 MiB).
+    #[cfg(test)]
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        Self::load_with(path, &RobotOverride::default())
+    }
+
+    /// [`Self::load`] with the robot replaced from the command line (`--urdf`, `--up-axis`).
+    pub fn load_with(path: &Path, robot: &RobotOverride) -> Result<Self, ScenarioError> {
         let text = read_scenario_file(path)?;
-        Self::parse(&text, path)
+        Self::parse_with(&text, path, robot)
     }
 
     /// Parse and check scenario text read from `path` (relative URDF paths are resolved against
-    /// its folder).
-    pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+    /// its folder), with the robot replaced from the command line. `--urdf` replaces
+    /// `model.urdf` (a relative path is the working directory's, not the scenario's); a robot
+    /// so given is taken as URDF describes robots, z-up, unless `--up-axis` says otherwise.
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        robot: &RobotOverride,
+    ) -> Result<Self, ScenarioError> {
         let file = path.display().to_string();
         let error = |field: String, reason: String| ScenarioError {
             file: file.clone(),
@@ -217,10 +289,151 @@ impl ChainScenario {
         {
             scenario.model.urdf = dir.join(&scenario.model.urdf);
         }
+        if let Some(urdf) = &robot.urdf {
+            scenario.model.urdf = urdf.clone();
+            if scenario.kind == ChainTask::PoseTour {
+                scenario.model.up_axis = Some(UpAxis::Z);
+            }
+        }
+        if let Some(axis) = robot.up_axis {
+            if scenario.kind != ChainTask::PoseTour {
+                return Err(error(
+                    "--up-axis".into(),
+                    format!(
+                        "only a pose_tour takes its gravity from an up axis; a {} scenario gives model.gravity_m_s2",
+                        scenario.kind.name()
+                    ),
+                ));
+            }
+            scenario.model.up_axis = Some(axis);
+        }
+        if scenario.kind == ChainTask::PoseTour {
+            scenario
+                .draw_tour()
+                .map_err(|(field, reason)| error(field, reason))?;
+        }
         scenario
             .check()
             .map_err(|(field, reason)| error(field, reason))?;
         Ok(scenario)
+    }
+
+    /// Gravity, world vector, m/s²: `model.gravity_m_s2`, or along the up axis's negative.
+    pub fn gravity_m_s2(&self) -> [f64; 3] {
+        self.model
+            .gravity_m_s2
+            .unwrap_or_else(|| self.model.up_axis.unwrap_or(UpAxis::Z).gravity_m_s2())
+    }
+
+    /// The loader's options for the robot (`pose_tour`).
+    pub fn load_options(&self) -> robot_model::LoadOptions {
+        robot_model::LoadOptions {
+            mimic_as_independent: self.model.mimic_as_independent,
+            floating_base: false,
+            skip_missing_meshes: self.model.skip_missing_meshes,
+        }
+    }
+
+    /// The robot model both sides build from (`pose_tour`): the URDF read by the loader the
+    /// plant uses.
+    pub fn robot_model(&self) -> Result<robot_model::RobotModel, (String, String)> {
+        robot_model::load(&self.model.urdf, &self.load_options())
+            .map_err(|e| ("model.urdf".to_owned(), e.to_string()))
+    }
+
+    /// `pose_tour`: the robot's start pose and its keyframes, drawn from `[tour]` for the
+    /// robot's joints ([`super::tour`]), into `model.initial_positions_rad` and `keyframes`.
+    fn draw_tour(&mut self) -> Result<(), (String, String)> {
+        let fail = |field: &str, reason: String| Err((field.to_owned(), reason));
+        let Some(t) = self.tour else {
+            return fail("tour", "a pose_tour scenario needs its [tour]".into());
+        };
+        if !self.keyframes.is_empty() {
+            return fail(
+                "keyframes",
+                "a pose_tour draws its keyframes from [tour]; give none".into(),
+            );
+        }
+        if !self.model.initial_positions_rad.is_empty() {
+            return fail(
+                "model.initial_positions_rad",
+                "a pose_tour starts from 0 (or the middle of a range without 0); give none".into(),
+            );
+        }
+        if self.model.gravity_m_s2.is_some() {
+            return fail(
+                "model.gravity_m_s2",
+                "a pose_tour takes gravity from model.up_axis (the description's up axis)".into(),
+            );
+        }
+        if !(1..=MAX_KEYFRAMES).contains(&t.keyframes) {
+            return fail(
+                "tour.keyframes",
+                format!("must lie in [1, {MAX_KEYFRAMES}] (got {})", t.keyframes),
+            );
+        }
+        positive_at_most("tour.beat_s", t.beat_s, MAX_END_S)?;
+        if !(t.limit_margin.is_finite() && (0.0..=0.45).contains(&t.limit_margin)) {
+            return fail(
+                "tour.limit_margin",
+                format!("must lie in [0, 0.45] (got {})", t.limit_margin),
+            );
+        }
+        positive_at_most("tour.max_move_rad", t.max_move_rad, std::f64::consts::TAU)?;
+        positive_at_most("tour.max_move_m", t.max_move_m, 10.0)?;
+        let last = t.keyframes as f64 * t.beat_s;
+        if last >= self.end_s {
+            return fail(
+                "end_s",
+                format!(
+                    "must be after the last keyframe, at {} × {} s = {last} s (got {})",
+                    t.keyframes, t.beat_s, self.end_s
+                ),
+            );
+        }
+        let model = self.robot_model()?;
+        if model.joints.len() > CAP {
+            return fail(
+                "model.urdf",
+                format!(
+                    "{} moving joints; a state frame carries at most {CAP}",
+                    model.joints.len()
+                ),
+            );
+        }
+        let start = super::tour::start_pose(&model.joints, t.limit_margin);
+        self.keyframes = super::tour::keyframes(&t, &model.joints, &start)
+            .into_iter()
+            .map(|(time_s, positions_rad)| Keyframe {
+                time_s,
+                positions_rad,
+            })
+            .collect();
+        self.model.initial_positions_rad = start;
+        Ok(())
+    }
+
+    /// `pose_tour`: the robot plant's scene: the URDF as an absolute path, the base welded at
+    /// the world origin, the start pose by joint name.
+    pub fn robot_scene(&self, model: &robot_model::RobotModel) -> sim_host::robot::RobotScene {
+        let urdf = std::fs::canonicalize(&self.model.urdf)
+            .or_else(|_| std::path::absolute(&self.model.urdf))
+            .unwrap_or_else(|_| self.model.urdf.clone());
+        let mut scene = sim_host::robot::RobotScene::new(urdf, self.end_s);
+        scene.mimic_as_independent = self.model.mimic_as_independent;
+        scene.skip_missing_meshes = self.model.skip_missing_meshes;
+        scene.collision = self.model.collision;
+        scene.dt_s = self.physics_dt_s;
+        scene.gravity_m_s2 = self.gravity_m_s2();
+        scene.initial_q = model
+            .joints
+            .iter()
+            .zip(&self.model.initial_positions_rad)
+            .map(|(j, &q)| (j.name.clone(), q))
+            .collect();
+        scene.walls = self.walls.clone();
+        scene.pushes = self.pushes.clone();
+        scene
     }
 
     /// The control period, s.
@@ -239,7 +452,7 @@ impl ChainScenario {
             urdf,
             dt_s: self.physics_dt_s,
             end_time_s: self.end_s,
-            gravity_m_s2: self.model.gravity_m_s2,
+            gravity_m_s2: self.gravity_m_s2(),
             initial_positions_rad: self.model.initial_positions_rad.clone(),
             initial_velocities_rad_s: Vec::new(),
             pushes: self.pushes.clone(),
@@ -286,7 +499,11 @@ impl ChainScenario {
             (
                 "model.initial_positions_rad",
                 self.model.initial_positions_rad.len(),
-                sim_host::chain::MAX_CHAIN_JOINTS,
+                if self.kind == ChainTask::PoseTour {
+                    CAP
+                } else {
+                    sim_host::chain::MAX_CHAIN_JOINTS
+                },
             ),
         ] {
             if len > max {
@@ -310,6 +527,32 @@ impl ChainScenario {
             c.hold_natural_freq_rad_s,
             1e6,
         )?;
+        if self.kind == ChainTask::PoseTour {
+            return self.check_tour();
+        }
+        if self.model.gravity_m_s2.is_none() {
+            return fail(
+                "model.gravity_m_s2",
+                format!("a {} scenario needs gravity", self.kind.name()),
+            );
+        }
+        for (field, given) in [
+            ("model.up_axis", self.model.up_axis.is_some()),
+            (
+                "model.mimic_as_independent",
+                self.model.mimic_as_independent,
+            ),
+            ("model.skip_missing_meshes", self.model.skip_missing_meshes),
+            (
+                "model.collision",
+                self.model.collision != sim_host::robot::CollisionMode::default(),
+            ),
+            ("tour", self.tour.is_some()),
+        ] {
+            if given {
+                return fail(field, "belongs to a pose_tour scenario".into());
+            }
+        }
         // Everything the plant is given, by the plant's checks (a URDF-free pass, then the
         // replica built from the URDF as the plant will build it).
         let scene = self.scene();
@@ -331,13 +574,48 @@ impl ChainScenario {
                 ),
             );
         }
+        let names = plant.joint_names();
         match self.kind {
-            ChainTask::OnTheBeat => self.check_beat(&plant),
+            ChainTask::OnTheBeat | ChainTask::PoseTour => self.check_beat(&names),
             ChainTask::KenwrightReach => self.check_reach(&plant),
         }
     }
 
-    fn check_beat(&self, plant: &ChainPlant) -> Result<(), (String, String)> {
+    /// `pose_tour`: the robot plant's own checks on its scene, an in-process replica of it, the
+    /// controller's tree from the same model, then the drawn keyframes as `on_the_beat`'s.
+    fn check_tour(&self) -> Result<(), (String, String)> {
+        for (field, present) in [
+            ("hand", self.hand.is_some()),
+            ("hand_targets", !self.hand_targets.is_empty()),
+            ("posture", self.posture.is_some()),
+            ("controllers.reach", self.controllers.reach.is_some()),
+        ] {
+            if present {
+                return Err((field.into(), "belongs to a kenwright_reach scenario".into()));
+            }
+        }
+        let model = self.robot_model()?;
+        let scene = self.robot_scene(&model);
+        scene
+            .validate()
+            .map_err(|(field, reason)| (robot_scene_field(&field), reason))?;
+        let plant = sim_host::robot::RobotPlant::from_model(&scene, &model)
+            .map_err(|e| (robot_scene_field(&e.field), e.reason))?;
+        model
+            .tree::<CAP>()
+            .map_err(|e| ("model.urdf".to_owned(), e.to_string()))?;
+        let names = plant.joint_names();
+        let model_names: Vec<&str> = model.joints.iter().map(|j| j.name.as_str()).collect();
+        if names != model_names {
+            return Err((
+                "model.urdf".into(),
+                format!("the plant names the joints {names:?}, the model {model_names:?}"),
+            ));
+        }
+        self.check_beat(&names)
+    }
+
+    fn check_beat(&self, names: &[&str]) -> Result<(), (String, String)> {
         match self.controllers.time_constants {
             Some(n) => positive_at_most("controllers.time_constants", n, 1e6)?,
             None => {
@@ -381,7 +659,7 @@ impl ChainScenario {
                     ),
                 ));
             }
-            per_joint(&field("positions_rad"), &k.positions_rad, plant, 100.0)?;
+            per_joint(&field("positions_rad"), &k.positions_rad, names, 100.0)?;
             previous = k.time_s;
         }
         Ok(())
@@ -471,8 +749,9 @@ impl ChainScenario {
                 "a kenwright_reach scenario needs its posture goal".into(),
             ));
         };
-        per_joint("posture.center_rad", &p.center_rad, plant, 100.0)?;
-        per_joint("posture.amplitude_rad", &p.amplitude_rad, plant, 100.0)?;
+        let names = plant.joint_names();
+        per_joint("posture.center_rad", &p.center_rad, &names, 100.0)?;
+        per_joint("posture.amplitude_rad", &p.amplitude_rad, &names, 100.0)?;
         positive_at_most("posture.period_s", p.period_s, MAX_END_S)?;
         if let Some(t) = p.still_from_s
             && !(t.is_finite() && (0.0..=MAX_END_S).contains(&t))
@@ -534,17 +813,17 @@ fn positive_at_most(field: &str, v: f64, max: f64) -> Result<(), (String, String
 fn per_joint(
     field: &str,
     values: &[f64],
-    plant: &ChainPlant,
+    names: &[&str],
     max: f64,
 ) -> Result<(), (String, String)> {
-    let joints = plant.joint_count();
+    let joints = names.len();
     if values.len() != joints {
         return Err((
             field.into(),
             format!(
                 "{} values for a chain of {joints} joints (one per joint, in URDF order: {})",
                 values.len(),
-                plant.joint_names().join(", ")
+                names.join(", ")
             ),
         ));
     }
@@ -557,6 +836,25 @@ fn per_joint(
         }
     }
     Ok(())
+}
+
+/// A field of the robot plant's scene named as a `pose_tour` scenario names it.
+fn robot_scene_field(field: &str) -> String {
+    for (scene, ours) in [
+        ("urdf", "model.urdf"),
+        ("gravity_m_s2", "model.up_axis"),
+        ("initial_q", "tour"),
+        ("collision", "model.collision"),
+        ("mimic_as_independent", "model.mimic_as_independent"),
+        ("skip_missing_meshes", "model.skip_missing_meshes"),
+        ("dt_s", "physics_dt_s"),
+        ("end_time_s", "end_s"),
+    ] {
+        if let Some(rest) = field.strip_prefix(scene) {
+            return format!("{ours}{rest}");
+        }
+    }
+    field.to_owned()
 }
 
 /// A field of the plant's scene named as the scenario names it.
