@@ -254,7 +254,8 @@ impl ChainScenario {
         Self::load_with(path, &RobotOverride::default())
     }
 
-    /// [`Self::load`] with the robot replaced from the command line (`--urdf`, `--up-axis`).
+    /// Read and check a chain scenario file, with the robot replaced from the command line (`--urdf`,
+    /// `--up-axis`).
     pub fn load_with(path: &Path, robot: &RobotOverride) -> Result<Self, ScenarioError> {
         let text = read_scenario_file(path)?;
         Self::parse_with(&text, path, robot)
