@@ -144,7 +144,10 @@ mod read;
 mod syntax;
 
 pub use mesh::MeshSearch;
-pub use read::{MAX_URDF_BYTES, MAX_XML_DEPTH, MAX_XML_ELEMENTS, check_xml, read_description};
+pub use read::{
+    MAX_URDF_BYTES, MAX_XML_DEPTH, MAX_XML_ELEMENTS, check_xml, file_type_name, read_description,
+    size_name,
+};
 
 /// Largest `<mass value>` of a URDF link, kg (`sim_host::input`'s bound).
 pub const MAX_URDF_MASS_KG: f64 = 1e6;

@@ -19,8 +19,9 @@ pub const MAX_XML_DEPTH: usize = 64;
 /// memory and time.
 pub const MAX_XML_ELEMENTS: usize = 100_000;
 
-/// `bytes` as the limits are written: "1 MiB", "16 MiB", or bytes.
-fn size_name(bytes: u64) -> String {
+/// `bytes` as the limits are written: "1 MiB", "16 MiB", or bytes (shared with `sim-host`'s
+/// readers of its other input files).
+pub fn size_name(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
@@ -30,8 +31,8 @@ fn size_name(bytes: u64) -> String {
     }
 }
 
-/// What a file that is not a regular file is, for the refusal.
-fn file_type_name(t: std::fs::FileType) -> &'static str {
+/// What a file that is not a regular file is, for the refusal (shared with `sim-host`).
+pub fn file_type_name(t: std::fs::FileType) -> &'static str {
     if t.is_dir() {
         "a folder"
     } else if t.is_fifo() {

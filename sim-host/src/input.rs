@@ -26,7 +26,7 @@
 
 use std::fmt;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Largest scenario file (`hil run`), bytes: 1 MiB (the shipped ones are under 4 KiB).
@@ -97,33 +97,7 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// `bytes` as the limits are written: "1 MiB", "16 MiB", or bytes.
-fn size_name(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
-        format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
-        format!("{} KiB", bytes >> 10)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
-/// What a file that is not a regular file is, for the refusal.
-fn file_type_name(t: std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a file"
-    }
-}
+use robot_model::{file_type_name, size_name};
 
 /// The metadata of a file accepted so far: a regular file within `kind`'s limit.
 fn check_metadata(meta: &std::fs::Metadata, kind: InputKind) -> Result<(), String> {
