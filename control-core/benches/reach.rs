@@ -1,6 +1,8 @@
 //! ns per control tick of Kenwright's hand controller (`Reach::tick`: forward kinematics, the
 //! hand Jacobian, the composite inertias, the null-space projection with either projector,
-//! gravity) on a 3-link arm, and per CCD IK solve (`ccd_ik`) on the same arm.
+//! gravity) on a 3-link arm, and per CCD IK solve (`ccd_ik`) on the same arm; and the same on
+//! the arm built as a fixed-base kinematic tree (`Reach::tick_tree`, `ccd_ik_tree`: the tree's
+//! kinematics, frame pose and frame Jacobian, CRBA, generalized gravity).
 //!
 //! `cargo bench -p control-core --bench reach -- --warm-up-time 1 --measurement-time 3`
 
@@ -9,9 +11,10 @@
 use std::hint::black_box;
 
 use control_core::articulated::{Chain, LinkSpec};
-use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
+use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik, ccd_ik_tree};
+use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use nalgebra::Vector3;
+use nalgebra::{Isometry3, Vector3};
 
 /// A box link `length` long along its x axis, hinged at its frame origin.
 fn link(offset: [f64; 3], rpy: [f64; 3], axis: [f64; 3], mass: f64, length: f64) -> LinkSpec {
@@ -35,27 +38,57 @@ fn link(offset: [f64; 3], rpy: [f64; 3], axis: [f64; 3], mass: f64, length: f64)
 }
 
 /// The articulated bench's 3-link arm: shoulder yaw, shoulder pitch, elbow.
-fn arm() -> Chain<3> {
-    Chain::new(&[
+fn arm_links() -> [LinkSpec; 3] {
+    [
         link([0.0; 3], [0.0; 3], [0.0, 0.0, 1.0], 3.0, 0.1),
         link([0.1, 0.0, 0.0], [0.0; 3], [0.0, 1.0, 0.0], 2.0, 0.4),
         link([0.4, 0.0, 0.0], [0.0, 0.0, 0.3], [0.0, 1.0, 0.0], 1.5, 0.35),
-    ])
-    .expect("valid arm")
+    ]
 }
+
+fn arm() -> Chain<3> {
+    Chain::new(&arm_links()).expect("valid arm")
+}
+
+/// The same arm as a fixed-base tree: link i hangs from body i, and is body i + 1.
+fn arm_tree() -> Tree<3> {
+    let links = arm_links();
+    let joints: [JointSpec; 3] = std::array::from_fn(|i| JointSpec {
+        parent_body: i,
+        kind: JointType::Revolute,
+        origin: Placement::from_xyz_rpy(links[i].origin_xyz_m, links[i].origin_rpy_rad),
+        axis: links[i].axis,
+        body: Inertial {
+            mass_kg: links[i].mass_kg,
+            com_m: links[i].com_m,
+            inertia_kgm2: links[i].inertia_kgm2,
+        },
+    });
+    Tree::new(&TreeSpec {
+        base: BaseKind::Fixed,
+        base_body: Inertial::ZERO,
+        joints: &joints,
+    })
+    .expect("valid tree")
+}
+
+/// The hand link of the chain and its body in the tree.
+const HAND_LINK: usize = 2;
+const HAND_BODY: usize = HAND_LINK + 1;
 
 fn bench(c: &mut Criterion) {
     let chain = arm();
+    let tree = arm_tree();
+    let base = Isometry3::identity();
     let hand = Vector3::new(0.35, 0.0, 0.0);
     let q = [0.3, -0.4, 0.9];
     let qd = [0.2, -0.1, 0.3];
     let target = Vector3::new(0.5, 0.2, 0.3);
     let gravity = Vector3::new(0.0, 0.0, -9.81);
-    let mut group = c.benchmark_group("reach_tick_3_links");
-    for projector in [Projector::PseudoInverse, Projector::DynamicallyConsistent] {
-        let reach = Reach::new(ReachConfig {
+    let reach = |projector| {
+        Reach::new(ReachConfig {
             projector,
-            hand_link: 2,
+            hand_link: HAND_LINK,
             hand_point_m: hand.into(),
             stiffness_n_per_m: 500.0,
             damping_ns_per_m: 50.0,
@@ -63,7 +96,12 @@ fn bench(c: &mut Criterion) {
             posture_damping_nms_per_rad: 3.0,
             gravity_compensation: true,
         })
-        .expect("valid config");
+        .expect("valid config")
+    };
+    const PROJECTORS: [Projector; 2] = [Projector::PseudoInverse, Projector::DynamicallyConsistent];
+    let mut group = c.benchmark_group("reach_tick_3_links");
+    for projector in PROJECTORS {
+        let reach = reach(projector);
         group.bench_function(BenchmarkId::from_parameter(format!("{projector:?}")), |b| {
             b.iter(|| {
                 reach
@@ -81,26 +119,70 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    let mut group = c.benchmark_group("reach_tick_tree_3_links");
+    for projector in PROJECTORS {
+        let reach = reach(projector);
+        group.bench_function(BenchmarkId::from_parameter(format!("{projector:?}")), |b| {
+            b.iter(|| {
+                reach
+                    .tick_tree(
+                        black_box(&tree),
+                        &base,
+                        HAND_BODY,
+                        black_box(&q),
+                        black_box(&qd),
+                        black_box(&target),
+                        &Vector3::zeros(),
+                        black_box(&[0.0; 3]),
+                        &gravity,
+                    )
+                    .expect("tick_tree")
+            })
+        });
+    }
+    group.finish();
     // A reachable target (the hand at another configuration), 1e-4 m, from a fixed start.
     let goal = chain
         .forward_kinematics(&[1.2, -0.9, 1.4])
-        .and_then(|k| k.point_in_world(2, &hand))
+        .and_then(|k| k.point_in_world(HAND_LINK, &hand))
         .expect("reachable target");
-    let ik = ccd_ik(&chain, &q, 2, &hand, &goal, 100, 1e-4).expect("ccd");
+    let ik = ccd_ik(&chain, &q, HAND_LINK, &hand, &goal, 100, 1e-4).expect("ccd");
     assert!(ik.converged(), "{ik:?}");
     println!("ccd_ik: {} sweeps to {:.1e} m", ik.sweeps, ik.residual_m);
+    let tree_ik =
+        ccd_ik_tree(&tree, &base, &q, HAND_BODY, &hand, &goal, 100, 1e-4).expect("ccd tree");
+    assert!(tree_ik.converged(), "{tree_ik:?}");
+    println!(
+        "ccd_ik_tree: {} sweeps to {:.1e} m",
+        tree_ik.sweeps, tree_ik.residual_m
+    );
     c.bench_function("ccd_ik_3_links", |b| {
         b.iter(|| {
             ccd_ik(
                 black_box(&chain),
                 black_box(&q),
-                2,
+                HAND_LINK,
                 &hand,
                 black_box(&goal),
                 100,
                 1e-4,
             )
             .expect("ccd")
+        })
+    });
+    c.bench_function("ccd_ik_tree_3_links", |b| {
+        b.iter(|| {
+            ccd_ik_tree(
+                black_box(&tree),
+                &base,
+                black_box(&q),
+                HAND_BODY,
+                &hand,
+                black_box(&goal),
+                100,
+                1e-4,
+            )
+            .expect("ccd tree")
         })
     });
 }

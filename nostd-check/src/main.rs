@@ -232,6 +232,8 @@ pub extern "C" fn _start() -> ! {
                 }
             }
         }
+        // Kenwright's hand control on a branching tree (both projectors) and its CCD IK.
+        acc += reach_tree_tick();
         // Kenwright's hand control of the same chain (both projectors), and CCD IK.
         let hand = Vector3::new(black_box(0.5), 0.0, 0.0);
         let target = Vector3::new(black_box(0.6), black_box(0.4), 0.0);
@@ -412,6 +414,89 @@ fn fixed_servo_tick() -> f64 {
         };
         acc += servo.tick(black_box(0.0), state, 0.0).torque_nm;
         acc += servo.safe_torque(state);
+    }
+    acc
+}
+
+/// Kenwright's hand control (both projectors) and CCD IK on a kinematic tree
+/// (`Reach::tick_tree`, `ccd_ik_tree`): a branching fixed-base tree with a prismatic joint on
+/// the hand's path, then a floating base (refused). Called from `_start`.
+#[unsafe(no_mangle)]
+pub extern "C" fn reach_tree_tick() -> f64 {
+    use control_core::reach::ccd_ik_tree;
+    let body = Inertial {
+        mass_kg: black_box(1.5),
+        com_m: [0.15, 0.0, 0.0],
+        inertia_kgm2: [0.002, 0.0, 0.0, 0.012, 0.0, 0.012],
+    };
+    let joint = |parent_body: usize, kind: JointType, xyz: [f64; 3], axis: [f64; 3]| JointSpec {
+        parent_body,
+        kind,
+        origin: Placement::from_xyz_rpy(xyz, [0.0; 3]),
+        axis,
+        body,
+    };
+    // A torso (joint 0) carrying arm A (joint 1, prismatic joint 2: the hand on body 3) and
+    // arm B (joint 3).
+    let joints = [
+        joint(0, JointType::Revolute, [0.0; 3], [0.0, 0.0, 1.0]),
+        joint(1, JointType::Revolute, [0.0, 0.2, 0.3], [0.0, 1.0, 0.0]),
+        joint(2, JointType::Prismatic, [0.3, 0.0, 0.0], [1.0, 0.0, 0.0]),
+        joint(1, JointType::Revolute, [0.0, -0.2, 0.3], [0.0, 1.0, 0.0]),
+    ];
+    let hand_body = black_box(3);
+    let hand = Vector3::new(black_box(0.3), 0.0, 0.0);
+    let target = Vector3::new(black_box(0.5), black_box(0.3), 0.4);
+    let gravity = Vector3::new(0.0, 0.0, -9.81);
+    let mut acc = 0.0;
+    for base in [BaseKind::Fixed, BaseKind::Floating] {
+        let spec = TreeSpec {
+            base,
+            base_body: body,
+            joints: &joints,
+        };
+        let Ok(tree) = Tree::<10>::new(&spec) else {
+            continue;
+        };
+        let mut q = [0.0; 10];
+        q[0] = black_box(0.3);
+        q[1] = black_box(-0.4);
+        q[2] = black_box(0.05);
+        let pose = Isometry3::identity();
+        for projector in [Projector::PseudoInverse, Projector::DynamicallyConsistent] {
+            let config = ReachConfig {
+                projector,
+                hand_link: 0,
+                hand_point_m: hand.into(),
+                stiffness_n_per_m: black_box(400.0),
+                damping_ns_per_m: 40.0,
+                posture_stiffness_nm_per_rad: 10.0,
+                posture_damping_nms_per_rad: 2.0,
+                gravity_compensation: true,
+            };
+            if let Ok(reach) = Reach::new(config) {
+                let still = Vector3::zeros();
+                match reach.tick_tree(
+                    &tree, &pose, hand_body, &q, &[0.0; 10], &target, &still, &q, &gravity,
+                ) {
+                    Ok(command) => acc += command.torques_nm.iter().sum::<f64>(),
+                    Err(_) => acc += 1.0,
+                }
+            }
+        }
+        match ccd_ik_tree(
+            &tree,
+            &pose,
+            &q,
+            hand_body,
+            &hand,
+            &target,
+            black_box(20),
+            1e-4,
+        ) {
+            Ok(ik) => acc += ik.residual_m + ik.q_rad.iter().sum::<f64>(),
+            Err(_) => acc += 1.0,
+        }
     }
     acc
 }
