@@ -11,7 +11,6 @@ use clap::{Parser, Subcommand};
 
 mod anim;
 mod jitter;
-mod model;
 mod paper;
 mod run;
 mod study;

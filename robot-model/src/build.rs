@@ -56,6 +56,17 @@ fn below(x: f64, min: f64) -> bool {
     x.is_nan() || x < min
 }
 
+/// `x` as a message shows it: plainly, or in exponent form when plainly would take more than
+/// a few digits (1e300 is "1e300", not 301 digits).
+fn num(x: f64) -> String {
+    let a = x.abs();
+    if a != 0.0 && a.is_finite() && !(1e-4..1e7).contains(&a) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// `x` is NaN or beyond ±`max`.
 fn beyond(x: f64, max: f64) -> bool {
     x.is_nan() || x.abs() > max
@@ -66,7 +77,7 @@ fn check_xyz(xyz: &[f64; 3], element: impl FnOnce() -> String) -> Result<(), Ref
     match xyz.iter().find(|x| beyond(**x, MAX_URDF_LENGTH_M)) {
         Some(x) => Err((
             element(),
-            format!("{x} m is beyond the bound of ±{MAX_URDF_LENGTH_M} m"),
+            format!("{} m is beyond the bound of ±{MAX_URDF_LENGTH_M} m", num(*x)),
         )),
         None => Ok(()),
     }
@@ -79,7 +90,7 @@ fn check_size(v: f64, element: impl FnOnce() -> String) -> Result<(), Refusal> {
     } else {
         Err((
             element(),
-            format!("{v} m: a size must be ≥ 0 and at most {MAX_URDF_LENGTH_M} m"),
+            format!("{} m: a size must be ≥ 0 and at most {MAX_URDF_LENGTH_M} m", num(v)),
         ))
     }
 }
@@ -98,7 +109,7 @@ fn check_link(l: &urdf_rs::Link) -> Result<(), Refusal> {
     if m > MAX_URDF_MASS_KG {
         return Err((
             el("<inertial><mass value>"),
-            format!("{m} kg is beyond the bound of {MAX_URDF_MASS_KG} kg"),
+            format!("{} kg is beyond the bound of {MAX_URDF_MASS_KG} kg", num(m)),
         ));
     }
     let t = &i.inertia;
@@ -106,7 +117,10 @@ fn check_link(l: &urdf_rs::Link) -> Result<(), Refusal> {
     if let Some(x) = entries.iter().find(|x| beyond(**x, MAX_URDF_INERTIA_KG_M2)) {
         return Err((
             el("<inertial><inertia>"),
-            format!("an entry of {x} kg·m² is beyond the bound of ±{MAX_URDF_INERTIA_KG_M2} kg·m²"),
+            format!(
+                "an entry of {} kg·m² is beyond the bound of ±{MAX_URDF_INERTIA_KG_M2} kg·m²",
+                num(*x)
+            ),
         ));
     }
     let tensor = math::sym(&entries);

@@ -15,8 +15,7 @@
 //! before any XML parser sees the text. The limits and messages are those of
 //! `sim_host::input::read_urdf`.
 //!
-//! [`parse`] then reads the text with `urdf-rs` 0.9 (`urdf_rs::read_from_string`, the parser
-//! `rapier3d-urdf` uses too), after a strict pass over the same XML tree, because urdf-rs reads
+//! [`parse`] then reads the text with `urdf-rs` 0.9 (`urdf_rs::read_from_string`), after a strict pass over the same XML tree, because urdf-rs reads
 //! loosely: it drops the tokens of a vector that are not numbers (`xyz="1 foo 0 0"` reads as
 //! (1, 0, 0)), reads `nan` and `inf`, fills an absent `<limit>` with zeros and says "missing
 //! field" without saying where. The strict pass refuses all that, naming the element. urdf-rs

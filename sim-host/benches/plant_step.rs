@@ -4,10 +4,11 @@
 //! - `plant_step/arm_4_balls_2_weights`: the same with four balls and two 10 kg weights in
 //!   flight (spawned together, hitting the arm and each other; a fresh plant every 200 steps so
 //!   that they stay in flight).
-//! - `plant_step/arm3_chain`: one physics step of the URDF chain `models/arm3.urdf` (3 multibody
-//!   joints, in process), released from (−1.0, 0.6, 0.2) rad under gravity and driven by a PD
-//!   towards a posture (limits engaging at times); a fresh plant every 400 steps (2 s).
-//! - `plant_step/arm3_chain_wall_contact`: the same chain in `scenes/arm3_wall.json` (gravity
+//! - `plant_step/arm3_robot`: one physics step of the robot plant (`sim_host::robot`) on
+//!   `models/arm3.urdf` (3 multibody joints, in process), released from (−1.0, 0.6, 0.2) rad
+//!   under gravity (0, −9.81, 0) and driven by a PD towards a posture (limits engaging at
+//!   times); a fresh plant every 400 steps (2 s).
+//! - `plant_step/arm3_robot_wall_contact`: the same robot in `scenes/arm3_wall.json` (gravity
 //!   off, one wall), its upper arm pressed onto the wall's edge by 5 N·m at the shoulder, the
 //!   elbow and wrist held by PDs: every step solves the resting edge contact and sums its
 //!   impulses into the frame's contact force. Settled in contact for 0.5 s before timing.
@@ -35,8 +36,8 @@ use rapier3d::parry::glamx::glam::{DQuat, DVec3};
 use sim_host::host::pin_to_cpu;
 use sim_host::humanoid::{BodyPose, HumanoidModel, JointKind};
 use sim_host::{
-    ArmSpec, BallSpawn, BipedPlant, BipedScene, BipedState, ChainPlant, ChainScene, HumanoidPlant,
-    HumanoidScene, Plant, Scene, WeightDrop, WeightShape,
+    ArmSpec, BallSpawn, BipedPlant, BipedScene, BipedState, HumanoidPlant, HumanoidScene, Plant,
+    RobotPlant, RobotScene, Scene, WeightDrop, WeightShape,
 };
 use transport::{FrameTransport, SeqPacket};
 
@@ -156,18 +157,20 @@ fn plant_step(c: &mut Criterion) {
             total
         });
     });
-    let mut arm3 = ChainScene::new(
+    let mut arm3 = RobotScene::new(
         concat!(env!("CARGO_MANIFEST_DIR"), "/../models/arm3.urdf"),
         1e6,
-        [0.0, -9.81, 0.0],
     );
-    arm3.initial_positions_rad = vec![-1.0, 0.6, 0.2];
-    g.bench_function("arm3_chain", |b| {
+    arm3.gravity_m_s2 = [0.0, -9.81, 0.0]; // arm3 is described y-up
+    for (name, q) in [("shoulder", -1.0), ("elbow", 0.6), ("wrist", 0.2)] {
+        arm3.initial_q.insert(String::from(name), q);
+    }
+    g.bench_function("arm3_robot", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             let mut left = iters;
             while left > 0 {
-                let mut p = ChainPlant::new(&arm3).expect("arm3 scene");
+                let mut p = RobotPlant::new(&arm3).expect("arm3 scene");
                 let mut f = p.state_frame();
                 let n = left.min(400);
                 let t0 = Instant::now();
@@ -184,7 +187,7 @@ fn plant_step(c: &mut Criterion) {
             total
         });
     });
-    let mut wall = ChainScene::load(std::path::Path::new(concat!(
+    let mut wall = RobotScene::load(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/scenes/arm3_wall.json"
     )))
@@ -199,13 +202,13 @@ fn plant_step(c: &mut Criterion) {
             4.0 * (0.0 - q[2]) - 0.2 * v[2],
         ]
     };
-    let mut p = ChainPlant::new(&wall).expect("arm3_wall plant");
+    let mut p = RobotPlant::new(&wall).expect("arm3_wall plant");
     let mut f = p.state_frame();
     for _ in 0..100 {
         f = p.step(&press(&f));
     }
     assert_eq!(f.contacts.len(), 1, "in contact before timing");
-    g.bench_function("arm3_chain_wall_contact", |b| {
+    g.bench_function("arm3_robot_wall_contact", |b| {
         b.iter(|| {
             f = p.step(black_box(&press(&f)));
         });

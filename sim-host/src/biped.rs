@@ -96,14 +96,14 @@
 //! After each step, for each body: over every contact pair between the ground and the body's
 //! collider, over the solver's manifolds and contacts, the normal impulse and the friction
 //! impulses in the world frame, summed over the step's substeps by Rapier, divided by dt: the
-//! step's mean force of the ground on the body, N (as [`crate::chain`] reads walls). A body
+//! step's mean force of the ground on the body, N (as [`crate::environment`] reads walls). A body
 //! **touches** the ground when that force's normal (y) part is greater than 0: a speculative
 //! contact the solver did not push is not a touch. Per foot the state carries the force's
 //! normal (y) and tangential (x) parts.
 //!
 //! # Measured (dt 5 ms; `tests/biped.rs`, `benches/plant_step.rs`)
 //! - Step cost: median 27.4 µs standing on both feet (criterion `plant_step/biped_standing`;
-//!   `arm3_chain` 12.8 µs in the same run).
+//!   the 3-link arm 12.8 µs in the same run).
 //! - Standing on SIMBICON's PDs: the torso's centre stays above 1.17 m for 2 s; the feet carry
 //!   m·g within 0.74 % (0.5–1 s). The PD ankles (2 × 300 N·m/rad) are weaker than gravity's
 //!   toppling stiffness about them (≈ 870 N·m/rad), so the body leans slowly and falls at about
@@ -781,7 +781,7 @@ impl BipedPlant {
             let Some(b) = self.colliders.iter().position(|&c| c == other) else {
                 continue;
             };
-            let on_first = crate::chain::impulse_on_first(pair);
+            let on_first = crate::environment::impulse_on_first(pair);
             let sign = if body_is_first { 1.0 } else { -1.0 };
             out[b][0] += sign * f64::from(on_first.x) / self.dt_s;
             out[b][1] += sign * f64::from(on_first.y) / self.dt_s;

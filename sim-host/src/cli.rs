@@ -3,10 +3,9 @@
 //! and a harness binary can serve as the plant process itself by calling it (re-executing itself
 //! with a subcommand), so that one `cargo run` builds everything.
 //!
-//! `--scene` is an arm scene ([`crate::Scene`]), a chain scene ([`crate::ChainScene`], told
-//! apart by its `"kind": "chain"`) or a biped scene ([`crate::biped::BipedScene`], `"kind":
-//! "biped"`; a humanoid scene, `"kind": "humanoid"`; a robot scene ([`crate::RobotScene`], `"kind":
-//! "robot"`); see [`PlantScene`]); all run through the same loops.
+//! `--scene` is an arm scene ([`crate::Scene`], no `kind`), a robot scene ([`crate::RobotScene`],
+//! `"kind": "robot"`), a biped scene ([`crate::biped::BipedScene`], `"kind": "biped"`) or a
+//! humanoid scene (`"kind": "humanoid"`); see [`PlantScene`]. All run through the same loops.
 //!
 //! Exit codes: 0 when the scene ends or the controller closes its end; 2 on a bad command line or
 //! scene file; 1 on a transport or protocol error (never on what a torque frame holds: refused
@@ -19,7 +18,7 @@ use std::process::ExitCode;
 use transport::{FrameLink, SeqPacket};
 
 use crate::host::{self, HostedPlant, Mode};
-use crate::{ChainPlant, Plant, PlantScene, SceneError};
+use crate::{Plant, PlantScene, SceneError};
 
 /// One line of usage.
 pub const USAGE: &str =
@@ -127,7 +126,6 @@ fn build(path: &std::path::Path) -> Result<Box<dyn HostedPlant>, SceneError> {
     };
     Ok(match PlantScene::load(path)? {
         PlantScene::Arm(s) => Box::new(Plant::new(&s).map_err(in_file)?),
-        PlantScene::Chain(s) => Box::new(ChainPlant::new(&s).map_err(in_file)?),
         PlantScene::Biped(s) => Box::new(crate::biped::BipedPlant::new(&s).map_err(in_file)?),
         PlantScene::Humanoid(s) => {
             Box::new(crate::humanoid::HumanoidPlant::new(&s).map_err(in_file)?)

@@ -1,7 +1,7 @@
 //! The plant process's two loops: [`run_lockstep`] and [`run_realtime`], each driving a plant
 //! over a [`FrameLink`] (any [`FrameTransport`]). A plant is anything that implements
-//! [`HostedPlant`]: the arm ([`Plant`]) and the URDF chain ([`ChainPlant`]) both do, and the loops
-//! are the same for both.
+//! [`HostedPlant`]: the arm ([`Plant`]), any robot ([`crate::robot::RobotPlant`]), the biped and the
+//! humanoid all do, and the loops are the same for all.
 //!
 //! - Lockstep (bit-deterministic): send the state of step 0; then for each step k wait for the
 //!   torque frame meant for step k, step, send the state of step k + 1. Torque frames for earlier
@@ -26,7 +26,7 @@
 //! closes ends the run cleanly ([`RunEnd::PeerClosed`]). Torque frames that are malformed,
 //! oversize (longer than any frame), non-finite, stale or repeated are refused by the link and
 //! counted by reason ([`RunSummary::rejected`]); a frame with any torque beyond its limit (the arm
-//! scene's `arm.torque_limit_nm`, a chain joint's URDF `<limit effort>`: |τ| > limit, as
+//! scene's `arm.torque_limit_nm`, a robot joint's URDF `<limit effort>`: |τ| > limit, as
 //! [`HostedPlant::check_torques`] judges) is refused whole and counted
 //! ([`RunSummary::over_limit_torque_frames`]). Every state frame carries both running totals
 //! (`plant_rejected_frames`: all refusals; `plant_over_limit_frames`: the over-limit ones), so
@@ -41,12 +41,11 @@ use std::fmt;
 use control_core::frames::{MAX_JOINTS, RejectCounts, StateFlags, StateFrame, TorqueFrame};
 use transport::{FrameLink, FrameTransport, LinkError};
 
-use crate::chain::ChainPlant;
 use crate::plant::Plant;
 
 /// What the host loops need of a plant: its current state as a frame, one step with given
 /// torques, its torque limits, and its clock (steps of dt up to an end). Implemented by the arm
-/// ([`Plant`]), the URDF chain ([`ChainPlant`]), the SIMBICON biped
+/// ([`Plant`]), the SIMBICON biped
 /// ([`crate::biped::BipedPlant`]), the humanoid and the robot plant
 /// ([`crate::robot::RobotPlant`]) by their inherent methods.
 pub trait HostedPlant {
@@ -85,27 +84,6 @@ impl HostedPlant for Plant {
     }
     fn dt_s(&self) -> f64 {
         Plant::dt_s(self)
-    }
-}
-
-impl HostedPlant for ChainPlant {
-    fn state_frame(&mut self) -> StateFrame {
-        ChainPlant::state_frame(self)
-    }
-    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        ChainPlant::step_driven_by(self, torques_nm, torque_sequence)
-    }
-    fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
-        ChainPlant::check_torques(self, torques_nm)
-    }
-    fn is_finished(&self) -> bool {
-        ChainPlant::is_finished(self)
-    }
-    fn step_index(&self) -> u64 {
-        ChainPlant::step_index(self)
-    }
-    fn dt_s(&self) -> f64 {
-        ChainPlant::dt_s(self)
     }
 }
 

@@ -95,7 +95,7 @@
 //!   round(start_s/dt) ≤ k < round(start_s/dt) + round(duration_s/dt).
 //! - Ground forces: for each body, over every contact pair between the ground and its shapes,
 //!   the solver's normal and friction impulses in the world frame, summed over the step's
-//!   substeps, divided by dt (as the biped and the chain read them): the step's mean force.
+//!   substeps, divided by dt (as [`crate::environment`] reads them): the step's mean force.
 //!
 //! # Measured (`models/humanoid15.urdf`, dt 5 ms; `tests/humanoid.rs`, `benches/plant_step.rs`)
 //! - Step cost: 44.9 µs standing on both feet under a PD (criterion
@@ -125,10 +125,9 @@ use control_core::frames::{
 };
 use rapier3d::parry::glamx::glam::{DQuat, DVec3};
 use rapier3d::prelude::*;
-use rapier3d_urdf::urdf_rs;
 use serde::{Deserialize, Serialize};
 
-use crate::chain::Push;
+use crate::environment::Push;
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{
     Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
@@ -1697,7 +1696,7 @@ impl HumanoidPlant {
             let Some(&(_, b)) = self.colliders.iter().find(|(c, _)| *c == other) else {
                 continue;
             };
-            let on_first = crate::chain::impulse_on_first(pair);
+            let on_first = crate::environment::impulse_on_first(pair);
             let sign = if body_is_first { 1.0 } else { -1.0 };
             for (f, i) in self.forces[b].iter_mut().zip(on_first.to_array()) {
                 *f += sign * f64::from(i) / self.dt_s;

@@ -1,14 +1,13 @@
-//! The plant process: a `rapier3d` simulation of the arm scene or of a chain described in URDF,
-//! driven over wire frames.
+//! The plant process: a `rapier3d` simulation of the arm scene, of any robot described in URDF,
+//! or of the walkers, driven over wire frames.
 //!
 //! - [`scene`]: the arm scene description (JSON) the harness writes, with its checks, and
 //!   [`PlantScene`], a scene file of either kind.
 //! - [`plant`]: the Rapier world built from an arm scene, stepped with joint torques, reporting
 //!   joint states and contact / plane-crossing events as `control_core::frames::StateFrame`s.
-//! - [`chain`]: a chain scene (JSON naming a URDF file, `"kind": "chain"`) and the Rapier
-//!   multibody built from the URDF (`rapier3d-urdf`), stepped with one torque per joint.
-//!   [`plant`], [`chain`], [`biped`], [`humanoid`] and [`robot`] are the only modules that name a
-//!   Rapier type.
+//! - [`environment`]: the scene around a robot: walls, pushes, and the contact forces the
+//!   environment puts on the bodies. [`plant`], [`environment`], [`biped`], [`humanoid`] and
+//!   [`robot`] are the only modules that name a Rapier type.
 //! - [`biped`]: the SIMBICON planar 7-link walker (`"kind": "biped"` scenes), a floating-base
 //!   Rapier plant with impulse joints and ground contact, stepped in process with six joint
 //!   torques (not yet hosted over wire frames).
@@ -43,8 +42,8 @@
 #![deny(missing_docs)]
 
 pub mod biped;
-pub mod chain;
 pub mod cli;
+pub mod environment;
 pub mod host;
 pub mod humanoid;
 pub mod input;
@@ -59,7 +58,7 @@ pub mod walk;
 mod test_mesh;
 
 pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
-pub use chain::{ChainPlant, ChainScene, ConfigurationError, Push, Wall};
+pub use environment::{Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use humanoid::{HumanoidModel, HumanoidPlant, HumanoidScene};
 pub use plant::Plant;

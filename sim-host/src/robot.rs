@@ -45,9 +45,7 @@
 //!   Rapier makes finds it exactly (the sum with the massless colliders stays exactly diagonal;
 //!   x is right for the smallest). Unit test
 //!   `a_descending_inertia_on_a_turned_joint_is_about_the_right_axis`; after: Panda, UR5, Talos's
-//!   left arm and SO-100 within 2.5e-6 of the tree (measured below). The chain plant
-//!   ([`crate::chain`], rapier3d-urdf) still hands Rapier whole inertia matrices: exposed the same
-//!   way (SO-100's gripper there: 2.98e-5), not `models/arm3.urdf` (smallest moment on x).
+//!   left arm and SO-100 within 2.5e-6 of the tree (measured below).
 //! - **Shapes**: one collider per `<collision>` shape, at its placement on the body: boxes,
 //!   spheres, capsules (`capsule_z`, URDF's axis) and cylinders (Rapier's cylinder is along y:
 //!   turned +90° about x to lie along z). A mesh, with `collision: "convex_hull"` (the default),
@@ -56,14 +54,14 @@
 //!   header with `solid`, which mesh-loader takes for ASCII) and ASCII, Collada `.dae` (node
 //!   transforms and `<unit>` applied; an `<up_axis>` other than `Z_UP` refused, since the reader
 //!   would not apply it) and Wavefront `.obj` (materials not read), read with `mesh-loader`
-//!   0.1.13 through `rapier3d-meshloader` 0.36 (the loader rapier3d-urdf uses, with its `stl`,
+//!   0.1.13 through `rapier3d-meshloader` 0.36 (Rapier's mesh loader, with its `stl`,
 //!   `collada` and `wavefront` features). A mesh that cannot be read, is larger than
 //!   [`MAX_MESH_BYTES`], holds more than [`MAX_MESH_VERTICES`] vertices or a non-finite one, or
 //!   whose hull has no volume (flat) refuses the scene, naming the link and the file; a reader or
 //!   hull computation that panics is caught and refused the same way. With `collision:
 //!   "primitives_only"` meshes are not loaded, and [`RobotPlant::notes`] lists them.
-//! - **Joints**: Rapier **multibody** joints (reduced coordinates, as the chain plant: joint
-//!   positions and velocities are the multibody's own coordinates), inserted parents first: a
+//! - **Joints**: Rapier **multibody** joints (reduced coordinates: joint
+//!   positions and velocities are the multibody's own coordinates, exact), inserted parents first: a
 //!   generic joint with every axis locked but one, angular x (revolute) or linear x (prismatic),
 //!   its frame on the parent the joint's origin turned so that x is the joint's axis
 //!   (`local_frame1` = F_p⁻¹·origin·U, `local_frame2` = F_c⁻¹·U, U taking x to the unit axis,
@@ -131,7 +129,7 @@
 //!   com − R·c); bodies beyond 16 are left out of every frame ([`RobotPlant::bodies_left_out`],
 //!   named in the notes); contact forces: for each body, the environment's (ground's and walls')
 //!   force on it during the step, summed over its contacts from the solver's normal and friction
-//!   impulses (as the chain plant reads them) over dt, world frame, N; at most
+//!   impulses ([`crate::environment`]) over dt, world frame, N; at most
 //!   [`MAX_CONTACTS`] (4), in body order, the rest counted ([`RobotPlant::contacts_left_out`]).
 //!   Rapier leaves a multibody's bodies a substep behind at the end of a step (their centres of
 //!   mass and velocities are refreshed at the start of the next); the plant refreshes them after
@@ -152,7 +150,7 @@
 //!
 //! # Reading the dynamics (for tests and the harness's checks)
 //! - [`RobotPlant::mass_matrix`]: Rapier's own joint-space mass matrix (floating base DoFs
-//!   included), read as the chain plant reads it: forward kinematics and world inertias
+//!   included): forward kinematics and world inertias
 //!   refreshed, `Multibody::dof_inverse_inertia` re-assembles it at dt = 0 (M plus armature,
 //!   which is 0), M rebuilt from the LU factorization (`inv_augmented_mass`) as P⁻¹·L·U; in
 //!   Rapier's convention. [`RobotPlant::mass_matrix_base_frame`]: in Pinocchio's.
@@ -222,7 +220,7 @@ use rapier3d::prelude::*;
 use robot_model::{Geometry, RobotModel};
 use serde::{Deserialize, Serialize};
 
-use crate::chain::{
+use crate::environment::{
     ActivePush, Push, WALL_FRICTION, Wall, apply_pushes, check_pushes, check_walls,
     collect_contact_forces, reset_forces,
 };
@@ -232,9 +230,9 @@ use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, steps
 /// Most joints a robot has: as many as a state frame carries ([`MAX_JOINTS`], 48).
 pub const MAX_ROBOT_JOINTS: usize = MAX_JOINTS;
 /// Most walls a robot scene has.
-pub const MAX_WALLS: usize = crate::chain::MAX_WALLS;
+pub const MAX_WALLS: usize = crate::environment::MAX_WALLS;
 /// Most pushes a robot scene has.
-pub const MAX_PUSHES: usize = crate::chain::MAX_PUSHES;
+pub const MAX_PUSHES: usize = crate::environment::MAX_PUSHES;
 /// Largest mesh file read for a collision hull, bytes: 64 MiB (the collision meshes of the
 /// robots in example-robot-data are under 2 MiB each).
 pub const MAX_MESH_BYTES: u64 = 64 << 20;
@@ -349,10 +347,11 @@ pub struct RobotScene {
     /// The ground, if any (default none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ground: Option<Ground>,
-    /// Static boxes the robot collides with (at most [`MAX_WALLS`]), as in a chain scene.
+    /// Static boxes the robot collides with (at most [`MAX_WALLS`]); the force each puts on the
+    /// bodies is reported in every state frame ([`crate::environment`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub walls: Vec<Wall>,
-    /// External forces on bodies (at most [`MAX_PUSHES`]), as in a chain scene; `body` names a
+    /// External forces on bodies (at most [`MAX_PUSHES`]), `body` names a
     /// URDF link (a link merged into a body pushes that body).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pushes: Vec<Push>,
@@ -1504,10 +1503,14 @@ impl RobotPlant {
     /// Rapier's joint-space mass matrix M(q) at the current configuration, **in Rapier's
     /// velocity convention**: rows and columns are the floating base's 6 (the world linear
     /// velocity of the base's centre of mass, then the world angular velocity) followed by the
-    /// joints in model order; for a fixed base, the joints only. How it is read: as
-    /// [`crate::chain::ChainPlant::mass_matrix`] (forward kinematics and world inertias refreshed,
-    /// `Multibody::dof_inverse_inertia` re-assembles M at dt = 0, M rebuilt from Rapier's LU
-    /// factorization as P⁻¹·L·U; f32). [`Self::mass_matrix_base_frame`] gives it in Pinocchio's
+    /// joints in model order; for a fixed base, the joints only. How it is read: Rapier 0.36 keeps M private
+    /// (`Multibody::augmented_mass`, M plus dt·damping and armature on the diagonal) and exposes
+    /// only its LU factorization (`Multibody::inv_augmented_mass`); so forward kinematics and
+    /// the bodies' world inertias are refreshed, `Multibody::dof_inverse_inertia` re-assembles M
+    /// at dt = 0 (which leaves exactly M: armature is 0), and M is rebuilt from the
+    /// factorization as P⁻¹·L·U (f32: entries carry a relative error of order 1e-7, symmetric to
+    /// that order). Reading it between steps does not change the simulation: every step re-runs
+    /// the same kinematics and assembly from the joint coordinates. [`Self::mass_matrix_base_frame`] gives it in Pinocchio's
     /// convention. It allocates; it is for checks, not for every step.
     pub fn mass_matrix(&mut self) -> Vec<Vec<f64>> {
         let order = self.rapier_indices();

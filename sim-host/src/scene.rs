@@ -26,9 +26,8 @@
 //! assert_eq!(Scene::from_json_str(&json, "inline".as_ref()).unwrap(), scene);
 //! ```
 //!
-//! [`PlantScene`] reads a scene file of any kind: this arm scene (no `kind` field), a chain scene
-//! of [`crate::chain`] (`"kind": "chain"`), a biped, humanoid or robot scene (`"kind": "biped"`,
-//! `"humanoid"`, `"robot"`).
+//! [`PlantScene`] reads a scene file of any kind: this arm scene (no `kind` field), a biped,
+//! humanoid or robot scene (`"kind": "biped"`, `"humanoid"`, `"robot"`).
 //!
 //! Never does: accept a value the plant cannot simulate (non-finite, out of range, a duplicate
 //! id), or panic on any input.
@@ -39,8 +38,6 @@ use std::path::{Path, PathBuf};
 
 use control_core::model::ArmModel;
 use serde::{Deserialize, Serialize};
-
-use crate::chain::ChainScene;
 
 /// The default physics step, s.
 pub const DEFAULT_DT_S: f64 = 0.005;
@@ -53,7 +50,7 @@ pub const DEFAULT_REMOVE_BELOW_Y_M: f64 = -5.0;
 pub const AIMED_BALL_SPEED_Z_M_S: f64 = 5.0;
 /// The largest torque limit a scene may give its arm, N·m.
 pub const MAX_TORQUE_LIMIT_NM: f64 = 1e6;
-/// The largest magnitude of each component of a push's force (chain, biped and humanoid
+/// The largest magnitude of each component of a push's force (robot, biped and humanoid
 /// scenes, `pushes[i].force_n`), N.
 pub const MAX_PUSH_FORCE_N: f64 = 1e5;
 
@@ -500,17 +497,14 @@ impl fmt::Display for SceneError {
 
 impl std::error::Error for SceneError {}
 
-/// A scene file of any plant: an arm scene ([`Scene`], no `kind` field), a chain scene
-/// ([`ChainScene`], `"kind": "chain"`), a biped scene ([`crate::biped::BipedScene`],
-/// `"kind": "biped"`) or a humanoid scene ([`crate::humanoid::HumanoidScene`], `"kind":
+/// A scene file of any plant: an arm scene ([`Scene`], no `kind` field), a biped scene
+/// ([`crate::biped::BipedScene`], `"kind": "biped"`), a humanoid scene ([`crate::humanoid::HumanoidScene`], `"kind":
 /// "humanoid"`) or a robot scene ([`crate::robot::RobotScene`], `"kind": "robot"`). What
 /// `sim-host --scene` reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlantScene {
     /// The one-link arm with balls and weights.
     Arm(Scene),
-    /// A chain built from a URDF file.
-    Chain(ChainScene),
     /// The SIMBICON planar biped.
     Biped(crate::biped::BipedScene),
     /// The 15-body humanoid built from a URDF file.
@@ -526,9 +520,10 @@ impl PlantScene {
     }
 
     /// Parses and checks a scene of either kind given as JSON text; `file` names it in errors
-    /// (and is where a chain scene's relative `urdf` is resolved from). A document without a
+    /// (and is where a scene's relative `urdf` is resolved from). A document without a
     /// top-level `kind` is an arm scene (and one that is not a JSON object gets the arm scene's
-    /// error); `"kind": "chain"` is a chain scene; any other `kind` is refused.
+    /// error); `"biped"`, `"humanoid"` and `"robot"` name the other kinds; any other `kind` is
+    /// refused, listing them.
     pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
         let kind = match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(mut map)) => map.remove("kind"),
@@ -536,9 +531,6 @@ impl PlantScene {
         };
         match kind {
             None => Scene::from_json_str(text, file).map(Self::Arm),
-            Some(serde_json::Value::String(k)) if k == "chain" => {
-                ChainScene::from_json_str(text, file).map(Self::Chain)
-            }
             Some(serde_json::Value::String(k)) if k == "biped" => {
                 crate::biped::BipedScene::from_json_str(text, file).map(Self::Biped)
             }
@@ -552,7 +544,7 @@ impl PlantScene {
                 file: file.to_path_buf(),
                 field: String::from("kind"),
                 reason: format!(
-                    "unknown scene kind {k}: \"chain\" for a chain scene, \"biped\" for the biped, \"humanoid\" for the humanoid, \"robot\" for a robot; an arm scene has no `kind`"
+                    "unknown scene kind {k}: \"robot\" for a robot from its URDF, \"biped\" for the biped, \"humanoid\" for the humanoid; an arm scene has no `kind`"
                 ),
             }),
         }

@@ -15,7 +15,7 @@ use control_core::frames::{
 };
 use rapier3d::parry::glamx::glam::{DQuat, DVec3};
 use sim_host::PlantScene;
-use sim_host::chain::Push;
+use sim_host::Push;
 use sim_host::humanoid::{
     BodyPose, HumanoidModel, HumanoidPlant, HumanoidScene, JointKind, per_axis_angles_rad,
 };

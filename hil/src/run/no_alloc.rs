@@ -380,19 +380,11 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
     let scenario = ChainScenario::load(path).expect("the shipped scenario loads");
     let setup = super::chain::setup(&scenario).expect("the scenario sets up");
     let (model, effort, plant_joints) = (setup.model, setup.effort, setup.plant_joints);
-    let hand_link = scenario.hand.as_ref().map(|hand| {
-        let text = sim_host::input::read_urdf(&setup.urdf).expect("the URDF reads");
-        let robot = urdf_rs::read_from_string(&text).expect("the URDF parses");
-        robot
-            .joints
-            .iter()
-            .position(|j| j.child.link == hand.link)
-            .expect("hand.link is a joint's child")
+    let hand = scenario.hand.as_ref().map(|hand| {
+        super::chain::controller::HandPoint::of(&setup.robot, &hand.link, hand.point_m)
+            .expect("hand.link is a moving link")
     });
-    let hand_body = match (&scenario.hand, &setup.replica) {
-        (Some(hand), super::chain::Replica::Chain(replica)) => replica.link_body_id(&hand.link),
-        _ => None,
-    };
+    let hand_body = hand.map(|h| BodyId(u16::try_from(h.body).expect("a body id")));
     let state_period = scenario.control_period_s().max(scenario.physics_dt_s);
     let joints = plant_joints.len();
     let targets = scenario.keyframes.len().max(scenario.hand_targets.len());
@@ -425,7 +417,7 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
                 model.clone(),
                 &effort,
                 state_period,
-                hand_link,
+                hand,
             )
             .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
             let (mut last_keyframe, mut model_errors) = (0, 0_u64);

@@ -1,11 +1,14 @@
-//! The chain's controllers, the same object in lockstep and in real time: they sequence the
-//! keyframes and run one of the four laws of the "On the Beat!" comparison on the controller's
-//! model of the chain (built from the plant's own URDF):
+//! The joint-space controllers, the same object in lockstep and in real time, on the robot's
+//! fixed-base tree (built from the same robot model as the plant). They sequence the keyframes
+//! and run one of the four laws of the "On the Beat!" comparison:
 //! - `single_link`: λ = t̂/n, gains from each link's own inertia about its joint;
 //! - `composite`: the same with the composite inertia m_i (the link and all it carries);
 //! - `composite_feedforward`: composite, plus the parent feed-forward m_i(a_i·s_i);
 //! - `arrival`: our Lambert-W arrival gains on m_i, re-solved every tick with the period clamp,
 //!   plus the feed-forward.
+//!
+//! or hold a hand on its targets (Kenwright's reach: Jᵀ F with a posture torque in the null
+//! space, plain or dynamically consistent; CCD IK tracked by the arrival servo's hold).
 //!
 //! Every law adds the model's gravity holding torque. Each joint's torque is limited to the
 //! URDF's `<limit effort>` (the plant refuses a whole frame beyond it); every limited tick is
@@ -17,19 +20,18 @@
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalConfig, Chain, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
+    ArrivalConfig, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::StateFrame;
 use control_core::gains::{GainLimit, Integrator};
-use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
-use control_core::tree::Tree;
+use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik_tree};
+use control_core::tree::{Placement, Tree};
 
 use super::super::session::{LoopCommand, LoopController, LoopState};
 use super::scenario::{ChainScenario, ChainTask};
 
-/// Joints a chain or a tree may have here: what a state frame carries (a URDF chain plant takes
-/// at most [`sim_host::chain::MAX_CHAIN_JOINTS`] of them; a robot plant up to this many).
+/// Joints a robot may have here: what a state frame carries (and what the robot plant takes).
 pub const CAP: usize = control_core::frames::MAX_JOINTS;
 const _: () = assert!(CAP <= 64, "torque_limited is a u64 bit set");
 
@@ -259,8 +261,7 @@ enum Law {
 /// The reach task: the hand, its targets, the posture goal and the IK's limits.
 #[derive(Debug, Clone)]
 struct ReachTask {
-    hand_link: usize,
-    hand_point: Vector3<f64>,
+    hand: HandPoint,
     /// (from instant, world position).
     targets: Vec<(f64, Vector3<f64>)>,
     posture_center: [f64; CAP],
@@ -287,49 +288,70 @@ impl ReachTask {
     }
 }
 
-/// The controller's model: a serial chain (`on_the_beat`, `kenwright_reach`) or a fixed-base
-/// tree welded at a pose (`pose_tour`, any URDF).
+/// The controller's model: the robot's fixed-base tree (built from the same robot model as the
+/// plant) and the pose its base is welded at.
 #[derive(Debug, Clone)]
-pub enum ChainModel {
-    /// A serial chain.
-    Chain(Box<Chain<CAP>>),
-    /// A fixed-base tree and where its base is welded.
-    Tree(Box<Tree<CAP>>, Isometry3<f64>),
+pub struct ChainModel {
+    /// The tree.
+    pub tree: Box<Tree<CAP>>,
+    /// Where its base is welded, world frame.
+    pub base: Isometry3<f64>,
 }
 
 impl ChainModel {
     /// Its moving joints.
     pub fn joint_count(&self) -> usize {
-        match self {
-            Self::Chain(c) => c.len(),
-            Self::Tree(t, _) => t.joint_count(),
-        }
+        self.tree.joint_count()
     }
 
     /// Every joint's composite inertia about its axis at `q` (kg·m², or kg for a prismatic
     /// joint), by joint.
     pub fn axis_inertia(&self, q: &[f64; CAP]) -> Option<[f64; CAP]> {
+        let m = self
+            .tree
+            .kinematics(&self.base, q)
+            .ok()?
+            .composite()
+            .ok()?
+            .axis_inertia();
         let mut out = [0.0; CAP];
-        match self {
-            Self::Chain(c) => {
-                let m = c
-                    .forward_kinematics(q)
-                    .ok()?
-                    .composite()
-                    .ok()?
-                    .axis_inertia();
-                for (o, v) in out.iter_mut().zip(m.iter()) {
-                    *o = *v;
-                }
-            }
-            Self::Tree(t, base) => {
-                let m = t.kinematics(base, q).ok()?.composite().ok()?.axis_inertia();
-                for (o, v) in out.iter_mut().zip(m.iter()) {
-                    *o = *v;
-                }
-            }
+        for (o, v) in out.iter_mut().zip(m.iter()) {
+            *o = *v;
         }
         Some(out)
+    }
+}
+
+/// The hand of a reach scenario: a point fixed in one moving body of the tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HandPoint {
+    /// The tree's body (k + 1 for joint k's child; never the fixed base, 0).
+    pub body: usize,
+    /// The point, in the body's frame, m.
+    pub point_m: Vector3<f64>,
+}
+
+impl HandPoint {
+    /// The point `point_m` (m) fixed in the URDF link `link` of `robot` (a link merged into a
+    /// body is a frame on it); `None` if no such link moves.
+    pub fn of(robot: &robot_model::RobotModel, link: &str, point_m: [f64; 3]) -> Option<Self> {
+        let frame = robot.frame(link).filter(|f| f.body > 0)?;
+        let r = frame.placement.rotation;
+        let t = frame.placement.xyz_m;
+        let [x, y, z] = point_m;
+        let row = |i: usize| r[i][0] * x + r[i][1] * y + r[i][2] * z + t[i];
+        Some(Self {
+            body: frame.body,
+            point_m: Vector3::new(row(0), row(1), row(2)),
+        })
+    }
+
+    /// The point as a placement on its body (no rotation).
+    pub fn placement(&self) -> Placement {
+        Placement {
+            xyz_m: [self.point_m[0], self.point_m[1], self.point_m[2]],
+            rotation: Placement::IDENTITY.rotation,
+        }
     }
 }
 
@@ -352,17 +374,16 @@ pub struct ChainController {
 }
 
 impl ChainController {
-    /// The controller `law` for `scenario`, on the model `chain` with the plant's effort limits
+    /// The controller `law` for `scenario`, on the tree `model` with the plant's effort limits
     /// `effort_nm` (URDF joint order); `state_period_s` is the period fresh states arrive at,
-    /// which the gains must be stable for; `hand_link` is the chain link of the scenario's hand
-    /// (reach scenarios).
+    /// which the gains must be stable for; `hand` is the scenario's hand (reach scenarios).
     pub fn new(
         law: ChainLaw,
         scenario: &ChainScenario,
         model: ChainModel,
         effort_nm: &[f64],
         state_period_s: f64,
-        hand_link: Option<usize>,
+        hand: Option<HandPoint>,
     ) -> Result<Self, String> {
         let c = &scenario.controllers;
         let beat = |inertia, parent_feedforward| {
@@ -386,8 +407,8 @@ impl ChainController {
             coupling: Coupling::InverseDynamics,
         })
         .map_err(|e| e.to_string());
-        let reach_task = match (&scenario.hand, &scenario.posture, &c.reach, hand_link) {
-            (Some(hand), Some(posture), Some(r), Some(link)) => {
+        let reach_task = match (&scenario.posture, &c.reach, hand) {
+            (Some(posture), Some(r), Some(hand)) => {
                 let mut center = [0.0; CAP];
                 let mut amplitude = [0.0; CAP];
                 for (a, &b) in center.iter_mut().zip(&posture.center_rad) {
@@ -396,10 +417,8 @@ impl ChainController {
                 for (a, &b) in amplitude.iter_mut().zip(&posture.amplitude_rad) {
                     *a = b;
                 }
-                let [x, y, z] = hand.point_m;
                 Some(ReachTask {
-                    hand_link: link,
-                    hand_point: Vector3::new(x, y, z),
+                    hand,
                     targets: scenario
                         .hand_targets
                         .iter()
@@ -427,8 +446,9 @@ impl ChainController {
             };
             Reach::new(ReachConfig {
                 projector,
-                hand_link: task.hand_link,
-                hand_point_m: scenario.hand.as_ref().map_or([0.0; 3], |h| h.point_m),
+                // The tree tick takes the hand's body itself; the point is in that body's frame.
+                hand_link: 0,
+                hand_point_m: [task.hand.point_m[0], task.hand.point_m[1], task.hand.point_m[2]],
                 stiffness_n_per_m: r.stiffness_n_per_m,
                 damping_ns_per_m: r.damping_ns_per_m,
                 posture_stiffness_nm_per_rad: if posture {
@@ -480,10 +500,6 @@ impl ChainController {
                 (k.time_s, q)
             })
             .collect();
-        if matches!(law, Law::Reach(_) | Law::Ccd { .. }) && !matches!(model, ChainModel::Chain(_))
-        {
-            return Err("the reach controllers need a serial chain model".into());
-        }
         let g = scenario.gravity_m_s2();
         Ok(Self {
             law,
@@ -560,14 +576,14 @@ impl ChainController {
     ) -> Result<ChainCommandOut, Refused> {
         let target = task.targets.get(self.current).map(|t| t.1).ok_or(Refused)?;
         let posture = task.posture(now);
-        let ChainModel::Chain(chain) = &self.model else {
-            return Err(Refused);
-        };
+        let m = &self.model;
         let mut out = match &mut self.law {
             Law::Reach(reach) => {
                 let cmd = reach
-                    .tick(
-                        chain,
+                    .tick_tree(
+                        &m.tree,
+                        &m.base,
+                        task.hand.body,
                         &state.q,
                         &state.qd,
                         &target,
@@ -587,11 +603,12 @@ impl ChainController {
                 solved_for,
             } => {
                 if *solved_for != Some(self.current) {
-                    let ik = ccd_ik(
-                        chain,
+                    let ik = ccd_ik_tree(
+                        &m.tree,
+                        &m.base,
                         &state.q,
-                        task.hand_link,
-                        &task.hand_point,
+                        task.hand.body,
+                        &task.hand.point_m,
                         &target,
                         task.ccd_max_sweeps,
                         task.ccd_tolerance_m,
@@ -609,16 +626,19 @@ impl ChainController {
                 }
                 let hold = *hold;
                 let cmd = hold
-                    .tick(chain, &state.q, &state.qd, &targets, &self.gravity)
+                    .tick_tree(&m.tree, &m.base, &state.q, &state.qd, &targets, &self.gravity)
                     .map_err(|_| Refused)?;
                 self.limited(*state, &cmd)
             }
             _ => return Err(Refused),
         };
-        let kin = chain.forward_kinematics(&state.q).map_err(|_| Refused)?;
-        let hand = kin
-            .point_in_world(task.hand_link, &task.hand_point)
-            .map_err(|_| Refused)?;
+        let hand = m
+            .tree
+            .kinematics(&m.base, &state.q)
+            .and_then(|kin| kin.frame_pose(task.hand.body, &task.hand.placement()))
+            .map_err(|_| Refused)?
+            .translation
+            .vector;
         out.record.hand_error_m = (target - hand).norm();
         out.record.posture_error_rad = posture
             .iter()
@@ -661,15 +681,10 @@ impl ChainController {
                         segment_s: t_k - previous,
                     };
                 }
-                match &self.model {
-                    ChainModel::Chain(chain) => {
-                        servo.tick(chain, &state.q, &state.qd, &targets, &self.gravity)
-                    }
-                    ChainModel::Tree(tree, base) => {
-                        servo.tick_tree(tree, base, &state.q, &state.qd, &targets, &self.gravity)
-                    }
-                }
-                .map_err(|_| Refused)
+                let m = &self.model;
+                servo
+                    .tick_tree(&m.tree, &m.base, &state.q, &state.qd, &targets, &self.gravity)
+                    .map_err(|_| Refused)
             }
             Law::Arrival(servo) => {
                 let mut targets = [JointTarget::default(); CAP];
@@ -679,15 +694,10 @@ impl ChainController {
                         time_to_go_s: t_k - now,
                     };
                 }
-                match &self.model {
-                    ChainModel::Chain(chain) => {
-                        servo.tick(chain, &state.q, &state.qd, &targets, &self.gravity)
-                    }
-                    ChainModel::Tree(tree, base) => {
-                        servo.tick_tree(tree, base, &state.q, &state.qd, &targets, &self.gravity)
-                    }
-                }
-                .map_err(|_| Refused)
+                let m = &self.model;
+                servo
+                    .tick_tree(&m.tree, &m.base, &state.q, &state.qd, &targets, &self.gravity)
+                    .map_err(|_| Refused)
             }
             _ => Err(Refused),
         }

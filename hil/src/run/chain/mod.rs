@@ -1,16 +1,17 @@
-//! `hil run scenarios/on_the_beat.toml`: a URDF chain driven through keyframes on a beat by
-//! each of four controllers, one plant process each, in lockstep or in real time.
+//! `hil run scenarios/on_the_beat.toml` (and `kenwright_reach.toml`, `pose_tour.toml`): a robot
+//! from its URDF driven through keyframes on a beat, or its hand held on targets, by each of the
+//! scenario's controllers, one plant process each, in lockstep or in real time.
 //!
-//! The path of a chain run: [`scenario`] reads and checks the file (the plant's own checks on
-//! the resolved scene, and an in-process replica of the plant built from the URDF); the
-//! controller's model is read from the same URDF ([`crate::model::chain_from_urdf`]) and must
-//! name the same joints in the same order as the plant; for each controller
+//! The path of a run: [`scenario`] reads and checks the file (the plant's own checks on the
+//! resolved scene, and an in-process replica of the plant); the URDF is read once by
+//! `robot_model::load`, and the plant's scene, the replica and the controller's tree
+//! ([`control_core::tree::Tree`]) are all built from that model; for each controller
 //! ([`controller`]) a plant process runs the scene through the same session and drivers as the
 //! ball-blocking arm ([`super::run_session`]); the [`recorder`] reads the arrival error of every
 //! joint at every keyframe; then `report.json`, `trajectory.csv`, the plots ([`plot`]) and
 //! `scene.json` are written. After the runs, the controller model's composite inertia is
 //! compared with Rapier's mass-matrix diagonal along the `arrival` run's recorded motion, on the
-//! replica ([`sim_host::ChainPlant::mass_matrix_at`]).
+//! replica ([`sim_host::robot::RobotPlant::mass_matrix`]).
 
 pub mod controller;
 pub mod plot;
@@ -22,8 +23,7 @@ use std::path::Path;
 
 use control_core::articulated::nalgebra::Vector3;
 use serde::Serialize;
-use sim_host::chain::Wall;
-use sim_host::{ChainPlant, Mode, Push};
+use sim_host::{Mode, Push, Wall};
 
 pub use scenario::ChainScenario;
 
@@ -31,7 +31,7 @@ use super::report::{Faults, Timing};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
-use controller::{CAP, ChainController, ChainLaw, ChainModel};
+use controller::{CAP, ChainController, ChainLaw, ChainModel, HandPoint};
 use recorder::{ChainCsv, ChainOutcome, ChainRecorder, ChainRun, ReachJudge};
 use scenario::ChainTask;
 
@@ -179,35 +179,27 @@ pub struct Unreachable {
     pub effort_nm: f64,
 }
 
-/// The in-process replica of the plant, posed along a recorded motion for the inertia check.
-pub(crate) enum Replica {
-    /// A URDF chain's plant.
-    Chain(Box<ChainPlant>),
-    /// A robot plant, and the pose its base is welded at.
-    Robot(
-        Box<sim_host::robot::RobotPlant>,
-        control_core::tree::Placement,
-    ),
-}
+/// The in-process replica of the plant, posed along a recorded motion for the inertia check:
+/// the robot plant and the pose its base is welded at.
+pub(crate) struct Replica(
+    Box<sim_host::robot::RobotPlant>,
+    control_core::tree::Placement,
+);
 
 impl Replica {
     /// Rapier's joint-space mass matrix at joint positions `q`, rows of f64.
     fn mass_matrix_at(&mut self, q: &[f64]) -> Option<Vec<Vec<f64>>> {
-        match self {
-            Self::Chain(p) => p.mass_matrix_at(q).ok(),
-            Self::Robot(p, base) => {
-                p.set_configuration(base, q).ok()?;
-                Some(p.mass_matrix())
-            }
-        }
+        self.0.set_configuration(&self.1, q).ok()?;
+        Some(self.0.mass_matrix())
     }
 }
 
-/// What a run is built from: the plant's scene, the URDF, the replica, the controller's model,
-/// the joints and their effort limits, notes and (pose tours) the unreachable keyframes.
+/// What a run is built from: the plant's scene, the URDF, the robot model, the replica, the
+/// controller's model, the joints and their effort limits, notes and the unreachable keyframes.
 pub(crate) struct Setup {
     pub(crate) scene_json: String,
     pub(crate) urdf: std::path::PathBuf,
+    pub(crate) robot: robot_model::RobotModel,
     pub(crate) replica: Replica,
     pub(crate) model: ChainModel,
     pub(crate) plant_joints: Vec<String>,
@@ -216,35 +208,9 @@ pub(crate) struct Setup {
     pub(crate) unreachable: Vec<Unreachable>,
 }
 
-/// The replica, the controller's model and the joints of `scenario`, as a run builds them.
+/// The replica, the controller's model and the joints of `scenario`, as a run builds them:
+/// one robot model, read once, for the plant's scene, the replica and the controller's tree.
 pub(crate) fn setup(scenario: &ChainScenario) -> Result<Setup, Box<dyn std::error::Error>> {
-    if scenario.kind != ChainTask::PoseTour {
-        let scene = scenario.scene();
-        let replica = ChainPlant::new(&scene).map_err(|e| e.to_string())?;
-        let plant_joints: Vec<String> = replica
-            .joint_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let (chain, model_joints) = crate::model::chain_from_urdf::<CAP>(&scene.urdf)?;
-        if model_joints != plant_joints {
-            return Err(format!(
-                "the controller's model of {} names the joints {model_joints:?}, the plant {plant_joints:?}",
-                scene.urdf.display()
-            )
-            .into());
-        }
-        return Ok(Setup {
-            scene_json: serde_json::to_string_pretty(&scene)?,
-            urdf: scene.urdf.clone(),
-            effort: replica.torque_limits_nm(),
-            replica: Replica::Chain(Box::new(replica)),
-            model: ChainModel::Chain(Box::new(chain)),
-            plant_joints,
-            notes: Vec::new(),
-            unreachable: Vec::new(),
-        });
-    }
     let robot = scenario.robot_model().map_err(|(_, reason)| reason)?;
     let scene = scenario.robot_scene(&robot);
     let replica =
@@ -289,8 +255,12 @@ pub(crate) fn setup(scenario: &ChainScenario) -> Result<Setup, Box<dyn std::erro
         scene_json: serde_json::to_string_pretty(&scene)?,
         urdf: scene.urdf.clone(),
         notes: replica.notes().to_vec(),
-        replica: Replica::Robot(Box::new(replica), base_placement),
-        model: ChainModel::Tree(Box::new(tree), base),
+        replica: Replica(Box::new(replica), base_placement),
+        model: ChainModel {
+            tree: Box::new(tree),
+            base,
+        },
+        robot,
         plant_joints,
         effort,
         unreachable,
@@ -325,6 +295,7 @@ pub fn run_scenario(
     let Setup {
         scene_json,
         urdf,
+        robot,
         mut replica,
         model,
         plant_joints,
@@ -332,40 +303,23 @@ pub fn run_scenario(
         notes,
         unreachable,
     } = setup(scenario)?;
-    let chain = match &model {
-        ChainModel::Chain(chain) => Some(**chain),
-        ChainModel::Tree(..) => None,
-    };
-    let (hand_link, judge) = match (&scenario.hand, chain, &mut replica) {
-        (Some(hand), Some(chain), Replica::Chain(replica)) => {
-            let scene_urdf = &urdf;
-            let robot = urdf_rs::read_from_string(&sim_host::input::read_urdf(scene_urdf)?)?;
-            let link = robot
-                .joints
-                .iter()
-                .position(|j| j.child.link == hand.link)
-                .ok_or_else(|| format!("hand.link `{}` is no joint's child", hand.link))?;
-            let body = replica
-                .link_body_id(&hand.link)
-                .ok_or_else(|| format!("hand.link `{}` is not a plant body", hand.link))?;
+    let (hand, judge) = match &scenario.hand {
+        Some(spec) => {
+            let hand = HandPoint::of(&robot, &spec.link, spec.point_m)
+                .ok_or_else(|| format!("hand.link `{}` is not a moving link", spec.link))?;
             let judge = ReachJudge {
                 targets: scenario
                     .hand_targets
                     .iter()
                     .map(|t| (t.time_s, t.press))
                     .collect(),
-                settle_s: hand.settle_s,
-                hand_body: body.0,
-                model: (
-                    chain,
-                    link,
-                    Vector3::new(hand.point_m[0], hand.point_m[1], hand.point_m[2]),
-                ),
+                settle_s: spec.settle_s,
+                hand_body: u16::try_from(hand.body)?,
+                model: (model.clone(), hand),
             };
-            (Some(link), Some(judge))
+            (Some(hand), Some(judge))
         }
-        (Some(_), ..) => return Err("a hand needs a serial chain model".into()),
-        (None, ..) => (None, None),
+        None => (None, None),
     };
     let scene_file = staging.join("scene.json");
     std::fs::write(&scene_file, scene_json)
@@ -396,7 +350,7 @@ pub fn run_scenario(
             model.clone(),
             &effort,
             state_period,
-            hand_link,
+            hand,
         )
         .map_err(|e| format!("controller {}: {e}", law.name()))?;
         let mut recorder = ChainRecorder::new(

@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use control_core::articulated::Chain;
 use control_core::articulated::nalgebra::{Matrix3, Vector3};
 use control_core::frames::StateFrame;
 use serde::Serialize;
@@ -15,7 +14,7 @@ use serde::Serialize;
 use super::super::recorder::{CsvFile, Decimated, LatencyHistogram, LoopTimes};
 use super::super::report::{Faults, Percentiles, Timing};
 use super::super::session::LoopRecorder;
-use super::controller::{CAP, ChainCommandOut, ChainController, ChainState};
+use super::controller::{CAP, ChainCommandOut, ChainController, ChainModel, ChainState, HandPoint};
 
 /// `trajectory.csv` of a chain run, shared by its controllers one after the other.
 #[derive(Debug)]
@@ -156,9 +155,9 @@ pub struct ReachJudge {
     pub settle_s: f64,
     /// The plant's body id of the hand link (its contact forces).
     pub hand_body: u16,
-    /// The controller's model, the hand's chain link and its point in that link: to keep of a
-    /// contact force only what the chain can feel at the hand (below).
-    pub model: (Chain<CAP>, usize, Vector3<f64>),
+    /// The controller's model and the hand: to keep of a contact force only what the robot can
+    /// feel at the hand (below).
+    pub model: (ChainModel, HandPoint),
 }
 
 impl ReachJudge {
@@ -168,9 +167,13 @@ impl ReachJudge {
     /// (Rapier's solver accumulates them up to the friction cone with no effect on the motion);
     /// they are dropped here. `None` if the model cannot evaluate `q`.
     fn felt(&self, q: &[f64; CAP], force: [f64; 3]) -> Option<[f64; 3]> {
-        let (chain, link, point) = &self.model;
-        let kin = chain.forward_kinematics(q).ok()?;
-        let j = kin.point_jacobian(*link, point).ok()?;
+        let (model, hand) = &self.model;
+        let kin = model.tree.kinematics(&model.base, q).ok()?;
+        let j = kin
+            .frame_jacobian(hand.body, &hand.placement())
+            .ok()?
+            .fixed_rows::<3>(0)
+            .into_owned();
         // J J⁺ = J Jᵀ (J Jᵀ)⁺: on the 3×3 J Jᵀ, regularised by 1e-12 of its trace so that a
         // direction the chain cannot move in (a zero row) maps to 0.
         let a = j * j.transpose();

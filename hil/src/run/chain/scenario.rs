@@ -1,20 +1,20 @@
-//! Chain scenario files: a URDF chain, keyframes on a beat, pushes, and the controllers' settings
-//! (`scenarios/on_the_beat.toml`). What `hil run` reads when a scenario has `kind =
-//! "on_the_beat"`, how it is checked, and how it resolves into the plant's
-//! [`sim_host::ChainScene`].
+//! Joint-space scenario files: a robot from its URDF, keyframes on a beat (written, or drawn for
+//! a pose tour), a hand's targets, pushes, walls, and the controllers' settings
+//! (`scenarios/on_the_beat.toml`, `kenwright_reach.toml`, `pose_tour.toml`). What `hil run`
+//! reads when a scenario's `kind` is `on_the_beat`, `kenwright_reach` or `pose_tour`, how it is
+//! checked, and how it resolves into the robot plant's [`sim_host::robot::RobotScene`].
 //!
 //! One description for both sides: the scenario names a URDF file (relative to the scenario
-//! file), which the plant builds its Rapier chain from and `hil` its controller model from
-//! ([`crate::model::chain_from_urdf`]). The resolved scene is checked by the plant's own
-//! [`ChainScene::validate`] and by building an in-process replica of the plant
-//! ([`ChainPlant::new`], which reads the URDF as the plant will), before any process starts; the
-//! plant's field paths are mapped back to the user's. Every error names the file, the field and
-//! the reason.
+//! file), which `robot_model::load` reads once ([`ChainScenario::robot_model`]); the plant
+//! builds its Rapier robot from that model and `hil` its controller's tree. The resolved scene
+//! is checked by the plant's own [`sim_host::robot::RobotScene::validate`] and by building an
+//! in-process replica of the plant, before any process starts; the plant's field paths are
+//! mapped back to the user's. Every error names the file, the field and the reason.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use sim_host::chain::{ChainKind, ChainPlant, ChainScene, Push, Wall};
+use sim_host::{Push, Wall};
 
 use super::controller::CAP;
 
@@ -111,15 +111,15 @@ pub struct ModelSpec {
     /// `pose_tour`: the axis of the description that points up, `"x"`, `"y"` or `"z"` (default
     /// `"z"`, URDF's convention): gravity is 9.81 m/s² along its negative.
     pub up_axis: Option<UpAxis>,
-    /// `pose_tour`: load `<mimic>` joints as independent joints (each driven to its own
+    /// Load `<mimic>` joints as independent joints (each driven to its own
     /// keyframes; listed in the report's notes). Default false: such a URDF is refused.
     #[serde(default)]
     pub mimic_as_independent: bool,
-    /// `pose_tour`: a mesh file that cannot be found is left out (listed in the notes) instead
+    /// A mesh file that cannot be found is left out (listed in the notes) instead
     /// of refusing the URDF. Default false.
     #[serde(default)]
     pub skip_missing_meshes: bool,
-    /// `pose_tour`: `"convex_hull"` (default: each collision mesh as its convex hull) or
+    /// `"convex_hull"` (default: each collision mesh as its convex hull) or
     /// `"primitives_only"` (meshes not loaded; listed in the notes).
     #[serde(default)]
     pub collision: sim_host::robot::CollisionMode,
@@ -326,7 +326,7 @@ impl ChainScenario {
             .unwrap_or_else(|| self.model.up_axis.unwrap_or(UpAxis::Z).gravity_m_s2())
     }
 
-    /// The loader's options for the robot (`pose_tour`).
+    /// The loader's options for the robot.
     pub fn load_options(&self) -> robot_model::LoadOptions {
         robot_model::LoadOptions {
             mimic_as_independent: self.model.mimic_as_independent,
@@ -335,7 +335,7 @@ impl ChainScenario {
         }
     }
 
-    /// The robot model both sides build from (`pose_tour`): the URDF read by the loader the
+    /// The robot model both sides build from: the URDF read by the loader the
     /// plant uses.
     pub fn robot_model(&self) -> Result<robot_model::RobotModel, (String, String)> {
         robot_model::load(&self.model.urdf, &self.load_options())
@@ -414,7 +414,7 @@ impl ChainScenario {
         Ok(())
     }
 
-    /// `pose_tour`: the robot plant's scene: the URDF as an absolute path, the base welded at
+    /// The robot plant's scene: the URDF as an absolute path, the base welded at
     /// the world origin, the start pose by joint name.
     pub fn robot_scene(&self, model: &robot_model::RobotModel) -> sim_host::robot::RobotScene {
         let urdf = std::fs::canonicalize(&self.model.urdf)
@@ -440,25 +440,6 @@ impl ChainScenario {
     /// The control period, s.
     pub fn control_period_s(&self) -> f64 {
         1.0 / self.control_rate_hz
-    }
-
-    /// The plant's scene: the URDF as an absolute path (the scene file is written elsewhere).
-    pub fn scene(&self) -> ChainScene {
-        // Canonical when it exists (no `..` in reports); absolute otherwise, for the error.
-        let urdf = std::fs::canonicalize(&self.model.urdf)
-            .or_else(|_| std::path::absolute(&self.model.urdf))
-            .unwrap_or_else(|_| self.model.urdf.clone());
-        ChainScene {
-            kind: ChainKind::Chain,
-            urdf,
-            dt_s: self.physics_dt_s,
-            end_time_s: self.end_s,
-            gravity_m_s2: self.gravity_m_s2(),
-            initial_positions_rad: self.model.initial_positions_rad.clone(),
-            initial_velocities_rad_s: Vec::new(),
-            pushes: self.pushes.clone(),
-            walls: self.walls.clone(),
-        }
     }
 
     /// Semantic checks: (field, reason) of the first failure.
@@ -493,18 +474,14 @@ impl ChainScenario {
         }
         // List lengths before anything walks a list.
         for (field, len, max) in [
-            ("pushes", self.pushes.len(), sim_host::chain::MAX_PUSHES),
-            ("walls", self.walls.len(), sim_host::chain::MAX_WALLS),
+            ("pushes", self.pushes.len(), sim_host::robot::MAX_PUSHES),
+            ("walls", self.walls.len(), sim_host::robot::MAX_WALLS),
             ("keyframes", self.keyframes.len(), MAX_KEYFRAMES),
             ("hand_targets", self.hand_targets.len(), MAX_KEYFRAMES),
             (
                 "model.initial_positions_rad",
                 self.model.initial_positions_rad.len(),
-                if self.kind == ChainTask::PoseTour {
-                    CAP
-                } else {
-                    sim_host::chain::MAX_CHAIN_JOINTS
-                },
+                CAP,
             ),
         ] {
             if len > max {
@@ -528,92 +505,64 @@ impl ChainScenario {
             c.hold_natural_freq_rad_s,
             1e6,
         )?;
-        if self.kind == ChainTask::PoseTour {
-            return self.check_tour();
-        }
-        if self.model.gravity_m_s2.is_none() {
-            return fail(
-                "model.gravity_m_s2",
-                format!("a {} scenario needs gravity", self.kind.name()),
-            );
-        }
-        for (field, given) in [
-            ("model.up_axis", self.model.up_axis.is_some()),
-            (
-                "model.mimic_as_independent",
-                self.model.mimic_as_independent,
-            ),
-            ("model.skip_missing_meshes", self.model.skip_missing_meshes),
-            (
-                "model.collision",
-                self.model.collision != sim_host::robot::CollisionMode::default(),
-            ),
-            ("tour", self.tour.is_some()),
-        ] {
-            if given {
-                return fail(field, "belongs to a pose_tour scenario".into());
+        if self.kind != ChainTask::PoseTour {
+            if self.model.gravity_m_s2.is_none() {
+                return fail(
+                    "model.gravity_m_s2",
+                    format!("a {} scenario needs gravity", self.kind.name()),
+                );
+            }
+            for (field, given) in [
+                ("model.up_axis", self.model.up_axis.is_some()),
+                ("tour", self.tour.is_some()),
+            ] {
+                if given {
+                    return fail(field, "belongs to a pose_tour scenario".into());
+                }
             }
         }
-        // Everything the plant is given, by the plant's checks (a URDF-free pass, then the
-        // replica built from the URDF as the plant will build it).
-        let scene = self.scene();
-        scene
-            .validate()
-            .map_err(|(field, reason)| (scene_field(&field), reason))?;
-        let plant = ChainPlant::new(&scene).map_err(|e| (scene_field(&e.field), e.reason))?;
-        // The controller's model, read from the same file: what it refuses is the scenario's
-        // fault too, found here rather than once the run has started.
-        let (_, model_joints) = crate::model::chain_from_urdf::<CAP>(&scene.urdf)
-            .map_err(|e| ("model.urdf".to_owned(), e.to_string()))?;
-        if model_joints != plant.joint_names() {
+        // The robot as both sides build it: the model (the loader's refusals), the joints'
+        // start, the plant's own checks on its scene and an in-process replica of it, and the
+        // controller's tree from the same model.
+        let model = self.robot_model()?;
+        let model_names: Vec<&str> = model.joints.iter().map(|j| j.name.as_str()).collect();
+        if model_names.len() > CAP {
             return fail(
                 "model.urdf",
                 format!(
-                    "the controller's model of {} names the joints {model_joints:?}, the plant {:?}",
-                    scene.urdf.display(),
-                    plant.joint_names()
+                    "{} moving joints; a state frame carries at most {CAP}",
+                    model_names.len()
                 ),
             );
         }
-        let names = plant.joint_names();
-        match self.kind {
-            ChainTask::OnTheBeat | ChainTask::PoseTour => self.check_beat(&names),
-            ChainTask::KenwrightReach => self.check_reach(&plant),
+        if !self.model.initial_positions_rad.is_empty() {
+            per_joint(
+                "model.initial_positions_rad",
+                &self.model.initial_positions_rad,
+                &model_names,
+                100.0,
+            )?;
         }
-    }
-
-    /// `pose_tour`: the robot plant's own checks on its scene, an in-process replica of it, the
-    /// controller's tree from the same model, then the drawn keyframes as `on_the_beat`'s.
-    fn check_tour(&self) -> Result<(), (String, String)> {
-        for (field, present) in [
-            ("hand", self.hand.is_some()),
-            ("hand_targets", !self.hand_targets.is_empty()),
-            ("posture", self.posture.is_some()),
-            ("controllers.reach", self.controllers.reach.is_some()),
-        ] {
-            if present {
-                return Err((field.into(), "belongs to a kenwright_reach scenario".into()));
-            }
-        }
-        let model = self.robot_model()?;
         let scene = self.robot_scene(&model);
         scene
             .validate()
-            .map_err(|(field, reason)| (robot_scene_field(&field), reason))?;
+            .map_err(|(field, reason)| (self.robot_scene_field(&field), reason))?;
         let plant = sim_host::robot::RobotPlant::from_model(&scene, &model)
-            .map_err(|e| (robot_scene_field(&e.field), e.reason))?;
+            .map_err(|e| (self.robot_scene_field(&e.field), e.reason))?;
         model
             .tree::<CAP>()
             .map_err(|e| ("model.urdf".to_owned(), e.to_string()))?;
         let names = plant.joint_names();
-        let model_names: Vec<&str> = model.joints.iter().map(|j| j.name.as_str()).collect();
         if names != model_names {
-            return Err((
-                "model.urdf".into(),
+            return fail(
+                "model.urdf",
                 format!("the plant names the joints {names:?}, the model {model_names:?}"),
-            ));
+            );
         }
-        self.check_beat(&names)
+        match self.kind {
+            ChainTask::OnTheBeat | ChainTask::PoseTour => self.check_beat(&names),
+            ChainTask::KenwrightReach => self.check_reach(&model, &names),
+        }
     }
 
     fn check_beat(&self, names: &[&str]) -> Result<(), (String, String)> {
@@ -666,7 +615,11 @@ impl ChainScenario {
         Ok(())
     }
 
-    fn check_reach(&self, plant: &ChainPlant) -> Result<(), (String, String)> {
+    fn check_reach(
+        &self,
+        model: &robot_model::RobotModel,
+        names: &[&str],
+    ) -> Result<(), (String, String)> {
         if !self.keyframes.is_empty() {
             return Err((
                 "keyframes".into(),
@@ -679,14 +632,19 @@ impl ChainScenario {
                 "a kenwright_reach scenario needs its hand".into(),
             ));
         };
-        let links: Vec<&str> = plant.link_names();
-        if !links.iter().skip(1).any(|l| *l == hand.link) {
+        if model.frame(&hand.link).is_none_or(|f| f.body == 0) {
+            let moving: Vec<&str> = model
+                .frames
+                .iter()
+                .filter(|f| f.body > 0)
+                .map(|f| f.name.as_str())
+                .collect();
             return Err((
                 "hand.link".into(),
                 format!(
-                    "`{}` is not a moving link of the URDF (links: {})",
+                    "`{}` is not a moving link of the URDF (moving links: {})",
                     hand.link,
-                    links.join(", ")
+                    moving.join(", ")
                 ),
             ));
         }
@@ -750,9 +708,8 @@ impl ChainScenario {
                 "a kenwright_reach scenario needs its posture goal".into(),
             ));
         };
-        let names = plant.joint_names();
-        per_joint("posture.center_rad", &p.center_rad, &names, 100.0)?;
-        per_joint("posture.amplitude_rad", &p.amplitude_rad, &names, 100.0)?;
+        per_joint("posture.center_rad", &p.center_rad, names, 100.0)?;
+        per_joint("posture.amplitude_rad", &p.amplitude_rad, names, 100.0)?;
         positive_at_most("posture.period_s", p.period_s, MAX_END_S)?;
         if let Some(t) = p.still_from_s
             && !(t.is_finite() && (0.0..=MAX_END_S).contains(&t))
@@ -839,37 +796,38 @@ fn per_joint(
     Ok(())
 }
 
-/// A field of the robot plant's scene named as a `pose_tour` scenario names it.
-fn robot_scene_field(field: &str) -> String {
-    for (scene, ours) in [
-        ("urdf", "model.urdf"),
-        ("gravity_m_s2", "model.up_axis"),
-        ("initial_q", "tour"),
-        ("collision", "model.collision"),
-        ("mimic_as_independent", "model.mimic_as_independent"),
-        ("skip_missing_meshes", "model.skip_missing_meshes"),
-        ("dt_s", "physics_dt_s"),
-        ("end_time_s", "end_s"),
-    ] {
-        if let Some(rest) = field.strip_prefix(scene) {
-            return format!("{ours}{rest}");
+impl ChainScenario {
+    /// A field of the robot plant's scene named as this scenario names it.
+    fn robot_scene_field(&self, field: &str) -> String {
+        let tour = self.kind == ChainTask::PoseTour;
+        for (scene, ours) in [
+            ("urdf", "model.urdf"),
+            (
+                "gravity_m_s2",
+                if tour {
+                    "model.up_axis"
+                } else {
+                    "model.gravity_m_s2"
+                },
+            ),
+            (
+                "initial_q",
+                if tour {
+                    "tour"
+                } else {
+                    "model.initial_positions_rad"
+                },
+            ),
+            ("collision", "model.collision"),
+            ("mimic_as_independent", "model.mimic_as_independent"),
+            ("skip_missing_meshes", "model.skip_missing_meshes"),
+            ("dt_s", "physics_dt_s"),
+            ("end_time_s", "end_s"),
+        ] {
+            if let Some(rest) = field.strip_prefix(scene) {
+                return format!("{ours}{rest}");
+            }
         }
+        field.to_owned()
     }
-    field.to_owned()
-}
-
-/// A field of the plant's scene named as the scenario names it.
-fn scene_field(field: &str) -> String {
-    for (scene, ours) in [
-        ("urdf", "model.urdf"),
-        ("gravity_m_s2", "model.gravity_m_s2"),
-        ("initial_positions_rad", "model.initial_positions_rad"),
-        ("dt_s", "physics_dt_s"),
-        ("end_time_s", "end_s"),
-    ] {
-        if let Some(rest) = field.strip_prefix(scene) {
-            return format!("{ours}{rest}");
-        }
-    }
-    field.to_owned()
 }

@@ -30,7 +30,7 @@ use control_core::dynamo::{ConfigField, DynamoError, RootSpringConfig, SpringSta
 use control_core::frames::{Event, StateFrame};
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
-use sim_host::chain::Push;
+use sim_host::Push;
 use sim_host::humanoid::{Geometry, HumanoidModel, HumanoidPlant, HumanoidScene};
 use sim_host::scene::MAX_TORQUE_LIMIT_NM;
 use sim_host::{Mode, SceneError};

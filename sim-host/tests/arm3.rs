@@ -1,8 +1,20 @@
-//! The URDF chain plant (`sim_host::chain`) on `models/arm3.urdf`, against an independent f64
-//! reading of the same file with `urdf-rs` (the parser rapier3d-urdf uses): the round trip of
-//! names, axes and masses, the mass matrix against the composite inertias and kinetic energy,
-//! energy conservation, torque limits from `<limit effort>`, lockstep determinism over a socket
-//! pair, and the `sim-host` binary running a chain scene file end to end.
+//! The robot plant (`sim_host::robot::RobotPlant`) on `models/arm3.urdf` (y-up, every joint about
+//! +z, gravity (0, −9.81, 0) as the arm3 scenes give it), against an independent f64 model of
+//! the same file, written here (forward kinematics, composite inertias, energies; the file read
+//! with `urdf-rs`, the parser `robot_model` uses too, but none of `robot_model`'s or the
+//! controller's computations): the round trip of names, axes, limits and masses, the mass matrix
+//! against the composite inertias and kinetic energy, energy conservation, torque limits from
+//! `<limit effort>`, a push's angular impulse, lockstep determinism over a socket pair, the
+//! `sim-host` binary running the arm3 scene files end to end, and a wall pushing back on the link
+//! pressed into it.
+//!
+//! What `tests/robot.rs` checks on other robots (the plant against the controller's tree, hosting
+//! in lockstep once, the robot scene's refusals) is not repeated here; these are the physics
+//! checks of the chain plant this plant replaced (`tests/chain.rs`), on the same arm, with the
+//! same tolerances. Where the robot plant's numbers differ from the chain plant's, the doc
+//! comments say so (the robot plant gives Rapier each body's principal inertia frame: for arm3's
+//! hand, whose iyy > izz, y and z swapped; its colliders have friction 1 combined by product, so
+//! the coefficient against a wall is the wall's 0.5, as the chain plant's 0.5 and 0.5 averaged).
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
@@ -11,14 +23,25 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use control_core::frames::{StateFlags, StateFrame, TorqueFrame};
+use control_core::tree::Placement;
 use sim_host::host::run_lockstep;
-use sim_host::{ChainPlant, ChainScene, ConfigurationError, Mode, RunEnd};
+use sim_host::robot::RobotStateError;
+use sim_host::{Mode, Push, RobotPlant, RobotScene, RunEnd};
 use transport::{FrameLink, LinkError, SeqPacket};
 
 const G: [f64; 3] = [0.0, -9.81, 0.0];
+/// arm3's joints, in URDF (and model) order.
+const JOINTS: [&str; 3] = ["shoulder", "elbow", "wrist"];
 
 fn arm3() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/arm3.urdf")).to_path_buf()
+}
+
+/// This test process's temporary folder.
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sim-host-arm3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 // ---- A small independent f64 model of a URDF tree ------------------------------------------
@@ -108,6 +131,8 @@ struct Model {
     links: HashMap<String, Link>,
     joints: Vec<Joint>,
     effort: Vec<f64>,
+    /// `<limit lower upper>`, file order.
+    limits: Vec<(f64, f64)>,
     /// Joint names in file order.
     names: Vec<String>,
     /// Link names in file order.
@@ -155,6 +180,11 @@ fn model(path: &Path) -> Model {
         links,
         joints,
         effort: r.joints.iter().map(|j| j.limit.effort).collect(),
+        limits: r
+            .joints
+            .iter()
+            .map(|j| (j.limit.lower, j.limit.upper))
+            .collect(),
         names: r.joints.iter().map(|j| j.name.clone()).collect(),
         link_names: r.links.iter().map(|l| l.name.clone()).collect(),
     }
@@ -266,6 +296,28 @@ impl Model {
     }
 }
 
+/// A unit quaternion (w, x, y, z) as a rotation matrix.
+fn quat(q: [f64; 4]) -> M3 {
+    let [w, x, y, z] = q;
+    [
+        [
+            1.0 - 2.0 * (y * y + z * z),
+            2.0 * (x * y - w * z),
+            2.0 * (x * z + w * y),
+        ],
+        [
+            2.0 * (x * y + w * z),
+            1.0 - 2.0 * (x * x + z * z),
+            2.0 * (y * z - w * x),
+        ],
+        [
+            2.0 * (x * z - w * y),
+            2.0 * (y * z + w * x),
+            1.0 - 2.0 * (x * x + y * y),
+        ],
+    ]
+}
+
 fn qs(f: &StateFrame) -> Vec<f64> {
     f.joints.iter().map(|j| j.position_rad).collect()
 }
@@ -279,34 +331,48 @@ fn arm3_without_limits() -> PathBuf {
     let text = std::fs::read_to_string(arm3())
         .unwrap()
         .replace(r#"type="revolute""#, r#"type="continuous""#);
-    let dir = std::env::temp_dir().join(format!("sim-host-chain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("arm3-continuous.urdf");
+    let p = temp_dir().join("arm3-continuous.urdf");
     std::fs::write(&p, text).unwrap();
     p
 }
 
-fn arm3_at(q0: &[f64], end_time_s: f64) -> ChainScene {
-    let mut scene = ChainScene::new(arm3(), end_time_s, G);
-    scene.initial_positions_rad = q0.to_vec();
+/// A robot scene of arm3 under gravity G starting at rest at `q0` (joints in URDF order; the
+/// joints left out start at 0).
+fn arm3_at(q0: &[f64], end_time_s: f64) -> RobotScene {
+    let mut scene = RobotScene::new(arm3(), end_time_s);
+    scene.gravity_m_s2 = G;
+    for (name, &q) in JOINTS.iter().zip(q0) {
+        scene.initial_q.insert((*name).to_string(), q);
+    }
     scene
 }
 
-/// The round trip: what Rapier built from the file (through rapier3d-urdf) and what urdf-rs reads
-/// from it agree on the joints (count, names, order, torque limits, world axes) and the links
-/// (names, masses).
+/// The round trip: what the plant built from the file (through `robot_model`) and what urdf-rs
+/// reads from it agree on the joints (count, names, order, torque limits, position limits, world
+/// axes) and the links (names, masses, where their centres of mass are and how they are turned).
+///
+/// The orientations check the robot plant's own conversion: Rapier holds each moving body in its
+/// principal inertia frame (for the hand, iyy 0.00162 > izz 0.00138: its y and z swapped, a
+/// quarter turn about x; the upper arm and forearm, ixx < iyy = izz, as they are), and the plant
+/// reports the link's frame.
 #[test]
 fn the_urdf_loads_and_plant_and_model_agree_on_joints_axes_and_masses() {
     let m = model(&arm3());
     let q0 = [-1.2, 0.9, -0.3];
-    let p = ChainPlant::new(&arm3_at(&q0, 1.0)).unwrap();
+    let mut p = RobotPlant::new(&arm3_at(&q0, 1.0)).unwrap();
     assert_eq!(p.joint_count(), 3);
-    assert_eq!(p.joint_names(), ["shoulder", "elbow", "wrist"]);
+    assert_eq!(p.nv(), 3);
+    assert_eq!(p.joint_names(), JOINTS);
     assert_eq!(p.joint_names(), m.names);
-    assert_eq!(p.torque_limits_nm(), m.effort);
-    assert_eq!(p.torque_limits_nm(), [80.0, 60.0, 15.0]);
-    assert_eq!(p.link_names(), m.link_names);
-    for (name, rapier) in p.link_names().iter().zip(p.link_masses()) {
+    assert_eq!(p.torque_limits(), m.effort);
+    assert_eq!(p.torque_limits(), [80.0, 60.0, 15.0]);
+    let limits: Vec<Option<(f64, f64)>> = m.limits.iter().copied().map(Some).collect();
+    assert_eq!(p.joint_limits(), limits);
+    assert_eq!(p.body_names(), m.link_names);
+    for (i, name) in m.link_names.iter().enumerate() {
+        assert_eq!(p.link_body_id(name).map(|b| usize::from(b.0)), Some(i));
+    }
+    for (name, rapier) in p.body_names().iter().zip(p.body_masses()) {
         let urdf = m.links[*name].mass;
         // Rapier holds f32: the nearest f32 of the file's value.
         assert!(
@@ -314,7 +380,7 @@ fn the_urdf_loads_and_plant_and_model_agree_on_joints_axes_and_masses() {
             "{name}: Rapier {rapier} kg, URDF {urdf} kg"
         );
     }
-    assert_eq!(p.link_masses()[0], 0.0, "the base has no inertial");
+    assert_eq!(p.body_masses()[0], 0.0, "the base is fixed");
     // Axes at the start state, from urdf-rs's origins and axes composed in f64.
     let pose = m.fk(&q0);
     for (i, (rapier, &urdf)) in p.joint_axes_world().into_iter().zip(&pose.axes).enumerate() {
@@ -322,14 +388,32 @@ fn the_urdf_loads_and_plant_and_model_agree_on_joints_axes_and_masses() {
         assert!(err < 1e-6, "joint {i}: Rapier {rapier:?}, URDF {urdf:?}");
         assert_eq!(urdf, [0.0, 0.0, 1.0]);
     }
-    // The state is the scene's, and the links are where the joints say.
-    let f = ChainPlant::new(&arm3_at(&q0, 1.0)).unwrap().state_frame();
-    for (q, want) in qs(&f).into_iter().zip(q0) {
-        assert!((q - want).abs() < 1e-6, "{q} vs {want}");
+    // The state is the scene's, at rest, and the links are where the joints say.
+    let f = p.state_frame();
+    for (j, want) in f.joints.iter().zip(q0) {
+        assert!((j.position_rad - want).abs() < 1e-6, "{j:?} vs {want}");
+        assert_eq!(j.velocity_rad_s, 0.0);
     }
-    for (name, c) in p.link_names().iter().zip(p.link_coms_world()).skip(1) {
+    assert_eq!(f.bodies.len(), 4);
+    for ((name, b), framed) in p
+        .body_names()
+        .iter()
+        .zip(p.body_motions())
+        .zip(&f.bodies)
+        .skip(1)
+    {
+        assert_eq!(&b, framed);
         let (want, _) = m.world_body(&pose, name);
-        assert!(norm(sub(c, want)) < 1e-6, "{name}: {c:?} vs {want:?}");
+        assert!(
+            norm(sub(b.com_m, want)) < 1e-6,
+            "{name}: {:?} vs {want:?}",
+            b.com_m
+        );
+        let (r, got) = (pose.links[*name].0, quat(b.orientation));
+        let worst = (0..3)
+            .flat_map(|i| (0..3).map(move |j| (i, j)))
+            .fold(0.0f64, |a, (i, j)| a.max((got[i][j] - r[i][j]).abs()));
+        assert!(worst < 1e-6, "{name}: {got:?} vs {r:?}");
     }
 }
 
@@ -339,11 +423,15 @@ fn the_urdf_loads_and_plant_and_model_agree_on_joints_axes_and_masses() {
 /// here link by link. Checked at four start states across the joints' ranges and after a swing
 /// from each (0.5 s towards a posture under a PD).
 ///
-/// Tolerance 5e-6 relative: this Rapier is f32 (rapier3d, not rapier3d-f64). The file's values
-/// are rounded to f32 (6e-8 relative), the matrix is assembled from f32 Jacobians and inertias and
-/// rebuilt from its f32 LU factors; measured worst 1.3e-6 on the diagonal (always the hand's
-/// 0.00543844 kg·m² about the wrist, about 20 f32 ulps, Rapier's always the smaller) and 1.1e-6 on
-/// the energies.
+/// Tolerance 5e-6 relative, as for the chain plant: this Rapier is f32 (rapier3d, not
+/// rapier3d-f64). The file's values are rounded to f32 (6e-8 relative), the matrix is assembled
+/// from f32 Jacobians and inertias and rebuilt from its f32 LU factors. Measured worst 2.3e-6 on
+/// the diagonal (the hand's 0.00543844 kg·m² about the wrist, about 25 f32 ulps; the elbow's up
+/// to 2.2e-6, the shoulder's up to 1.2e-6; Rapier's the larger on every entry) and 2.2e-6 on the
+/// energies. The chain plant (the link frames and whole inertia matrices given to Rapier through
+/// rapier3d-urdf) measured 1.3e-6 on the same entry (Rapier's the smaller there) and 1.1e-6 on
+/// the energies: the robot plant (bodies in their principal frames, built from `robot_model`'s
+/// numbers) rounds differently, twice as far, within the same tolerance.
 #[test]
 fn the_mass_matrix_is_spd_and_matches_the_composite_inertias_and_kinetic_energy() {
     let m = model(&arm3());
@@ -356,7 +444,7 @@ fn the_mass_matrix_is_spd_and_matches_the_composite_inertias_and_kinetic_energy(
         [1.5, 0.1, 0.0],
     ];
     for (q0, swing) in starts.iter().flat_map(|q0| [(q0, false), (q0, true)]) {
-        let mut p = ChainPlant::new(&arm3_at(q0, 2.0)).unwrap();
+        let mut p = RobotPlant::new(&arm3_at(q0, 2.0)).unwrap();
         if swing {
             let mut f = p.state_frame();
             for _ in 0..100 {
@@ -390,20 +478,7 @@ fn the_mass_matrix_is_spd_and_matches_the_composite_inertias_and_kinetic_energy(
                 mm[i][i] / composite - 1.0
             );
         }
-        // Positive definite: Cholesky.
-        let mut l = [[0.0f64; 3]; 3];
-        for i in 0..n {
-            for j in 0..=i {
-                let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
-                if i == j {
-                    let d = mm[i][i] - s;
-                    assert!(d > 0.0, "not positive definite at {q:?}: {mm:?}");
-                    l[i][i] = d.sqrt();
-                } else {
-                    l[i][j] = (mm[i][j] - s) / l[j][j];
-                }
-            }
-        }
+        assert_cholesky(&mm, &q);
         // ½ q̇ᵀ M q̇ against the kinetic energy of the links (gravity off), for velocities that
         // bring in every off-diagonal entry.
         for qd in [
@@ -428,13 +503,31 @@ fn the_mass_matrix_is_spd_and_matches_the_composite_inertias_and_kinetic_energy(
     println!("worst relative error: diagonal {worst_diag:.1e}, kinetic energy {worst_ke:.1e}");
 }
 
-/// Asking for the mass matrix between steps changes nothing: the states are bit-identical to a
-/// run that never asks.
+/// Positive definite: its Cholesky factorization exists.
+fn assert_cholesky(mm: &[Vec<f64>], q: &[f64]) {
+    let n = mm.len();
+    let mut l = vec![vec![0.0f64; n]; n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
+            if i == j {
+                let d = mm[i][i] - s;
+                assert!(d > 0.0, "not positive definite at {q:?}: {mm:?}");
+                l[i][i] = d.sqrt();
+            } else {
+                l[i][j] = (mm[i][j] - s) / l[j][j];
+            }
+        }
+    }
+}
+
+/// Asking for the mass matrix between steps changes nothing: the states (joints and bodies) are
+/// bit-identical to a run that never asks.
 #[test]
 fn reading_the_mass_matrix_does_not_disturb_the_simulation() {
     let scene = arm3_at(&[-1.0, 0.6, 0.2], 1.0);
     let run = |ask: bool| {
-        let mut p = ChainPlant::new(&scene).unwrap();
+        let mut p = RobotPlant::new(&scene).unwrap();
         let mut out = Vec::new();
         while !p.is_finished() {
             if ask {
@@ -442,48 +535,61 @@ fn reading_the_mass_matrix_does_not_disturb_the_simulation() {
             }
             let f = p.step(&[3.0, -1.0, 0.2]);
             out.extend(qs(&f).into_iter().chain(vs(&f)).map(f64::to_bits));
+            for b in &f.bodies {
+                out.extend(
+                    b.com_m
+                        .into_iter()
+                        .chain(b.orientation)
+                        .chain(b.velocity_m_s)
+                        .chain(b.angular_velocity_rad_s)
+                        .map(f64::to_bits),
+                );
+            }
         }
         out
     };
     assert_eq!(run(false), run(true));
 }
 
-/// The mass matrix at a given configuration, on an offline replica built from the same scene:
-/// at the scene's start it is the start's `mass_matrix()`; at another q it differs, stays
-/// symmetric positive definite and matches the composite inertias; along a recorded motion of a
-/// running plant it is that plant's own `mass_matrix()` at each recorded state (measured: within
-/// 7.5e-9 kg·m², f32 rounding of the re-posed joint coordinates; bounded by 1e-6); wrong lengths and non-finite values are refused and leave the replica as it was.
+/// The mass matrix at a given configuration, on an offline replica built from the same scene
+/// (`set_configuration`, then `mass_matrix`): at the scene's start it is the start's
+/// `mass_matrix()`; at another q it differs, stays symmetric positive definite and matches the
+/// composite inertias; along a recorded motion of a running plant it is that plant's own
+/// `mass_matrix()` at each recorded state (measured: equal, 0 kg·m² apart: the frames carry the
+/// f32 joint coordinates exactly, and the replica is posed from them; the chain plant, 7.5e-9
+/// kg·m² apart; bounded by 1e-6, as for the chain plant); wrong lengths and non-finite values are
+/// refused and leave the replica as it was.
 #[test]
 fn the_mass_matrix_at_a_configuration_without_stepping() {
     let q0 = [-1.0, 0.6, 0.2];
     let scene = arm3_at(&q0, 1.0);
-    let mut replica = ChainPlant::new(&scene).unwrap();
+    let mut replica = RobotPlant::new(&scene).unwrap();
+    // The fixed base stays where the scene welds it.
+    let base = replica.base_pose();
+    assert_eq!(base, Placement::IDENTITY);
+    let mass_matrix_at = |p: &mut RobotPlant, q: &[f64]| {
+        p.set_configuration(&base, q).unwrap();
+        p.mass_matrix()
+    };
     let at_start = replica.mass_matrix();
-    let at_q0 = replica.mass_matrix_at(&q0).unwrap();
+    let at_q0 = mass_matrix_at(&mut replica, &q0);
     assert_eq!(at_q0, at_start);
 
     let model = model(&arm3());
     let spd = |mm: &[Vec<f64>], q: &[f64]| {
         let biggest = mm.iter().flatten().fold(0.0f64, |a, x| a.max(x.abs()));
-        let mut l = [[0.0f64; 3]; 3];
         for i in 0..3 {
-            for j in 0..=i {
+            for j in 0..3 {
                 assert!(
                     (mm[i][j] - mm[j][i]).abs() <= 1e-6 * biggest,
                     "not symmetric at {q:?}: {mm:?}"
                 );
-                let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
-                if i == j {
-                    assert!(mm[i][i] - s > 0.0, "not positive definite at {q:?}: {mm:?}");
-                    l[i][i] = (mm[i][i] - s).sqrt();
-                } else {
-                    l[i][j] = (mm[i][j] - s) / l[j][j];
-                }
             }
         }
+        assert_cholesky(mm, q);
     };
     let q1 = [0.8, 2.0, -1.0];
-    let m1 = replica.mass_matrix_at(&q1).unwrap();
+    let m1 = mass_matrix_at(&mut replica, &q1);
     spd(&m1, &q1);
     assert!(
         (m1[0][0] - at_start[0][0]).abs() > 1e-3 && (m1[0][1] - at_start[0][1]).abs() > 1e-3,
@@ -509,13 +615,13 @@ fn the_mass_matrix_at_a_configuration_without_stepping() {
     }
 
     // Along a recorded motion.
-    let mut running = ChainPlant::new(&scene).unwrap();
+    let mut running = RobotPlant::new(&scene).unwrap();
     let mut f = running.state_frame();
     let mut worst: f64 = 0.0;
     while !running.is_finished() {
         f = running.step(&pd(&f));
         let live = running.mass_matrix();
-        let offline = replica.mass_matrix_at(&qs(&f)).unwrap();
+        let offline = mass_matrix_at(&mut replica, &qs(&f));
         spd(&offline, &qs(&f));
         for (a, b) in live.iter().flatten().zip(offline.iter().flatten()) {
             worst = worst.max((a - b).abs());
@@ -526,34 +632,40 @@ fn the_mass_matrix_at_a_configuration_without_stepping() {
 
     // Refusals leave the replica where it was.
     let before = replica.joint_states();
-    let e = replica.mass_matrix_at(&[0.0, 0.0]).unwrap_err();
+    let e = replica.set_configuration(&base, &[0.0, 0.0]).unwrap_err();
     assert_eq!(
         e,
-        ConfigurationError::WrongLength {
-            what: "q_rad",
+        RobotStateError::WrongLength {
+            what: "q",
             got: 2,
             joints: 3
         }
     );
     assert_eq!(
         e.to_string(),
-        "q_rad: 2 values for a chain of 3 joints (one per joint, in URDF order)"
+        "q: 2 values for a robot of 3 joints (one per joint, in model order)"
     );
-    assert!(replica.mass_matrix_at(&[0.0; 4]).is_err());
-    let e = replica.mass_matrix_at(&[0.0, f64::NAN, 0.0]).unwrap_err();
+    assert!(replica.set_configuration(&base, &[0.0; 4]).is_err());
+    let e = replica
+        .set_configuration(&base, &[0.0, f64::NAN, 0.0])
+        .unwrap_err();
     assert!(
-        matches!(e, ConfigurationError::NonFinite { what: "q_rad", joint: 1, value } if value.is_nan()),
+        matches!(e, RobotStateError::NonFinite { what: "q", index: 1, value } if value.is_nan()),
         "{e}"
     );
     let e = replica
-        .set_configuration(&[0.0; 3], &[0.0, 0.0, f64::INFINITY])
+        .set_state(&base, [0.0; 6], &[0.0; 3], &[0.0, 0.0, f64::INFINITY])
         .unwrap_err();
-    assert_eq!(e.to_string(), "qd_rad_s[2] is inf: must be finite");
-    assert!(replica.set_configuration(&[0.0; 3], &[0.0; 2]).is_err());
+    assert_eq!(e.to_string(), "qd[2] is inf: must be finite");
+    assert!(
+        replica
+            .set_state(&base, [0.0; 6], &[0.0; 3], &[0.0; 2])
+            .is_err()
+    );
     assert_eq!(replica.joint_states(), before);
     // Velocities set are velocities read.
     replica
-        .set_configuration(&[0.1, 0.2, 0.3], &[1.0, -2.0, 0.5])
+        .set_state(&base, [0.0; 6], &[0.1, 0.2, 0.3], &[1.0, -2.0, 0.5])
         .unwrap();
     let v: Vec<f64> = replica
         .joint_states()
@@ -566,26 +678,32 @@ fn the_mass_matrix_at_a_configuration_without_stepping() {
 /// A free chain (no torques) under gravity keeps its energy, computed here from the URDF in f64.
 ///
 /// Both cases run arm3 with its joints made continuous: a joint limit is an inelastic stop, and
-/// every free swing of arm3 from rest reaches one (its elbow stops straight at 0; searched over a
-/// grid of starts). Tolerances, at the plant's default dt = 5 ms:
+/// every free swing of arm3 from rest reaches one (its elbow stops straight at 0). Tolerances
+/// (the chain plant's), at the plant's default dt = 5 ms:
 /// - a moderate swing released from rest at (−1.0, 0.3, 0) rad (joint speeds up to 5.6 rad/s):
 ///   |ΔE| < 1e-3 of M g L (M = 3.65 kg, L = 0.76 m: 27.2 J) over 2 s; measured 3.4e-4, back to
-///   6e-6 at the end (the error oscillates, it does not drift);
+///   5.5e-6 at the end (the chain plant: 3.4e-4 and 6e-6; the error oscillates, it does not
+///   drift);
 /// - a whip, released straight out at (0, 0, 0) (the hand reaches 37 rad/s): Rapier's multibody
 ///   integration (semi-implicit, with the velocity-dependent terms implicit) loses energy at
-///   such speeds, first order in dt: measured 2.7e-2 of M g L at 5 ms and 5.9e-3 at 1 ms. The test
-///   bounds it by 4e-2 and checks that it shrinks at least 3× at 1 ms (an integration error, not a
-///   damping left on: that would not shrink).
+///   such speeds, first order in dt: measured 2.7e-2 of M g L at 5 ms and 5.9e-3 at 1 ms (the
+///   chain plant's numbers to these digits). The test bounds it by 4e-2 and checks that it
+///   shrinks at least 3× at 1 ms (an integration error, not a damping left on: that would not
+///   shrink).
 #[test]
 fn a_free_chain_under_gravity_conserves_energy() {
     let m = model(&arm3());
     let urdf = arm3_without_limits();
     let scale = m.total_mass() * 9.81 * 0.76;
     let worst = |q0: [f64; 3], dt: f64| {
-        let mut scene = ChainScene::new(&urdf, 2.0, G);
+        let mut scene = RobotScene::new(&urdf, 2.0);
+        scene.gravity_m_s2 = G;
         scene.dt_s = dt;
-        scene.initial_positions_rad = q0.to_vec();
-        let mut p = ChainPlant::new(&scene).unwrap();
+        for (name, q) in JOINTS.iter().zip(q0) {
+            scene.initial_q.insert((*name).to_string(), q);
+        }
+        let mut p = RobotPlant::new(&scene).unwrap();
+        assert_eq!(p.joint_limits(), [None; 3]);
         let f = p.state_frame();
         let e0 = m.energy(&qs(&f), &vs(&f), G);
         let (mut worst, mut fastest, mut end) = (0.0f64, 0.0f64, 0.0);
@@ -607,10 +725,10 @@ fn a_free_chain_under_gravity_conserves_energy() {
 }
 
 /// Torques beyond a joint's URDF `<limit effort>` are named; exactly the limit passes; an entry
-/// for a joint the chain does not have passes only as 0.
+/// for a joint the robot does not have passes only as 0.
 #[test]
 fn torque_limits_are_the_urdf_efforts() {
-    let p = ChainPlant::new(&arm3_at(&[], 1.0)).unwrap();
+    let p = RobotPlant::new(&arm3_at(&[], 1.0)).unwrap();
     assert_eq!(p.check_torques(&[]), Ok(()));
     assert_eq!(p.check_torques(&[80.0, -60.0, 15.0]), Ok(()));
     assert_eq!(p.check_torques(&[80.0, -60.0, 15.0, 0.0]), Ok(()));
@@ -620,6 +738,41 @@ fn torque_limits_are_the_urdf_efforts() {
     assert_eq!(p.check_torques(&[0.0, 0.0, 0.0, 1e-9]), Err((3, 1e-9)));
     assert!(p.check_torques(&[f64::NAN]).is_err());
     assert!(p.check_torques(&[0.0, f64::NEG_INFINITY]).is_err());
+}
+
+/// A push acts as the scene says: along +y on the hand of the straight, weightless arm, from the
+/// step it starts (none before), it gives the arm the angular momentum about the shoulder,
+/// M[0]·q̇, of its angular impulse, and that momentum stays after it (no torques, no gravity).
+/// Ported from the chain plant's unit test `joint_torques_are_equal_and_opposite_and_pushes_push`
+/// (same tolerance, 5%; its torque half is `tests/robot.rs`'s forces acting on their joint only).
+/// Measured at the end (0.045 s after the push): 0.33214 against 0.33250 N·m·s (−0.1%).
+#[test]
+fn a_push_on_the_hand_gives_the_arm_its_angular_impulse() {
+    let mut s = arm3_at(&[], 0.1);
+    s.gravity_m_s2 = [0.0; 3];
+    s.pushes.push(Push {
+        body: String::from("hand"),
+        force_n: [0.0, 10.0, 0.0],
+        start_s: 0.005,
+        duration_s: 0.05,
+    });
+    let mut p = RobotPlant::new(&s).unwrap();
+    let f = p.step(&[]);
+    assert!(f.joints.iter().all(|j| j.velocity_rad_s == 0.0), "not yet");
+    let mut f = p.step(&[]);
+    assert!(f.joints[2].velocity_rad_s > 0.0, "{f:?}");
+    while !p.is_finished() {
+        f = p.step(&[]);
+    }
+    let m = p.mass_matrix();
+    let v = vs(&f);
+    let l: f64 = (0..3).map(|j| m[0][j] * v[j]).sum();
+    // 10 N at 0.665 m for 0.05 s (the hand's centre, the arm nearly straight).
+    println!(
+        "angular momentum about the shoulder after the push: {l:.5} N·m·s, impulse 10 N × 0.665 m × 0.05 s = {:.5}",
+        10.0 * 0.665 * 0.05
+    );
+    assert!((l / (10.0 * 0.665 * 0.05) - 1.0).abs() < 0.05, "{l}");
 }
 
 /// A PD towards a posture, within the efforts (what a controller of arm3 might send).
@@ -653,11 +806,11 @@ fn lockstep_over_a_socket_pair_is_bit_identical_and_refuses_torques_over_the_eff
         let (ctl, host) = SeqPacket::pair().unwrap();
         let s = scene.clone();
         let plant = std::thread::spawn(move || {
-            let mut plant = ChainPlant::new(&s).unwrap();
+            let mut plant = RobotPlant::new(&s).unwrap();
             run_lockstep(&mut plant, &mut FrameLink::new(host)).unwrap()
         });
         let mut link = FrameLink::new(ctl);
-        let mut reference = ChainPlant::new(&scene).unwrap();
+        let mut reference = RobotPlant::new(&scene).unwrap();
         let mut held = [0.0; 3];
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut states = Vec::new();
@@ -731,15 +884,17 @@ fn arm3_scene_file() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/arm3.json")).to_path_buf()
 }
 
-/// The binary runs `scenes/arm3.json` (a chain scene whose `urdf` is relative to it, with a push
-/// on the hand) end to end in lockstep: every state bit-identical to the in-process plant of the
-/// same file, 3 joints per state, the final state at 4 s, exit 0.
+/// The binary runs `scenes/arm3.json` (a robot scene whose `urdf` is relative to it, with a
+/// push on the hand) end to end in lockstep: every state bit-identical to the in-process plant
+/// of the same file (joints and bodies), 3 joints and 4 bodies per state, the final state at
+/// 4 s, exit 0.
 #[test]
-fn the_binary_runs_a_chain_scene_file_in_lockstep_bit_for_bit() {
+fn the_binary_runs_the_arm3_scene_file_in_lockstep_bit_for_bit() {
     let path = arm3_scene_file();
-    let scene = ChainScene::load(&path).unwrap();
+    let scene = RobotScene::load(&path).unwrap();
     assert_eq!(scene.pushes.len(), 1);
-    let mut reference = ChainPlant::new(&scene).unwrap();
+    assert_eq!(scene.gravity_m_s2, G);
+    let mut reference = RobotPlant::new(&scene).unwrap();
     let (child, raw) = spawn(&path, Mode::Lockstep);
     let mut link = FrameLink::new(raw);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -748,6 +903,7 @@ fn the_binary_runs_a_chain_scene_file_in_lockstep_bit_for_bit() {
         let got = link.recv_state(deadline).unwrap();
         assert_eq!(got.step, expected.step);
         assert_eq!(got.joints.len(), 3);
+        assert_eq!(got.bodies.len(), 4);
         for (a, b) in got.joints.iter().zip(&expected.joints) {
             assert_eq!(
                 a.position_rad.to_bits(),
@@ -756,6 +912,13 @@ fn the_binary_runs_a_chain_scene_file_in_lockstep_bit_for_bit() {
                 got.step
             );
             assert_eq!(a.velocity_rad_s.to_bits(), b.velocity_rad_s.to_bits());
+        }
+        for (a, b) in got.bodies.iter().zip(&expected.bodies) {
+            assert_eq!(a.com_m.map(f64::to_bits), b.com_m.map(f64::to_bits));
+            assert_eq!(
+                a.velocity_m_s.map(f64::to_bits),
+                b.velocity_m_s.map(f64::to_bits)
+            );
         }
         if got.flags.contains(StateFlags::FINAL) {
             assert_eq!(got.step, 800);
@@ -775,7 +938,7 @@ fn the_binary_runs_a_chain_scene_file_in_lockstep_bit_for_bit() {
 /// In real time too: states with 3 joints at the plant's pace, the controller closing ends it
 /// cleanly.
 #[test]
-fn the_binary_runs_a_chain_scene_file_in_real_time() {
+fn the_binary_runs_the_arm3_scene_file_in_real_time() {
     let (child, raw) = spawn(&arm3_scene_file(), Mode::Realtime);
     let mut link = FrameLink::new(raw);
     let start = Instant::now();
@@ -799,17 +962,15 @@ fn the_binary_runs_a_chain_scene_file_in_real_time() {
     );
 }
 
-/// A chain scene the plant cannot simulate is refused with code 2, naming the scene file, the
+/// An arm3 scene the plant cannot simulate is refused with code 2, naming the scene file, the
 /// field and the reason (here a push on a link arm3 does not have).
 #[test]
-fn a_bad_chain_scene_names_the_file_and_the_field() {
-    let dir = std::env::temp_dir().join(format!("sim-host-chain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("bad-chain.json");
+fn a_bad_arm3_scene_names_the_file_and_the_field() {
+    let path = temp_dir().join("bad-arm3.json");
     std::fs::write(
         &path,
         format!(
-            r#"{{"kind": "chain", "urdf": "{}", "end_time_s": 1, "gravity_m_s2": [0, -9.81, 0], "pushes": [{{"body": "finger", "force_n": [1, 0, 0], "start_s": 0, "duration_s": 1}}]}}"#,
+            r#"{{"kind": "robot", "urdf": "{}", "end_time_s": 1, "gravity_m_s2": [0, -9.81, 0], "pushes": [{{"body": "finger", "force_n": [1, 0, 0], "start_s": 0, "duration_s": 1}}]}}"#,
             arm3().display()
         ),
     )
@@ -825,7 +986,7 @@ fn a_bad_chain_scene_names_the_file_and_the_field() {
     assert!(err.contains("field `pushes[0].body`"), "{err}");
     assert!(err.contains("no link `finger`"), "{err}");
     assert!(
-        err.contains("links: base, upper_arm, forearm, hand"),
+        err.contains("bodies: base, upper_arm, forearm, hand"),
         "{err}"
     );
 }
@@ -856,26 +1017,33 @@ fn press(f: &StateFrame) -> [f64; 3] {
 
 /// `scenes/arm3_wall.json`: gravity off, the arm straight out with the elbow at 0.3 rad, a wall
 /// below the upper arm whose top edge runs along z through (0.2, −0.1). The constant shoulder
-/// torque turns the upper arm down onto the edge (first touch at 0.225 s), where it stays. At
-/// rest, the wall's force F on the upper arm (link 1 in URDF order) acts at the edge (an
-/// edge-on-face contact: every contact point has x, y = 0.2, −0.1; the edge point is taken as
-/// the point of application, Rapier's contact points lie within the penetration, < 1 mm, of it):
+/// torque turns the upper arm down onto the edge (first touch at step 45, 0.225 s, as for the
+/// chain plant), where it stays. At rest, the wall's force F on the upper arm (body 1) acts at
+/// the edge (an edge-on-face contact: the wall's edge on the upper arm's lower face; the edge
+/// point is taken as the point of application):
 ///
 /// - it is finite, non-zero and points away from the wall: up, and along the upper arm's
 ///   outward face normal (−sin q₀, cos q₀);
-/// - the shoulder's balance τ₀ + (p × F)_z = 0 holds within 1% (measured 0.1%: 4.996 against
-///   5 N·m; the in-plane friction, 2.5 N along the arm, is 2% of the moment and is needed to get
-///   there, which checks the friction's basis and sign too);
-/// - the friction stays within the cone, |F_t| ≤ μ F_n with μ = 0.5 (the out-of-plane
-///   component, z, is friction along a direction the planar chain cannot move in, left by the
-///   solver's warm start from the impact: measured −6.3 N, bounded by the cone, not otherwise
-///   checked);
+/// - the shoulder's balance τ₀ + (p × F)_z = 0 holds within 1%: measured 5.0002 against 5 N·m
+///   (the chain plant 4.996). The edge is 0.22 m along the arm from the shoulder and 0.04 m
+///   below its axis, so the normal force (22.72 N) gives 4.998 N·m and the friction along the
+///   arm, F_t, another 0.04·F_t. At rest that friction is statically indeterminate (any F_t in
+///   the cone with 0.22·F_n + 0.04·F_t = 5 holds the arm), and the two plants' solvers leave it
+///   differently: the chain plant 2.5 N (2% of the moment, which made the balance check the
+///   friction's basis and sign too), the robot plant 0.055 N (0.04%), so here the balance checks
+///   the normal force, and the friction only through the cone below;
+/// - the friction stays within the cone, |F_t| ≤ μ F_n with μ = 0.5 (the robot plant's colliders
+///   have friction 1 combined by product, so μ is the wall's 0.5; the chain plant's 0.5 and 0.5
+///   averaged gave the same). The out-of-plane component, z, is friction along a direction the
+///   planar arm cannot move in, left by the solver's warm start from the impact: measured
+///   +0.75 N (the chain plant −6.3 N), bounded by the cone, not otherwise checked;
 /// - no other link is pushed, no contact was left out.
 #[test]
 fn a_wall_pushes_back_on_the_link_pressed_into_it() {
-    let scene = ChainScene::load(&arm3_wall_scene_file()).unwrap();
+    let scene = RobotScene::load(&arm3_wall_scene_file()).unwrap();
     assert_eq!(scene.walls.len(), 1);
-    let mut p = ChainPlant::new(&scene).unwrap();
+    assert_eq!(scene.gravity_m_s2, [0.0; 3]);
+    let mut p = RobotPlant::new(&scene).unwrap();
     let upper = p.link_body_id("upper_arm").unwrap();
     assert_eq!(upper.0, 1);
     assert_eq!(p.link_body_id("hand").map(|b| b.0), Some(3));
@@ -890,8 +1058,9 @@ fn a_wall_pushes_back_on_the_link_pressed_into_it() {
         }
     }
     assert_eq!(p.contacts_left_out(), 0);
-    assert_eq!(p.wall_contacts(), f.contacts());
+    assert_eq!(p.contacts(), f.contacts());
     let first = first.unwrap();
+    println!("first touch at step {first}");
     assert!((30..60).contains(&first), "first touch at step {first}");
     let (q, v) = (qs(&f), vs(&f));
     assert!(v.iter().all(|w| w.abs() < 1e-2), "not at rest: {v:?}");
@@ -925,7 +1094,7 @@ fn a_wall_pushes_back_on_the_link_pressed_into_it() {
 #[test]
 fn the_binary_carries_the_wall_forces_in_its_state_frames() {
     let path = arm3_wall_scene_file();
-    let mut reference = ChainPlant::new(&ChainScene::load(&path).unwrap()).unwrap();
+    let mut reference = RobotPlant::new(&RobotScene::load(&path).unwrap()).unwrap();
     let (child, raw) = spawn(&path, Mode::Lockstep);
     let mut link = FrameLink::new(raw);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -957,6 +1126,7 @@ fn the_binary_carries_the_wall_forces_in_its_state_frames() {
             .unwrap();
         expected = reference.step(&tau);
     }
+    println!("{with_contacts} states with a wall force");
     assert!(with_contacts > 200, "{with_contacts}");
     let out = child.wait_with_output().unwrap();
     assert!(

@@ -1,0 +1,277 @@
+//! The scene around a robot: the static walls it can press on, the pushes that act on its bodies,
+//! and the contact forces the environment puts on them, as the Rapier plants read them (the
+//! robot plant, [`crate::robot`], and the biped and humanoid plants' contact readout).
+//!
+//! - [`Wall`]: a static box, axis-aligned in the world: one fixed collider each, with no body,
+//!   friction [`WALL_FRICTION`] and no restitution.
+//! - [`Push`]: a constant world force on one body, at its centre of mass, applied for the steps
+//!   k with round(start_s/dt) ≤ k < round(start_s/dt) + round(duration_s/dt).
+//! - Contact forces: after every step, for each body, the force the environment put on it
+//!   during the step: over every contact pair between an environment collider and one of the
+//!   body's colliders (`NarrowPhase::contact_pairs_with`), over the manifolds the solver saw
+//!   (`ContactPair::solver_manifolds`) and their solver contacts, the normal impulse plus the
+//!   two friction impulses, each summed by Rapier over the step's substeps
+//!   (`ContactData::impulse`, `tangent_impulse`), put in the world frame
+//!   ([`impulse_on_first`]), summed, and divided by dt: the step's mean force, world frame, N.
+//!   (`ContactPair::total_impulse` is the normal part only.) A body near a wall but not pushed
+//!   (a speculative contact, impulse 0) is not reported. Friction along a direction the robot
+//!   cannot move in (z for a planar arm whose joints all turn about z) is indeterminate for the
+//!   solver and is reported as it left it.
+//!
+//! Never does: read the wall clock, allocate per step beyond the caller's scratch, or panic on
+//! a validated scene.
+
+use control_core::frames::{BodyId, ContactForce, MAX_CONTACTS};
+use rapier3d::prelude::*;
+use rapier3d::utils::OrthonormalBasis;
+use serde::{Deserialize, Serialize};
+
+use crate::scene::{Checker, MAX_PUSH_FORCE_N};
+
+/// Most walls a scene has.
+pub const MAX_WALLS: usize = 8;
+/// Most pushes a scene has.
+pub const MAX_PUSHES: usize = 64;
+/// Largest half extent of a wall, m.
+pub const MAX_WALL_HALF_EXTENT_M: f64 = 100.0;
+/// Friction coefficient of a wall's collider: the coefficient between a robot and a wall (the
+/// robot plant's colliders have friction 1 and combine by product). Restitution is 0 (Rapier's
+/// default): a body that hits a wall does not bounce.
+pub const WALL_FRICTION: f64 = 0.5;
+
+/// A static box, axis-aligned in the world: a fixed collider with no body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wall {
+    /// Centre of the box, world frame, m (each within ±1000 m).
+    #[serde(deserialize_with = "crate::input::exact")]
+    pub center_m: [f64; 3],
+    /// Half the box's size along the world x, y and z axes, m (each greater than 0 and at most
+    /// [`MAX_WALL_HALF_EXTENT_M`]).
+    #[serde(deserialize_with = "crate::input::exact")]
+    pub half_extents_m: [f64; 3],
+}
+
+/// A constant world force on one link, at its centre of mass, for a while.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Push {
+    /// The URDF name of the link pushed (a link merged into a body pushes that body; not a
+    /// fixed base).
+    pub body: String,
+    /// The force, world frame, N (each component within ±[`MAX_PUSH_FORCE_N`]).
+    #[serde(deserialize_with = "crate::input::exact")]
+    pub force_n: [f64; 3],
+    /// When it starts, s (rounded to the nearest step).
+    pub start_s: f64,
+    /// How long it lasts, s (rounded to a whole number of steps; 0: not at all).
+    pub duration_s: f64,
+}
+
+/// Checks a scene's `pushes` (a `noun` scene's, for the message): at most [`MAX_PUSHES`], each
+/// naming a body, its force within ±[`MAX_PUSH_FORCE_N`] and its times in [0, 1e7] s.
+pub(crate) fn check_pushes(c: &mut Checker, pushes: &[Push], noun: &str) {
+    if pushes.len() > MAX_PUSHES {
+        c.fail(
+            "pushes",
+            format!(
+                "{} pushes: a {noun} scene has at most {MAX_PUSHES}",
+                pushes.len()
+            ),
+        );
+    }
+    for (i, p) in pushes.iter().enumerate() {
+        let f = |name: &str| format!("pushes[{i}].{name}");
+        if p.body.is_empty() {
+            c.fail(&f("body"), String::from("must name a link of the URDF"));
+        }
+        for (k, x) in p.force_n.into_iter().enumerate() {
+            c.range(
+                &format!("pushes[{i}].force_n[{k}]"),
+                x,
+                -MAX_PUSH_FORCE_N,
+                MAX_PUSH_FORCE_N,
+            );
+        }
+        c.range(&f("start_s"), p.start_s, 0.0, 1e7);
+        c.range(&f("duration_s"), p.duration_s, 0.0, 1e7);
+    }
+}
+
+/// Checks a scene's `walls` (a `noun` scene's, for the message): at most [`MAX_WALLS`], centres
+/// within ±1 km, half extents in (0, [`MAX_WALL_HALF_EXTENT_M`]].
+pub(crate) fn check_walls(c: &mut Checker, walls: &[Wall], noun: &str) {
+    if walls.len() > MAX_WALLS {
+        c.fail(
+            "walls",
+            format!(
+                "{} walls: a {noun} scene has at most {MAX_WALLS}",
+                walls.len()
+            ),
+        );
+    }
+    for (i, w) in walls.iter().enumerate() {
+        for k in 0..3 {
+            c.range(
+                &format!("walls[{i}].center_m[{k}]"),
+                w.center_m[k],
+                -1e3,
+                1e3,
+            );
+            c.positive_up_to(
+                &format!("walls[{i}].half_extents_m[{k}]"),
+                w.half_extents_m[k],
+                MAX_WALL_HALF_EXTENT_M,
+            );
+        }
+    }
+}
+
+/// A push resolved to a body and steps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ActivePush {
+    body: RigidBodyHandle,
+    force: Vector,
+    first_step: u64,
+    end_step: u64,
+}
+
+impl ActivePush {
+    /// `force_n` (N, world) on `body` from the step nearest `start_s` for the steps nearest
+    /// `duration_s`, at physics step `dt_s`.
+    pub(crate) fn new(
+        body: RigidBodyHandle,
+        force_n: [f64; 3],
+        start_s: f64,
+        duration_s: f64,
+        dt_s: f64,
+    ) -> Self {
+        let first_step = step_of(start_s, dt_s);
+        Self {
+            body,
+            force: v3(force_n),
+            first_step,
+            end_step: first_step + step_of(duration_s, dt_s),
+        }
+    }
+}
+
+/// Adds the force of each push active at step `step` to its body (held for the whole step).
+pub(crate) fn apply_pushes(pushes: &[ActivePush], bodies: &mut RigidBodySet, step: u64) {
+    for p in pushes {
+        if (p.first_step..p.end_step).contains(&step)
+            && let Some(rb) = bodies.get_mut(p.body)
+        {
+            rb.add_force(p.force, true);
+        }
+    }
+}
+
+/// Clears the forces and torques added to the bodies `handles` (for the next step's).
+pub(crate) fn reset_forces(bodies: &mut RigidBodySet, handles: &[(String, RigidBodyHandle)]) {
+    for &(_, h) in handles {
+        if let Some(rb) = bodies.get_mut(h) {
+            rb.reset_torques(false);
+            rb.reset_forces(false);
+        }
+    }
+}
+
+fn v3(a: [f64; 3]) -> Vector {
+    Vector::new(a[0] as Real, a[1] as Real, a[2] as Real)
+}
+
+fn to_f64(v: Vector) -> [f64; 3] {
+    [f64::from(v.x), f64::from(v.y), f64::from(v.z)]
+}
+
+fn step_of(time_s: f64, dt_s: f64) -> u64 {
+    // Validated finite and non-negative.
+    (time_s / dt_s).round() as u64
+}
+
+/// The impulse the contacts of `pair` applied to its first collider's body during the step just
+/// taken, world frame, N·s: over the manifolds the solver saw and their solver contacts, the
+/// normal impulse λ along −n (n, the manifold normal, points from the first collider to the
+/// second) plus the friction impulses (t₁, t₂) along the solver's tangent basis, which Rapier
+/// 0.36 derives from −n alone: t₁ = (−n).orthonormal_vector(), t₂ = (−n) × t₁. λ and (t₁, t₂) are
+/// each the sum over the step's substeps (`ContactData::impulse`, `tangent_impulse`, written back
+/// by the solver after the last substep). The second collider's body got the opposite.
+pub(crate) fn impulse_on_first(pair: &ContactPair) -> Vector {
+    let mut total = Vector::ZERO;
+    for m in pair.solver_manifolds() {
+        let dir1 = -m.data.normal;
+        let t1 = dir1.orthonormal_vector();
+        let t2 = dir1.cross(t1);
+        for sc in &m.data.solver_contacts {
+            let [index] = sc.contact_indices();
+            if let Some(pt) = usize::try_from(index).ok().and_then(|i| m.points.get(i)) {
+                let d = &pt.data;
+                total += dir1 * d.impulse + t1 * d.tangent_impulse.x + t2 * d.tangent_impulse.y;
+            }
+        }
+    }
+    total
+}
+
+/// Sums, over every contact between a collider of `environment` and a body that `body_id`
+/// numbers, the impulses the solver applied in the step just taken ([`impulse_on_first`]), as
+/// forces on that body (impulse / `dt_s`, N, world frame; a zero sum is no contact), and writes
+/// them to `contacts` in id order: at most [`MAX_CONTACTS`], each body beyond counted in
+/// `left_out`. `sums` is the scratch the sums are made in.
+pub(crate) fn collect_contact_forces(
+    world: &PhysicsWorld,
+    environment: &[ColliderHandle],
+    dt_s: f64,
+    body_id: impl Fn(RigidBodyHandle) -> Option<u16>,
+    sums: &mut Vec<(u16, [f64; 3])>,
+    contacts: &mut heapless::Vec<ContactForce, MAX_CONTACTS>,
+    left_out: &mut u64,
+) {
+    sums.clear();
+    for &env in environment {
+        for pair in world.narrow_phase.contact_pairs_with(env) {
+            let (other, body_is_first) = if pair.collider1 == env {
+                (pair.collider2, false)
+            } else {
+                (pair.collider1, true)
+            };
+            let Some(id) = world
+                .colliders
+                .get(other)
+                .and_then(|c| c.parent())
+                .and_then(&body_id)
+            else {
+                continue;
+            };
+            let on_first = impulse_on_first(pair);
+            let sign = if body_is_first { 1.0 } else { -1.0 };
+            let f = to_f64(on_first).map(|x| sign * x / dt_s);
+            if f.iter().all(|&x| x == 0.0) {
+                continue;
+            }
+            match sums.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, sum)) => {
+                    for (s, x) in sum.iter_mut().zip(f) {
+                        *s += x;
+                    }
+                }
+                None => sums.push((id, f)),
+            }
+        }
+    }
+    sums.sort_by_key(|&(id, _)| id);
+    contacts.clear();
+    for &(id, force_n) in sums.iter() {
+        if contacts
+            .push(ContactForce {
+                body: BodyId(id),
+                force_n,
+            })
+            .is_err()
+        {
+            *left_out = left_out.saturating_add(1);
+        }
+    }
+}
+
