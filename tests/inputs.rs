@@ -1,9 +1,10 @@
 //! Hostile input files end to end ("trust nothing the plant says", its input side): a FIFO, a
 //! device or an oversize file as the scenario or as the URDF a scenario names, a URDF nested
 //! 100 000 elements deep, a list of 200 000 entries, a fixed-size vector with an extra element,
-//! 1e308 where a physical bound applies, URDF masses of 1e300 and 0. Each is refused promptly
-//! by `hil run` with exit status 2, a message naming the file, the field (or the URDF element)
-//! and the reason, and no output folder (nor its staging folder) left behind. None runs physics.
+//! 1e308 where a physical bound applies, URDF masses of 1e300 and 0, a misspelt `kind`. Each is
+//! refused promptly by `hil run` with exit status 2, a message naming the file, the field (or
+//! the URDF element) and the reason, and no output folder (nor its staging folder) left behind.
+//! None runs physics.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -399,6 +400,46 @@ fn urdf_masses_of_1e300_and_0_are_refused_naming_the_link() {
                 &urdf.display().to_string(),
                 "link `head` <inertial>",
                 "mass must be finite, greater than 0 and at most 1000000 kg",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_misspelt_or_mistyped_kind_is_refused_listing_every_kind() {
+    let dir = out_dir("inputs_kind");
+    for (name, source, from, to, says) in [
+        (
+            "beet.toml",
+            ON_THE_BEAT,
+            r#"kind = "on_the_beat""#,
+            r#"kind = "on_the_beet""#,
+            r#"unknown kind "on_the_beet""#,
+        ),
+        (
+            "dash.toml",
+            DYNAMO,
+            r#"kind = "dynamo_push""#,
+            r#"kind = "dynamo-push""#,
+            r#"unknown kind "dynamo-push""#,
+        ),
+        (
+            "number.toml",
+            ON_THE_BEAT,
+            r#"kind = "on_the_beat""#,
+            "kind = 3",
+            "must be a string",
+        ),
+    ] {
+        let file = scenario_copy(&dir, name, source, &[(from, to)]);
+        refused(
+            &dir,
+            &file,
+            &[
+                "field `kind`",
+                says,
+                r#""dynamo_push", "simbicon_walk", "on_the_beat", "kenwright_reach", "pose_tour""#,
+                "none: the ball-blocking arm",
             ],
         );
     }

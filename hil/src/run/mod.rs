@@ -48,7 +48,7 @@ use controller::{ArmController, ControllerKind};
 use plant::PlantProcess;
 use recorder::{Recorder, TrajectoryCsv};
 use report::{ControllerRun, Faults, Report};
-use scenario::Scenario;
+use scenario::{Scenario, ScenarioKind};
 use session::{Cut, Session, StopFlag};
 
 /// The files a run writes, in the order the console lists them.
@@ -173,75 +173,91 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if args.controller_in == firmware::ControllerIn::Firmware
-        && let Some(path) = args.scenario.as_deref()
-        && (dynamo::is_dynamo_scenario(path)
-            || biped::is_walk_scenario(path)
-            || chain::is_chain_scenario(path))
+    // The file is read once; its `kind` picks the parser.
+    let (text, kind) = match args.scenario.as_deref() {
+        Some(path) => match scenario::read_scenario(path) {
+            Ok((text, kind)) => (Some(text), kind),
+            Err(e) => {
+                eprintln!("hil: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => (None, ScenarioKind::BallBlocking),
+    };
+    let name = || {
+        args.scenario.as_deref().map_or_else(
+            || scenario::BUILT_IN_NAME.to_owned(),
+            |p| p.display().to_string(),
+        )
+    };
+    if args.controller_in == firmware::ControllerIn::Firmware && kind != ScenarioKind::BallBlocking
     {
         eprintln!(
             "hil: {}: --controller-in firmware runs the ball-blocking arm's controller only",
-            path.display()
+            name()
         );
         return ExitCode::from(2);
     }
-    let chain_scenario = args.scenario.as_deref().is_some_and(|p| {
-        chain::is_chain_scenario(p) && !dynamo::is_dynamo_scenario(p) && !biped::is_walk_scenario(p)
-    });
-    if (args.urdf.is_some() || args.up_axis.is_some()) && !chain_scenario {
+    if (args.urdf.is_some() || args.up_axis.is_some()) && !matches!(kind, ScenarioKind::Joint(_))
+    {
         eprintln!(
-            "hil: {}: --urdf and --up-axis replace the robot of a chain scenario (pose_tour, on_the_beat, kenwright_reach) only",
-            args.scenario.as_deref().map_or_else(
-                || scenario::BUILT_IN_NAME.to_owned(),
-                |p| p.display().to_string()
-            )
+            "hil: {}: --urdf and --up-axis replace the robot of a joint-space scenario (pose_tour, on_the_beat, kenwright_reach) only",
+            name()
         );
         return ExitCode::from(2);
     }
-    if let Some(path) = args.scenario.as_deref() {
-        if dynamo::is_dynamo_scenario(path) {
-            return run_kind(
-                args,
-                &stop,
-                path,
-                dynamo::DynamoScenario::load(path),
-                dynamo::DynamoScenario::laws,
-                dynamo::controller::DynamoLaw::name,
-                dynamo::run_scenario,
-            );
-        }
-        if biped::is_walk_scenario(path) {
-            return run_kind(
-                args,
-                &stop,
-                path,
-                biped::WalkScenario::load(path)
-                    .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s)),
-                biped::WalkScenario::laws,
-                biped::controller::WalkLaw::name,
-                biped::run_scenario,
-            );
-        }
-        if chain::is_chain_scenario(path) {
-            return run_kind(
-                args,
-                &stop,
-                path,
-                chain::ChainScenario::load_with(
+    if let (Some(path), Some(text)) = (args.scenario.as_deref(), text.as_deref()) {
+        match kind {
+            ScenarioKind::DynamoPush => {
+                return run_kind(
+                    args,
+                    &stop,
                     path,
-                    &chain::scenario::RobotOverride {
-                        urdf: args.urdf.clone(),
-                        up_axis: args.up_axis,
-                    },
-                )
-                .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
-                |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
-                chain::controller::ChainLaw::name,
-                chain::run_scenario,
-            );
+                    dynamo::DynamoScenario::parse(text, path),
+                    dynamo::DynamoScenario::laws,
+                    dynamo::controller::DynamoLaw::name,
+                    dynamo::run_scenario,
+                );
+            }
+            ScenarioKind::SimbiconWalk => {
+                return run_kind(
+                    args,
+                    &stop,
+                    path,
+                    biped::WalkScenario::parse(text, &path.display().to_string())
+                        .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s)),
+                    biped::WalkScenario::laws,
+                    biped::controller::WalkLaw::name,
+                    biped::run_scenario,
+                );
+            }
+            ScenarioKind::Joint(_) => {
+                return run_kind(
+                    args,
+                    &stop,
+                    path,
+                    chain::ChainScenario::parse_with(
+                        text,
+                        path,
+                        &chain::scenario::RobotOverride {
+                            urdf: args.urdf.clone(),
+                            up_axis: args.up_axis,
+                        },
+                    )
+                    .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
+                    |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
+                    chain::controller::ChainLaw::name,
+                    chain::run_scenario,
+                );
+            }
+            ScenarioKind::BallBlocking => {}
         }
     }
-    let (scenario, file) = match Scenario::load(args.scenario.as_deref())
+    let loaded = match text.as_deref() {
+        Some(text) => Scenario::parse(text, &name()).map(|s| (s, name())),
+        None => Scenario::load(None),
+    };
+    let (scenario, file) = match loaded
         .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
     {
         Ok(s) => s,

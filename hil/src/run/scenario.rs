@@ -537,6 +537,82 @@ impl Scenario {
     }
 }
 
+/// What a scenario file is: its top-level `kind`, read with the file's text in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScenarioKind {
+    /// No `kind`: the ball-blocking arm ([`Scenario`]).
+    BallBlocking,
+    /// `"dynamo_push"`: the pushed humanoid.
+    DynamoPush,
+    /// `"simbicon_walk"`: the planar walker.
+    SimbiconWalk,
+    /// `"on_the_beat"`, `"kenwright_reach"` or `"pose_tour"`: a robot from its URDF in joint
+    /// space.
+    Joint(super::chain::scenario::ChainTask),
+}
+
+impl ScenarioKind {
+    /// Every `kind` a scenario file may give, as written.
+    pub const NAMES: [&'static str; 5] = [
+        super::dynamo::KIND,
+        super::biped::KIND,
+        "on_the_beat",
+        "kenwright_reach",
+        "pose_tour",
+    ];
+
+    /// The kind of `name`, as a file writes it.
+    fn of(name: &str) -> Option<Self> {
+        use super::chain::scenario::ChainTask;
+        match name {
+            super::dynamo::KIND => Some(Self::DynamoPush),
+            super::biped::KIND => Some(Self::SimbiconWalk),
+            "on_the_beat" => Some(Self::Joint(ChainTask::OnTheBeat)),
+            "kenwright_reach" => Some(Self::Joint(ChainTask::KenwrightReach)),
+            "pose_tour" => Some(Self::Joint(ChainTask::PoseTour)),
+            _ => None,
+        }
+    }
+}
+
+/// A scenario file read once: its text and its kind. The file is read by
+/// [`read_scenario_file`]; text that is not TOML, or a `kind` that is not one of
+/// [`ScenarioKind::NAMES`] (or not a string), is the error, naming the file and listing every
+/// kind. Each kind's own parser then reads the text.
+pub fn read_scenario(path: &Path) -> Result<(String, ScenarioKind), ScenarioError> {
+    let text = read_scenario_file(path)?;
+    let error = |field: &str, reason: String| ScenarioError {
+        file: path.display().to_string(),
+        field: field.to_owned(),
+        reason,
+    };
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| error("-", format!("not valid TOML: {}", e.message())))?;
+    let kinds = || {
+        format!(
+            "one of {} (none: the ball-blocking arm)",
+            ScenarioKind::NAMES
+                .iter()
+                .map(|k| format!("\"{k}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let kind = match table.get("kind") {
+        None => ScenarioKind::BallBlocking,
+        Some(toml::Value::String(name)) => ScenarioKind::of(name)
+            .ok_or_else(|| error("kind", format!("unknown kind \"{name}\": {}", kinds())))?,
+        Some(other) => {
+            return Err(error(
+                "kind",
+                format!("must be a string, {} (got {other})", kinds()),
+            ));
+        }
+    };
+    Ok((text, kind))
+}
+
 /// The text of scenario file `path`, by the one input reader (`sim_host::input::read_text`: a
 /// regular file, never a FIFO or a device, of at most 1 MiB), or the error naming the file.
 pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {

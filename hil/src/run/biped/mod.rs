@@ -55,15 +55,6 @@ pub const FILES: [&str; 5] = [
     "scene.json",
 ];
 
-/// Whether the scenario file at `path` is a walk scenario (`kind = "simbicon_walk"`).
-pub fn is_walk_scenario(path: &Path) -> bool {
-    // The one input reader: a FIFO or a device is not read (nor waited on) here either.
-    super::scenario::read_scenario_file(path)
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-        .is_some_and(|t| t.get("kind").and_then(|k| k.as_str()) == Some(KIND))
-}
-
 /// How the walker starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,6 +102,7 @@ const fn default_true() -> bool {
 impl WalkScenario {
     /// Read and check a scenario file (read by [`super::scenario::read_scenario_file`]: a
     /// regular file of at most 1 MiB).
+    #[cfg(test)]
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
         let text = super::scenario::read_scenario_file(path)?;
         Self::parse(&text, &path.display().to_string())

@@ -57,16 +57,6 @@ pub const REACH_FILES: [&str; 7] = [
     "scene.json",
 ];
 
-/// Whether the scenario file at `path` is a chain scenario (it has a top-level `kind`). A file
-/// that cannot be read or parsed is not: the ball-blocking reader then reports why.
-pub fn is_chain_scenario(path: &Path) -> bool {
-    // The one input reader: a FIFO or a device is not read (nor waited on) here either.
-    super::scenario::read_scenario_file(path)
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-        .is_some_and(|t| t.contains_key("kind"))
-}
-
 /// In lockstep the controller ticks once per plant step.
 pub fn check_mode(scenario: &ChainScenario, file: &Path, mode: Mode) -> Result<(), ScenarioError> {
     let dt = scenario.physics_dt_s;

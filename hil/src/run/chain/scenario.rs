@@ -20,7 +20,7 @@ use super::controller::CAP;
 
 use super::super::scenario::{
     MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ, ScenarioError,
-    read_scenario_file, too_many,
+    too_many,
 };
 
 /// Most keyframes a chain scenario may have (and most hand targets).
@@ -251,14 +251,8 @@ impl ChainScenario {
     /// at most 1 MiB).
     #[cfg(test)]
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        Self::load_with(path, &RobotOverride::default())
-    }
-
-    /// Read and check a chain scenario file, with the robot replaced from the command line (`--urdf`,
-    /// `--up-axis`).
-    pub fn load_with(path: &Path, robot: &RobotOverride) -> Result<Self, ScenarioError> {
-        let text = read_scenario_file(path)?;
-        Self::parse_with(&text, path, robot)
+        let text = super::super::scenario::read_scenario_file(path)?;
+        Self::parse_with(&text, path, &RobotOverride::default())
     }
 
     /// Parse and check scenario text read from `path` (relative URDF paths are resolved against

@@ -65,15 +65,6 @@ pub const MAX_SPRING_DAMPING_NMS_PER_RAD: f64 = 1e6;
 /// limit: a spring that never breaks needs no more).
 pub const MAX_SPRING_BREAK_TORQUE_NM: f64 = 10.0 * MAX_TORQUE_LIMIT_NM;
 
-/// Whether the scenario file at `path` is a Dynamo scenario.
-pub fn is_dynamo_scenario(path: &Path) -> bool {
-    // The one input reader: a FIFO or a device is not read (nor waited on) here either.
-    super::scenario::read_scenario_file(path)
-        .ok()
-        .and_then(|t| t.parse::<toml::Table>().ok())
-        .is_some_and(|t| t.get("kind").and_then(|k| k.as_str()) == Some(KIND))
-}
-
 /// The reach of the pose: a joint's rotation (axis-angle, parent axes) given at `start_s`, to
 /// arrive at `arrive_s`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -147,15 +138,21 @@ pub struct DynamoScenario {
 
 impl DynamoScenario {
     /// Read and check a scenario file.
+    #[cfg(test)]
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        Self::parse(&super::scenario::read_scenario_file(path)?, path)
+    }
+
+    /// Parse and check scenario text read from `path` (a relative `urdf` is resolved against
+    /// its folder).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
         let file = path.display().to_string();
         let error = |field: String, reason: String| ScenarioError {
             file: file.clone(),
             field,
             reason,
         };
-        let text = super::scenario::read_scenario_file(path)?;
-        let de = toml::Deserializer::parse(&text)
+        let de = toml::Deserializer::parse(text)
             .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
         let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
