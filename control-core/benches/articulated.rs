@@ -2,11 +2,19 @@
 //! every joint, gravity, one Lambert-W arrival solve per joint on its composite inertia (clamped
 //! to the period's limit), the parent feed-forward and the torques (`ChainArrival::tick`), for a
 //! 3-link arm and a 28-DoF chain; and the pieces alone (forward kinematics, composite inertia,
-//! mass matrix); and the "On the Beat!" tick (`BeatServo::tick`: the same kinematics, composite
+//! mass matrix, gravity); and the "On the Beat!" tick (`BeatServo::tick`: the same kinematics, composite
 //! inertia, gravity and feed-forward, with the method's closed-form gains instead of the arrival
 //! solve), on the composite and on the single-link inertia; the arrival tick with the
 //! inverse-dynamics coupling (`Coupling::InverseDynamics`: the same, then one recursive
 //! Newton–Euler pass), and inverse dynamics alone (`Kinematics::inverse_dynamics`).
+//!
+//! The same links as a chain-shaped `control_core::tree::Tree` (`tree_*`: what the controllers
+//! are moving onto): `ChainArrival::tick_tree` with the inverse-dynamics coupling (the `arrival`
+//! controller's) and with the parent feed-forward, and its pieces (`Tree::kinematics`, into a
+//! kept `TreeKinematics`, `composite`, `gravity`, `inverse_dynamics`, `mass_matrix_into`); and
+//! the arrival solves alone (`arrival_solves`: per joint the tick's `GainLimit`,
+//! `solve_arrival_gains` and clamp, or the `closest_arrival_gains` fallback), which both ticks
+//! make.
 //!
 //! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3`
 
@@ -18,8 +26,14 @@ use control_core::articulated::{
     ArrivalConfig, Chain, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
+use control_core::gains::{
+    ArrivalProblem, GainError, GainLimit, closest_arrival_gains, solve_arrival_gains,
+};
+use control_core::tree::{
+    BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeKinematics, TreeSpec,
+};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use nalgebra::Vector3;
+use nalgebra::{Isometry3, SMatrix, Vector3};
 
 /// A fixed generator of numbers in [0, 1).
 struct Rng(u64);
@@ -59,25 +73,24 @@ fn link(offset: [f64; 3], rpy: [f64; 3], axis: [f64; 3], mass: f64, length: f64)
 }
 
 /// A 3-link arm: shoulder yaw, shoulder pitch, elbow.
-fn arm() -> Chain<3> {
-    Chain::new(&[
+fn arm() -> Vec<LinkSpec> {
+    vec![
         link([0.0; 3], [0.0; 3], [0.0, 0.0, 1.0], 3.0, 0.1),
         link([0.1, 0.0, 0.0], [0.0; 3], [0.0, 1.0, 0.0], 2.0, 0.4),
         link([0.4, 0.0, 0.0], [0.0, 0.0, 0.3], [0.0, 1.0, 0.0], 1.5, 0.35),
-    ])
-    .expect("valid arm")
+    ]
 }
 
 /// A 28-DoF serial chain, axes cycling through x, y, z (and tilted), masses and lengths
 /// shrinking towards the tip.
-fn long_chain() -> Chain<28> {
+fn long_chain() -> Vec<LinkSpec> {
     let axes = [
         [0.0, 0.0, 1.0],
         [0.0, 1.0, 0.0],
         [1.0, 0.0, 0.0],
         [0.0, 1.0, 1.0],
     ];
-    let specs: Vec<LinkSpec> = (0..28)
+    (0..28)
         .map(|i| {
             let f = i as f64;
             let length = 0.3 - 0.007 * f;
@@ -90,8 +103,33 @@ fn long_chain() -> Chain<28> {
                 length,
             )
         })
+        .collect()
+}
+
+/// The same links as a fixed-base `Tree` (a chain-shaped tree: joint k hangs from body k),
+/// the base massless at the world origin.
+fn tree_of<const N: usize>(links: &[LinkSpec]) -> Tree<N> {
+    let joints: Vec<JointSpec> = links
+        .iter()
+        .enumerate()
+        .map(|(k, l)| JointSpec {
+            parent_body: k,
+            kind: JointType::Revolute,
+            origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
+            axis: l.axis,
+            body: Inertial {
+                mass_kg: l.mass_kg,
+                com_m: l.com_m,
+                inertia_kgm2: l.inertia_kgm2,
+            },
+        })
         .collect();
-    Chain::new(&specs).expect("valid long chain")
+    Tree::new(&TreeSpec {
+        base: BaseKind::Fixed,
+        base_body: Inertial::ZERO,
+        joints: &joints,
+    })
+    .expect("valid tree")
 }
 
 type State<const N: usize> = ([f64; N], [f64; N], [JointTarget; N]);
@@ -260,6 +298,12 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
             black_box(black_box(&kin[k]).mass_matrix())
         })
     });
+    group.bench_function(BenchmarkId::new("gravity", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            black_box(black_box(&kin[k]).gravity_torques(&g))
+        })
+    });
     // Inverse dynamics at the states' velocities, the velocities taken as accelerations too.
     group.bench_function(BenchmarkId::new("inverse_dynamics", name), |b| {
         b.iter(|| {
@@ -271,9 +315,145 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
     group.finish();
 }
 
+/// The same links as a chain-shaped `Tree` (what the controllers are moving onto): the arrival
+/// tick `ChainArrival::tick_tree` with the inverse-dynamics coupling (the `arrival` controller's)
+/// and with the parent feed-forward, and its pieces: kinematics (returned, and into a kept
+/// `TreeKinematics`), the composite inertias, the generalized gravity, inverse dynamics, the
+/// mass matrix; and the arrival solves alone (one `GainLimit`, `solve_arrival_gains`, clamp or
+/// fallback per joint, as the tick does, on the composite inertias of the tick's states).
+fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec]) {
+    let tree = tree_of::<N>(links);
+    let base = Isometry3::identity();
+    let g = Vector3::new(0.0, 0.0, -9.81);
+    let mut group = c.benchmark_group("articulated");
+    let states = states::<N>(true);
+    for (label, coupling) in [
+        ("tree_tick_inverse_dynamics", Coupling::InverseDynamics),
+        ("tree_tick", Coupling::ParentFeedforward),
+    ] {
+        let arrival = ChainArrival::new(ArrivalConfig {
+            coupling,
+            ..ArrivalConfig::default()
+        })
+        .expect("valid config");
+        let mut i = 0;
+        group.bench_function(BenchmarkId::new(label, name), |b| {
+            b.iter(|| {
+                i = (i + 1) % states.len();
+                let (q, qd, targets) = &states[i];
+                black_box(arrival.tick_tree(
+                    black_box(&tree),
+                    &base,
+                    black_box(q),
+                    black_box(qd),
+                    black_box(targets),
+                    &g,
+                ))
+            })
+        });
+    }
+    let mut i = 0;
+    group.bench_function(BenchmarkId::new("tree_kinematics", name), |b| {
+        b.iter(|| {
+            i = (i + 1) % states.len();
+            black_box(black_box(&tree).kinematics(&base, black_box(&states[i].0)))
+        })
+    });
+    let mut kept = TreeKinematics::default();
+    group.bench_function(BenchmarkId::new("tree_kinematics_into", name), |b| {
+        b.iter(|| {
+            i = (i + 1) % states.len();
+            black_box(black_box(&tree).kinematics_into(&mut kept, &base, black_box(&states[i].0)))
+        })
+    });
+    let kin: Vec<_> = states
+        .iter()
+        .map(|(q, _, _)| tree.kinematics(&base, q).expect("kinematics"))
+        .collect();
+    let mut k = 0;
+    group.bench_function(BenchmarkId::new("tree_composite", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            black_box(black_box(&kin[k]).composite())
+        })
+    });
+    group.bench_function(BenchmarkId::new("tree_gravity", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            black_box(black_box(&kin[k]).gravity(&g))
+        })
+    });
+    group.bench_function(BenchmarkId::new("tree_inverse_dynamics", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            let qd = &states[k].1;
+            black_box(black_box(&kin[k]).inverse_dynamics(black_box(qd), black_box(qd), &g))
+        })
+    });
+    let mut m = SMatrix::<f64, N, N>::zeros();
+    group.bench_function(BenchmarkId::new("tree_mass_matrix_into", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % kin.len();
+            black_box(black_box(&kin[k]).mass_matrix_into(&mut m)).expect("crba");
+            black_box(&m);
+        })
+    });
+    // The arrival solves alone, as `ChainArrival` makes them (the default config).
+    let config = ArrivalConfig::default();
+    let problems: Vec<Vec<ArrivalProblem>> = states
+        .iter()
+        .zip(&kin)
+        .map(|((q, qd, targets), kin)| {
+            let inertia = kin.composite().expect("composite").axis_inertia();
+            (0..links.len())
+                .map(|j| {
+                    let (theta, target) = (q[j], targets[j]);
+                    let direction = if target.pose_rad >= theta { 1.0 } else { -1.0 };
+                    ArrivalProblem {
+                        inertia_kgm2: inertia[j],
+                        position_rad: theta,
+                        velocity_rad_s: qd[j],
+                        setpoint_rad: target.pose_rad + direction * config.pose_tolerance_rad,
+                        arrival_rad: target.pose_rad,
+                        time_to_go_s: target.time_to_go_s,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    group.bench_function(BenchmarkId::new("arrival_solves", name), |b| {
+        b.iter(|| {
+            k = (k + 1) % problems.len();
+            for problem in &problems[k] {
+                let problem = black_box(problem);
+                let limit = GainLimit::new(
+                    problem.inertia_kgm2,
+                    config.period_s,
+                    config.integrator,
+                    config.stability_margin,
+                )
+                .expect("limit");
+                let gains = match solve_arrival_gains(problem) {
+                    Ok(gains) => Some(gains.clamp_to(&limit).gains),
+                    Err(GainError::Indeterminate) => None,
+                    Err(_) => closest_arrival_gains(problem, &limit),
+                };
+                black_box(gains);
+            }
+        })
+    });
+    group.finish();
+}
+
 fn bench(c: &mut Criterion) {
-    bench_chain(c, "3dof", &arm());
-    bench_chain(c, "28dof", &long_chain());
+    bench_chain(c, "3dof", &Chain::<3>::new(&arm()).expect("valid arm"));
+    bench_tree::<3>(c, "3dof", &arm());
+    bench_chain(
+        c,
+        "28dof",
+        &Chain::<28>::new(&long_chain()).expect("valid long chain"),
+    );
+    bench_tree::<28>(c, "28dof", &long_chain());
 }
 
 criterion_group!(benches, bench);

@@ -1478,7 +1478,8 @@ impl ChainArrival {
         targets: &[JointTarget; N],
         gravity: &Vector3<f64>,
     ) -> Result<ChainCommand<N>, ModelError> {
-        let mut tick = TreeTick::new(tree, base_pose, q, gravity)?;
+        let mut tick = TreeTick::new(tree);
+        tick.fill(base_pose, q, gravity)?;
         let n = tree.joint_count();
         let mut command = ChainCommand::<N>::empty(n);
         let mut desired = [0.0; N];
@@ -1616,36 +1617,46 @@ pub(crate) fn model_error(e: TreeEvalError) -> ModelError {
 pub(crate) struct TreeTick<'a, const N: usize> {
     tree: &'a Tree<N>,
     pub(crate) kin: TreeKinematics<N>,
-    inertia: SVector<f64, N>,
-    holding: SVector<f64, N>,
+    inertia: [f64; N],
+    holding: [f64; N],
     body_acceleration: [Vector3<f64>; N],
 }
 
 impl<'a, const N: usize> TreeTick<'a, N> {
+    /// Room for a tick of `tree`, to be filled by [`TreeTick::fill`] where it stands (a
+    /// `TreeTick` holds a whole [`TreeKinematics`]: it is built in place, never moved).
+    #[inline(always)]
+    pub(crate) fn new(tree: &'a Tree<N>) -> Self {
+        Self {
+            tree,
+            kin: TreeKinematics::default(),
+            inertia: [0.0; N],
+            holding: [0.0; N],
+            body_acceleration: [Vector3::zeros(); N],
+        }
+    }
+
     /// Check `gravity` and the base, then the kinematics, composite inertias and gravity torques
-    /// of `tree` at `q`.
-    pub(crate) fn new(
-        tree: &'a Tree<N>,
+    /// of the tree at `q` (the kinematics into the kept [`TreeKinematics`], the composite
+    /// inertias about the axes and the gravity torques in one pass).
+    pub(crate) fn fill(
+        &mut self,
         base_pose: &Isometry3<f64>,
         q: &[f64; N],
         gravity: &Vector3<f64>,
-    ) -> Result<Self, ModelError> {
-        if tree.base() != BaseKind::Fixed {
+    ) -> Result<(), ModelError> {
+        if self.tree.base() != BaseKind::Fixed {
             return Err(ModelError::FloatingBase);
         }
         if !all_finite(gravity.as_slice()) {
             return Err(ModelError::NonFinite(Input::Gravity));
         }
-        let kin = tree.kinematics(base_pose, q).map_err(model_error)?;
-        let inertia = kin.composite().map_err(model_error)?.axis_inertia();
-        let holding = kin.gravity(gravity).map_err(model_error)?;
-        Ok(Self {
-            tree,
-            kin,
-            inertia,
-            holding,
-            body_acceleration: [Vector3::zeros(); N],
-        })
+        self.tree
+            .kinematics_into(&mut self.kin, base_pose, q)
+            .map_err(model_error)?;
+        self.kin
+            .axis_inertia_and_gravity(gravity, &mut self.inertia, &mut self.holding)
+            .map_err(model_error)
     }
 
     /// Joint `joint`'s position and velocity (the velocity checked finite; the position was by

@@ -277,7 +277,8 @@ impl BeatServo {
         targets: &[BeatTarget; N],
         gravity: &Vector3<f64>,
     ) -> Result<ChainCommand<N>, ModelError> {
-        let mut tick = TreeTick::new(tree, base_pose, q, gravity)?;
+        let mut tick = TreeTick::new(tree);
+        tick.fill(base_pose, q, gravity)?;
         let n = tree.joint_count();
         let mut command = ChainCommand::<N>::empty(n);
         for (joint, (out, target)) in command
