@@ -153,7 +153,8 @@ fn on_the_beat_in_lockstep_reaches_the_outcome() {
             "arrival.svg",
             "inertia.svg",
             "latency.svg",
-            "scene.json"
+            "scene.json",
+            "replay.html"
         ]
     );
 }

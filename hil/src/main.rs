@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod anim;
 mod jitter;
 mod paper;
+mod replay;
 mod run;
 mod study;
 

@@ -77,7 +77,10 @@ fn check_xyz(xyz: &[f64; 3], element: impl FnOnce() -> String) -> Result<(), Ref
     match xyz.iter().find(|x| beyond(**x, MAX_URDF_LENGTH_M)) {
         Some(x) => Err((
             element(),
-            format!("{} m is beyond the bound of ±{MAX_URDF_LENGTH_M} m", num(*x)),
+            format!(
+                "{} m is beyond the bound of ±{MAX_URDF_LENGTH_M} m",
+                num(*x)
+            ),
         )),
         None => Ok(()),
     }
@@ -90,7 +93,10 @@ fn check_size(v: f64, element: impl FnOnce() -> String) -> Result<(), Refusal> {
     } else {
         Err((
             element(),
-            format!("{} m: a size must be ≥ 0 and at most {MAX_URDF_LENGTH_M} m", num(v)),
+            format!(
+                "{} m: a size must be ≥ 0 and at most {MAX_URDF_LENGTH_M} m",
+                num(v)
+            ),
         ))
     }
 }

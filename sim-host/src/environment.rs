@@ -274,4 +274,3 @@ pub(crate) fn collect_contact_forces(
         }
     }
 }
-

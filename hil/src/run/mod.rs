@@ -198,8 +198,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    if (args.urdf.is_some() || args.up_axis.is_some()) && !matches!(kind, ScenarioKind::Joint(_))
-    {
+    if (args.urdf.is_some() || args.up_axis.is_some()) && !matches!(kind, ScenarioKind::Joint(_)) {
         eprintln!(
             "hil: {}: --urdf and --up-axis replace the robot of a joint-space scenario (pose_tour, on_the_beat, kenwright_reach) only",
             name()
@@ -257,15 +256,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Some(text) => Scenario::parse(text, &name()).map(|s| (s, name())),
         None => Scenario::load(None),
     };
-    let (scenario, file) = match loaded
-        .and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file)))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("hil: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (scenario, file) =
+        match loaded.and_then(|(s, file)| check_mode(&s, &file, args.mode).map(|()| (s, file))) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("hil: {e}");
+                return ExitCode::from(2);
+            }
+        };
     let kinds = match select(
         &args.only,
         &scenario.controller_kinds(),

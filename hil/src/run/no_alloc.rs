@@ -411,15 +411,9 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
     ChainLaw::of(scenario.kind)
         .iter()
         .map(|&law| {
-            let controller = ChainController::new(
-                law,
-                &scenario,
-                model.clone(),
-                &effort,
-                state_period,
-                hand,
-            )
-            .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
+            let controller =
+                ChainController::new(law, &scenario, model.clone(), &effort, state_period, hand)
+                    .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
             let (mut last_keyframe, mut model_errors) = (0, 0_u64);
             let run = probed_run(
                 &format!("chain {}", law.name()),

@@ -448,7 +448,11 @@ impl ChainController {
                 projector,
                 // The tree tick takes the hand's body itself; the point is in that body's frame.
                 hand_link: 0,
-                hand_point_m: [task.hand.point_m[0], task.hand.point_m[1], task.hand.point_m[2]],
+                hand_point_m: [
+                    task.hand.point_m[0],
+                    task.hand.point_m[1],
+                    task.hand.point_m[2],
+                ],
                 stiffness_n_per_m: r.stiffness_n_per_m,
                 damping_ns_per_m: r.damping_ns_per_m,
                 posture_stiffness_nm_per_rad: if posture {
@@ -626,7 +630,14 @@ impl ChainController {
                 }
                 let hold = *hold;
                 let cmd = hold
-                    .tick_tree(&m.tree, &m.base, &state.q, &state.qd, &targets, &self.gravity)
+                    .tick_tree(
+                        &m.tree,
+                        &m.base,
+                        &state.q,
+                        &state.qd,
+                        &targets,
+                        &self.gravity,
+                    )
                     .map_err(|_| Refused)?;
                 self.limited(*state, &cmd)
             }
@@ -683,7 +694,14 @@ impl ChainController {
                 }
                 let m = &self.model;
                 servo
-                    .tick_tree(&m.tree, &m.base, &state.q, &state.qd, &targets, &self.gravity)
+                    .tick_tree(
+                        &m.tree,
+                        &m.base,
+                        &state.q,
+                        &state.qd,
+                        &targets,
+                        &self.gravity,
+                    )
                     .map_err(|_| Refused)
             }
             Law::Arrival(servo) => {
@@ -696,7 +714,14 @@ impl ChainController {
                 }
                 let m = &self.model;
                 servo
-                    .tick_tree(&m.tree, &m.base, &state.q, &state.qd, &targets, &self.gravity)
+                    .tick_tree(
+                        &m.tree,
+                        &m.base,
+                        &state.q,
+                        &state.qd,
+                        &targets,
+                        &self.gravity,
+                    )
                     .map_err(|_| Refused)
             }
             _ => Err(Refused),

@@ -8,10 +8,11 @@
 //! ([`control_core::tree::Tree`]) are all built from that model; for each controller
 //! ([`controller`]) a plant process runs the scene through the same session and drivers as the
 //! ball-blocking arm ([`super::run_session`]); the [`recorder`] reads the arrival error of every
-//! joint at every keyframe; then `report.json`, `trajectory.csv`, the plots ([`plot`]) and
-//! `scene.json` are written. After the runs, the controller model's composite inertia is
-//! compared with Rapier's mass-matrix diagonal along the `arrival` run's recorded motion, on the
-//! replica ([`sim_host::robot::RobotPlant::mass_matrix`]).
+//! joint at every keyframe; then `report.json`, `trajectory.csv`, the plots ([`plot`]),
+//! `scene.json` and the 3D replay `replay.html` ([`crate::replay`]) are written. After the runs,
+//! the controller model's composite inertia is compared with Rapier's mass-matrix diagonal along
+//! the `arrival` run's recorded motion, on the replica
+//! ([`sim_host::robot::RobotPlant::mass_matrix`]).
 
 pub mod controller;
 pub mod plot;
@@ -36,7 +37,7 @@ use recorder::{ChainCsv, ChainOutcome, ChainRecorder, ChainRun, ReachJudge};
 use scenario::ChainTask;
 
 /// The files an `on_the_beat` run writes, in the order the console lists them.
-pub const BEAT_FILES: [&str; 7] = [
+pub const BEAT_FILES: [&str; 8] = [
     "report.json",
     "trajectory.csv",
     "angles.svg",
@@ -44,10 +45,11 @@ pub const BEAT_FILES: [&str; 7] = [
     "inertia.svg",
     "latency.svg",
     "scene.json",
+    "replay.html",
 ];
 
 /// The files a `kenwright_reach` run writes, in the order the console lists them.
-pub const REACH_FILES: [&str; 7] = [
+pub const REACH_FILES: [&str; 8] = [
     "report.json",
     "trajectory.csv",
     "angles.svg",
@@ -55,6 +57,7 @@ pub const REACH_FILES: [&str; 7] = [
     "inertia.svg",
     "latency.svg",
     "scene.json",
+    "replay.html",
 ];
 
 /// In lockstep the controller ticks once per plant step.
@@ -334,15 +337,9 @@ pub fn run_scenario(
     let mut printed_warnings = false;
     super::plan_runs(laws.len());
     for law in laws {
-        let controller = ChainController::new(
-            law,
-            scenario,
-            model.clone(),
-            &effort,
-            state_period,
-            hand,
-        )
-        .map_err(|e| format!("controller {}: {e}", law.name()))?;
+        let controller =
+            ChainController::new(law, scenario, model.clone(), &effort, state_period, hand)
+                .map_err(|e| format!("controller {}: {e}", law.name()))?;
         let mut recorder = ChainRecorder::new(
             law.name(),
             plant_joints.len(),
@@ -430,6 +427,15 @@ pub fn run_scenario(
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     plot::write_all(staging, scenario, &report, &runs)?;
+    crate::replay::chain::write(
+        &staging.join("replay.html"),
+        scenario,
+        &robot,
+        &model,
+        hand,
+        &report,
+        &runs,
+    )?;
     Ok(Finished {
         summary: summary_table(&report),
         incomplete_reason: report.incomplete_reason.clone(),

@@ -1,14 +1,15 @@
 //! Records one chain controller's run: the arrival error of every joint at every keyframe (read
 //! from the state nearest the keyframe's instant), what each joint's law did, torque limiting,
-//! timing histograms, a decimated trajectory for the plots, and `trajectory.csv` streamed row by
-//! row. Memory stays bounded whatever the run's length. Off the real-time path (the lockstep
-//! driver's thread or the real-time recorder thread).
+//! timing histograms, a decimated trajectory for the plots, decimated ticks (joint positions,
+//! torques, contact forces) for the 3D replay, and `trajectory.csv` streamed row by row. Memory
+//! stays bounded whatever the run's length. Off the real-time path (the lockstep driver's thread
+//! or the real-time recorder thread).
 
 use std::path::Path;
 use std::time::Duration;
 
 use control_core::articulated::nalgebra::{Matrix3, Vector3};
-use control_core::frames::StateFrame;
+use control_core::frames::{ContactForce, MAX_CONTACTS, StateFrame};
 use serde::Serialize;
 
 use super::super::recorder::{CsvFile, Decimated, LatencyHistogram, LoopTimes};
@@ -128,6 +129,20 @@ pub struct ChainRun {
     /// Reach: the walls' force on the hand while pressing, once settled (the part the chain
     /// feels: see [`ReachJudge`]).
     pub wall_force_n: Option<ForceStats>,
+    /// Decimated ticks for the 3D replay (`replay.html`, [`crate::replay`]).
+    pub replay: Vec<(f64, ReplaySample)>,
+}
+
+/// One tick as the 3D replay draws it: the state's joint positions, the torques sent for it,
+/// and the environment's contact forces on the bodies in the state frame it came in.
+#[derive(Debug, Clone, Default)]
+pub struct ReplaySample {
+    /// Joint positions, rad (m for a prismatic joint), model order.
+    pub q: Vec<f64>,
+    /// Torques sent, N·m (N), model order.
+    pub tau: Vec<f64>,
+    /// The plant's contact forces (world frame, N), by body, as the frame carried them.
+    pub contacts: heapless::Vec<ContactForce, MAX_CONTACTS>,
 }
 
 /// Statistics of a force magnitude over the samples that had one.
@@ -324,6 +339,9 @@ pub struct ChainRecorder {
     max_hand_error_m: Option<f64>,
     max_posture_error_rad: Option<f64>,
     wall: Option<(u64, f64, f64, f64, [f64; 3])>,
+    /// The last state frame's step and contact forces, for the tick that answers it.
+    contacts: (u64, heapless::Vec<ContactForce, MAX_CONTACTS>),
+    replay: Decimated<ReplaySample>,
 }
 
 impl ChainRecorder {
@@ -356,6 +374,8 @@ impl ChainRecorder {
             max_hand_error_m: None,
             max_posture_error_rad: None,
             wall: None,
+            contacts: (u64::MAX, heapless::Vec::new()),
+            replay: Decimated::default(),
         }
     }
 
@@ -405,6 +425,7 @@ impl LoopRecorder<ChainController> for ChainRecorder {
     fn state(&mut self, frame: &StateFrame) -> Option<ChainState> {
         self.times.frame(frame);
         let state = ChainState::of(frame)?;
+        self.contacts = (frame.step, frame.contacts.clone());
         if let Some(judge) = &self.reach {
             let force: Option<[f64; 3]> = frame
                 .contacts
@@ -466,6 +487,19 @@ impl LoopRecorder<ChainController> for ChainRecorder {
                     max_opt(self.max_posture_error_rad, r.posture_error_rad);
             }
         }
+        let n = self.joints.min(CAP);
+        self.replay.push(
+            r.state.sim_time_s,
+            ReplaySample {
+                q: r.state.q.iter().take(n).copied().collect(),
+                tau: command.torques_nm.iter().take(n).copied().collect(),
+                contacts: if self.contacts.0 == r.state.step {
+                    self.contacts.1.clone()
+                } else {
+                    heapless::Vec::new()
+                },
+            },
+        );
         self.times.compute(compute);
         if let Some(csv) = &mut self.csv {
             csv.row(self.name, command);
@@ -521,6 +555,7 @@ impl LoopRecorder<ChainController> for ChainRecorder {
                     mean_vector_n: [v[0] / n, v[1] / n, v[2] / n],
                 }
             }),
+            replay: self.replay.points,
         };
         (run, self.csv)
     }

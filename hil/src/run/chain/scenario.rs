@@ -19,8 +19,7 @@ use sim_host::{Push, Wall};
 use super::controller::CAP;
 
 use super::super::scenario::{
-    MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ, ScenarioError,
-    too_many,
+    MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ, ScenarioError, too_many,
 };
 
 /// Most keyframes a chain scenario may have (and most hand targets).

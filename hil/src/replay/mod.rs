@@ -1,0 +1,113 @@
+//! `replay.html`: a run's 3D replay, one self-contained page that opens in any browser (no
+//! network, no other file). It shows every controller's run of the scenario (a selector), the
+//! robot's bodies as their collision shapes, the world frame, the walls and ground of the scene,
+//! the targets, the contact forces and pushes as arrows, the joint torques (bars and a plot),
+//! with a time slider and play/pause.
+//!
+//! The page is `assets/replay/page.html` with, inlined: three.js r147 (`three.min.js`, and its
+//! `OrbitControls.js`, from the npm package `three@0.147.0`, MIT: `assets/three/`), the page's
+//! own script (`assets/replay/replay.js`) and the run's data as JSON (see [`chain`] for what it
+//! holds and how it is decimated). Only the chain (joint-space) scenarios write one for now.
+
+pub mod chain;
+mod hull;
+mod mesh;
+
+use serde_json::Value;
+
+/// The page's template: `{{TITLE}}`, `{{THREE}}`, `{{ORBIT}}`, `{{DATA}}`, `{{APP}}` are filled.
+const PAGE: &str = include_str!("../../assets/replay/page.html");
+/// three.js r147, minified, as npm's `three@0.147.0` ships it (`build/three.min.js`).
+const THREE: &str = include_str!("../../assets/three/three.min.js");
+/// three.js r147's orbit controls (`examples/js/controls/OrbitControls.js`: sets
+/// `THREE.OrbitControls`).
+const ORBIT: &str = include_str!("../../assets/three/OrbitControls.js");
+/// The page's script.
+const APP: &str = include_str!("../../assets/replay/replay.js");
+
+/// The page for `data` (shown by `replay.js`), titled `title`.
+pub fn page(title: &str, data: &Value) -> String {
+    // Inside <script>, `</` could end the element: JSON allows `<\/` for it.
+    let json = data.to_string().replace("</", "<\\/");
+    let title = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let mut out =
+        String::with_capacity(PAGE.len() + THREE.len() + ORBIT.len() + APP.len() + json.len());
+    let mut rest = PAGE;
+    while let Some(open) = rest.find("{{") {
+        let Some(close) = rest[open..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        match &rest[open + 2..open + close] {
+            "TITLE" => out.push_str(&title),
+            "THREE" => out.push_str(THREE),
+            "ORBIT" => out.push_str(ORBIT),
+            "DATA" => out.push_str(&json),
+            "APP" => out.push_str(APP),
+            other => {
+                out.push_str("{{");
+                out.push_str(other);
+                out.push_str("}}");
+            }
+        }
+        rest = &rest[open + close + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `x` rounded to a multiple of `step` (what the page needs: it shrinks the JSON).
+pub(crate) fn round(x: f64, step: f64) -> f64 {
+    let r = (x / step).round() * step;
+    // Drop the binary tail (0.30000000000000004) the multiplication leaves.
+    let digits = (-step.log10()).ceil().max(0.0) as i32;
+    let k = 10f64.powi(digits);
+    (r * k).round() / k
+}
+
+/// `x` to `digits` significant digits.
+pub(crate) fn significant(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let e = x.abs().log10().floor() as i32;
+    let k = 10f64.powi(digits - 1 - e);
+    (x * k).round() / k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_inlines_everything_and_escapes_the_data() {
+        let data = serde_json::json!({ "name": "</script><b>" });
+        let p = page("a <b> & c", &data);
+        assert!(p.starts_with("<!DOCTYPE html>"));
+        assert!(p.contains("<title>a &lt;b&gt; &amp; c"));
+        assert!(!p.contains("{{"), "a placeholder is left");
+        assert!(p.contains(r#""name":"<\/script><b>""#));
+        assert_eq!(
+            p.matches("</script>").count(),
+            4,
+            "three, controls, data, app"
+        );
+        // Nothing loads another file: no src, href, import or fetch outside three.js.
+        for part in [PAGE, APP] {
+            for needle in ["src=", "href=", "import ", "fetch(", "XMLHttpRequest"] {
+                assert!(!part.contains(needle), "{needle}");
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_gives_short_numbers() {
+        assert_eq!(round(0.123_456, 1e-4).to_string(), "0.1235");
+        assert_eq!(round(0.1 + 0.2, 1e-4).to_string(), "0.3");
+        assert_eq!(significant(123.456, 3), 123.0);
+        assert_eq!(significant(-0.001_234_5, 3), -0.001_23);
+    }
+}
