@@ -25,6 +25,8 @@
 //! - [`dynamo`]: Dynamo's world-space servos for a floating-base humanoid with ball joints
 //!   (parent, world or person-space targets, arrival gains about the error axis, the composite
 //!   inertia a joint moves) and its breakable root spring.
+//! - [`qp`]: a dense convex QP solver with second-order (friction) cones for a controller's tick
+//!   (interior point on the equalities' null space, bounded work, warm start, certificates).
 //! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
 //! - [`compact`]: compact frames sized to what they carry, for a microcontroller's link, and
 //!   [`mailbox`]: the shared-memory mailbox layout between a host and firmware.
@@ -52,6 +54,7 @@ pub mod gains_f32;
 pub mod lambert_w;
 pub mod mailbox;
 pub mod model;
+pub mod qp;
 pub mod reach;
 pub mod servo;
 #[cfg(feature = "micromath")]

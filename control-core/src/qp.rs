@@ -1,0 +1,1251 @@
+//! A dense convex QP solver with second-order cones, for a controller's tick: the balance
+//! controller's QP over joint accelerations, contact forces and torques (Abe, da Silva and
+//! Popović, "Multiobjective control with frictional contacts") at 200 Hz – 1 kHz.
+//!
+//! It solves
+//!
+//! ```text
+//! minimise ½ xᵀ P x + qᵀ x   subject to   A x + s = b,   s ∈ K = {0}^z × R₊^l × SOC(3)^c
+//! ```
+//!
+//! with `P` symmetric positive semidefinite: the first `z` rows of `A` are equalities (equations
+//! of motion, no-slip), the next `l` inequalities (`aᵢᵀ x ≤ bᵢ`: torque limits, minimum normal
+//! forces), then `c` friction cones, three rows each, `s = (t, u₁, u₂)` with `‖u‖ ≤ t`. The dual
+//! is `maximise −½ xᵀ P x − bᵀ y` subject to `P x + q + Aᵀ y = 0`, `y ∈ K* = R^z × R₊^l ×
+//! SOC(3)^c`.
+//!
+//! ```
+//! use control_core::qp::{Cones, Problem, Settings, Solver, Status, WarmStart};
+//! // minimise ½‖x‖² − x₀ − x₁ subject to x₀ + x₁ = 1 and x₀ ≤ 0.25.
+//! let problem = Problem {
+//!     p: &[1.0, 0.0, 0.0, 1.0],
+//!     q: &[-1.0, -1.0],
+//!     a: &[1.0, 1.0, 1.0, 0.0],
+//!     b: &[1.0, 0.25],
+//!     cones: Cones { zero: 1, nonneg: 1, soc3: 0 },
+//! };
+//! let mut solver = Solver::<4, 8>::new(Settings::DEFAULT);
+//! let info = solver.solve(&problem, WarmStart::Cold)?;
+//! assert_eq!(info.status, Status::Solved);
+//! assert!((solver.x()[0] - 0.25).abs() < 1e-7 && (solver.x()[1] - 0.75).abs() < 1e-7);
+//! # Ok::<(), control_core::qp::QpError>(())
+//! ```
+//!
+//! # Method: a primal-dual interior point on the equalities' null space
+//!
+//! An interior point method, not ADMM: a tick needs the answer to the stated accuracy in a
+//! bounded time, and an interior point method reaches 1e-8 in 10–25 iterations almost
+//! independently of the conditioning (the equations of motion mix kg·m², N and N·m), where ADMM
+//! needs hundreds to thousands of cheap iterations for that accuracy and more when the data is
+//! badly scaled. Its weakness, a factorisation per iteration, is removed by the structure of the
+//! balance QP: most rows are equalities, and they are eliminated once per solve.
+//!
+//! 1. The data is equilibrated (modified Ruiz: rows of `A`, one factor per cone, columns of
+//!    `[P; A]`, and the cost), a bounded number of passes.
+//! 2. The equality rows are factored by a Householder QR with column pivoting of `A_Eᵀ`:
+//!    rank-deficient equalities (more rows than independent constraints) are fine. Inconsistent
+//!    ones give [`Status::PrimalInfeasible`] at once, with a certificate. `x = x_p + N w`, `N` an
+//!    orthonormal basis of the null space of `A_E`, turns the problem into one in `w`
+//!    (`n − rank` unknowns, 20 for the balance QP's 100 variables and 80 equalities) with only
+//!    the inequality and cone rows.
+//! 3. On that reduced problem, the homogeneous self-dual embedding of Clarabel (Goulart and
+//!    Chen, 2024) for quadratic objectives, Nesterov–Todd scaling, Mehrotra's predictor-
+//!    corrector: each iteration forms the normal matrix `H + δI + Gᵀ W⁻² G` (dense,
+//!    `n − rank`-sized; `W⁻¹` from its closed form, so that the cone block needs no
+//!    regularisation however close to the boundary the iterate is), factors it by Cholesky
+//!    (pivots below `1e-14 ·` its largest diagonal entry are replaced: dynamic regularisation),
+//!    and solves three right-hand sides with iterative refinement on the unregularised system.
+//!    The slack step is taken from the primal equation, so that the primal residual falls with
+//!    the step whatever the accuracy of the solve. The embedding gives the infeasibility
+//!    certificates; a direction that neither the objective nor any row bounds (`H d = 0`,
+//!    `G d = 0`, which makes the Newton system singular) is looked for when the first normal
+//!    matrix is nearly singular, and is a certificate if `gᵀd < 0`.
+//! 4. An iteration that does not converge returns its best iterate (smallest ratio of residual
+//!    to tolerance), not its last.
+//!
+//! Work per solve is bounded: the setup is `O(n³ + m n²)` once (the check that `P` is
+//! semidefinite, `n³/6`, is skipped when `P` is bit-identical to the last one accepted), then at
+//! most [`Settings::max_iter`] iterations of `O(r³ + m r²)` (`r = n − rank`) with one
+//! factorisation each, plus one for a cold initial point and at most three for the search for
+//! free directions, and at most [`Settings::refine_steps`] refinement steps per right-hand side.
+//!
+//! A warm start ([`WarmStart::Previous`] or [`WarmStart::From`]) begins at
+//! `λ (x, s, y)_prev + (1 − λ)(0, e, e)` in the scaled variables (Skajaa, Andersen and Ye,
+//! "Warmstarting the homogeneous and self-dual interior point method for linear and conic
+//! quadratic problems", 2013), `λ = ` [`Settings::warm_start_weight`], and skips the cold
+//! start's factorisation: on the balance QP one tick later, 5 iterations instead of 10.
+//!
+//! | `benches/qp.rs` (this machine, shared; instructions from callgrind) | iterations | time | instructions |
+//! |---|---|---|---|
+//! | random, 100 variables, 80 equalities, 40 inequalities, 8 cones, cold | 11 | 1.2 ms | 11.7 M |
+//! | the same one tick later, warm | 6 | 1.0 ms | 8.8 M |
+//! | balance QP, 94 variables, 62 equalities, 72 inequalities, 8 cones, cold | 10 | 1.6 ms | 16.3 M |
+//! | the same one tick later, warm | 5 | 1.2 ms | 11.1 M |
+//!
+//! The setup (equilibration, QR, null-space products) is about 6 M instructions of the balance
+//! QP's solve and each iteration about 1 M: a solve fits a 200–500 Hz tick on this machine, not
+//! yet 1 kHz.
+//!
+//! # Tolerances
+//!
+//! [`Status::Solved`] means, for the returned `(x, s, y)` in the caller's units (∞-norms):
+//!
+//! - primal: `‖A x + s − b‖ ≤ ε_abs + ε_rel · max(‖A x‖, ‖s‖, ‖b‖)`,
+//! - dual: `‖P x + q + Aᵀ y‖ ≤ ε_abs + ε_rel · max(‖P x‖, ‖q‖, ‖Aᵀ y‖)`,
+//! - gap: `|pobj − dobj| ≤ ε_abs + ε_rel · min(|pobj|, |dobj|)` with `pobj = ½xᵀPx + qᵀx`,
+//!   `dobj = −½xᵀPx − bᵀy`,
+//!
+//! with `s ∈ K` and `y ∈ K*` exactly (`s = 0` on the equality rows); defaults
+//! `ε_abs = ε_rel = 1e-8`. [`Status::PrimalInfeasible`] returns `y` with `‖y‖∞ = 1`,
+//! `y ∈ K*`, `bᵀy ≤ −ε_inf_abs` and `‖Aᵀy‖∞ ≤ ε_inf_rel · |bᵀy|` (no `x` can then satisfy the
+//! constraints). [`Status::DualInfeasible`] returns `x` with `‖x‖∞ = 1`, `qᵀx ≤ −ε_inf_abs`,
+//! `‖P x‖∞`, `‖A_E x‖∞` and the distance of `−A_K x` to `K` each `≤ ε_inf_rel · |qᵀx|` (a
+//! direction along which the objective decreases without bound); `s = Π_K(−A x)` then.
+//!
+//! # What it must never do
+//!
+//! Allocate, block or panic. Every buffer is inside [`Solver`], sized by its const parameters
+//! (`N` variables, `M` constraint rows at most): a controller keeps one solver and reuses it
+//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (5N² + 2NM + 25N + 40M)` bytes
+//! (0.9 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
+//! NaN or infinity in the data, wrong lengths, more variables or rows than the capacity, an
+//! asymmetric or indefinite `P` and out-of-range settings are each refused with a [`QpError`]
+//! before any work. Whatever the numbers, the
+//! returned solution is finite: a non-finite intermediate or a factorisation that breaks down
+//! stops the iteration with [`Status::Stalled`] and the best finite iterate; a last guard zeroes
+//! a non-finite solution and reports [`Status::Stalled`].
+//!
+//! Left out: second-order cones of other dimensions than 3, sparse data, and reusing a
+//! factorisation across solves (the equalities change every tick).
+// `!(x > 0.0)` is this module's NaN-catching test (true for NaN), on purpose.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
+
+use core::fmt;
+
+mod cone;
+mod ipm;
+mod linalg;
+mod reduce;
+#[cfg(test)]
+mod testgen;
+#[cfg(test)]
+mod tests;
+
+use linalg::{at, dot, head, head_mut, norm_inf, put, rows_head};
+
+/// The cone `K`, as numbers of rows in the order of `A`'s rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cones {
+    /// Equality rows (`s = 0`), first.
+    pub zero: usize,
+    /// Non-negative rows (`s ≥ 0`, i.e. `aᵢᵀ x ≤ bᵢ`), next.
+    pub nonneg: usize,
+    /// Second-order cones of dimension 3, last: three rows each, `(t, u₁, u₂)` with `‖u‖ ≤ t`.
+    pub soc3: usize,
+}
+
+impl Cones {
+    /// The number of rows of `A`, `zero + nonneg + 3 soc3`, or `None` if it overflows.
+    pub const fn rows(&self) -> Option<usize> {
+        let Some(c) = self.soc3.checked_mul(3) else {
+            return None;
+        };
+        let Some(e) = self.zero.checked_add(self.nonneg) else {
+            return None;
+        };
+        e.checked_add(c)
+    }
+
+    /// The cone's degree (`nonneg + soc3`), the number of complementarity pairs.
+    pub const fn degree(&self) -> usize {
+        self.nonneg.saturating_add(self.soc3)
+    }
+}
+
+/// A problem instance, borrowed from the caller. Matrices are dense and row-major; the number of
+/// variables `n` is `q.len()` and the number of rows `m` is `b.len()`.
+#[derive(Debug, Clone, Copy)]
+pub struct Problem<'a> {
+    /// `P`, `n × n`, symmetric positive semidefinite (within rounding: see [`QpError`]).
+    pub p: &'a [f64],
+    /// `q`, length `n`.
+    pub q: &'a [f64],
+    /// `A`, `m × n`.
+    pub a: &'a [f64],
+    /// `b`, length `m`.
+    pub b: &'a [f64],
+    /// The cone of the slacks; its rows must add up to `m`.
+    pub cones: Cones,
+}
+
+/// Solver settings. Every field is checked at each solve ([`QpError::BadSettings`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Most interior-point iterations per solve (each one factorisation), 0 – 10 000.
+    pub max_iter: u32,
+    /// Absolute tolerance `ε_abs` of the primal and dual residuals and of the gap, > 0.
+    pub eps_abs: f64,
+    /// Relative tolerance `ε_rel` of the primal and dual residuals and of the gap, > 0.
+    pub eps_rel: f64,
+    /// Smallest `|bᵀy|` (resp. `|qᵀx|`) of a normalised infeasibility certificate, > 0.
+    pub eps_inf_abs: f64,
+    /// Largest `‖Aᵀy‖∞ / |bᵀy|` (resp. the dual analogue) of an infeasibility certificate, > 0.
+    pub eps_inf_rel: f64,
+    /// Equilibration passes, 0 – 100.
+    pub equilibrate_iters: u32,
+    /// Static regularisation `δ` added to the diagonal of the normal matrix (scaled units),
+    /// in `[0, 1e-2]`; iterative refinement removes its effect.
+    pub static_reg: f64,
+    /// Most iterative-refinement steps per Newton solve, 0 – 100.
+    pub refine_steps: u32,
+    /// Weight `λ` of the previous solution in a warm start, `λ (x, s, y)_prev + (1 − λ)(0, e, e)`
+    /// in the scaled variables (Skajaa, Andersen and Ye, 2013), in `[0, 1)`. The default, 0.99,
+    /// was the best of 0 – 0.999 on the balance QP perturbed by 1e-4 – 1e-2 per tick
+    /// (`tests::warm_start_weight_sweep`: 5 – 6 iterations instead of 10; 0.7 – 0.9 take 6).
+    pub warm_start_weight: f64,
+    /// Fraction of the step to the cone boundary taken, in `(0, 1)`.
+    pub step_fraction: f64,
+    /// `P` is accepted when `P + psd_tol · max|Pᵢⱼ| · I` has a Cholesky factorisation (after
+    /// equilibration), in `[0, 1)`.
+    pub psd_tol: f64,
+    /// Relative threshold below which a pivot of the equalities' QR counts as zero (the row is
+    /// dependent), in `(0, 1)`.
+    pub rank_tol: f64,
+}
+
+impl Settings {
+    /// The defaults: 50 iterations, `ε = 1e-8` everywhere, 10 equilibration passes.
+    pub const DEFAULT: Self = Self {
+        max_iter: 50,
+        eps_abs: 1e-8,
+        eps_rel: 1e-8,
+        eps_inf_abs: 1e-8,
+        eps_inf_rel: 1e-8,
+        equilibrate_iters: 5,
+        static_reg: 1e-8,
+        refine_steps: 6,
+        warm_start_weight: 0.99,
+        step_fraction: 0.99,
+        psd_tol: 1e-9,
+        rank_tol: 1e-10,
+    };
+
+    fn check(&self) -> Result<(), QpError> {
+        let positive = |v: f64| v > 0.0 && v.is_finite();
+        let bad = |what: &'static str| Err(QpError::BadSettings(what));
+        if self.max_iter > 10_000 {
+            return bad("max_iter");
+        }
+        if !positive(self.eps_abs) || !positive(self.eps_rel) {
+            return bad("eps_abs/eps_rel");
+        }
+        if !positive(self.eps_inf_abs) || !positive(self.eps_inf_rel) {
+            return bad("eps_inf_abs/eps_inf_rel");
+        }
+        if self.equilibrate_iters > 100 {
+            return bad("equilibrate_iters");
+        }
+        if !(self.static_reg >= 0.0 && self.static_reg <= 1e-2) {
+            return bad("static_reg");
+        }
+        if self.refine_steps > 100 {
+            return bad("refine_steps");
+        }
+        if !(self.warm_start_weight >= 0.0 && self.warm_start_weight < 1.0) {
+            return bad("warm_start_weight");
+        }
+        if !(self.step_fraction > 0.0 && self.step_fraction < 1.0) {
+            return bad("step_fraction");
+        }
+        if !(self.psd_tol >= 0.0 && self.psd_tol < 1.0) {
+            return bad("psd_tol");
+        }
+        if !(self.rank_tol > 0.0 && self.rank_tol < 1.0) {
+            return bad("rank_tol");
+        }
+        Ok(())
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Where the iteration starts.
+#[derive(Debug, Clone, Copy)]
+pub enum WarmStart<'a> {
+    /// From the solver's own initial point.
+    Cold,
+    /// From the solver's last solution, if the last solve ended [`Status::Solved`],
+    /// [`Status::MaxIterations`] or [`Status::Stalled`] on a problem with the same sizes and
+    /// cones; otherwise cold ([`SolveInfo::warm_started`] says which).
+    Previous,
+    /// From a given `(x, s, y)` (lengths `n`, `m`, `m`; finite). `s` and `y` need not be in the
+    /// cone: they are moved into its interior.
+    From {
+        /// Primal variables.
+        x: &'a [f64],
+        /// Slacks.
+        s: &'a [f64],
+        /// Duals.
+        y: &'a [f64],
+    },
+}
+
+/// How a solve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Status {
+    /// Converged: residuals and gap within the tolerances (module doc, "Tolerances").
+    Solved,
+    /// Stopped at [`Settings::max_iter`]; the returned iterate and its residuals are the last
+    /// reached.
+    MaxIterations,
+    /// The constraints cannot be met: [`Solver::y`] is a certificate (module doc).
+    PrimalInfeasible,
+    /// The objective is unbounded below on the constraints: [`Solver::x`] is a certificate.
+    DualInfeasible,
+    /// No further progress: a step too short, a non-finite intermediate or a factorisation that
+    /// broke down. The returned iterate is the last finite one, with its residuals.
+    Stalled,
+}
+
+/// What a solve did and reached. Residuals are absolute, in the caller's units (∞-norms); for
+/// infeasible problems they and the objectives are 0 and `certificate_residual` is set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SolveInfo {
+    /// How it ended.
+    pub status: Status,
+    /// Interior-point iterations taken.
+    pub iterations: u32,
+    /// Cholesky factorisations of the Newton system: one per iteration, plus one for a cold
+    /// start and three when free directions were looked for.
+    pub factorizations: u32,
+    /// Whether the iteration started from a previous or given solution.
+    pub warm_started: bool,
+    /// `‖A x + s − b‖∞`.
+    pub primal_residual: f64,
+    /// `‖P x + q + Aᵀ y‖∞`.
+    pub dual_residual: f64,
+    /// `|pobj − dobj|`.
+    pub gap: f64,
+    /// The bound `primal_residual` is compared with for [`Status::Solved`].
+    pub primal_tolerance: f64,
+    /// The bound `dual_residual` is compared with.
+    pub dual_tolerance: f64,
+    /// The bound `gap` is compared with.
+    pub gap_tolerance: f64,
+    /// `½ xᵀPx + qᵀx`.
+    pub primal_objective: f64,
+    /// `−½ xᵀPx − bᵀy`.
+    pub dual_objective: f64,
+    /// For a certificate: `‖Aᵀy‖∞ / |bᵀy|` (primal) or the largest of the dual ratios.
+    pub certificate_residual: f64,
+    /// The numerical rank of the equality rows (fewer than `zero` when some are dependent).
+    pub equality_rank: usize,
+}
+
+/// An operand of a [`Problem`] or a [`WarmStart::From`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    /// `P`.
+    P,
+    /// `q`.
+    Q,
+    /// `A`.
+    A,
+    /// `b`.
+    B,
+    /// The warm start's `x`.
+    WarmX,
+    /// The warm start's `s`.
+    WarmS,
+    /// The warm start's `y`.
+    WarmY,
+}
+
+/// Why a problem was refused. Nothing was solved and the previous solution is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QpError {
+    /// `q` is empty: a problem needs at least one variable.
+    NoVariables,
+    /// More variables than the solver's capacity `N`.
+    TooManyVariables {
+        /// Variables asked for.
+        n: usize,
+        /// The capacity.
+        capacity: usize,
+    },
+    /// More constraint rows than the solver's capacity `M`.
+    TooManyRows {
+        /// Rows asked for.
+        m: usize,
+        /// The capacity.
+        capacity: usize,
+    },
+    /// The cones' rows do not add up to `b.len()` (or overflow).
+    ConeRows {
+        /// `zero + nonneg + 3 soc3`, saturated.
+        cones: usize,
+        /// `b.len()`.
+        rows: usize,
+    },
+    /// An operand has the wrong length.
+    Size {
+        /// Which.
+        operand: Operand,
+        /// The length it must have.
+        expected: usize,
+        /// The length it has.
+        found: usize,
+    },
+    /// An operand has a NaN or infinite entry.
+    NonFinite(Operand),
+    /// `P` is not symmetric: some `|Pᵢⱼ − Pⱼᵢ| > 1e-9 · max(1, max|P|)`.
+    NotSymmetric,
+    /// `P` is not positive semidefinite (see [`Settings::psd_tol`]).
+    NotPsd,
+    /// A setting is out of its range (named).
+    BadSettings(&'static str),
+}
+
+impl fmt::Display for QpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoVariables => write!(f, "the problem has no variables"),
+            Self::TooManyVariables { n, capacity } => {
+                write!(
+                    f,
+                    "{n} variables exceed the solver's capacity of {capacity}"
+                )
+            }
+            Self::TooManyRows { m, capacity } => {
+                write!(
+                    f,
+                    "{m} constraint rows exceed the solver's capacity of {capacity}"
+                )
+            }
+            Self::ConeRows { cones, rows } => {
+                write!(f, "the cones have {cones} rows but b has {rows}")
+            }
+            Self::Size {
+                operand,
+                expected,
+                found,
+            } => {
+                write!(f, "{operand:?} has length {found}, expected {expected}")
+            }
+            Self::NonFinite(operand) => write!(f, "{operand:?} has a NaN or infinite entry"),
+            Self::NotSymmetric => write!(f, "P is not symmetric"),
+            Self::NotPsd => write!(f, "P is not positive semidefinite"),
+            Self::BadSettings(what) => write!(f, "setting {what} is out of range"),
+        }
+    }
+}
+
+impl core::error::Error for QpError {}
+
+/// Sizes of the current problem.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Dims {
+    /// Variables.
+    n: usize,
+    /// Rows.
+    m: usize,
+    /// Equality rows.
+    z: usize,
+    /// Non-negative rows.
+    l: usize,
+    /// Second-order cones.
+    c: usize,
+    /// Inequality and cone rows, `l + 3c`.
+    mk: usize,
+    /// Numerical rank of the equality rows.
+    k: usize,
+    /// Reduced variables, `n − k`.
+    r: usize,
+}
+
+impl Dims {
+    fn degree(&self) -> usize {
+        self.l + self.c
+    }
+}
+
+/// The equilibrated copy of the data: `P̃ = c D P D`, `q̃ = c D q`, `Ã = E A D`, `b̃ = E b`.
+struct Scaled<const N: usize, const M: usize> {
+    p: [[f64; N]; N],
+    /// `Ã`; after the reduction its equality rows hold the QR factors instead.
+    a: [[f64; N]; M],
+    q: [f64; N],
+    b: [f64; M],
+    /// Column scaling `D`.
+    d: [f64; N],
+    /// Row scaling `E` (one value per cone).
+    e: [f64; M],
+    /// Cost scaling `c`.
+    c: f64,
+}
+
+/// The QR factors of `Ã_Eᵀ` (Householder vectors and `R` in `Scaled::a`'s equality rows) and
+/// the null-space parametrisation `x̃ = x̃_p + N w`.
+struct Qr<const N: usize, const M: usize> {
+    tau: [f64; M],
+    rdiag: [f64; M],
+    /// Position `i` after pivoting holds original equality row `perm[i]`.
+    perm: [usize; M],
+    norms: [f64; M],
+    norms0: [f64; M],
+    /// Rows: an orthonormal basis of the null space of `Ã_E` (`r` of them).
+    basis: [[f64; N]; N],
+    /// `x̃_p`, a particular solution of `Ã_E x̃ = b̃_E` (least squares if inconsistent).
+    xp: [f64; N],
+    /// `u` with `x̃_p = Q₁ u` (`R₁₁ᵀ u = b̃_basic`).
+    coef: [f64; N],
+    /// `N = I` (no equality of positive rank): the basis is not formed.
+    identity: bool,
+    /// `½ x̃_pᵀ P̃ x̃_p + q̃ᵀ x̃_p`.
+    offset: f64,
+}
+
+/// The reduced problem: minimise `½ wᵀ H w + gᵀ w` subject to `G w + s = h`, `s ∈ R₊^l × SOC^c`.
+struct Reduced<const N: usize, const M: usize> {
+    hess: [[f64; N]; N],
+    gmat: [[f64; N]; M],
+    g: [f64; N],
+    h: [f64; M],
+    /// `H = 0` (an LP in `w`): the initial point is found differently.
+    linear: bool,
+}
+
+/// The Newton system's factors and scratch.
+struct Kkt<const N: usize, const M: usize> {
+    /// Cholesky factor of `H + δI + GᵀW⁻²G`; also scratch during setup.
+    chol: [[f64; N]; N],
+    wbar: [f64; M],
+    eta: [f64; M],
+    lambda: [f64; M],
+    lreg: [[f64; 3]; M],
+    rows3: [[f64; N]; 3],
+    tm: [f64; M],
+    ex: [f64; N],
+    ez: [f64; M],
+    cx: [f64; N],
+    cz: [f64; M],
+    delta: f64,
+}
+
+/// The interior-point iterate and directions, in reduced scaled variables.
+struct Iterate<const N: usize, const M: usize> {
+    w: [f64; N],
+    s: [f64; M],
+    z: [f64; M],
+    tau: f64,
+    kappa: f64,
+    /// `H w`.
+    hw: [f64; N],
+    /// `Gᵀ z`.
+    gtz: [f64; N],
+    /// `G w`.
+    gw: [f64; M],
+    rx: [f64; N],
+    rz: [f64; M],
+    rtau: f64,
+    x1: [f64; N],
+    z1: [f64; M],
+    x2: [f64; N],
+    z2: [f64; M],
+    bx: [f64; N],
+    bz: [f64; M],
+    dw: [f64; N],
+    ds: [f64; M],
+    dz: [f64; M],
+    dtau: f64,
+    dkappa: f64,
+    /// `W⁻¹ Δs` and `W Δz` of the affine step (Mehrotra's correction), then scratch.
+    ds_scaled: [f64; M],
+    dz_scaled: [f64; M],
+    /// The complementarity right-hand side `d_s`, then scratch.
+    dsr: [f64; M],
+    /// `W (λ \ d_s)`.
+    u: [f64; M],
+    /// The iterate closest to convergence so far, and its merit.
+    best_w: [f64; N],
+    best_s: [f64; M],
+    best_z: [f64; M],
+    best_tau: f64,
+    best_kappa: f64,
+    best_merit: f64,
+    /// A candidate dual-infeasibility certificate.
+    cert: [f64; N],
+}
+
+/// The returned solution, the recovery scratch and what a warm start needs of the last solve.
+struct Output<const N: usize, const M: usize> {
+    x: [f64; N],
+    s: [f64; M],
+    y: [f64; M],
+    /// Scratch: `x̃`, `A x` / `ỹ`, `Aᵀy`, `P x`.
+    xt: [f64; N],
+    yt: [f64; M],
+    ax: [f64; M],
+    aty: [f64; N],
+    px: [f64; N],
+    /// `(n, m, cones)` of the solution held, if it can seed a warm start.
+    previous: Option<(usize, usize, Cones)>,
+}
+
+/// The last `P` found positive semidefinite, to skip the check when it is unchanged.
+struct PsdCache<const N: usize> {
+    p: [[f64; N]; N],
+    n: usize,
+    valid: bool,
+}
+
+/// The solver, with every buffer for up to `N` variables and `M` constraint rows. Create it
+/// once (`const`, so it can live in a `static`), then call [`Solver::solve`] every tick.
+pub struct Solver<const N: usize, const M: usize> {
+    settings: Settings,
+    dims: Dims,
+    data: Scaled<N, M>,
+    qr: Qr<N, M>,
+    red: Reduced<N, M>,
+    kkt: Kkt<N, M>,
+    it: Iterate<N, M>,
+    out: Output<N, M>,
+    psd: PsdCache<N>,
+    /// The check of the iterate last recovered, when the iteration stopped at [`Status::Solved`].
+    check: Option<Check>,
+}
+
+impl<const N: usize, const M: usize> Default for Solver<N, M> {
+    fn default() -> Self {
+        Self::new(Settings::DEFAULT)
+    }
+}
+
+/// Full-problem residuals of a candidate solution.
+#[derive(Debug, Clone, Copy, Default)]
+struct Check {
+    pres: f64,
+    dres: f64,
+    gap: f64,
+    ptol: f64,
+    dtol: f64,
+    gtol: f64,
+    pobj: f64,
+    dobj: f64,
+}
+
+impl Check {
+    fn ok(&self) -> bool {
+        self.pres <= self.ptol && self.dres <= self.dtol && self.gap <= self.gtol
+    }
+}
+
+impl<const N: usize, const M: usize> Solver<N, M> {
+    /// A solver with the given settings (checked at each solve).
+    pub const fn new(settings: Settings) -> Self {
+        Self {
+            settings,
+            dims: Dims {
+                n: 0,
+                m: 0,
+                z: 0,
+                l: 0,
+                c: 0,
+                mk: 0,
+                k: 0,
+                r: 0,
+            },
+            data: Scaled {
+                p: [[0.0; N]; N],
+                a: [[0.0; N]; M],
+                q: [0.0; N],
+                b: [0.0; M],
+                d: [1.0; N],
+                e: [1.0; M],
+                c: 1.0,
+            },
+            qr: Qr {
+                tau: [0.0; M],
+                rdiag: [0.0; M],
+                perm: [0; M],
+                norms: [0.0; M],
+                norms0: [0.0; M],
+                basis: [[0.0; N]; N],
+                xp: [0.0; N],
+                coef: [0.0; N],
+                identity: true,
+                offset: 0.0,
+            },
+            red: Reduced {
+                hess: [[0.0; N]; N],
+                gmat: [[0.0; N]; M],
+                g: [0.0; N],
+                h: [0.0; M],
+                linear: false,
+            },
+            kkt: Kkt {
+                chol: [[0.0; N]; N],
+                wbar: [0.0; M],
+                eta: [0.0; M],
+                lambda: [0.0; M],
+                lreg: [[0.0; 3]; M],
+                rows3: [[0.0; N]; 3],
+                tm: [0.0; M],
+                ex: [0.0; N],
+                ez: [0.0; M],
+                cx: [0.0; N],
+                cz: [0.0; M],
+                delta: 0.0,
+            },
+            it: Iterate {
+                w: [0.0; N],
+                s: [0.0; M],
+                z: [0.0; M],
+                tau: 1.0,
+                kappa: 1.0,
+                hw: [0.0; N],
+                gtz: [0.0; N],
+                gw: [0.0; M],
+                rx: [0.0; N],
+                rz: [0.0; M],
+                rtau: 0.0,
+                x1: [0.0; N],
+                z1: [0.0; M],
+                x2: [0.0; N],
+                z2: [0.0; M],
+                bx: [0.0; N],
+                bz: [0.0; M],
+                dw: [0.0; N],
+                ds: [0.0; M],
+                dz: [0.0; M],
+                dtau: 0.0,
+                dkappa: 0.0,
+                ds_scaled: [0.0; M],
+                dz_scaled: [0.0; M],
+                dsr: [0.0; M],
+                u: [0.0; M],
+                best_w: [0.0; N],
+                best_s: [0.0; M],
+                best_z: [0.0; M],
+                best_tau: 1.0,
+                best_kappa: 1.0,
+                best_merit: f64::INFINITY,
+                cert: [0.0; N],
+            },
+            out: Output {
+                x: [0.0; N],
+                s: [0.0; M],
+                y: [0.0; M],
+                xt: [0.0; N],
+                yt: [0.0; M],
+                ax: [0.0; M],
+                aty: [0.0; N],
+                px: [0.0; N],
+                previous: None,
+            },
+            psd: PsdCache {
+                p: [[0.0; N]; N],
+                n: 0,
+                valid: false,
+            },
+            check: None,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Replaces the settings (checked at the next solve).
+    pub fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
+    }
+
+    /// The primal solution `x` of the last solve (length `n`), or a dual-infeasibility
+    /// certificate. Empty before the first solve.
+    pub fn x(&self) -> &[f64] {
+        head(&self.out.x, self.dims.n)
+    }
+
+    /// The slacks `s` (length `m`, in `K`).
+    pub fn s(&self) -> &[f64] {
+        head(&self.out.s, self.dims.m)
+    }
+
+    /// The duals `y` (length `m`, in `K*`), or a primal-infeasibility certificate.
+    pub fn y(&self) -> &[f64] {
+        head(&self.out.y, self.dims.m)
+    }
+
+    /// Solves `problem`, starting as `warm` says. `Err` refuses the input (nothing was done and
+    /// the previous solution is kept); `Ok` carries how the solve ended.
+    pub fn solve(
+        &mut self,
+        problem: &Problem<'_>,
+        warm: WarmStart<'_>,
+    ) -> Result<SolveInfo, QpError> {
+        self.settings.check()?;
+        let dims = self.validate(problem, &warm)?;
+        let warm_ok = match warm {
+            WarmStart::Cold => false,
+            WarmStart::Previous => self.out.previous == Some((dims.n, dims.m, problem.cones)),
+            WarmStart::From { .. } => true,
+        };
+        let (old_dims, old_previous) = (self.dims, self.out.previous);
+        self.dims = dims;
+        self.equilibrate(problem);
+        if !self.psd_ok(problem) {
+            // Refused: nothing of the last solution was touched but its sizes.
+            self.dims = old_dims;
+            self.out.previous = old_previous;
+            return Err(QpError::NotPsd);
+        }
+        // From here on the previous solution is consumed: copy a given warm start into place.
+        if let WarmStart::From { x, s, y } = warm {
+            linalg::copy(x, &mut self.out.x);
+            linalg::copy(s, &mut self.out.s);
+            linalg::copy(y, &mut self.out.y);
+        }
+        self.out.previous = None;
+        let mut info = SolveInfo {
+            status: Status::Stalled,
+            iterations: 0,
+            factorizations: 0,
+            warm_started: warm_ok,
+            primal_residual: 0.0,
+            dual_residual: 0.0,
+            gap: 0.0,
+            primal_tolerance: 0.0,
+            dual_tolerance: 0.0,
+            gap_tolerance: 0.0,
+            primal_objective: 0.0,
+            dual_objective: 0.0,
+            certificate_residual: 0.0,
+            equality_rank: 0,
+        };
+        self.factor_equalities();
+        info.equality_rank = self.dims.k;
+        if let Some(ratio) = self.inconsistent_equalities(problem) {
+            info.status = Status::PrimalInfeasible;
+            info.certificate_residual = ratio;
+            info.warm_started = false;
+            return Ok(self.finish(info));
+        }
+        self.form_reduced();
+        self.check = None;
+        let status = self.interior_point(problem, warm_ok, &mut info);
+        info.status = status;
+        match status {
+            Status::PrimalInfeasible | Status::DualInfeasible => {}
+            _ => {
+                let check = match (status, self.check) {
+                    (Status::Solved, Some(check)) => check,
+                    _ => self.recover(problem),
+                };
+                info.primal_residual = check.pres;
+                info.dual_residual = check.dres;
+                info.gap = check.gap;
+                info.primal_tolerance = check.ptol;
+                info.dual_tolerance = check.dtol;
+                info.gap_tolerance = check.gtol;
+                info.primal_objective = check.pobj;
+                info.dual_objective = check.dobj;
+                if status != Status::Solved && check.ok() && status != Status::Stalled {
+                    info.status = Status::Solved;
+                }
+            }
+        }
+        Ok(self.finish(info))
+    }
+
+    /// The last guard: a returned solution is finite, whatever happened.
+    fn finish(&mut self, mut info: SolveInfo) -> SolveInfo {
+        let Dims { n, m, .. } = self.dims;
+        let finite = linalg::all_finite(head(&self.out.x, n))
+            && linalg::all_finite(head(&self.out.s, m))
+            && linalg::all_finite(head(&self.out.y, m));
+        let numbers = [
+            &mut info.primal_residual,
+            &mut info.dual_residual,
+            &mut info.gap,
+            &mut info.primal_tolerance,
+            &mut info.dual_tolerance,
+            &mut info.gap_tolerance,
+            &mut info.primal_objective,
+            &mut info.dual_objective,
+            &mut info.certificate_residual,
+        ];
+        let mut info_finite = true;
+        for v in numbers {
+            if !v.is_finite() {
+                *v = f64::MAX;
+                info_finite = false;
+            }
+        }
+        if !finite {
+            head_mut(&mut self.out.x, n).fill(0.0);
+            head_mut(&mut self.out.s, m).fill(0.0);
+            head_mut(&mut self.out.y, m).fill(0.0);
+        }
+        if !finite || (!info_finite && info.status == Status::Solved) {
+            info.status = Status::Stalled;
+        }
+        self.out.previous = match info.status {
+            Status::Solved | Status::MaxIterations | Status::Stalled if finite => Some((
+                n,
+                m,
+                Cones {
+                    zero: self.dims.z,
+                    nonneg: self.dims.l,
+                    soc3: self.dims.c,
+                },
+            )),
+            _ => None,
+        };
+        info
+    }
+
+    /// Checks sizes, finiteness and symmetry; returns the dimensions.
+    fn validate(&self, problem: &Problem<'_>, warm: &WarmStart<'_>) -> Result<Dims, QpError> {
+        let n = problem.q.len();
+        let m = problem.b.len();
+        if n == 0 {
+            return Err(QpError::NoVariables);
+        }
+        if n > N {
+            return Err(QpError::TooManyVariables { n, capacity: N });
+        }
+        if m > M {
+            return Err(QpError::TooManyRows { m, capacity: M });
+        }
+        let cones = problem.cones;
+        match cones.rows() {
+            Some(rows) if rows == m => {}
+            rows => {
+                return Err(QpError::ConeRows {
+                    cones: rows.unwrap_or(usize::MAX),
+                    rows: m,
+                });
+            }
+        }
+        let size = |operand, expected: usize, found: usize| {
+            if expected == found {
+                Ok(())
+            } else {
+                Err(QpError::Size {
+                    operand,
+                    expected,
+                    found,
+                })
+            }
+        };
+        size(Operand::P, n * n, problem.p.len())?;
+        size(Operand::A, m * n, problem.a.len())?;
+        let finite = |operand, v: &[f64]| {
+            if linalg::all_finite(v) {
+                Ok(())
+            } else {
+                Err(QpError::NonFinite(operand))
+            }
+        };
+        finite(Operand::P, problem.p)?;
+        finite(Operand::Q, problem.q)?;
+        finite(Operand::A, problem.a)?;
+        finite(Operand::B, problem.b)?;
+        if let WarmStart::From { x, s, y } = warm {
+            size(Operand::WarmX, n, x.len())?;
+            size(Operand::WarmS, m, s.len())?;
+            size(Operand::WarmY, m, y.len())?;
+            finite(Operand::WarmX, x)?;
+            finite(Operand::WarmS, s)?;
+            finite(Operand::WarmY, y)?;
+        }
+        let pmax = norm_inf(problem.p);
+        let tol = 1e-9 * pmax.max(1.0);
+        for (i, r) in problem.p.chunks_exact(n).enumerate() {
+            for (j, v) in r.iter().enumerate().skip(i + 1) {
+                let w = problem.p.get(j * n + i).copied().unwrap_or(*v);
+                if (v - w).abs() > tol {
+                    return Err(QpError::NotSymmetric);
+                }
+            }
+        }
+        let mk = cones.nonneg + 3 * cones.soc3;
+        Ok(Dims {
+            n,
+            m,
+            z: cones.zero,
+            l: cones.nonneg,
+            c: cones.soc3,
+            mk,
+            k: 0,
+            r: n,
+        })
+    }
+
+    /// Copies the data into the scaled buffers and equilibrates it (modified Ruiz).
+    fn equilibrate(&mut self, problem: &Problem<'_>) {
+        let Dims { n, m, z, l, .. } = self.dims;
+        let data = &mut self.data;
+        // Copy, symmetrising P.
+        for (i, r) in rows_head_mut_n(&mut data.p, n).iter_mut().enumerate() {
+            for (j, v) in head_mut(r, n).iter_mut().enumerate() {
+                let a = problem.p.get(i * n + j).copied().unwrap_or(0.0);
+                let b = problem.p.get(j * n + i).copied().unwrap_or(0.0);
+                *v = 0.5 * (a + b);
+            }
+        }
+        for (r, src) in rows_head_mut_n(&mut data.a, m)
+            .iter_mut()
+            .zip(problem.a.chunks_exact(n))
+        {
+            linalg::copy(src, r);
+        }
+        linalg::copy(problem.q, &mut data.q);
+        linalg::copy(problem.b, &mut data.b);
+        head_mut(&mut data.d, n).fill(1.0);
+        head_mut(&mut data.e, m).fill(1.0);
+        data.c = 1.0;
+        let clamp = |norm: f64| {
+            if !(norm >= 1e-4) {
+                1.0
+            } else if norm > 1e4 {
+                1e-2
+            } else {
+                1.0 / libm::sqrt(norm)
+            }
+        };
+        let mut col = [0.0f64; N];
+        let mut rowf = [0.0f64; M];
+        for _ in 0..self.settings.equilibrate_iters {
+            let col = head_mut(&mut col, n);
+            col.fill(0.0);
+            for r in rows_head(&data.p, n) {
+                for (c, v) in col.iter_mut().zip(head(r, n)) {
+                    *c = linalg::fmax(*c, v.abs());
+                }
+            }
+            let rowf = head_mut(&mut rowf, m);
+            for (r, f) in rows_head(&data.a, m).iter().zip(rowf.iter_mut()) {
+                let r = head(r, n);
+                for (c, v) in col.iter_mut().zip(r) {
+                    *c = linalg::fmax(*c, v.abs());
+                }
+                *f = norm_inf(r);
+            }
+            // One factor per second-order cone.
+            let (_, soc_rows) = rowf.split_at_mut((z + l).min(m));
+            for b in soc_rows.chunks_exact_mut(3) {
+                let v = norm_inf(b);
+                b.fill(v);
+            }
+            for c in col.iter_mut() {
+                *c = clamp(*c);
+            }
+            for f in rowf.iter_mut() {
+                *f = clamp(*f);
+            }
+            for (r, ci) in rows_head_mut_n(&mut data.p, n).iter_mut().zip(col.iter()) {
+                for (v, cj) in head_mut(r, n).iter_mut().zip(col.iter()) {
+                    *v *= ci * cj;
+                }
+            }
+            for (r, f) in rows_head_mut_n(&mut data.a, m).iter_mut().zip(rowf.iter()) {
+                for (v, cj) in head_mut(r, n).iter_mut().zip(col.iter()) {
+                    *v *= f * cj;
+                }
+            }
+            for (d, c) in data.d.iter_mut().zip(col.iter()) {
+                *d *= c;
+            }
+            for (e, f) in data.e.iter_mut().zip(rowf.iter()) {
+                *e *= f;
+            }
+        }
+        for (q, d) in head_mut(&mut data.q, n).iter_mut().zip(&data.d) {
+            *q *= d;
+        }
+        for (b, e) in head_mut(&mut data.b, m).iter_mut().zip(&data.e) {
+            *b *= e;
+        }
+        // Cost scaling: the mean column norm of P̃ or ‖q̃‖, whichever is larger, to about 1.
+        if self.settings.equilibrate_iters > 0 {
+            let mut mean = 0.0;
+            for r in rows_head(&data.p, n) {
+                mean += norm_inf(head(r, n));
+            }
+            mean /= n as f64;
+            let scale = mean.max(norm_inf(head(&data.q, n)));
+            let c = if !(scale >= 1e-4) {
+                1.0
+            } else {
+                1.0 / scale.min(1e4)
+            };
+            data.c = c;
+            for r in rows_head_mut_n(&mut data.p, n) {
+                linalg::scal(c, head_mut(r, n));
+            }
+            linalg::scal(c, head_mut(&mut data.q, n));
+        }
+    }
+
+    /// Whether `P` is positive semidefinite (a Cholesky factorisation of `P̃ + tol·max|P̃|·I`),
+    /// skipped when `P` is the one last found so.
+    fn psd_ok(&mut self, problem: &Problem<'_>) -> bool {
+        let n = self.dims.n;
+        let same = self.psd.valid
+            && self.psd.n == n
+            && rows_head(&self.psd.p, n)
+                .iter()
+                .zip(problem.p.chunks_exact(n))
+                .all(|(a, b)| head(a, n) == b);
+        if same {
+            return true;
+        }
+        let chol = &mut self.kkt.chol;
+        let mut pmax = 0.0f64;
+        for (dst, src) in rows_head_mut_n(chol, n)
+            .iter_mut()
+            .zip(rows_head(&self.data.p, n))
+        {
+            linalg::copy(head(src, n), dst);
+            pmax = pmax.max(norm_inf(head(src, n)));
+        }
+        let ok = if pmax > 0.0 {
+            let shift = self.settings.psd_tol * pmax;
+            for (i, r) in rows_head_mut_n(chol, n).iter_mut().enumerate() {
+                let d = at(r, i);
+                put(r, i, d + shift);
+            }
+            linalg::cholesky(chol, n, 0.0, 1.0).0 == 0
+        } else {
+            true
+        };
+        if ok {
+            for (dst, src) in rows_head_mut_n(&mut self.psd.p, n)
+                .iter_mut()
+                .zip(problem.p.chunks_exact(n))
+            {
+                linalg::copy(src, dst);
+            }
+            self.psd.n = n;
+            self.psd.valid = true;
+        } else {
+            self.psd.valid = false;
+        }
+        ok
+    }
+
+    /// The full-problem (unscaled) residuals of the scaled candidate `x̃ = out.xt`, `s̃_K`
+    /// (`out.s` holds it scaled on entry) and `ỹ = out.yt`: unscales into `out.{x, s, y}` and
+    /// measures against the caller's data.
+    fn unscale_and_check(&mut self, problem: &Problem<'_>) -> Check {
+        let Dims { n, m, z, .. } = self.dims;
+        let data = &self.data;
+        let out = &mut self.out;
+        let cinv = if data.c > 0.0 { 1.0 / data.c } else { 1.0 };
+        for ((x, xt), d) in head_mut(&mut out.x, n).iter_mut().zip(&out.xt).zip(&data.d) {
+            *x = d * xt;
+        }
+        for (i, ((s, y), (yt, e))) in head_mut(&mut out.s, m)
+            .iter_mut()
+            .zip(out.y.iter_mut())
+            .zip(out.yt.iter().zip(&data.e))
+            .enumerate()
+        {
+            *s = if i < z { 0.0 } else { *s / e };
+            *y = e * yt * cinv;
+        }
+        residuals(
+            problem,
+            n,
+            m,
+            &out.x,
+            &out.s,
+            &out.y,
+            &mut out.ax,
+            &mut out.aty,
+            &mut out.px,
+            &self.settings,
+        )
+    }
+}
+
+/// `rows[..n]` mutably (local helper with a name that does not clash with `linalg`'s).
+fn rows_head_mut_n<const N: usize>(rows: &mut [[f64; N]], n: usize) -> &mut [[f64; N]] {
+    linalg::rows_head_mut(rows, n)
+}
+
+/// Residuals of `(x, s, y)` against the caller's data.
+#[allow(clippy::too_many_arguments)]
+fn residuals(
+    problem: &Problem<'_>,
+    n: usize,
+    m: usize,
+    x: &[f64],
+    s: &[f64],
+    y: &[f64],
+    ax: &mut [f64],
+    aty: &mut [f64],
+    px: &mut [f64],
+    settings: &Settings,
+) -> Check {
+    let x = head(x, n);
+    let ax = head_mut(ax, m);
+    let aty = head_mut(aty, n);
+    let px = head_mut(px, n);
+    aty.fill(0.0);
+    for ((axi, r), yi) in ax.iter_mut().zip(problem.a.chunks_exact(n)).zip(y) {
+        *axi = dot(r, x);
+        linalg::axpy(*yi, r, aty);
+    }
+    for (pi, r) in px.iter_mut().zip(problem.p.chunks_exact(n)) {
+        *pi = dot(r, x);
+    }
+    let (eps_abs, eps_rel) = (settings.eps_abs, settings.eps_rel);
+    let mut pres = 0.0f64;
+    for ((a, si), b) in ax.iter().zip(s).zip(problem.b) {
+        pres = pres.max((a + si - b).abs());
+    }
+    let ptol = eps_abs
+        + eps_rel
+            * norm_inf(ax)
+                .max(norm_inf(head(s, m)))
+                .max(norm_inf(problem.b));
+    let mut dres = 0.0f64;
+    for ((p, q), a) in px.iter().zip(problem.q).zip(aty.iter()) {
+        dres = dres.max((p + q + a).abs());
+    }
+    let dtol = eps_abs + eps_rel * norm_inf(px).max(norm_inf(problem.q)).max(norm_inf(aty));
+    let xpx = dot(x, px);
+    let pobj = 0.5 * xpx + dot(problem.q, x);
+    let dobj = -0.5 * xpx - dot(problem.b, head(y, m));
+    let gap = (pobj - dobj).abs();
+    let gtol = eps_abs + eps_rel * pobj.abs().min(dobj.abs());
+    Check {
+        pres,
+        dres,
+        gap,
+        ptol,
+        dtol,
+        gtol,
+        pobj,
+        dobj,
+    }
+}

@@ -1,0 +1,308 @@
+//! Dense kernels on slices and on row-major matrices stored as arrays of rows, without indexing
+//! that could panic: every access is an iterator, a `get` or a clamped split. Lengths that
+//! disagree are cut to the shorter operand (the callers pass lengths they have checked).
+
+/// `v[..n]`, or all of `v` when it is shorter.
+#[inline]
+pub(super) fn head(v: &[f64], n: usize) -> &[f64] {
+    v.split_at(n.min(v.len())).0
+}
+
+/// `v[..n]` mutably, or all of `v` when it is shorter.
+#[inline]
+pub(super) fn head_mut(v: &mut [f64], n: usize) -> &mut [f64] {
+    let n = n.min(v.len());
+    v.split_at_mut(n).0
+}
+
+/// `v[from..]`, or the empty slice past the end.
+#[inline]
+pub(super) fn tail(v: &[f64], from: usize) -> &[f64] {
+    v.split_at(from.min(v.len())).1
+}
+
+/// `v[from..]` mutably, or the empty slice past the end.
+#[inline]
+pub(super) fn tail_mut(v: &mut [f64], from: usize) -> &mut [f64] {
+    let from = from.min(v.len());
+    v.split_at_mut(from).1
+}
+
+/// `v[from..to]`, clamped.
+#[inline]
+pub(super) fn range(v: &[f64], from: usize, to: usize) -> &[f64] {
+    tail(head(v, to), from)
+}
+
+/// `v[from..to]` mutably, clamped.
+#[inline]
+pub(super) fn range_mut(v: &mut [f64], from: usize, to: usize) -> &mut [f64] {
+    tail_mut(head_mut(v, to), from)
+}
+
+/// `v[i]`, or 0 past the end.
+#[inline]
+pub(super) fn at(v: &[f64], i: usize) -> f64 {
+    v.get(i).copied().unwrap_or(0.0)
+}
+
+/// `v[i] = x`, or nothing past the end.
+#[inline]
+pub(super) fn put(v: &mut [f64], i: usize, x: f64) {
+    if let Some(e) = v.get_mut(i) {
+        *e = x;
+    }
+}
+
+/// Row `i` of a matrix, or the empty slice past the end.
+#[inline]
+pub(super) fn row<const N: usize>(rows: &[[f64; N]], i: usize) -> &[f64] {
+    rows.get(i).map_or(&[], |r| r.as_slice())
+}
+
+/// Row `i` of a matrix mutably, or the empty slice past the end.
+#[inline]
+pub(super) fn row_mut<const N: usize>(rows: &mut [[f64; N]], i: usize) -> &mut [f64] {
+    rows.get_mut(i).map_or(&mut [], |r| r.as_mut_slice())
+}
+
+/// The first `n` rows, or all of them.
+#[inline]
+pub(super) fn rows_head<const N: usize>(rows: &[[f64; N]], n: usize) -> &[[f64; N]] {
+    rows.split_at(n.min(rows.len())).0
+}
+
+/// The first `n` rows mutably, or all of them.
+#[inline]
+pub(super) fn rows_head_mut<const N: usize>(rows: &mut [[f64; N]], n: usize) -> &mut [[f64; N]] {
+    let n = n.min(rows.len());
+    rows.split_at_mut(n).0
+}
+
+/// Rows `from..to`, clamped.
+#[inline]
+pub(super) fn rows_range<const N: usize>(rows: &[[f64; N]], from: usize, to: usize) -> &[[f64; N]] {
+    let head = rows_head(rows, to);
+    head.split_at(from.min(head.len())).1
+}
+
+/// Inner product over the common length, with four accumulators.
+#[inline]
+pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (head(a, n), head(b, n));
+    let mut acc = [0.0f64; 4];
+    let ca = a.chunks_exact(4);
+    let cb = b.chunks_exact(4);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for ((s, u), v) in acc.iter_mut().zip(x).zip(y) {
+            *s += u * v;
+        }
+    }
+    let mut tail_sum = 0.0;
+    for (u, v) in ra.iter().zip(rb) {
+        tail_sum += u * v;
+    }
+    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail_sum
+}
+
+/// `y += alpha x` over the common length.
+#[inline]
+pub(super) fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += alpha * xi;
+    }
+}
+
+/// `x *= alpha`.
+#[inline]
+pub(super) fn scal(alpha: f64, x: &mut [f64]) {
+    for xi in x.iter_mut() {
+        *xi *= alpha;
+    }
+}
+
+/// `y = x` over the common length.
+#[inline]
+pub(super) fn copy(x: &[f64], y: &mut [f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi = *xi;
+    }
+}
+
+/// `max(a, b)` as one comparison (`b` if either is NaN): cheaper than `f64::max` in hot loops
+/// over data checked finite.
+#[inline]
+pub(super) fn fmax(a: f64, b: f64) -> f64 {
+    if a > b { a } else { b }
+}
+
+/// Largest magnitude (0 for the empty slice; NaN if any entry is NaN).
+#[inline]
+pub(super) fn norm_inf(x: &[f64]) -> f64 {
+    x.iter().fold(0.0f64, |m, v| {
+        let a = v.abs();
+        if a > m || a.is_nan() { a } else { m }
+    })
+}
+
+/// Euclidean norm, scaled so that it does not overflow or underflow needlessly.
+pub(super) fn norm2(x: &[f64]) -> f64 {
+    let scale = norm_inf(x);
+    if !(scale > 0.0) || !scale.is_finite() {
+        return scale;
+    }
+    let inv = 1.0 / scale;
+    let sum: f64 = x.iter().map(|v| (v * inv) * (v * inv)).sum();
+    scale * libm::sqrt(sum)
+}
+
+/// Whether every entry is finite.
+#[inline]
+pub(super) fn all_finite(x: &[f64]) -> bool {
+    x.iter().all(|v| v.is_finite())
+}
+
+/// `out[i] = row_i · x` for the first `out.len()` rows.
+pub(super) fn matvec<const N: usize>(rows: &[[f64; N]], cols: usize, x: &[f64], out: &mut [f64]) {
+    let x = head(x, cols);
+    for (o, r) in out.iter_mut().zip(rows) {
+        *o = dot(head(r, cols), x);
+    }
+}
+
+/// `out = Σᵢ y_i row_i` (the transpose product) over the first `y.len()` rows, `cols` columns.
+pub(super) fn matvec_t<const N: usize>(rows: &[[f64; N]], cols: usize, y: &[f64], out: &mut [f64]) {
+    let out = head_mut(out, cols);
+    out.fill(0.0);
+    for (r, yi) in rows.iter().zip(y) {
+        if *yi != 0.0 {
+            axpy(*yi, head(r, cols), out);
+        }
+    }
+}
+
+/// In-place Cholesky factorisation `S = L Lᵀ` of the leading `n × n` block, reading and writing
+/// the lower triangle only (row `i`, columns `..=i`). A pivot that is not above `floor` (including
+/// NaN) is replaced by `replacement` and counted. Returns the count and the smallest pivot met
+/// (before replacement; NaN counts as −∞). The factor's diagonal holds `L_ii` itself.
+pub(super) fn cholesky<const N: usize>(
+    rows: &mut [[f64; N]],
+    n: usize,
+    floor: f64,
+    replacement: f64,
+) -> (usize, f64) {
+    let mut replaced = 0;
+    let mut min_pivot = f64::INFINITY;
+    let rows = rows_head_mut(rows, n);
+    for i in 0..rows.len() {
+        let (done, rest) = rows.split_at_mut(i);
+        let Some(row_i) = rest.first_mut() else {
+            break;
+        };
+        for (j, row_j) in done.iter().enumerate() {
+            let s = at(row_i, j) - dot(head(row_i, j), head(row_j, j));
+            let d = at(row_j, j);
+            put(row_i, j, if d > 0.0 { s / d } else { 0.0 });
+        }
+        let h = head(row_i, i);
+        let d = at(row_i, i) - dot(h, h);
+        min_pivot = if d.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            min_pivot.min(d)
+        };
+        let d = if d > floor && d.is_finite() {
+            d
+        } else {
+            replaced += 1;
+            replacement
+        };
+        put(row_i, i, libm::sqrt(d));
+    }
+    (replaced, min_pivot)
+}
+
+/// Solves `L Lᵀ x = b` in place with the factor from [`cholesky`].
+pub(super) fn cholesky_solve<const N: usize>(rows: &[[f64; N]], n: usize, b: &mut [f64]) {
+    let rows = rows_head(rows, n);
+    for (i, r) in rows.iter().enumerate() {
+        let d = at(r, i);
+        let v = (at(b, i) - dot(head(r, i), head(b, i))) / d;
+        put(b, i, v);
+    }
+    for (i, r) in rows.iter().enumerate().rev() {
+        let xi = at(b, i) / at(r, i);
+        put(b, i, xi);
+        axpy(-xi, head(r, i), head_mut(b, i));
+    }
+}
+
+/// Householder reflector `H = I − τ u uᵀ` with `u₀ = 1` such that `H x = (β, 0, …)`. `x` is
+/// overwritten with `u`; returns `(τ, β)`. For `x` whose tail is zero, `τ = 0` (H = I).
+pub(super) fn householder(x: &mut [f64]) -> (f64, f64) {
+    let Some((first, rest)) = x.split_first_mut() else {
+        return (0.0, 0.0);
+    };
+    let alpha = *first;
+    let xnorm = norm2(rest);
+    if !(xnorm > 0.0) {
+        *first = 1.0;
+        return (0.0, alpha);
+    }
+    let norm = libm::hypot(alpha, xnorm);
+    let beta = if alpha >= 0.0 { -norm } else { norm };
+    let tau = (beta - alpha) / beta;
+    scal(1.0 / (alpha - beta), rest);
+    *first = 1.0;
+    (tau, beta)
+}
+
+/// Applies `H = I − τ u uᵀ` to `v` (same length as `u`).
+#[inline]
+pub(super) fn apply_householder(u: &[f64], tau: f64, v: &mut [f64]) {
+    if tau == 0.0 {
+        return;
+    }
+    let t = tau * dot(u, v);
+    axpy(-t, u, v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cholesky_solves_a_small_system() {
+        let mut s = [[4.0, 0.0, 0.0], [2.0, 5.0, 0.0], [0.4, 1.0, 3.0]];
+        let full = [[4.0, 2.0, 0.4], [2.0, 5.0, 1.0], [0.4, 1.0, 3.0]];
+        assert_eq!(cholesky(&mut s, 3, 0.0, 1.0).0, 0);
+        let mut b = [1.0, 2.0, 3.0];
+        cholesky_solve(&s, 3, &mut b);
+        for (r, want) in full.iter().zip([1.0, 2.0, 3.0]) {
+            assert!((dot(r, &b) - want).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn householder_zeroes_the_tail() {
+        let x0 = [3.0, 1.0, -2.0, 0.5];
+        let mut u = x0;
+        let (tau, beta) = householder(&mut u);
+        let mut v = x0;
+        apply_householder(&u, tau, &mut v);
+        assert!((v[0] - beta).abs() < 1e-12);
+        assert!(v[1..].iter().all(|e| e.abs() < 1e-12));
+        assert!((beta.abs() - norm2(&x0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn dot_matches_a_plain_sum() {
+        let a: [f64; 7] = core::array::from_fn(|i| i as f64 + 0.5);
+        let b: [f64; 7] = core::array::from_fn(|i| 2.0 - i as f64);
+        let want: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - want).abs() < 1e-12);
+        assert_eq!(norm2(&[3.0, 4.0]), 5.0);
+    }
+}

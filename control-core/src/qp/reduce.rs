@@ -1,0 +1,361 @@
+//! Elimination of the equality rows: a Householder QR with column pivoting of `Ã_Eᵀ`, the
+//! null-space parametrisation `x̃ = x̃_p + N w`, the reduced problem, and the way back (`x̃` from
+//! `w`, the equality duals from the stationarity condition).
+
+use super::linalg::{
+    self, apply_householder, at, axpy, dot, head, head_mut, norm_inf, norm2, put, range, range_mut,
+    row, row_mut, rows_head, rows_head_mut, rows_range,
+};
+use super::{Check, Dims, Problem, Qr, Solver};
+
+impl<const N: usize, const M: usize> Solver<N, M> {
+    /// QR-factors the equality rows in place, sets the rank `k`, `x̃_p` and the null basis.
+    pub(super) fn factor_equalities(&mut self) {
+        let Dims { n, z, .. } = self.dims;
+        let a = &mut self.data.a;
+        let qr = &mut self.qr;
+        for (i, ((p, nr), n0)) in qr
+            .perm
+            .iter_mut()
+            .zip(qr.norms.iter_mut())
+            .zip(qr.norms0.iter_mut())
+            .enumerate()
+            .take(z)
+        {
+            *p = i;
+            *nr = norm2(head(row(a, i), n));
+            *n0 = *nr;
+        }
+        let max0 = norm_inf(head(&qr.norms, z));
+        let threshold = self.settings.rank_tol * max0;
+        let mut k = 0;
+        while k < z.min(n) {
+            // Pivot: the remaining row of largest norm.
+            let mut best = k;
+            let mut best_norm = -1.0;
+            for (i, v) in qr.norms.iter().enumerate().take(z).skip(k) {
+                if *v > best_norm {
+                    best_norm = *v;
+                    best = i;
+                }
+            }
+            if !(best_norm > threshold) || !(max0 > 0.0) {
+                break;
+            }
+            if best != k {
+                a.swap(k, best);
+                qr.perm.swap(k, best);
+                qr.norms.swap(k, best);
+                qr.norms0.swap(k, best);
+            }
+            let (tau, beta) = linalg::householder(range_mut(row_mut(a, k), k, n));
+            put(&mut qr.tau, k, tau);
+            put(&mut qr.rdiag, k, beta);
+            let split = (k + 1).min(a.len());
+            let (top, rest) = a.split_at_mut(split);
+            let u = range(row(top, k), k, n);
+            for (j, r) in rows_head_mut(rest, z.saturating_sub(k + 1))
+                .iter_mut()
+                .enumerate()
+            {
+                let i = k + 1 + j;
+                apply_householder(u, tau, range_mut(r, k, n));
+                // Downdate the remaining norm (LAPACK's dgeqp3 safeguard: recompute on
+                // cancellation).
+                let nr = at(&qr.norms, i);
+                if nr > 0.0 {
+                    let t = at(r, k).abs() / nr;
+                    let t = (1.0 - t * t).max(0.0);
+                    let ratio = nr / at(&qr.norms0, i);
+                    if t * ratio * ratio <= 1.5e-8 {
+                        let fresh = norm2(range(r, k + 1, n));
+                        put(&mut qr.norms, i, fresh);
+                        put(&mut qr.norms0, i, fresh);
+                    } else {
+                        put(&mut qr.norms, i, nr * libm::sqrt(t));
+                    }
+                }
+            }
+            k += 1;
+        }
+        self.dims.k = k;
+        self.dims.r = n - k;
+        qr.identity = k == 0;
+        // x̃_p = Q [u; 0] with R₁₁ᵀ u = b̃_E (permuted).
+        let xp = head_mut(&mut qr.xp, n);
+        xp.fill(0.0);
+        for i in 0..k {
+            let bi = at(&self.data.b, qr.perm.get(i).copied().unwrap_or(0));
+            let ri = row(a, i);
+            let ui = (bi - dot(head(ri, i), head(xp, i))) / at(&qr.rdiag, i);
+            put(xp, i, ui);
+        }
+        head_mut(&mut qr.coef, k).copy_from_slice(head(xp, k));
+        for s in (0..k).rev() {
+            apply_householder(
+                range(row(a, s), s, n),
+                at(&qr.tau, s),
+                linalg::tail_mut(xp, s),
+            );
+        }
+        // Null basis: Q e_{k+j}.
+        if !qr.identity {
+            for (j, b) in rows_head_mut(&mut qr.basis, n - k).iter_mut().enumerate() {
+                let b = head_mut(b, n);
+                b.fill(0.0);
+                put(b, k + j, 1.0);
+                for s in (0..k).rev() {
+                    apply_householder(
+                        range(row(a, s), s, n),
+                        at(&qr.tau, s),
+                        linalg::tail_mut(b, s),
+                    );
+                }
+            }
+        }
+    }
+
+    /// If the equalities cannot be met within the primal tolerance and a certificate proves it,
+    /// writes it (`y`, with `x = s = 0`) and returns its ratio `‖Aᵀy‖∞ / |bᵀy|`.
+    pub(super) fn inconsistent_equalities(&mut self, problem: &Problem<'_>) -> Option<f64> {
+        let Dims { n, m, z, k, .. } = self.dims;
+        if z == 0 {
+            return None;
+        }
+        let data = &self.data;
+        let out = &mut self.out;
+        // The residual of x_p in the caller's units.
+        for ((x, xt), d) in head_mut(&mut out.px, n)
+            .iter_mut()
+            .zip(&self.qr.xp)
+            .zip(&data.d)
+        {
+            *x = d * xt;
+        }
+        let mut res = 0.0f64;
+        let mut axn = 0.0f64;
+        for (r, b) in problem.a.chunks_exact(n).zip(problem.b).take(z) {
+            let ax = dot(r, head(&out.px, n));
+            res = res.max((ax - b).abs());
+            axn = axn.max(ax.abs());
+        }
+        let bn = norm_inf(head(problem.b, z));
+        if res <= self.settings.eps_abs + self.settings.eps_rel * axn.max(bn) {
+            return None;
+        }
+        // Certificate over the dependent rows: y_nb = ρ = R₁₂ᵀu − b̃_nb, y_b = −R₁₁⁻¹ R₁₂ ρ.
+        let a = &data.a;
+        let qr = &self.qr;
+        let yp = head_mut(&mut out.yt, z);
+        yp.fill(0.0);
+        for i in k..z {
+            let bi = at(&data.b, qr.perm.get(i).copied().unwrap_or(0));
+            let rho = dot(head(row(a, i), k), head(&qr.coef, k)) - bi;
+            put(yp, i, rho);
+        }
+        // t = R₁₂ ρ (k entries), then solve R₁₁ y_b = −t by columns.
+        let (yb, ynb) = yp.split_at_mut(k.min(yp.len()));
+        for (r, rho) in rows_range(a, k, z).iter().zip(ynb.iter()) {
+            axpy(-rho, head(r, k), yb);
+        }
+        back_substitute(a, &qr.rdiag, k, yb);
+        // Into row order and the caller's units (y = E ỹ), normalised.
+        // (Built in scratch: the output keeps the last solution, for a warm start, unless this is
+        // a certificate.)
+        let y = head_mut(&mut out.ax, m);
+        y.fill(0.0);
+        for (i, v) in yp.iter().enumerate() {
+            let orig = qr.perm.get(i).copied().unwrap_or(0);
+            put(y, orig, v * at(&data.e, orig));
+        }
+        let scale = norm_inf(y);
+        if !(scale > 0.0) {
+            return None;
+        }
+        linalg::scal(1.0 / scale, y);
+        let aty = head_mut(&mut out.aty, n);
+        aty.fill(0.0);
+        for (r, yi) in problem.a.chunks_exact(n).zip(y.iter()).take(z) {
+            axpy(*yi, r, aty);
+        }
+        let by = dot(head(problem.b, z), head(y, z));
+        let ratio = norm_inf(aty) / by.abs();
+        if by <= -self.settings.eps_inf_abs && ratio <= self.settings.eps_inf_rel {
+            linalg::copy(head(&out.ax, m), &mut out.y);
+            head_mut(&mut out.x, n).fill(0.0);
+            head_mut(&mut out.s, m).fill(0.0);
+            Some(ratio)
+        } else {
+            None
+        }
+    }
+
+    /// Forms `H = NᵀP̃N`, `g = Nᵀ(P̃x̃_p + q̃)`, `G = Ã_K N`, `h = b̃_K − Ã_K x̃_p`.
+    pub(super) fn form_reduced(&mut self) {
+        let Dims { n, m, z, mk, r, .. } = self.dims;
+        let data = &self.data;
+        let qr = &mut self.qr;
+        let red = &mut self.red;
+        let ak = rows_range(&data.a, z, m);
+        if qr.identity {
+            for (dst, src) in rows_head_mut(&mut red.hess, n).iter_mut().zip(&data.p) {
+                linalg::copy(head(src, n), dst);
+            }
+            for (dst, src) in rows_head_mut(&mut red.gmat, mk).iter_mut().zip(ak) {
+                linalg::copy(head(src, n), dst);
+            }
+            linalg::copy(head(&data.q, n), &mut red.g);
+            linalg::copy(range(&data.b, z, m), &mut red.h);
+            qr.offset = 0.0;
+        } else {
+            let basis = rows_head(&qr.basis, r);
+            // P̃ N, column by column (rows of the scratch).
+            let pn = &mut self.kkt.chol;
+            for (dst, bj) in rows_head_mut(pn, r).iter_mut().zip(basis) {
+                for (v, prow) in head_mut(dst, n).iter_mut().zip(rows_head(&data.p, n)) {
+                    *v = dot(head(prow, n), head(bj, n));
+                }
+            }
+            for (i, bi) in basis.iter().enumerate() {
+                for (j, pj) in rows_head(pn, r).iter().enumerate().skip(i) {
+                    let v = dot(head(bi, n), head(pj, n));
+                    put(row_mut(&mut red.hess, i), j, v);
+                    put(row_mut(&mut red.hess, j), i, v);
+                }
+            }
+            // t = P̃ x̃_p + q̃ (scratch in out.aty), g = Nᵀ t.
+            let t = head_mut(&mut self.out.aty, n);
+            for ((ti, prow), q) in t.iter_mut().zip(&data.p).zip(&data.q) {
+                *ti = dot(head(prow, n), head(&qr.xp, n)) + q;
+            }
+            let xp = head(&qr.xp, n);
+            qr.offset = 0.5 * (dot(t, xp) + dot(head(&data.q, n), xp));
+            for (gj, bj) in red.g.iter_mut().zip(basis) {
+                *gj = dot(head(bj, n), t);
+            }
+            for ((grow, hi), (arow, bi)) in rows_head_mut(&mut red.gmat, mk)
+                .iter_mut()
+                .zip(red.h.iter_mut())
+                .zip(ak.iter().zip(range(&data.b, z, m)))
+            {
+                let arow = head(arow, n);
+                for (v, bj) in head_mut(grow, r).iter_mut().zip(basis) {
+                    *v = dot(arow, head(bj, n));
+                }
+                *hi = bi - dot(arow, xp);
+            }
+        }
+        red.linear = rows_head(&red.hess, r)
+            .iter()
+            .all(|row| head(row, r).iter().all(|v| *v == 0.0));
+    }
+
+    /// Maps the current iterate back to the caller's problem (`x`, `s`, `y` in the output) and
+    /// measures it.
+    pub(super) fn recover(&mut self, problem: &Problem<'_>) -> Check {
+        let Dims { n, m, z, r, mk, .. } = self.dims;
+        let tau = self.it.tau;
+        let inv = if tau > 0.0 { 1.0 / tau } else { 1.0 };
+        x_from_w(
+            &self.qr,
+            n,
+            r,
+            head(&self.it.w, r),
+            inv,
+            true,
+            &mut self.out.xt,
+        );
+        // s̃_K, ỹ_K
+        for ((s, y), (si, zi)) in linalg::tail_mut(head_mut(&mut self.out.s, m), z)
+            .iter_mut()
+            .zip(linalg::tail_mut(head_mut(&mut self.out.yt, m), z).iter_mut())
+            .zip(self.it.s.iter().zip(&self.it.z))
+            .take(mk)
+        {
+            *s = si * inv;
+            *y = zi * inv;
+        }
+        // v = P̃ x̃ + q̃ + Ã_Kᵀ ỹ_K
+        let mut v = [0.0f64; N];
+        {
+            let data = &self.data;
+            let xt = head(&self.out.xt, n);
+            for ((vi, prow), q) in v.iter_mut().zip(rows_head(&data.p, n)).zip(&data.q) {
+                *vi = dot(head(prow, n), xt) + q;
+            }
+            for (arow, yi) in rows_range(&data.a, z, m)
+                .iter()
+                .zip(range(&self.out.yt, z, m))
+            {
+                axpy(*yi, head(arow, n), head_mut(&mut v, n));
+            }
+        }
+        equality_duals(&self.data.a, &self.qr, self.dims, &mut v, &mut self.out.yt);
+        self.unscale_and_check(problem)
+    }
+}
+
+/// Solves `R₁₁ y = t` in place (upper triangular; column `i` of `R` is `row(a, i)[..i]` above
+/// the diagonal `rdiag[i]`).
+fn back_substitute<const N: usize>(a: &[[f64; N]], rdiag: &[f64], k: usize, y: &mut [f64]) {
+    for i in (0..k).rev() {
+        let d = at(rdiag, i);
+        let yi = if d != 0.0 { at(y, i) / d } else { 0.0 };
+        put(y, i, yi);
+        axpy(-yi, head(row(a, i), i), head_mut(y, i));
+    }
+}
+
+/// `xt = x̃_p + N ŵ` (or `N ŵ` without `x̃_p`) for `ŵ = w · scale`.
+pub(super) fn x_from_w<const N: usize, const M: usize>(
+    qr: &Qr<N, M>,
+    n: usize,
+    r: usize,
+    w: &[f64],
+    scale: f64,
+    with_xp: bool,
+    xt: &mut [f64],
+) {
+    let xt = head_mut(xt, n);
+    if qr.identity {
+        for (x, wi) in xt.iter_mut().zip(w) {
+            *x = wi * scale;
+        }
+        return;
+    }
+    if with_xp {
+        linalg::copy(head(&qr.xp, n), xt);
+    } else {
+        xt.fill(0.0);
+    }
+    for (bj, wj) in rows_head(&qr.basis, r).iter().zip(w) {
+        axpy(wj * scale, head(bj, n), xt);
+    }
+}
+
+/// The equality duals (scaled, row order) that cancel the range part of `v` in the stationarity
+/// condition: `ỹ_E = −Π R₁₁⁻¹ Q₁ᵀ v` into `yt[..z]`; `v` is overwritten.
+pub(super) fn equality_duals<const N: usize, const M: usize>(
+    a: &[[f64; N]],
+    qr: &Qr<N, M>,
+    dims: Dims,
+    v: &mut [f64],
+    yt: &mut [f64],
+) {
+    let Dims { n, z, k, .. } = dims;
+    for s in 0..k {
+        apply_householder(
+            range(row(a, s), s, n),
+            at(&qr.tau, s),
+            linalg::tail_mut(head_mut(v, n), s),
+        );
+    }
+    let yb = head_mut(v, k);
+    linalg::scal(-1.0, yb);
+    back_substitute(a, &qr.rdiag, k, yb);
+    let yt = head_mut(yt, z);
+    yt.fill(0.0);
+    for (i, val) in yb.iter().enumerate() {
+        put(yt, qr.perm.get(i).copied().unwrap_or(0), *val);
+    }
+}
