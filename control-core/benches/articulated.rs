@@ -29,9 +29,7 @@ use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::gains::{
     ArrivalProblem, GainError, GainLimit, closest_arrival_gains, solve_arrival_gains,
 };
-use control_core::tree::{
-    BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeKinematics, TreeSpec,
-};
+use control_core::tree::{Tree, TreeKinematics};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use nalgebra::{Isometry3, SMatrix, Vector3};
 
@@ -109,27 +107,7 @@ fn long_chain() -> Vec<LinkSpec> {
 /// The same links as a fixed-base `Tree` (a chain-shaped tree: joint k hangs from body k),
 /// the base massless at the world origin.
 fn tree_of<const N: usize>(links: &[LinkSpec]) -> Tree<N> {
-    let joints: Vec<JointSpec> = links
-        .iter()
-        .enumerate()
-        .map(|(k, l)| JointSpec {
-            parent_body: k,
-            kind: JointType::Revolute,
-            origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
-            axis: l.axis,
-            body: Inertial {
-                mass_kg: l.mass_kg,
-                com_m: l.com_m,
-                inertia_kgm2: l.inertia_kgm2,
-            },
-        })
-        .collect();
-    Tree::new(&TreeSpec {
-        base: BaseKind::Fixed,
-        base_body: Inertial::ZERO,
-        joints: &joints,
-    })
-    .expect("valid tree")
+    control_core::articulated::serial_tree(links).expect("a valid tree")
 }
 
 type State<const N: usize> = ([f64; N], [f64; N], [JointTarget; N]);

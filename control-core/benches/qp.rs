@@ -23,7 +23,7 @@ use std::hint::black_box;
 use control_core::qp::{Cones, Problem, Settings, Solver, Status, WarmStart};
 use criterion::{Criterion, criterion_group};
 
-#[path = "../src/qp/testgen.rs"]
+#[path = "../tests/support/qp_testgen.rs"]
 mod testgen;
 
 use testgen::{Balance, Owned, Rng};

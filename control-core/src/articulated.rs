@@ -162,7 +162,10 @@ use nalgebra::{
     Isometry3, IsometryMatrix3, Matrix3, Rotation3, SMatrix, SVector, Translation3, Vector3,
 };
 
-use crate::tree::{BaseKind, EvalInput, JointType, Tree, TreeEvalError, TreeKinematics};
+use crate::tree::{
+    BaseKind, EvalInput, Inertial, JointSpec, JointType, Placement, Tree, TreeError, TreeEvalError,
+    TreeKinematics, TreeSpec,
+};
 
 use crate::gains::{
     ArrivalProblem, Branch, CriticalGains, GainError, GainLimit, Integrator, closest_arrival_gains,
@@ -187,6 +190,51 @@ pub struct LinkSpec {
     /// Inertia tensor about the centre of mass in the link frame, kg·m², as URDF orders it:
     /// ixx, ixy, ixz, iyy, iyz, izz. Must be positive definite.
     pub inertia_kgm2: [f64; 6],
+}
+
+impl LinkSpec {
+    /// This link as a revolute joint of a kinematic tree hanging from body `parent_body` (its
+    /// origin, axis and mass properties unchanged).
+    pub fn tree_joint(&self, parent_body: usize) -> JointSpec {
+        JointSpec {
+            parent_body,
+            kind: JointType::Revolute,
+            origin: Placement::from_xyz_rpy(self.origin_xyz_m, self.origin_rpy_rad),
+            axis: self.axis,
+            body: Inertial {
+                mass_kg: self.mass_kg,
+                com_m: self.com_m,
+                inertia_kgm2: self.inertia_kgm2,
+            },
+        }
+    }
+}
+
+/// `links` as a chain-shaped fixed-base tree, the base massless: link i is joint i, hanging
+/// from body i (so link i is body i + 1). More links than `N` is
+/// [`TreeError::CapacityExceeded`]; everything else [`Tree::new`] checks. No allocation.
+pub fn serial_tree<const N: usize>(links: &[LinkSpec]) -> Result<Tree<N>, TreeError> {
+    if links.len() > N {
+        return Err(TreeError::CapacityExceeded {
+            dofs: links.len(),
+            capacity: N,
+        });
+    }
+    let mut joints = [JointSpec {
+        parent_body: 0,
+        kind: JointType::Revolute,
+        origin: Placement::IDENTITY,
+        axis: [0.0, 0.0, 1.0],
+        body: Inertial::ZERO,
+    }; N];
+    for (k, (slot, link)) in joints.iter_mut().zip(links).enumerate() {
+        *slot = link.tree_joint(k);
+    }
+    Tree::new(&TreeSpec {
+        base: BaseKind::Fixed,
+        base_body: Inertial::ZERO,
+        joints: joints.get(..links.len()).unwrap_or(&[]),
+    })
 }
 
 /// A field of a [`LinkSpec`].

@@ -734,28 +734,7 @@ mod tests {
 
     /// `specs` as a fixed-base tree: link i hangs from body i.
     fn tree_of(specs: &[LinkSpec]) -> crate::tree::Tree<CAP> {
-        use crate::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, TreeSpec};
-        let joints: Vec<JointSpec> = specs
-            .iter()
-            .enumerate()
-            .map(|(i, l)| JointSpec {
-                parent_body: i,
-                kind: JointType::Revolute,
-                origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
-                axis: l.axis,
-                body: Inertial {
-                    mass_kg: l.mass_kg,
-                    com_m: l.com_m,
-                    inertia_kgm2: l.inertia_kgm2,
-                },
-            })
-            .collect();
-        crate::tree::Tree::new(&TreeSpec {
-            base: BaseKind::Fixed,
-            base_body: Inertial::ZERO,
-            joints: &joints,
-        })
-        .unwrap()
+        crate::articulated::serial_tree(specs).unwrap()
     }
 
     proptest! {

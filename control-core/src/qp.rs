@@ -136,6 +136,7 @@ mod ipm;
 mod linalg;
 mod reduce;
 #[cfg(test)]
+#[path = "../tests/support/qp_testgen.rs"]
 mod testgen;
 #[cfg(test)]
 mod tests;

@@ -1799,34 +1799,9 @@ mod tests {
     use nalgebra::{Isometry3, Quaternion, Translation3, UnitQuaternion};
     use proptest::test_runner::TestRunner;
 
-    fn inertial_of(l: &LinkSpec) -> Inertial {
-        Inertial {
-            mass_kg: l.mass_kg,
-            com_m: l.com_m,
-            inertia_kgm2: l.inertia_kgm2,
-        }
-    }
-
-    /// `specs` as a fixed-base tree, link i hanging from body i (as `beat`'s and `tree`'s tests
-    /// build it): link i is body i + 1.
+    /// `specs` as a fixed-base tree, link i hanging from body i: link i is body i + 1.
     fn tree_of<const N: usize>(specs: &[LinkSpec]) -> Tree<N> {
-        let joints: Vec<JointSpec> = specs
-            .iter()
-            .enumerate()
-            .map(|(i, l)| JointSpec {
-                parent_body: i,
-                kind: JointType::Revolute,
-                origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
-                axis: l.axis,
-                body: inertial_of(l),
-            })
-            .collect();
-        Tree::new(&TreeSpec {
-            base: BaseKind::Fixed,
-            base_body: Inertial::ZERO,
-            joints: &joints,
-        })
-        .unwrap()
+        crate::articulated::serial_tree(specs).unwrap()
     }
 
     /// A fixed-base tree of `joints` (a link, a parent pick, prismatic or not): joint k hangs
@@ -1836,15 +1811,12 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(k, (l, parent, prismatic))| JointSpec {
-                parent_body: (parent % (k as u64 + 1)) as usize,
                 kind: if *prismatic {
                     JointType::Prismatic
                 } else {
                     JointType::Revolute
                 },
-                origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
-                axis: l.axis,
-                body: inertial_of(l),
+                ..l.tree_joint((parent % (k as u64 + 1)) as usize)
             })
             .collect();
         Tree::new(&TreeSpec {

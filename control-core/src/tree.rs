@@ -3497,23 +3497,7 @@ mod tests {
             link_pick in 0usize..6,
         ) {
             let chain = Chain::<6>::new(&links).unwrap();
-            let joints: Vec<JointSpec> = links
-                .iter()
-                .enumerate()
-                .map(|(k, l)| JointSpec {
-                    parent_body: k,
-                    kind: JointType::Revolute,
-                    origin: Placement::from_xyz_rpy(l.origin_xyz_m, l.origin_rpy_rad),
-                    axis: l.axis,
-                    body: inertial_of(l),
-                })
-                .collect();
-            let tree = Tree::<6>::new(&TreeSpec {
-                base: BaseKind::Fixed,
-                base_body: Inertial::ZERO,
-                joints: &joints,
-            })
-            .unwrap();
+            let tree = crate::articulated::serial_tree::<6>(&links).unwrap();
             let ck = chain.forward_kinematics(&q).unwrap();
             let tk = tree.kinematics(&Isometry3::identity(), &q).unwrap();
             let rel = 1e-12;

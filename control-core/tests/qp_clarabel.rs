@@ -20,7 +20,7 @@ use clarabel::solver::{
 };
 use control_core::qp::{Cones, Problem, Settings, Solver, Status, WarmStart};
 
-#[path = "../src/qp/testgen.rs"]
+#[path = "support/qp_testgen.rs"]
 mod testgen;
 
 use testgen::{Owned, Rng, distance_to_cone, dot, inf};

@@ -1,6 +1,7 @@
-//! Seeded test problems for `control_core::qp`, shared by its unit tests, the Clarabel
-//! comparison (`tests/qp_clarabel.rs`) and the bench (`benches/qp.rs`), which include this file
-//! by path. Test and bench code only: it allocates.
+//! Seeded test problems for `control_core::qp`, shared by its unit tests (`src/qp.rs`, under
+//! `cfg(test)`), the Clarabel comparison (`tests/qp_clarabel.rs`) and the bench
+//! (`benches/qp.rs`), which include this file by path. Test and bench code only (it allocates):
+//! it lives outside `src/` so that nothing of it can reach the no_std library.
 #![allow(
     dead_code,
     clippy::indexing_slicing,
