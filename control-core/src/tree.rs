@@ -92,6 +92,15 @@
 //! - Joint k's frame (= its child body's frame) sits at [`JointSpec::origin`] in the parent
 //!   body's frame at q = 0, and moves by q_k about (revolute) or along (prismatic) the unit
 //!   [`JointSpec::axis`] given in the joint frame.
+//! - A joint's child body has a mass > 0 and a positive definite inertia, or is a **massless
+//!   frame**, exactly [`Inertial::ZERO`] (mass, centre and inertia all 0), as RBDL and Pinocchio
+//!   allow: a ball joint is then three revolute joints at one point with two massless bodies
+//!   between them. Every joint must still move some mass: the subtree a joint carries (its
+//!   child body and all below it) must weigh > 0, or the mass matrix would be singular whatever
+//!   the configuration ([`TreeError::NonPositiveMass`] names the joint). Massless frames can
+//!   still make joints' motions dependent at some configurations (two joints about one line
+//!   with only a massless body between them; a ball of three revolute joints whose axes become
+//!   coplanar, gimbal lock): the mass matrix is then only positive semidefinite there.
 //! - A **fixed** base is welded to the world at the pose given with the configuration (the
 //!   identity for a robot bolted at the world origin). A **floating** base has 6 degrees of
 //!   freedom, as Pinocchio's free-flyer joint: its pose is the base frame's position and
@@ -173,7 +182,9 @@
 //! - **Composite inertias** ([`TreeKinematics::composite`]): every subtree's M, C and D merged
 //!   leaf to root as Pinocchio's `Inertia::operator+=` merges them (M ← M + m,
 //!   C ← C + (m/M′)(c − C), D ← D + I + μ(‖δ‖²𝟙 − δδᵀ), δ = c − C, μ = Mm/M′), which keeps D
-//!   exact for a small subtree far from the base; and each coordinate's inertia about its own
+//!   exact for a small subtree far from the base (no 0/0 with massless frames: a massless
+//!   accumulator, a fixed base or a massless frame, simply becomes its first child subtree,
+//!   whose mass is > 0 by the subtree rule); and each coordinate's inertia about its own
 //!   axis, s·D s + M‖(C − d) × s‖² for a revolute joint, M for a prismatic one, the floating
 //!   base block's diagonal for the base: the diagonal of the mass matrix.
 //!
@@ -207,12 +218,24 @@
 //!   axis inertias and gravity torques and [`TreeKinematics::composite`]'s and
 //!   [`TreeKinematics::gravity`]'s; the subtree ranges and the depth-first test against a
 //!   brute-force count.
+//! - **Massless frames**: a massless leaf or massless subtree (its root named), and a zero
+//!   mass with an inertia or a centre, are refused. Trees (both bases) with a ball of three
+//!   revolute joints about x, y, z at one point (two massless frames between them) carrying a
+//!   limb, and a massless body on a hinge carrying two limbs, random bodies and states, held
+//!   to every identity above at its tolerance: M against the Jacobian products and the axis
+//!   inertias (3e−15), RNEA(q, 0, e_i, 0) = M e_i and RNEA at rest = the gravity (3e−14), the
+//!   kinetic energy (2e−15), base-pose independence (3e−15), the subtrees as sums (4e−15), the
+//!   central differences (7e−10 m, 3e−9 and 6e−10 relative), the fast paths bit for bit; the
+//!   subtrees of the ball's massless frames are the ball body's, bit for bit. Two revolute
+//!   joints about one line with a massless frame between them: a 2×2 mass matrix of four
+//!   entries equal to the single joint's inertia, its holding torque and RNEA in both slots
+//!   (2e−15).
 //! - **Validation and errors**: every [`TreeError`] and every [`EvalInput`] named; overflowing
 //!   models and inputs are [`TreeEvalError::OutOfRange`]; `Tree<64>` holds a floating base
 //!   and 58 joints on a test thread's stack.
 //! - **No panic, nothing non-finite**: a property test over arbitrary f64 bits (NaN, ±∞, huge,
-//!   subnormal) in every spec field and input builds trees and calls every evaluation; none
-//!   panics and every result returned is finite.
+//!   subnormal) in every spec field and input, and massless frames among the joints, builds
+//!   trees and calls every evaluation; none panics and every result returned is finite.
 //!
 //! Positions of more than 1e307 m are [`TreeEvalError::OutOfRange`]. For a tree whose centres,
 //! masses and inertias are all within 1e300 (every real robot), [`Tree::kinematics`] needs to
@@ -274,18 +297,23 @@ impl Placement {
 /// The mass properties of one body, in the body's frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Inertial {
-    /// Mass, kg (> 0 for every moving body; a fixed base's may be 0).
+    /// Mass, kg: > 0 for a floating base; for a joint's child body > 0, or exactly 0 for a
+    /// massless frame (then the centre and the inertia must be 0 too: [`Inertial::ZERO`], and
+    /// the joint's subtree must carry mass below it); a fixed base's may be anything finite
+    /// (it counts in nothing).
     pub mass_kg: f64,
     /// Centre of mass in the body frame, m.
     pub com_m: [f64; 3],
     /// Inertia tensor about the centre of mass, in the body frame's axes, kg·m², as URDF orders
-    /// it: ixx, ixy, ixz, iyy, iyz, izz. Positive definite for a moving body (positive
-    /// semidefinite is accepted where the body's mass is 0).
+    /// it: ixx, ixy, ixz, iyy, iyz, izz. Positive definite for a moving body of mass > 0; all 0
+    /// for a massless frame.
     pub inertia_kgm2: [f64; 6],
 }
 
 impl Inertial {
-    /// No mass at all (a fixed base that carries nothing, or a massless frame).
+    /// No mass at all: a fixed base that carries nothing, or a massless frame (a joint's child
+    /// body that only links joints, such as the two intermediate bodies of a ball joint made of
+    /// three revolute joints).
     pub const ZERO: Self = Self {
         mass_kg: 0.0,
         com_m: [0.0; 3],
@@ -305,7 +333,9 @@ pub struct JointSpec {
     pub origin: Placement,
     /// The joint axis in the joint frame; any non-zero length, normalised.
     pub axis: [f64; 3],
-    /// The child body's mass properties, in the joint (= child body) frame.
+    /// The child body's mass properties, in the joint (= child body) frame: a mass > 0 and a
+    /// positive definite inertia, or exactly [`Inertial::ZERO`] (a massless frame), provided
+    /// that the subtree it heads (this body and everything hanging from it) has mass > 0.
     pub body: Inertial,
 }
 
@@ -358,12 +388,21 @@ pub enum TreeError {
         /// The joint.
         joint: usize,
     },
-    /// A moving body's mass is ≤ 0 (`None`: the floating base).
+    /// A moving body's mass is ≤ 0 (`None`: the floating base), or a joint moves no mass.
+    ///
+    /// For a joint (`Some(k)`): joint k's child body has a negative mass, or a zero mass with
+    /// a centre or an inertia that is not 0 (a massless frame is exactly [`Inertial::ZERO`]:
+    /// this is a mass left out); or the child is a massless frame and nothing below it has mass
+    /// either (a massless leaf, or a chain of massless bodies ending in one), so that joint k
+    /// would move no mass and the mass matrix would be singular. This subtree rule is checked
+    /// once every joint is valid on its own, and names the lowest such joint (the root of the
+    /// massless subtree). The floating base (`None`) must have a mass > 0.
     NonPositiveMass {
         /// The joint whose child it is, or `None` for the base.
         joint: Option<usize>,
     },
-    /// A moving body's inertia is not positive definite (`None`: the floating base).
+    /// A moving body of mass > 0 has an inertia that is not positive definite (`None`: the
+    /// floating base). A zero-mass body with an inertia is [`TreeError::NonPositiveMass`].
     InertiaNotPositiveDefinite {
         /// The joint whose child it is, or `None` for the base.
         joint: Option<usize>,
@@ -393,7 +432,11 @@ impl fmt::Display for TreeError {
                 write!(f, "tree: joint {joint}: origin rotation is not a rotation")
             }
             Self::NonPositiveMass { joint: Some(j) } => {
-                write!(f, "tree: joint {j}: child mass must be > 0")
+                write!(
+                    f,
+                    "tree: joint {j}: child mass must be > 0, or exactly massless (mass, centre \
+                     and inertia all 0) with mass below it"
+                )
             }
             Self::NonPositiveMass { joint: None } => {
                 write!(f, "tree: floating base mass must be > 0")
@@ -705,7 +748,8 @@ impl Mass {
     }
 
     /// Adds `other` (Pinocchio's `Inertia::operator+=`): M ← M + m, c ← c + (m/M′)(c_o − c),
-    /// D ← D + D_o + μ(‖δ‖²𝟙 − δδᵀ) with δ = c_o − c and μ = Mm/M′ the reduced mass.
+    /// D ← D + D_o + μ(‖δ‖²𝟙 − δδᵀ) with δ = c_o − c and μ = Mm/M′ the reduced mass. Exact
+    /// where either side is massless (see [`merge`]): no 0/0.
     #[inline(always)]
     fn merge(&mut self, other: &Self) {
         merge(&mut self.mass, &mut self.com, &mut self.inertia, other);
@@ -747,8 +791,18 @@ impl Mass {
 }
 
 /// [`Mass::merge`] on a mass, centre and inertia held apart.
+///
+/// M′ = M + m is never 0 in the division: a massless `other` (mass 0, and so, validated,
+/// centre and inertia 0 too: a massless frame) adds nothing and is skipped, and a massless
+/// accumulator (a fixed base's `Mass::ZERO`, or a massless frame whose first child subtree
+/// is merged into it) has no inertia of its own either and becomes `other`, exactly. In a
+/// valid tree every merged `other` is a subtree, whose mass is > 0 (`Tree::new`'s subtree
+/// rule); the first test is for a subtree of zero mass all the same.
 #[inline(always)]
 fn merge(mass: &mut f64, com: &mut Vector3<f64>, inertia: &mut Sym3, other: &Mass) {
+    if other.mass == 0.0 {
+        return;
+    }
     if *mass == 0.0 {
         (*mass, *com, *inertia) = (other.mass, other.com, other.inertia);
         return;
@@ -930,11 +984,17 @@ impl Joint {
             return Err(TreeError::NotARotation { joint });
         }
         let axis = unit_axis(spec.axis).ok_or(TreeError::ZeroAxis { joint })?;
-        if spec.body.mass_kg <= 0.0 {
-            return Err(TreeError::NonPositiveMass { joint: Some(joint) });
-        }
-        if !positive_definite(&spec.body.inertia_kgm2) {
-            return Err(TreeError::InertiaNotPositiveDefinite { joint: Some(joint) });
+        // A massless frame is exactly `Inertial::ZERO` (−0.0 compares equal to 0.0). Any other
+        // body needs a mass > 0 (a zero mass with a centre or an inertia is a mass left out)
+        // and a positive definite inertia. Whether a massless frame carries mass below it is
+        // `Tree::new`'s check.
+        if spec.body != Inertial::ZERO {
+            if spec.body.mass_kg <= 0.0 {
+                return Err(TreeError::NonPositiveMass { joint: Some(joint) });
+            }
+            if !positive_definite(&spec.body.inertia_kgm2) {
+                return Err(TreeError::InertiaNotPositiveDefinite { joint: Some(joint) });
+            }
         }
         let [x, y, z] = spec.axis;
         let (aligned, sign) = match (x != 0.0, y != 0.0, z != 0.0) {
@@ -1114,8 +1174,11 @@ impl<const N: usize> Tree<N> {
     /// (joints, plus 6 for a floating base); every joint's parent body before it; every number
     /// finite; every origin rotation orthonormal with determinant +1 to [`ROTATION_TOLERANCE`];
     /// every joint axis non-zero (it is normalised); every moving body's mass > 0 and inertia
-    /// positive definite (Sylvester's criterion), the floating base's included. A fixed base's
-    /// mass properties only need to be finite: they move nothing and count in nothing.
+    /// positive definite (Sylvester's criterion), the floating base's included, except that a
+    /// joint's child body may be a massless frame, exactly [`Inertial::ZERO`]; and every
+    /// joint's subtree (its child body and all below it) of mass > 0, so that no joint moves
+    /// nothing (else [`TreeError::NonPositiveMass`] names the lowest such joint). A fixed
+    /// base's mass properties only need to be finite: they move nothing and count in nothing.
     pub fn new(spec: &TreeSpec<'_>) -> Result<Self, TreeError> {
         let dofs = spec.joints.len().saturating_add(offset(spec.base));
         if dofs > N {
@@ -1135,6 +1198,9 @@ impl<const N: usize> Tree<N> {
         let mut joints = [Joint::PLACEHOLDER; N];
         for (index, (slot, joint)) in joints.iter_mut().zip(spec.joints).enumerate() {
             *slot = Joint::new(joint, index)?;
+        }
+        if let Some(joint) = massless_subtree(&joints, spec.joints.len()) {
+            return Err(TreeError::NonPositiveMass { joint: Some(joint) });
         }
         let depth_first = subtree_ranges(&mut joints, spec.joints.len());
         let moderate = |b: &Inertial| {
@@ -1346,6 +1412,28 @@ impl<const N: usize> Tree<N> {
             Err(TreeEvalError::OutOfRange)
         }
     }
+}
+
+/// The lowest joint whose subtree (its child body and all below it) has no mass, if any: every
+/// mass is ≥ 0 (validated), so a subtree's sum is 0 exactly when all its bodies are massless
+/// frames. Children come after their parents: one pass from the last joint back, each
+/// subtree's mass added into its parent's, completes every subtree before it is read.
+fn massless_subtree<const N: usize>(joints: &[Joint; N], len: usize) -> Option<usize> {
+    let mut masses = [0.0f64; N];
+    for (m, joint) in masses.iter_mut().zip(joints).take(len) {
+        *m = joint.mass;
+    }
+    for k in (0..len.min(N)).rev() {
+        let (Some(joint), Some(&m)) = (joints.get(k), masses.get(k)) else {
+            continue;
+        };
+        if let Some(parent) = joint.parent.checked_sub(1).and_then(|p| masses.get_mut(p)) {
+            *parent += m;
+        }
+    }
+    // 0 or −0 (no NaN: the masses are finite and ≥ 0, and a sum that overflows is +∞, which
+    // carries mass).
+    masses.iter().take(len).position(|&m| m <= 0.0)
 }
 
 /// Sets every joint's `subtree_end` (one past the largest joint index in its subtree) and
@@ -1666,7 +1754,9 @@ impl<const N: usize> TreeKinematics<N> {
     /// I, mass m, centre c, joint position d, unit axis s, all world), for a prismatic one m
     /// (kg). The composite [`TreeComposite::axis_inertia`] of a leaf joint. A joint past the
     /// tree is [`TreeEvalError::NoSuchBody`] (its body, `joint` + 1); a result that is not a
-    /// finite positive f64 is [`TreeEvalError::OutOfRange`].
+    /// finite positive f64 is [`TreeEvalError::OutOfRange`], and so is a massless frame's (0:
+    /// it has no inertia of its own to scale anything by; its subtree's is
+    /// [`TreeComposite::axis_inertia`]).
     pub fn own_axis_inertia(&self, joint: usize) -> Result<f64, TreeEvalError> {
         let f = self
             .frames()
@@ -1754,9 +1844,10 @@ impl<const N: usize> TreeKinematics<N> {
     }
 
     /// The joint-space mass matrix M (N×N: the nv×nv block top-left, symmetric positive
-    /// definite, zero elsewhere; kg, kg·m or kg·m² by the units of the two coordinates), by the
-    /// composite-rigid-body algorithm (see the module docs), Pinocchio's `crba` (for a
-    /// floating base the base block in the base frame).
+    /// definite — semidefinite only where massless frames make joints' motions dependent, see
+    /// the module docs — zero elsewhere; kg, kg·m or kg·m² by the units of the two
+    /// coordinates), by the composite-rigid-body algorithm (see the module docs), Pinocchio's
+    /// `crba` (for a floating base the base block in the base frame).
     ///
     /// Cost: about 60 flops per body for the composite inertias, then 11 flops per pair of a
     /// joint and one of its ancestors.
@@ -3536,21 +3627,7 @@ mod tests {
         /// the axis inertias are its diagonal.
         #[test]
         fn mass_matrix_is_the_sum_of_body_jacobian_products(case in case_strategy(BOTH)) {
-            let kin = case.kin();
-            let m = kin.mass_matrix().unwrap();
-            prop_assert!(close_all(m.as_slice(), slow_mass_matrix(&case, &kin).as_slice(), 1e-12, 0.0));
-            prop_assert_eq!(m, m.transpose());
-            let diagonal = m.diagonal();
-            prop_assert!(close_all(kin.composite().unwrap().axis_inertia().as_slice(), diagonal.as_slice(), 1e-12, 0.0));
-            // Into a matrix that holds anything: the nv×nv block is M, the rest untouched.
-            let mut reused = SMatrix::<f64, CAP, CAP>::repeat(7.0);
-            kin.mass_matrix_into(&mut reused).unwrap();
-            let nv = kin.nv();
-            for r in 0..CAP {
-                for c in 0..CAP {
-                    prop_assert_eq!(reused[(r, c)], if r < nv && c < nv { m[(r, c)] } else { 7.0 });
-                }
-            }
+            check_mass_matrix(&case)?;
         }
 
         /// `subtree_end` and `depth_first` describe the tree (every subtree the joints
@@ -3563,68 +3640,21 @@ mod tests {
             case in case_strategy(BOTH),
             g in prop::array::uniform3(-10.0..10.0f64),
         ) {
-            let tree = case.tree();
-            let n = case.joints.len();
-            let descends = |mut j: usize, k: usize| loop {
-                if j == k {
-                    break true;
-                }
-                match case.joints[j].parent_body.checked_sub(1) {
-                    Some(p) => j = p,
-                    None => break false,
-                }
-            };
-            let mut depth_first = true;
-            for k in 0..n {
-                let members: Vec<usize> = (0..n).filter(|&j| descends(j, k)).collect();
-                let last = *members.last().unwrap();
-                depth_first &= members.len() == last + 1 - k;
-                prop_assert_eq!(tree.joints[k].subtree_end as usize, last + 1);
-            }
-            prop_assert_eq!(tree.depth_first, depth_first);
-            let kin = case.kin();
-            let m = kin.mass_matrix().unwrap();
-            let mut walked = kin;
-            walked.depth_first = false;
-            prop_assert_eq!(walked.mass_matrix().unwrap(), m);
-            let g = Vector3::from(g);
-            let (mut inertia, mut holding) = ([1.0; CAP], [1.0; CAP]);
-            kin.axis_inertia_and_gravity(&g, &mut inertia, &mut holding).unwrap();
-            let composite = kin.composite().unwrap().axis_inertia();
-            prop_assert_eq!(&inertia[..], composite.as_slice());
-            let gravity = kin.gravity(&g).unwrap();
-            prop_assert_eq!(&holding[..], gravity.as_slice());
+            check_fast_paths(&case, &Vector3::from(g))?;
         }
 
         /// RNEA at rest without gravity is M a: column i of M is RNEA(q, 0, e_i, 0); with
         /// v = a = 0 it is the generalized gravity.
         #[test]
         fn rnea_at_rest_is_the_mass_matrix_and_gravity(case in case_strategy(BOTH)) {
-            let kin = case.kin();
-            let m = kin.mass_matrix().unwrap();
-            let zero = [0.0; CAP];
-            for i in 0..kin.nv() {
-                let column = kin.inverse_dynamics(&zero, &unit(i), &Vector3::zeros()).unwrap();
-                prop_assert!(close_all(column.as_slice(), m.column(i).into_owned().as_slice(), 1e-12, 0.0));
-            }
-            let g = Vector3::new(0.4, -0.2, -9.81);
-            let held = kin.inverse_dynamics(&zero, &zero, &g).unwrap();
-            prop_assert!(close_all(held.as_slice(), kin.gravity(&g).unwrap().as_slice(), 1e-12, 0.0));
+            check_rnea_at_rest(&case)?;
         }
 
         /// ½ vᵀ M v equals the bodies' kinetic energies, each from its own frame Jacobian
         /// (the floating base's included).
         #[test]
         fn kinetic_energy_from_the_frame_jacobians(case in case_strategy(BOTH)) {
-            let kin = case.kin();
-            let v = SVector::<f64, CAP>::from(case.v);
-            let mut v_nv = v;
-            for i in kin.nv()..CAP {
-                v_nv[i] = 0.0;
-            }
-            let from_m = 0.5 * v_nv.dot(&(kin.mass_matrix().unwrap() * v_nv));
-            let from_bodies = kinetic_energy(&case, &kin, &v_nv);
-            prop_assert!((from_m - from_bodies).abs() <= 1e-12 * from_m.abs().max(1e-3), "{} {}", from_m, from_bodies);
+            check_kinetic_energy(&case)?;
         }
 
         /// The centre-of-mass Jacobian is the central difference of the centre of mass (the
@@ -3632,51 +3662,14 @@ mod tests {
         /// central difference of the potential energy −M g·c.
         #[test]
         fn com_jacobian_and_gravity_are_derivatives(case in case_strategy(BOTH)) {
-            let tree = case.tree();
-            let kin = case.kin();
-            let jacobian = kin.com_jacobian().unwrap();
-            let g = Vector3::new(0.4, -0.2, -9.81);
-            let gravity = kin.gravity(&g).unwrap();
-            let h = 1e-6;
-            let potential = |dir: &[f64], h: f64| {
-                let (pose, q) = case.moved(dir, h);
-                let (mass, com) = tree.kinematics(&pose, &q).unwrap().center_of_mass().unwrap();
-                (com, -mass * g.dot(&com))
-            };
-            for i in 0..kin.nv() {
-                let dir = unit(i);
-                let (plus, v_plus) = potential(&dir, h);
-                let (minus, v_minus) = potential(&dir, -h);
-                let fd = (plus - minus) / (2.0 * h);
-                prop_assert!((fd - jacobian.column(i)).amax() <= 1e-7, "column {}: {} {}", i, fd, jacobian.column(i));
-                let fd_potential = (v_plus - v_minus) / (2.0 * h);
-                prop_assert!((fd_potential - gravity[i]).abs() <= 1e-7 * scale(gravity.as_slice(), 1.0), "{} {} {}", i, fd_potential, gravity[i]);
-            }
+            check_derivatives(&case)?;
         }
 
         /// With a = 0 and no gravity, RNEA gives the velocity terms c(q, v), whose power is
         /// ½ vᵀ Ṁ v (vᵀ(Ṁ − 2C)v = 0); Ṁ by a central difference along v.
         #[test]
         fn velocity_terms_balance_the_energy(case in case_strategy(BOTH)) {
-            let tree = case.tree();
-            let kin = case.kin();
-            let nv = kin.nv();
-            let mut v = SVector::<f64, CAP>::from(case.v);
-            for i in nv..CAP {
-                v[i] = 0.0;
-            }
-            let c = kin.inverse_dynamics(&v.into(), &[0.0; CAP], &Vector3::zeros()).unwrap();
-            let h = 1e-6;
-            let mass_at = |h: f64| {
-                let (pose, q) = case.moved(v.as_slice(), h);
-                tree.kinematics(&pose, &q).unwrap().mass_matrix().unwrap()
-            };
-            let m_dot = (mass_at(h) - mass_at(-h)) / (2.0 * h);
-            let power = v.dot(&c);
-            let expected = 0.5 * v.dot(&(m_dot * v));
-            let m = kin.mass_matrix().unwrap();
-            let energy_scale = v.dot(&(m * v)).max(1e-3);
-            prop_assert!((power - expected).abs() <= 1e-6 * energy_scale, "{} {}", power, expected);
+            check_velocity_terms(&case)?;
         }
 
         /// A floating base's mass matrix does not depend on the base pose (the base block is in
@@ -3687,17 +3680,7 @@ mod tests {
             xyz in prop::array::uniform3(-100.0..100.0f64),
             rpy in prop::array::uniform3(-PI..PI),
         ) {
-            let tree = case.tree();
-            let kin = case.kin();
-            let moved = tree.kinematics(&pose(xyz, rpy), &case.q).unwrap();
-            prop_assert!(close_all(moved.mass_matrix().unwrap().as_slice(), kin.mass_matrix().unwrap().as_slice(), 1e-12, 0.0));
-            let zero = Vector3::zeros();
-            prop_assert!(close_all(
-                moved.inverse_dynamics(&case.v, &case.a, &zero).unwrap().as_slice(),
-                kin.inverse_dynamics(&case.v, &case.a, &zero).unwrap().as_slice(),
-                1e-12,
-                0.0,
-            ));
+            check_base_pose_independence(&case, &pose(xyz, rpy))?;
         }
 
         /// The subtrees are the sums of their bodies: body 0's is the centre of mass of
@@ -3705,46 +3688,586 @@ mod tests {
         /// bodies, and the whole tree's inertia about its centre Σ (I_b + m_b shift(c_b − c)).
         #[test]
         fn composite_subtrees_are_sums_of_bodies(case in case_strategy(BOTH)) {
-            let kin = case.kin();
-            let composite = kin.composite().unwrap();
-            let (mass, com) = kin.center_of_mass().unwrap();
-            prop_assert!((composite.subtree_mass(0).unwrap() - mass).abs() <= 1e-12 * mass);
-            prop_assert!(close_all(composite.subtree_com(0).unwrap().as_slice(), com.as_slice(), 1e-12, 1.0));
-            let bodies = kin.body_count();
-            // The bodies of body b's subtree: those with b on their path to the base.
-            let in_subtree = |b: usize, a: usize| {
-                let mut x = a;
-                loop {
-                    if x == b { return true; }
-                    if x == 0 { return false; }
-                    x = case.joints[x - 1].parent_body;
-                }
-            };
-            for b in 0..bodies {
-                let mut m = 0.0;
-                let mut moment = Vector3::zeros();
-                let mut members = Vec::new();
-                for a in 0..bodies {
-                    if !in_subtree(b, a) || (a == 0 && case.base == BaseKind::Fixed) { continue; }
-                    let body = case.body(a);
-                    let p = kin.body_pose(a).unwrap();
-                    let c = p * nalgebra::Point3::from(Vector3::from(body.com_m));
-                    let rotation = p.rotation.to_rotation_matrix().into_inner();
-                    m += body.mass_kg;
-                    moment += c.coords * body.mass_kg;
-                    members.push((body.mass_kg, c.coords, world_inertia(&body, &rotation)));
-                }
-                prop_assert!((composite.subtree_mass(b).unwrap() - m).abs() <= 1e-12 * m.max(1.0));
-                if m == 0.0 { continue; }
-                let c = moment / m;
-                prop_assert!(close_all(composite.subtree_com(b).unwrap().as_slice(), c.as_slice(), 1e-12, 1.0));
-                let mut inertia = Matrix3::zeros();
-                for (mi, ci, ii) in &members {
-                    inertia += ii + shift(&(ci - c)) * *mi;
-                }
-                prop_assert!(close_all(composite.subtree_inertia(b).unwrap().as_slice(), inertia.as_slice(), 1e-12, 0.0));
+            check_composite_sums(&case)?;
+        }
+    }
+
+    // The identities, one function each: the random trees above and the trees with massless
+    // frames below are held to the same ones.
+
+    fn check_mass_matrix(case: &Case) -> Result<(), TestCaseError> {
+        let kin = case.kin();
+        let m = kin.mass_matrix().unwrap();
+        prop_assert!(close_all(
+            m.as_slice(),
+            slow_mass_matrix(case, &kin).as_slice(),
+            1e-12,
+            0.0
+        ));
+        prop_assert_eq!(m, m.transpose());
+        let diagonal = m.diagonal();
+        prop_assert!(close_all(
+            kin.composite().unwrap().axis_inertia().as_slice(),
+            diagonal.as_slice(),
+            1e-12,
+            0.0
+        ));
+        // Into a matrix that holds anything: the nv×nv block is M, the rest untouched.
+        let mut reused = SMatrix::<f64, CAP, CAP>::repeat(7.0);
+        kin.mass_matrix_into(&mut reused).unwrap();
+        let nv = kin.nv();
+        for r in 0..CAP {
+            for c in 0..CAP {
+                prop_assert_eq!(
+                    reused[(r, c)],
+                    if r < nv && c < nv { m[(r, c)] } else { 7.0 }
+                );
             }
         }
+        Ok(())
+    }
+
+    fn check_fast_paths(case: &Case, g: &Vector3<f64>) -> Result<(), TestCaseError> {
+        let tree = case.tree();
+        let n = case.joints.len();
+        let descends = |mut j: usize, k: usize| loop {
+            if j == k {
+                break true;
+            }
+            match case.joints[j].parent_body.checked_sub(1) {
+                Some(p) => j = p,
+                None => break false,
+            }
+        };
+        let mut depth_first = true;
+        for k in 0..n {
+            let members: Vec<usize> = (0..n).filter(|&j| descends(j, k)).collect();
+            let last = *members.last().unwrap();
+            depth_first &= members.len() == last + 1 - k;
+            prop_assert_eq!(tree.joints[k].subtree_end as usize, last + 1);
+        }
+        prop_assert_eq!(tree.depth_first, depth_first);
+        let kin = case.kin();
+        let m = kin.mass_matrix().unwrap();
+        let mut walked = kin;
+        walked.depth_first = false;
+        prop_assert_eq!(walked.mass_matrix().unwrap(), m);
+        let (mut inertia, mut holding) = ([1.0; CAP], [1.0; CAP]);
+        kin.axis_inertia_and_gravity(g, &mut inertia, &mut holding)
+            .unwrap();
+        let composite = kin.composite().unwrap().axis_inertia();
+        prop_assert_eq!(&inertia[..], composite.as_slice());
+        let gravity = kin.gravity(g).unwrap();
+        prop_assert_eq!(&holding[..], gravity.as_slice());
+        Ok(())
+    }
+
+    fn check_rnea_at_rest(case: &Case) -> Result<(), TestCaseError> {
+        let kin = case.kin();
+        let m = kin.mass_matrix().unwrap();
+        let zero = [0.0; CAP];
+        for i in 0..kin.nv() {
+            let column = kin
+                .inverse_dynamics(&zero, &unit(i), &Vector3::zeros())
+                .unwrap();
+            prop_assert!(close_all(
+                column.as_slice(),
+                m.column(i).into_owned().as_slice(),
+                1e-12,
+                0.0
+            ));
+        }
+        let g = Vector3::new(0.4, -0.2, -9.81);
+        let held = kin.inverse_dynamics(&zero, &zero, &g).unwrap();
+        prop_assert!(close_all(
+            held.as_slice(),
+            kin.gravity(&g).unwrap().as_slice(),
+            1e-12,
+            0.0
+        ));
+        Ok(())
+    }
+
+    fn check_kinetic_energy(case: &Case) -> Result<(), TestCaseError> {
+        let kin = case.kin();
+        let v = SVector::<f64, CAP>::from(case.v);
+        let mut v_nv = v;
+        for i in kin.nv()..CAP {
+            v_nv[i] = 0.0;
+        }
+        let from_m = 0.5 * v_nv.dot(&(kin.mass_matrix().unwrap() * v_nv));
+        let from_bodies = kinetic_energy(case, &kin, &v_nv);
+        prop_assert!(
+            (from_m - from_bodies).abs() <= 1e-12 * from_m.abs().max(1e-3),
+            "{} {}",
+            from_m,
+            from_bodies
+        );
+        Ok(())
+    }
+
+    fn check_derivatives(case: &Case) -> Result<(), TestCaseError> {
+        let tree = case.tree();
+        let kin = case.kin();
+        let jacobian = kin.com_jacobian().unwrap();
+        let g = Vector3::new(0.4, -0.2, -9.81);
+        let gravity = kin.gravity(&g).unwrap();
+        let h = 1e-6;
+        let potential = |dir: &[f64], h: f64| {
+            let (pose, q) = case.moved(dir, h);
+            let (mass, com) = tree
+                .kinematics(&pose, &q)
+                .unwrap()
+                .center_of_mass()
+                .unwrap();
+            (com, -mass * g.dot(&com))
+        };
+        for i in 0..kin.nv() {
+            let dir = unit(i);
+            let (plus, v_plus) = potential(&dir, h);
+            let (minus, v_minus) = potential(&dir, -h);
+            let fd = (plus - minus) / (2.0 * h);
+            prop_assert!(
+                (fd - jacobian.column(i)).amax() <= 1e-7,
+                "column {}: {} {}",
+                i,
+                fd,
+                jacobian.column(i)
+            );
+            let fd_potential = (v_plus - v_minus) / (2.0 * h);
+            prop_assert!(
+                (fd_potential - gravity[i]).abs() <= 1e-7 * scale(gravity.as_slice(), 1.0),
+                "{} {} {}",
+                i,
+                fd_potential,
+                gravity[i]
+            );
+        }
+        Ok(())
+    }
+
+    fn check_velocity_terms(case: &Case) -> Result<(), TestCaseError> {
+        let tree = case.tree();
+        let kin = case.kin();
+        let nv = kin.nv();
+        let mut v = SVector::<f64, CAP>::from(case.v);
+        for i in nv..CAP {
+            v[i] = 0.0;
+        }
+        let c = kin
+            .inverse_dynamics(&v.into(), &[0.0; CAP], &Vector3::zeros())
+            .unwrap();
+        let h = 1e-6;
+        let mass_at = |h: f64| {
+            let (pose, q) = case.moved(v.as_slice(), h);
+            tree.kinematics(&pose, &q).unwrap().mass_matrix().unwrap()
+        };
+        let m_dot = (mass_at(h) - mass_at(-h)) / (2.0 * h);
+        let power = v.dot(&c);
+        let expected = 0.5 * v.dot(&(m_dot * v));
+        let m = kin.mass_matrix().unwrap();
+        let energy_scale = v.dot(&(m * v)).max(1e-3);
+        prop_assert!(
+            (power - expected).abs() <= 1e-6 * energy_scale,
+            "{} {}",
+            power,
+            expected
+        );
+        Ok(())
+    }
+
+    fn check_base_pose_independence(case: &Case, at: &Isometry3<f64>) -> Result<(), TestCaseError> {
+        let tree = case.tree();
+        let kin = case.kin();
+        let moved = tree.kinematics(at, &case.q).unwrap();
+        prop_assert!(close_all(
+            moved.mass_matrix().unwrap().as_slice(),
+            kin.mass_matrix().unwrap().as_slice(),
+            1e-12,
+            0.0
+        ));
+        let zero = Vector3::zeros();
+        prop_assert!(close_all(
+            moved
+                .inverse_dynamics(&case.v, &case.a, &zero)
+                .unwrap()
+                .as_slice(),
+            kin.inverse_dynamics(&case.v, &case.a, &zero)
+                .unwrap()
+                .as_slice(),
+            1e-12,
+            0.0,
+        ));
+        Ok(())
+    }
+
+    fn check_composite_sums(case: &Case) -> Result<(), TestCaseError> {
+        let kin = case.kin();
+        let composite = kin.composite().unwrap();
+        let (mass, com) = kin.center_of_mass().unwrap();
+        prop_assert!((composite.subtree_mass(0).unwrap() - mass).abs() <= 1e-12 * mass);
+        prop_assert!(close_all(
+            composite.subtree_com(0).unwrap().as_slice(),
+            com.as_slice(),
+            1e-12,
+            1.0
+        ));
+        let bodies = kin.body_count();
+        // The bodies of body b's subtree: those with b on their path to the base.
+        let in_subtree = |b: usize, a: usize| {
+            let mut x = a;
+            loop {
+                if x == b {
+                    return true;
+                }
+                if x == 0 {
+                    return false;
+                }
+                x = case.joints[x - 1].parent_body;
+            }
+        };
+        for b in 0..bodies {
+            let mut m = 0.0;
+            let mut moment = Vector3::zeros();
+            let mut members = Vec::new();
+            for a in 0..bodies {
+                if !in_subtree(b, a) || (a == 0 && case.base == BaseKind::Fixed) {
+                    continue;
+                }
+                let body = case.body(a);
+                let p = kin.body_pose(a).unwrap();
+                let c = p * nalgebra::Point3::from(Vector3::from(body.com_m));
+                let rotation = p.rotation.to_rotation_matrix().into_inner();
+                m += body.mass_kg;
+                moment += c.coords * body.mass_kg;
+                members.push((body.mass_kg, c.coords, world_inertia(&body, &rotation)));
+            }
+            prop_assert!((composite.subtree_mass(b).unwrap() - m).abs() <= 1e-12 * m.max(1.0));
+            if m == 0.0 {
+                continue;
+            }
+            let c = moment / m;
+            prop_assert!(close_all(
+                composite.subtree_com(b).unwrap().as_slice(),
+                c.as_slice(),
+                1e-12,
+                1.0
+            ));
+            let mut inertia = Matrix3::zeros();
+            for (mi, ci, ii) in &members {
+                inertia += ii + shift(&(ci - c)) * *mi;
+            }
+            prop_assert!(close_all(
+                composite.subtree_inertia(b).unwrap().as_slice(),
+                inertia.as_slice(),
+                1e-12,
+                0.0
+            ));
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Massless frames.
+
+    /// A tree with massless frames: a ball of three revolute joints at one point, about x, y
+    /// and z of its frame in turn (R_o Rx(q0) Ry(q1) Rz(q2)), with two massless frames between
+    /// them, whose body carries a revolute limb; and a massless frame hinged on the base
+    /// carrying two limbs, a prismatic and a revolute one (a massless body with two children,
+    /// merged into it one after the other). Random bodies, origins, base pose and state; both
+    /// bases.
+    fn ball_case_strategy() -> impl Strategy<Value = Case> {
+        (
+            (
+                prop::sample::select(BOTH),
+                link_strategy(),
+                prop::collection::vec(link_strategy(), 5),
+            ),
+            (
+                prop::array::uniform3(-0.5..0.5f64),
+                prop::array::uniform3(-PI..PI),
+            ),
+            (
+                prop::array::uniform3(-2.0..2.0f64),
+                prop::array::uniform3(-PI..PI),
+                prop::array::uniform32(-2.0..2.0f64),
+            ),
+        )
+            .prop_map(
+                |((base, base_link, links), (ball_xyz, ball_rpy), (xyz, rpy, state))| {
+                    let revolute = |parent_body, origin, axis, body| JointSpec {
+                        parent_body,
+                        kind: JointType::Revolute,
+                        origin,
+                        axis,
+                        body,
+                    };
+                    let ball_origin = Placement::from_xyz_rpy(ball_xyz, ball_rpy);
+                    let joints = vec![
+                        revolute(0, ball_origin, [1.0, 0.0, 0.0], Inertial::ZERO),
+                        revolute(1, Placement::IDENTITY, [0.0, 1.0, 0.0], Inertial::ZERO),
+                        revolute(
+                            2,
+                            Placement::IDENTITY,
+                            [0.0, 0.0, 1.0],
+                            inertial_of(&links[0]),
+                        ),
+                        joint_of(3, &links[1], 3, false, 6),
+                        JointSpec {
+                            body: Inertial::ZERO,
+                            ..joint_of(4, &links[2], 0, false, 6)
+                        },
+                        joint_of(5, &links[3], 5, true, 6),
+                        joint_of(6, &links[4], 5, false, 6),
+                    ];
+                    Case {
+                        base,
+                        base_body: inertial_of(&base_link),
+                        joints,
+                        pose: pose(xyz, rpy),
+                        q: core::array::from_fn(|i| state[i] * 1.5),
+                        v: core::array::from_fn(|i| state[CAP + i % (32 - CAP)]),
+                        a: core::array::from_fn(|i| state[(CAP + 9 + i) % 32]),
+                    }
+                },
+            )
+    }
+
+    /// The massless frames of [`ball_case_strategy`]'s trees (bodies 1, 2 and 5).
+    const MASSLESS_BODIES: [usize; 3] = [1, 2, 5];
+
+    proptest! {
+        /// A tree with massless frames (a ball of three revolute joints, a massless body with
+        /// two children) is held to every identity of the random trees, at their tolerances:
+        /// M against the frame Jacobians' products, symmetric, its diagonal the axis
+        /// inertias; the fast paths bit for bit; RNEA at rest against M and the gravity; the
+        /// kinetic energy; the centre-of-mass Jacobian and the gravity against central
+        /// differences; the velocity terms against Ṁ; a floating base's M and RNEA
+        /// independent of its pose; the subtrees the sums of their bodies. The massless frames'
+        /// own axis inertias are 0, and so out of range; the subtree of the ball's first two
+        /// frames is the ball body's, bit for bit; the ball turns its body by Rx Ry Rz.
+        #[test]
+        fn massless_frames_make_a_ball_of_three_revolute_joints(
+            case in ball_case_strategy(),
+            g in prop::array::uniform3(-10.0..10.0f64),
+            xyz in prop::array::uniform3(-100.0..100.0f64),
+            rpy in prop::array::uniform3(-PI..PI),
+        ) {
+            prop_assert_eq!(case.tree().depth_first, true);
+            check_mass_matrix(&case)?;
+            check_fast_paths(&case, &Vector3::from(g))?;
+            check_rnea_at_rest(&case)?;
+            check_kinetic_energy(&case)?;
+            check_derivatives(&case)?;
+            check_velocity_terms(&case)?;
+            if case.base == BaseKind::Floating {
+                check_base_pose_independence(&case, &pose(xyz, rpy))?;
+            }
+            check_composite_sums(&case)?;
+            let kin = case.kin();
+            let composite = kin.composite().unwrap();
+            for (massless, child) in [(1, 2), (2, 3)] {
+                prop_assert_eq!(composite.subtree_mass(massless), composite.subtree_mass(child));
+                prop_assert_eq!(composite.subtree_com(massless), composite.subtree_com(child));
+                prop_assert_eq!(composite.subtree_inertia(massless), composite.subtree_inertia(child));
+            }
+            for body in MASSLESS_BODIES {
+                prop_assert_eq!(kin.own_axis_inertia(body - 1), Err(TreeEvalError::OutOfRange));
+                prop_assert!(composite.subtree_mass(body).unwrap() > 0.0);
+            }
+            for joint in [2, 3, 5, 6] {
+                prop_assert!(kin.own_axis_inertia(joint).unwrap() > 0.0);
+            }
+            let (mass, com) = kin.center_of_mass().unwrap();
+            prop_assert!(mass > 0.0 && all_finite_slice(com.as_slice()));
+            prop_assert!(all_finite_slice(kin.com_jacobian().unwrap().as_slice()));
+            let base = kin.body_pose(0).unwrap().rotation.to_rotation_matrix().into_inner();
+            let turn = |axis: Vector3<f64>, q: f64| {
+                Rotation3::from_axis_angle(&nalgebra::Unit::new_normalize(axis), q).into_inner()
+            };
+            let ball = base
+                * case.joints[0].origin.rotation_matrix()
+                * turn(Vector3::x(), case.q[0])
+                * turn(Vector3::y(), case.q[1])
+                * turn(Vector3::z(), case.q[2]);
+            let turned = kin.body_pose(3).unwrap().rotation.to_rotation_matrix().into_inner();
+            prop_assert!(close_all(turned.as_slice(), ball.as_slice(), 1e-12, 1.0));
+        }
+    }
+
+    /// Two revolute joints about one line with a massless frame between them move one body the
+    /// same way: the 2×2 mass matrix's four entries are the single joint's inertia, the
+    /// holding torque is the single joint's in both slots, and so is RNEA's at any v and a
+    /// (the body turns at q̇0 + q̇1), 1e-12 relative; the matrix is singular.
+    #[test]
+    fn a_massless_frame_between_two_joints_about_one_line() {
+        let body = inertial(
+            1.7,
+            [0.12, -0.04, 0.09],
+            [0.02, 0.001, -0.002, 0.03, 0.0015, 0.025],
+        );
+        let origin = Placement::from_xyz_rpy([0.1, -0.2, 0.3], [0.2, -0.1, 0.4]);
+        let about_z = |parent_body: usize, origin: Placement, body: Inertial| JointSpec {
+            parent_body,
+            kind: JointType::Revolute,
+            origin,
+            axis: [0.0, 0.0, 1.0],
+            body,
+        };
+        let at = pose([0.5, -0.3, 0.8], [0.2, 0.1, -0.4]);
+        let g = Vector3::new(0.3, -0.5, -9.81);
+        let single = Tree::<1>::new(&TreeSpec {
+            base: BaseKind::Fixed,
+            base_body: reference_base(),
+            joints: &[about_z(0, origin, body)],
+        })
+        .unwrap();
+        let split = Tree::<2>::new(&TreeSpec {
+            base: BaseKind::Fixed,
+            base_body: reference_base(),
+            joints: &[
+                about_z(0, origin, Inertial::ZERO),
+                about_z(1, Placement::IDENTITY, body),
+            ],
+        })
+        .unwrap();
+        let (q, v, a) = ([0.7, -1.9], [0.4, 1.3], [-0.8, 0.35]);
+        let one = single.kinematics(&at, &[q[0] + q[1]]).unwrap();
+        let two = split.kinematics(&at, &q).unwrap();
+        let inertia = one.mass_matrix().unwrap()[(0, 0)];
+        let m = two.mass_matrix().unwrap();
+        assert_close_all("M", m.as_slice(), &[inertia; 4], 1e-12);
+        assert_eq!(m, m.transpose());
+        assert!(m.determinant().abs() <= 1e-12 * inertia * inertia);
+        assert_close_all(
+            "axis inertias",
+            two.composite().unwrap().axis_inertia().as_slice(),
+            &[inertia; 2],
+            1e-12,
+        );
+        let held = one.gravity(&g).unwrap()[0];
+        assert_close_all(
+            "gravity",
+            two.gravity(&g).unwrap().as_slice(),
+            &[held; 2],
+            1e-12,
+        );
+        let tau = one
+            .inverse_dynamics(&[v[0] + v[1]], &[a[0] + a[1]], &g)
+            .unwrap()[0];
+        assert_close_all(
+            "RNEA",
+            two.inverse_dynamics(&v, &a, &g).unwrap().as_slice(),
+            &[tau; 2],
+            1e-12,
+        );
+        let (mass, com) = two.center_of_mass().unwrap();
+        assert_eq!(mass, 1.7);
+        assert_close_all(
+            "centre of mass",
+            com.as_slice(),
+            one.center_of_mass().unwrap().1.as_slice(),
+            1e-12,
+        );
+        let j = two.com_jacobian().unwrap();
+        assert_close_all(
+            "com Jacobian",
+            j.column(1).as_slice(),
+            one.com_jacobian().unwrap().as_slice(),
+            1e-12,
+        );
+        assert_eq!(j.column(0), j.column(1));
+        let composite = two.composite().unwrap();
+        assert_eq!(composite.subtree_com(1), composite.subtree_com(2));
+        assert_eq!(composite.subtree_inertia(1), composite.subtree_inertia(2));
+        assert_eq!(two.own_axis_inertia(0), Err(TreeEvalError::OutOfRange));
+        assert_close_all(
+            "own axis inertia",
+            &[two.own_axis_inertia(1).unwrap()],
+            &[inertia],
+            1e-12,
+        );
+    }
+
+    /// A joint's child may be a massless frame, exactly `Inertial::ZERO`, wherever mass hangs
+    /// below it; a massless leaf (or a massless chain ending in one) is refused naming the
+    /// root of the massless subtree, and so is a zero mass with an inertia or a centre (a mass
+    /// left out); a positive mass still needs a positive definite inertia.
+    #[test]
+    fn massless_frames_are_validated() {
+        // Reference joints: 0 → 1 → {2, 3} (leaves 2 and 3), 4 → 5 (leaf 5).
+        let good = reference_joints();
+        let build = |base: BaseKind, joints: &[JointSpec]| {
+            Tree::<12>::new(&TreeSpec {
+                base,
+                base_body: reference_base(),
+                joints,
+            })
+            .err()
+        };
+        let massless = |ks: &[usize], f: &dyn Fn(&mut Inertial)| {
+            let mut joints = good;
+            for &k in ks {
+                joints[k].body = Inertial::ZERO;
+                f(&mut joints[k].body);
+            }
+            [BaseKind::Floating, BaseKind::Fixed].map(|base| build(base, &joints))
+        };
+        let keep = &|_: &mut Inertial| {};
+        let refused = |joint: usize| [Some(TreeError::NonPositiveMass { joint: Some(joint) }); 2];
+        // Carrying mass below: accepted, one massless frame or several in a row.
+        for ks in [&[0][..], &[1], &[4], &[0, 1], &[0, 1, 4], &[1, 4]] {
+            assert_eq!(massless(ks, keep), [None; 2], "{ks:?}");
+        }
+        // −0.0 is 0.
+        assert_eq!(massless(&[0], &|b| b.mass_kg = -0.0), [None; 2]);
+        // A massless leaf, or a massless subtree: its root is named.
+        assert_eq!(massless(&[5], keep), refused(5));
+        assert_eq!(massless(&[3], keep), refused(3));
+        assert_eq!(massless(&[4, 5], keep), refused(4));
+        assert_eq!(massless(&[1, 2], keep), refused(2));
+        assert_eq!(massless(&[0, 1, 2, 3], keep), refused(0));
+        assert_eq!(massless(&[0, 1, 2, 3, 4, 5], keep), refused(0));
+        // A zero mass with an inertia or a centre is a mass left out.
+        assert_eq!(
+            massless(&[1], &|b| b.inertia_kgm2 =
+                [1e-6, 0.0, 0.0, 1e-6, 0.0, 1e-6]),
+            refused(1)
+        );
+        assert_eq!(massless(&[1], &|b| b.inertia_kgm2[4] = 1e-300), refused(1));
+        assert_eq!(massless(&[4], &|b| b.com_m = [0.0, 0.1, 0.0]), refused(4));
+        assert_eq!(massless(&[4], &|b| b.mass_kg = -1e-9), refused(4));
+        // A positive mass without an inertia is not a massless frame.
+        assert_eq!(
+            massless(&[2], &|b| b.mass_kg = 1.0),
+            [Some(TreeError::InertiaNotPositiveDefinite { joint: Some(2) }); 2]
+        );
+        // Each joint's own checks come first, in joint order; then the subtree rule.
+        let mut joints = good;
+        joints[5].body = Inertial::ZERO;
+        joints[3].axis = [0.0; 3];
+        assert_eq!(
+            build(BaseKind::Floating, &joints),
+            Some(TreeError::ZeroAxis { joint: 3 })
+        );
+        // A fixed base holding a massless joint alone moves nothing: refused.
+        let alone = JointSpec {
+            body: Inertial::ZERO,
+            ..good[0]
+        };
+        assert_eq!(build(BaseKind::Fixed, &[alone]), refused(0)[0]);
+        // The floating base still needs a mass.
+        assert_eq!(
+            Tree::<12>::new(&TreeSpec {
+                base: BaseKind::Floating,
+                base_body: Inertial::ZERO,
+                joints: &good,
+            })
+            .err(),
+            Some(TreeError::NonPositiveMass { joint: None })
+        );
+        let message = TreeError::NonPositiveMass { joint: Some(4) }.to_string();
+        assert!(message.starts_with("tree: joint 4: ") && message.contains("massless"));
     }
 
     proptest! {
@@ -4219,7 +4742,9 @@ mod tests {
     }
 
     /// A joint from raw values: any numbers at all (1 kind in 4), or a valid joint of any scale
-    /// (3 in 4), so that the evaluations see valid trees of absurd scales too.
+    /// (3 in 4), so that the evaluations see valid trees of absurd scales too; of those, 1 in
+    /// 6 carries a massless frame (exactly `Inertial::ZERO`: refused as a leaf, built where a
+    /// joint with mass hangs from it).
     fn joint_from(k: usize, kind: u8, raw: &[(u8, u64)]) -> JointSpec {
         let rotation = [pick3(&raw[0..3]), pick3(&raw[3..6]), pick3(&raw[6..9])];
         let spec = JointSpec {
@@ -4254,11 +4779,10 @@ mod tests {
         let m = finite(spec.body.mass_kg).abs() + 0.1;
         let k12 = m / 12.0;
         let [x, y, z] = sides;
-        JointSpec {
-            parent_body: spec.parent_body.min(k),
-            origin: Placement::from_xyz_rpy(spec.origin.xyz_m.map(finite), angles),
-            axis: spec.axis.map(finite),
-            body: Inertial {
+        let body = if kind % 8 == 1 {
+            Inertial::ZERO
+        } else {
+            Inertial {
                 mass_kg: m,
                 com_m: spec.body.com_m.map(finite),
                 inertia_kgm2: [
@@ -4269,7 +4793,13 @@ mod tests {
                     0.0,
                     k12 * (x * x + y * y),
                 ],
-            },
+            }
+        };
+        JointSpec {
+            parent_body: spec.parent_body.min(k),
+            origin: Placement::from_xyz_rpy(spec.origin.xyz_m.map(finite), angles),
+            axis: spec.axis.map(finite),
+            body,
             ..spec
         }
     }
@@ -4341,6 +4871,13 @@ mod tests {
             }
             if let Ok(j) = kin.com_jacobian() {
                 prop_assert!(all_finite_slice(j.as_slice()));
+            }
+            if let Ok(inertia) = kin.own_axis_inertia(body) {
+                prop_assert!(inertia.is_finite() && inertia > 0.0);
+            }
+            let (mut inertia, mut holding) = ([0.0; 11], [0.0; 11]);
+            if kin.axis_inertia_and_gravity(&g, &mut inertia, &mut holding).is_ok() {
+                prop_assert!(all_finite_slice(&inertia) && all_finite_slice(&holding));
             }
             if let Ok(composite) = kin.composite().map(Box::new) {
                 prop_assert!(all_finite_slice(composite.axis_inertia().as_slice()));
