@@ -25,6 +25,9 @@
 //! - [`dynamo`]: Dynamo's world-space servos for a floating-base humanoid with ball joints
 //!   (parent, world or person-space targets, arrival gains about the error axis, the composite
 //!   inertia a joint moves) and its breakable root spring.
+//! - [`balance`]: whole-body balance by a QP per tick (Abe, da Silva and Popović): joint
+//!   accelerations, friction-cone contact forces and torques chosen together on a floating-base
+//!   tree.
 //! - [`qp`]: a dense convex QP solver with second-order (friction) cones for a controller's tick
 //!   (interior point on the equalities' null space, bounded work, warm start, certificates).
 //! - [`frames`]: the versioned, checksummed wire frames between controller and plant.
@@ -43,6 +46,7 @@
 
 pub mod arm;
 pub mod articulated;
+pub mod balance;
 pub mod beat;
 pub mod closed_form;
 pub mod compact;

@@ -1,0 +1,462 @@
+use super::*;
+use crate::tree::{Inertial, JointSpec, TreeSpec};
+use nalgebra::{Rotation3, Translation3, Unit};
+use proptest::prelude::*;
+
+const NV: usize = 24;
+const NX: usize = 48;
+const NR: usize = 96;
+type Biped = Balance<NV, NX, NR>;
+
+const G: [f64; 3] = [0.0, -9.81, 0.0];
+
+fn body(mass: f64, com: [f64; 3], i: f64) -> Inertial {
+    Inertial {
+        mass_kg: mass,
+        com_m: com,
+        inertia_kgm2: [i, 0.0, 0.0, i, 0.0, i],
+    }
+}
+
+fn revolute(parent: usize, xyz: [f64; 3], axis: [f64; 3], b: Inertial) -> JointSpec {
+    JointSpec {
+        parent_body: parent,
+        kind: JointType::Revolute,
+        origin: Placement::from_xyz_rpy(xyz, [0.0; 3]),
+        axis,
+        body: b,
+    }
+}
+
+const X: [f64; 3] = [1.0, 0.0, 0.0];
+const Y: [f64; 3] = [0.0, 1.0, 0.0];
+const Z: [f64; 3] = [0.0, 0.0, 1.0];
+
+/// A y-up biped facing +x: a 20 kg pelvis, per leg a ball hip (x, y, z Euler joints, two
+/// massless frames), a knee about z, a two-axis ankle (x then z, one massless frame). Returns
+/// the joints, the groups and the contact bodies (the feet's sole corners).
+fn biped_spec() -> ([JointSpec; 12], [JointGroup; 6], [ContactBody; 2]) {
+    let none = Inertial::ZERO;
+    let thigh = body(5.0, [0.0, -0.2, 0.0], 0.07);
+    let shin = body(3.0, [0.0, -0.2, 0.0], 0.04);
+    let foot = body(1.0, [0.05, -0.03, 0.0], 0.003);
+    let mut joints = [revolute(0, [0.0; 3], X, none); 12];
+    let mut groups = [JointGroup {
+        first: 0,
+        count: 1,
+        effort: 1.0,
+    }; 6];
+    let mut contacts = [ContactBody {
+        body: 0,
+        points: [[0.0; 3]; MAX_POINTS],
+        count: 4,
+    }; 2];
+    for (leg, z) in [(0usize, 0.1), (1, -0.1)] {
+        let j0 = 6 * leg;
+        let b = |k: usize| j0 + k + 1; // body of joint j0 + k
+        joints[j0] = revolute(0, [0.0, -0.1, z], X, none);
+        joints[j0 + 1] = revolute(b(0), [0.0; 3], Y, none);
+        joints[j0 + 2] = revolute(b(1), [0.0; 3], Z, thigh);
+        joints[j0 + 3] = revolute(b(2), [0.0, -0.4, 0.0], Z, shin);
+        joints[j0 + 4] = revolute(b(3), [0.0, -0.4, 0.0], X, none);
+        joints[j0 + 5] = revolute(b(4), [0.0; 3], Z, foot);
+        groups[3 * leg] = JointGroup {
+            first: j0,
+            count: 3,
+            effort: 300.0,
+        };
+        groups[3 * leg + 1] = JointGroup {
+            first: j0 + 3,
+            count: 1,
+            effort: 300.0,
+        };
+        groups[3 * leg + 2] = JointGroup {
+            first: j0 + 4,
+            count: 2,
+            effort: 200.0,
+        };
+        contacts[leg].body = b(5);
+        contacts[leg].points = [
+            [-0.05, -0.05, 0.05],
+            [-0.05, -0.05, -0.05],
+            [0.15, -0.05, 0.05],
+            [0.15, -0.05, -0.05],
+        ];
+    }
+    (joints, groups, contacts)
+}
+
+fn biped(settings: BalanceSettings) -> Box<Biped> {
+    let (joints, groups, contacts) = biped_spec();
+    let tree = Tree::<NV>::new(&TreeSpec {
+        base: BaseKind::Floating,
+        base_body: body(20.0, [0.0; 3], 0.3),
+        joints: &joints,
+    })
+    .unwrap();
+    Box::new(Biped::new(tree, &contacts, &groups, settings).unwrap())
+}
+
+/// The base pose that puts the soles on y = 0 with every joint at zero.
+fn standing() -> Isometry3<f64> {
+    Isometry3::from_parts(
+        Translation3::new(0.0, 0.95, 0.0),
+        UnitQuaternion::identity(),
+    )
+}
+
+struct State {
+    base: Isometry3<f64>,
+    q: [f64; NV],
+    v: [f64; NV],
+}
+
+fn tick(c: &mut Biped, s: &State, planted: &[bool]) -> BalanceOutput<NV> {
+    c.tick(&BalanceInput {
+        base_pose: &s.base,
+        q: &s.q,
+        v: &s.v,
+        q_target: &[0.0; NV],
+        upright_target: &UnitQuaternion::identity(),
+        com_height_m: 0.85,
+        planted,
+        gravity: Vector3::from(G),
+    })
+}
+
+/// Checks a solved tick against the model independently: the equations of motion by RNEA
+/// (base rows 0, joint rows the torques), the no-slip rows, the cones, the efforts.
+fn check_solved(c: &Biped, s: &State, out: &BalanceOutput<NV>, planted: &[bool]) {
+    assert_eq!(out.status, BalanceStatus::Solved, "{:?}", out.qp);
+    let tree = c.tree();
+    let nv = tree.nv();
+    let kin = tree.kinematics(&s.base, &s.q).unwrap();
+    let mut generalized = kin
+        .inverse_dynamics(&s.v, &out.accelerations, &Vector3::from(G))
+        .unwrap();
+    let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
+    let mut p = 0;
+    let mut total = Vector3::zeros();
+    for (ci, cb) in c.contacts().iter().enumerate() {
+        if !planted[ci] {
+            continue;
+        }
+        let pose = kin.body_pose(cb.body).unwrap();
+        let jac = kin.frame_jacobian(cb.body, &identity).unwrap();
+        for point in cb.points.iter().take(cb.count) {
+            let world = pose * nalgebra::Point3::from(*point);
+            let d = world.coords - pose.translation.vector;
+            let f = Vector3::from(out.forces[p]);
+            total += f;
+            for col in 0..nv {
+                let lin = Vector3::new(jac[(0, col)], jac[(1, col)], jac[(2, col)]);
+                let ang = Vector3::new(jac[(3, col)], jac[(4, col)], jac[(5, col)]);
+                generalized[col] -= (lin + ang.cross(&d)).dot(&f);
+            }
+            // The cone and the minimum normal force.
+            let normal = f.y;
+            let tangential = (f.x * f.x + f.z * f.z).sqrt();
+            let settings = c.settings();
+            assert!(normal >= settings.min_normal_n * (1.0 - 1e-6), "{normal}");
+            assert!(tangential <= settings.friction * normal * (1.0 + 1e-6) + 1e-6);
+            assert!((world.coords - Vector3::from(out.points[p])).norm() < 1e-12);
+            p += 1;
+        }
+    }
+    assert_eq!(p, out.point_count);
+    let scale = 20.0 * 9.81;
+    for i in 0..6 {
+        assert!(
+            generalized[i].abs() < 1e-6 * scale,
+            "base row {i}: {}",
+            generalized[i]
+        );
+    }
+    for i in 6..nv {
+        assert!(
+            (generalized[i] - out.torques[i]).abs() < 1e-6 * scale,
+            "joint row {i}: {} vs {}",
+            generalized[i],
+            out.torques[i]
+        );
+    }
+    // Every group's torque vector within its effort and consistent with u = Sᵀ τ.
+    for (g, group) in c.groups().iter().enumerate() {
+        let tau = Vector3::from(out.group_torques[g]);
+        assert!(tau.norm() <= group.effort, "group {g}: {}", tau.norm());
+        for k in group.first..group.first + group.count {
+            let axis = kin.joint_axis(k).unwrap();
+            assert!(
+                (axis.dot(&tau) - out.torques[6 + k]).abs() < 1e-9 * scale,
+                "group {g} joint {k}"
+            );
+        }
+    }
+    assert!(total.y > 0.0);
+}
+
+#[test]
+fn standing_still_is_solved_and_consistent() {
+    let mut c = biped(BalanceSettings::DEFAULT);
+    let s = State {
+        base: standing(),
+        q: [0.0; NV],
+        v: [0.0; NV],
+    };
+    let out = tick(&mut c, &s, &[true, true]);
+    check_solved(&c, &s, &out, &[true, true]);
+    assert_eq!(out.point_count, 8);
+    assert_eq!(out.failures_in_a_row, 0);
+    // At rest, the feet carry about the weight (the centre of mass target is ahead of the
+    // centre of mass, so a little more or less).
+    let weight = (20.0 + 2.0 * 9.0) * 9.81;
+    let normal: f64 = out.forces.iter().take(8).map(|f| f[1]).sum();
+    assert!(
+        (normal - weight).abs() < 0.2 * weight,
+        "{normal} vs {weight}"
+    );
+    // One tick later, the same state warm-starts.
+    let again = tick(&mut c, &s, &[true, true]);
+    assert!(again.qp.unwrap().warm_started);
+    check_solved(&c, &s, &again, &[true, true]);
+}
+
+#[test]
+fn a_pushed_leaning_body_is_solved_and_consistent() {
+    let mut c = biped(BalanceSettings::DEFAULT);
+    let mut q = [0.0; NV];
+    // Lean the body forward at the ankles' z joints and bend the knees a little.
+    q[3] = -0.2;
+    q[9] = -0.2;
+    q[2] = 0.1;
+    q[8] = 0.1;
+    q[5] = 0.1;
+    q[11] = 0.1;
+    let mut v = [0.0; NV];
+    v[0] = 0.3; // the base moving forward (base frame), as after a push
+    v[5] = -0.2;
+    let s = State {
+        base: Isometry3::from_parts(
+            Translation3::new(0.02, 0.94, 0.0),
+            UnitQuaternion::from_axis_angle(&Vector3::z_axis(), -0.05),
+        ),
+        q,
+        v,
+    };
+    let out = tick(&mut c, &s, &[true, true]);
+    check_solved(&c, &s, &out, &[true, true]);
+    let one = tick(&mut c, &s, &[true, false]);
+    check_solved(&c, &s, &one, &[true, false]);
+    assert_eq!(one.point_count, 4);
+    assert!(
+        !one.qp.unwrap().warm_started,
+        "the contact set changed: a cold start"
+    );
+}
+
+#[test]
+fn an_infeasible_problem_falls_back_to_the_last_torques_decayed() {
+    let settings = BalanceSettings::DEFAULT;
+    let mut c = biped(settings);
+    let s = State {
+        base: standing(),
+        q: [0.0; NV],
+        v: [0.0; NV],
+    };
+    let good = tick(&mut c, &s, &[true, true]);
+    assert_eq!(good.status, BalanceStatus::Solved);
+    // A minimum normal force no effort can push into the ground.
+    let mut c2 = biped(BalanceSettings {
+        min_normal_n: 5e4,
+        ..settings
+    });
+    let first = tick(&mut c2, &s, &[true, true]);
+    assert!(
+        matches!(
+            first.status,
+            BalanceStatus::NotSolved(Status::PrimalInfeasible)
+        ),
+        "{:?}",
+        first.status
+    );
+    assert!(
+        first.torques.iter().all(|t| *t == 0.0),
+        "nothing solved yet: zero"
+    );
+    // The same controller after a good tick: the good torques times the decay, then again.
+    let mut c3 = biped(settings);
+    let good = tick(&mut c3, &s, &[true, true]);
+    let bad_input = State {
+        v: {
+            let mut v = [0.0; NV];
+            v[7] = f64::NAN;
+            v
+        },
+        ..s
+    };
+    let f1 = tick(&mut c3, &bad_input, &[true, true]);
+    assert_eq!(f1.status, BalanceStatus::Input(BalanceInputField::Velocity));
+    let f2 = tick(&mut c3, &bad_input, &[true, true]);
+    assert_eq!(f2.failures_in_a_row, 2);
+    for i in 0..NV {
+        assert_eq!(f1.torques[i], good.torques[i] * settings.fallback_decay);
+        assert_eq!(f2.torques[i], f1.torques[i] * settings.fallback_decay);
+    }
+    for g in 0..6 {
+        for e in 0..3 {
+            assert_eq!(
+                f1.group_torques[g][e],
+                good.group_torques[g][e] * settings.fallback_decay
+            );
+        }
+    }
+    let back = tick(&mut c3, &s, &[true, true]);
+    assert_eq!(back.status, BalanceStatus::Solved);
+    assert_eq!(back.failures_in_a_row, 0);
+}
+
+#[test]
+fn bad_specs_are_refused_by_name() {
+    let (joints, groups, contacts) = biped_spec();
+    let tree = || {
+        Tree::<NV>::new(&TreeSpec {
+            base: BaseKind::Floating,
+            base_body: body(20.0, [0.0; 3], 0.3),
+            joints: &joints,
+        })
+        .unwrap()
+    };
+    let s = BalanceSettings::DEFAULT;
+    let build = |c: &[ContactBody], g: &[JointGroup], s| Biped::new(tree(), c, g, s).err();
+    assert_eq!(
+        build(&contacts, &groups[..5], s),
+        Some(BalanceError::BadGroup { index: 5 })
+    );
+    let mut g = groups;
+    g[1].effort = f64::NAN;
+    assert_eq!(
+        build(&contacts, &g, s),
+        Some(BalanceError::BadGroup { index: 1 })
+    );
+    let mut g = groups;
+    g[0].count = 2;
+    assert_eq!(
+        build(&contacts, &g, s),
+        Some(BalanceError::BadGroup { index: 1 })
+    );
+    let mut c = contacts;
+    c[1].body = 99;
+    assert_eq!(
+        build(&c, &groups, s),
+        Some(BalanceError::BadContact { index: 1 })
+    );
+    let mut c = contacts;
+    c[0].count = 0;
+    assert_eq!(
+        build(&c, &groups, s),
+        Some(BalanceError::BadContact { index: 0 })
+    );
+    assert_eq!(
+        build(&contacts, &groups, BalanceSettings { friction: 0.0, ..s }),
+        Some(BalanceError::BadSettings("friction"))
+    );
+    assert_eq!(
+        Balance::<NV, 40, NR>::new(tree(), &contacts, &groups, s).err(),
+        Some(BalanceError::Capacity("QP variables (NX)"))
+    );
+    assert_eq!(
+        Balance::<NV, NX, 60>::new(tree(), &contacts, &groups, s).err(),
+        Some(BalanceError::Capacity("QP rows (NR)"))
+    );
+    // A fixed base.
+    let fixed = Tree::<NV>::new(&TreeSpec {
+        base: BaseKind::Fixed,
+        base_body: body(20.0, [0.0; 3], 0.3),
+        joints: &joints,
+    })
+    .unwrap();
+    assert_eq!(
+        Biped::new(fixed, &contacts, &groups, s).err(),
+        Some(BalanceError::FixedBase)
+    );
+}
+
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [0, 2, 1],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [2, 1, 0],
+];
+
+fn axis(n: usize) -> Unit<Vector3<f64>> {
+    [Vector3::x_axis(), Vector3::y_axis(), Vector3::z_axis()][n]
+}
+
+fn compose(angles: [f64; 3], order: [usize; 3]) -> Rotation3<f64> {
+    Rotation3::from_axis_angle(&axis(order[0]), angles[0])
+        * Rotation3::from_axis_angle(&axis(order[1]), angles[1])
+        * Rotation3::from_axis_angle(&axis(order[2]), angles[2])
+}
+
+proptest! {
+    #[test]
+    fn euler_angles_invert_their_composition(
+        a in -3.1f64..3.1, b in -1.5f64..1.5, g in -3.1f64..3.1, o in 0usize..6,
+    ) {
+        let order = ORDERS[o];
+        let r = compose([a, b, g], order);
+        let back = euler_angles(r.matrix(), order).unwrap();
+        prop_assert!((back[0] - a).abs() < 1e-9 && (back[1] - b).abs() < 1e-9 && (back[2] - g).abs() < 1e-9,
+            "{:?} vs {:?}", back, [a, b, g]);
+    }
+
+    #[test]
+    fn euler_rates_give_the_angular_velocity(
+        a in -3.0f64..3.0, b in -1.4f64..1.4, g in -3.0f64..3.0, o in 0usize..6,
+        w in prop::array::uniform3(-5.0f64..5.0),
+    ) {
+        let order = ORDERS[o];
+        let angles = [a, b, g];
+        let omega = Vector3::from(w);
+        let rates = euler_rates(angles, order, &omega).unwrap();
+        // R(t + h) R(t)ᵀ ≈ exp(h [ω]×): the angular velocity (parent axes) of the rates.
+        let h = 1e-5;
+        let ahead = compose([a + h * rates[0], b + h * rates[1], g + h * rates[2]], order);
+        let behind = compose([a - h * rates[0], b - h * rates[1], g - h * rates[2]], order);
+        let turn = UnitQuaternion::from_rotation_matrix(&(ahead * behind.inverse())).scaled_axis()
+            / (2.0 * h);
+        prop_assert!((turn - omega).norm() < 1e-6 * (1.0 + omega.norm()), "{turn} vs {omega}");
+    }
+
+    /// Whatever the numbers in the state, a tick returns finite torques within the efforts.
+    #[test]
+    fn no_input_gives_a_non_finite_or_oversized_torque(
+        bits in prop::collection::vec(any::<u64>(), 3 * NV + 8),
+        planted in prop::array::uniform2(any::<bool>()),
+        sane in any::<bool>(),
+    ) {
+        let mut c = biped(BalanceSettings::DEFAULT);
+        let value = |i: usize| {
+            let x = f64::from_bits(bits[i]);
+            if sane { (x.to_bits() % 2001) as f64 / 1000.0 - 1.0 } else { x }
+        };
+        let mut s = State { base: standing(), q: [0.0; NV], v: [0.0; NV] };
+        for k in 0..NV {
+            s.q[k] = value(k);
+            s.v[k] = value(NV + k);
+        }
+        s.base = Isometry3::from_parts(
+            Translation3::new(value(3 * NV), 0.95 + value(3 * NV + 1), value(3 * NV + 2)),
+            UnitQuaternion::from_scaled_axis(Vector3::new(value(3 * NV + 3), value(3 * NV + 4), value(3 * NV + 5))),
+        );
+        let out = tick(&mut c, &s, &planted);
+        prop_assert!(out.torques.iter().all(|t| t.is_finite()));
+        for (g, group) in c.groups().iter().enumerate() {
+            let tau = Vector3::from(out.group_torques[g]);
+            prop_assert!(tau.iter().all(|t| t.is_finite()));
+            prop_assert!(tau.norm() <= group.effort);
+        }
+    }
+}
