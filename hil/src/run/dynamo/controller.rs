@@ -87,14 +87,18 @@ pub enum DynamoLaw {
     WorldSpace,
     /// World-space PD plus the root spring.
     WorldSpaceRootSpring,
+    /// Abe, da Silva and Popović's multiobjective QP with friction cones
+    /// ([`super::balance`]): accelerations, contact forces and torques chosen together.
+    QpBalance,
 }
 
 impl DynamoLaw {
     /// All three, in report order.
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::ParentSpace,
         Self::WorldSpace,
         Self::WorldSpaceRootSpring,
+        Self::QpBalance,
     ];
 
     /// The name in scenarios and reports.
@@ -103,6 +107,7 @@ impl DynamoLaw {
             Self::ParentSpace => "parent_space",
             Self::WorldSpace => "world_space",
             Self::WorldSpaceRootSpring => "world_space_root_spring",
+            Self::QpBalance => "qp_balance",
         }
     }
 
@@ -137,6 +142,9 @@ pub struct HumanoidState {
     pub body_count: usize,
     /// The bodies' world motion, body order.
     pub bodies: [BodyMotion; MAX_BODIES],
+    /// The ground's normal (vertical) force on the left foot, right foot, left toes and right
+    /// toes at the last step, N.
+    pub contact_normal_n: [f64; 4],
 }
 
 impl HumanoidState {
@@ -146,11 +154,16 @@ impl HumanoidState {
         for (b, m) in bodies.iter_mut().zip(&frame.bodies) {
             *b = *m;
         }
+        let mut contact_normal_n = [0.0; 4];
+        for (n, c) in contact_normal_n.iter_mut().zip(&frame.contacts) {
+            *n = c.force_n[1];
+        }
         Self {
             step: frame.step,
             sim_time_s: frame.sim_time_s,
             body_count: frame.bodies.len(),
             bodies,
+            contact_normal_n,
         }
     }
 }
@@ -193,6 +206,20 @@ pub struct DynamoTick {
     pub joints: u16,
     /// The reach joint's angle from its target (the same measure), rad; `None` without a reach.
     pub reach_error_rad: Option<f64>,
+    /// `qp_balance` only: how its QP ended, its iterations and the largest friction use
+    /// ‖f_t‖/(μ f_n) of its forces.
+    pub qp: Option<QpTick>,
+}
+
+/// What a `qp_balance` tick's QP did.
+#[derive(Debug, Clone, Copy)]
+pub struct QpTick {
+    /// How it ended (anything but solved: fallback torques).
+    pub status: control_core::balance::BalanceStatus,
+    /// Interior-point iterations (0 when no solve ran).
+    pub iterations: u32,
+    /// Largest ‖f_t‖ / (μ f_n) over the forces it chose.
+    pub friction_use: f64,
 }
 
 impl DynamoTick {
@@ -211,6 +238,7 @@ impl DynamoTick {
             pose_error_sq_sum: 0.0,
             joints: 0,
             reach_error_rad: None,
+            qp: None,
         }
     }
 
@@ -280,6 +308,8 @@ pub struct DynamoController {
     lean_damping: f64,
     /// The whole body's mass, kg.
     mass_kg: f64,
+    /// `qp_balance`'s QP controller (the servos above are then not used).
+    balance: Option<super::balance::HumanoidBalance>,
 }
 
 /// The fraction of a joint's effort the servos may use: a torque scaled down to exactly the
@@ -489,7 +519,16 @@ impl DynamoController {
         } else {
             1.0
         };
+        let balance = match law {
+            DynamoLaw::QpBalance => Some(super::balance::HumanoidBalance::new(
+                model,
+                gravity_m_s2,
+                gain_scale,
+            )?),
+            _ => None,
+        };
         Ok(Self {
+            balance,
             lean_damping: LEAN_DAMPING_NMS_PER_RAD * lean_scale,
             mass_kg: model.total_mass_kg(),
             gravity: v(gravity_m_s2),
@@ -595,6 +634,9 @@ impl DynamoController {
             if self.reach.is_some_and(|r| r.joint == j) {
                 out.reach_error_rad = Some(err);
             }
+            if self.balance.is_some() {
+                continue;
+            }
             // The composite inertia the joint moves, about the joint point (limb joints every
             // tick, others only for their arrival).
             let arriving = self
@@ -681,6 +723,40 @@ impl DynamoController {
                 }
             };
             out.put(3 * j, &torque);
+        }
+        if self.balance.is_some() {
+            let mut targets = [UnitQuaternion::identity(); MAX_JOINTS];
+            for (j, slot) in targets.iter_mut().enumerate().take(self.joints.len()) {
+                *slot = self.relative_target(j, t);
+            }
+            let n = self.joints.len();
+            let Some(balance) = &mut self.balance else {
+                return out;
+            };
+            let bodies = s.bodies.get(..self.bodies).unwrap_or(&[]);
+            let torques = out.torques_nm.get_mut(..3 * n).unwrap_or(&mut []);
+            match balance.tick(
+                bodies,
+                targets.get(..n).unwrap_or(&[]),
+                &s.contact_normal_n,
+                torques,
+            ) {
+                Some(status) => {
+                    let last = balance.last.as_ref();
+                    out.qp = Some(QpTick {
+                        status,
+                        iterations: last.and_then(|o| o.qp).map_or(0, |i| i.iterations),
+                        friction_use: last.map_or(0.0, |o| o.friction_use),
+                    });
+                    out.limited += last.map_or(0, |o| o.limited) as u16;
+                }
+                None => {
+                    let mut safe = self.safe(s);
+                    safe.refused += 1;
+                    return safe;
+                }
+            }
+            return out;
         }
         if let Some(spring) = &mut self.spring
             && let Ok(o) = spring.tick(&root.orientation, &root.angular_velocity_rad_s)
@@ -859,7 +935,49 @@ mod tests {
             sim_time_s: 0.0,
             body_count: model.bodies.len(),
             bodies,
+            contact_normal_n: [300.0, 300.0, 20.0, 20.0],
         }
+    }
+
+    #[test]
+    fn qp_balance_answers_a_standing_state_with_torques_within_the_efforts() {
+        let model = model();
+        let mut c = controller(&model, DynamoLaw::QpBalance, (1.0, GainScope::AllJoints));
+        for v in [[0.0; 3], [0.3, 0.0, 0.1]] {
+            let out = c.tick(state(&model, v));
+            let qp = out.qp.expect("qp_balance reports its QP");
+            assert_eq!(qp.status, control_core::balance::BalanceStatus::Solved);
+            assert!(qp.iterations > 0 && qp.friction_use <= 1.0 + 1e-6);
+            assert!(!out.safe && out.refused == 0);
+            for (j, joint) in model.joints.iter().enumerate() {
+                let t = Vector3::new(
+                    out.torques_nm[3 * j],
+                    out.torques_nm[3 * j + 1],
+                    out.torques_nm[3 * j + 2],
+                );
+                assert!(t.iter().all(|x| x.is_finite()));
+                assert!(t.norm() <= joint.effort_nm, "{}: {}", joint.name, t.norm());
+            }
+            // Something holds the body: the legs carry torque.
+            let hip = model.joint_index("left_hip").unwrap();
+            assert!(
+                out.torques_nm[3 * hip..3 * hip + 3]
+                    .iter()
+                    .any(|x| x.abs() > 1e-3)
+            );
+        }
+        // A clone is a working controller too (a fresh QP).
+        let mut twin = c.clone();
+        let out = twin.tick(state(&model, [0.0; 3]));
+        assert_eq!(
+            out.qp.map(|q| q.status),
+            Some(control_core::balance::BalanceStatus::Solved)
+        );
+        // A state it cannot map (a zero quaternion) gets the safe state, counted.
+        let mut bad = state(&model, [0.0; 3]);
+        bad.bodies[3].orientation = [0.0; 4];
+        let out = c.tick(bad);
+        assert!(out.safe && out.refused == 1);
     }
 
     fn controller(
@@ -893,7 +1011,11 @@ mod tests {
     #[test]
     fn the_ankles_damp_the_lean_rate_under_every_law() {
         let model = model();
-        for law in DynamoLaw::ALL {
+        // Dynamo's laws (qp_balance has no lean damping: its angular momentum objective).
+        for law in DynamoLaw::ALL
+            .into_iter()
+            .filter(|l| *l != DynamoLaw::QpBalance)
+        {
             let mut c = controller(&model, law, (1.0, GainScope::AllJoints));
             let still = ankle_pitch(&model, &mut c, [0.0; 3]);
             let moving = ankle_pitch(&model, &mut c, [0.3, 0.0, 0.0]);

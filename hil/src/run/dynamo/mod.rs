@@ -20,6 +20,7 @@
 //! `latency.svg`, `push.gif` (a side view of the root-spring controller at the first impulse it
 //! falls to), `scene.json` (the unpushed scene).
 
+pub mod balance;
 pub mod controller;
 
 use std::path::{Path, PathBuf};
@@ -563,6 +564,40 @@ pub struct DynamoRecorder {
     limited: u64,
     refused: u64,
     times: LoopTimes,
+    contacts: ContactOut,
+    /// Whether each of the feet and toes was touching at the last frame.
+    planted: [bool; 4],
+    qp: Option<QpOut>,
+}
+
+/// The ground's forces on the feet and toes as the plant measured them, until the fall (or the
+/// end).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ContactOut {
+    /// Largest ‖f_t‖ / (μ f_n) over the steps and the feet and toes touching the ground
+    /// (μ = the plant's friction, 0.8); 1 is sliding.
+    pub max_friction_use: f64,
+    /// Steps on which a foot or toes touching slid: friction use ≥ 0.99.
+    pub slip_steps: u64,
+    /// A foot or toes lifting: touching at one step, not at the next.
+    pub lift_events: u64,
+}
+
+/// What `qp_balance`'s QP did over a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QpOut {
+    /// Ticks.
+    pub ticks: u64,
+    /// Ticks solved.
+    pub solved: u64,
+    /// Ticks that fell back, by reason (`NotSolved(PrimalInfeasible)`, …).
+    pub fallbacks: std::collections::BTreeMap<String, u64>,
+    /// Most interior-point iterations of a tick.
+    pub max_iterations: u32,
+    /// Mean iterations per tick.
+    pub mean_iterations: f64,
+    /// Largest ‖f_t‖ / (μ f_n) of the forces the QP chose (μ = its own, 0.7).
+    pub max_friction_use: f64,
 }
 
 /// What one run gives.
@@ -585,6 +620,10 @@ pub struct DynamoRun {
     pub limited: u64,
     /// Joint-ticks whose servo refused its input.
     pub refused: u64,
+    /// The ground's forces on the feet and toes.
+    pub contacts: ContactOut,
+    /// `qp_balance`'s QP.
+    pub qp: Option<QpOut>,
     /// Poses for the animation: (time, state, ground forces on feet and toes).
     pub poses: Vec<PoseSample>,
     /// Plant step cost, µs.
@@ -642,6 +681,23 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             }
         }
         let s = HumanoidState::of(frame);
+        if self.fell_at_s.is_none() {
+            for (k, c) in frame.contacts.iter().take(4).enumerate() {
+                let [x, y, z] = c.force_n;
+                let touching = y > 0.0;
+                if touching {
+                    let use_ = (x * x + z * z).sqrt() / (sim_host::humanoid::FRICTION * y);
+                    self.contacts.max_friction_use = self.contacts.max_friction_use.max(use_);
+                    if use_ >= 0.99 {
+                        self.contacts.slip_steps += 1;
+                    }
+                }
+                if self.planted[k] && !touching && frame.step > 1 {
+                    self.contacts.lift_events += 1;
+                }
+                self.planted[k] = touching;
+            }
+        }
         if let Some(torso) = frame.bodies.get(self.torso) {
             let tilt = tilt_of(torso);
             self.max_tilt_rad = self.max_tilt_rad.max(tilt);
@@ -665,6 +721,18 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
     fn tick(&mut self, c: &DynamoTick, compute: Option<Duration>) {
         self.limited += u64::from(c.limited);
         self.refused += u64::from(c.refused);
+        if let Some(t) = c.qp {
+            let qp = self.qp.get_or_insert_with(QpOut::default);
+            qp.ticks += 1;
+            if t.status == control_core::balance::BalanceStatus::Solved {
+                qp.solved += 1;
+            } else {
+                *qp.fallbacks.entry(format!("{:?}", t.status)).or_insert(0) += 1;
+            }
+            qp.max_iterations = qp.max_iterations.max(t.iterations);
+            qp.mean_iterations += (f64::from(t.iterations) - qp.mean_iterations) / qp.ticks as f64;
+            qp.max_friction_use = qp.max_friction_use.max(t.friction_use);
+        }
         self.external_nm_s += c.root_torque_nm * self.dt_s;
         if c.spring == Some(SpringState::Broken) && self.spring_broke_at_s.is_none() {
             self.spring_broke_at_s = Some(c.time_s);
@@ -702,6 +770,8 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             spring_broke_at_s: self.spring_broke_at_s,
             limited: self.limited,
             refused: self.refused,
+            contacts: self.contacts,
+            qp: self.qp,
             poses: self.poses,
             plant_step_us,
             timing,
@@ -732,6 +802,10 @@ pub struct PushOut {
     pub limited_joint_ticks: u64,
     /// Joint-ticks whose servo refused its input (damping sent instead).
     pub refused_joint_ticks: u64,
+    /// The ground's forces on the feet and toes until the fall.
+    pub contacts: ContactOut,
+    /// `qp_balance` only: its QP.
+    pub qp: Option<QpOut>,
 }
 
 /// One controller in the report.
@@ -885,6 +959,9 @@ pub fn run_scenario(
             limited: 0,
             refused: 0,
             times: LoopTimes::default(),
+            contacts: ContactOut::default(),
+            planted: [false; 4],
+            qp: None,
         };
         let (run, cut) = run_session(
             args,
@@ -946,6 +1023,8 @@ pub fn run_scenario(
                 spring_broke_at_s: run.spring_broke_at_s,
                 limited_joint_ticks: run.limited,
                 refused_joint_ticks: run.refused,
+                contacts: run.contacts.clone(),
+                qp: run.qp.clone(),
             };
             csv.push_str(&format!(
                 "{},push,{},1,{},{},{},{},{},{},{}\n",
@@ -1541,6 +1620,8 @@ mod tests {
             spring_broke_at_s: None,
             limited: 0,
             refused: 0,
+            contacts: ContactOut::default(),
+            qp: None,
             poses: Vec::new(),
             plant_step_us: None,
             timing: Timing::default(),
@@ -1561,6 +1642,8 @@ mod tests {
             spring_broke_at_s: None,
             limited_joint_ticks: 0,
             refused_joint_ticks: 0,
+            contacts: ContactOut::default(),
+            qp: None,
         };
         let c = summarise(
             DynamoLaw::WorldSpace,

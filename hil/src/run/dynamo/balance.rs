@@ -1,0 +1,492 @@
+//! The `qp_balance` controller of a `dynamo_push` scenario: [`control_core::balance`] (Abe, da
+//! Silva and Popović's multiobjective QP with friction cones) on the 15-body humanoid.
+//!
+//! The humanoid's description (`sim_host::humanoid::HumanoidModel`, the plant's own) becomes a
+//! floating-base [`Tree`]: the root (pelvis) is the base, its frame at its centre of mass; each
+//! body's frame sits at its joint, axes the link's. A ball joint is three revolute joints
+//! (Euler angles, two massless frames between), its middle axis the one with the smallest
+//! range (the farthest from gimbal lock in use: the hips' and shoulders' middle axes are
+//! their twist); a two-axis joint (the ankles) is its two free axes with the locked one
+//! between them, whose angle the plant keeps near zero (the largest seen is reported); a hinge
+//! is one joint. Each is one [`JointGroup`] with the joint's effort, so the QP bounds the norm
+//! of the torque vector the plant checks. The feet stand on the four bottom corners of their
+//! sole box and the toes on the two front corners of theirs; a body is planted while the plant
+//! measured a normal force on it at the last step.
+//!
+//! Each tick maps the plant's body motions to the tree's coordinates (relative rotations to
+//! Euler angles, relative angular velocities to their rates), the pose targets (the same
+//! standing pose, lean and timed reach as the Dynamo laws) likewise, and sends every group's
+//! torque vector. Never on the real-time path: allocation (every buffer is sized when the
+//! controller is built), blocking, panics.
+
+use control_core::articulated::nalgebra::{
+    Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion, Vector3,
+};
+use control_core::balance::{
+    Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
+    MAX_POINTS, euler_angles, euler_rates,
+};
+use control_core::frames::BodyMotion;
+use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
+use sim_host::humanoid::{Geometry, HumanoidModel, JointKind};
+
+/// Velocity capacity (the humanoid has 34: 6 + 6 balls × 3 + 2 ankles × 2 + 6 hinges).
+pub const NV: usize = 36;
+/// QP variables (the humanoid: 34 + 12 points × 3 + 8 auxiliaries = 78).
+pub const NX: usize = 80;
+/// QP rows (the humanoid: 6 + 4 × 6 + 12 × 4 + 6 × 2 + 8 × 6 = 138).
+pub const NR: usize = 144;
+
+type Qp = Balance<NV, NX, NR>;
+
+/// A contact body is planted while the plant measured more than this normal force on it, N.
+pub const PLANTED_N: f64 = 1.0;
+
+/// How a humanoid joint maps to tree coordinates.
+#[derive(Debug, Clone, Copy)]
+enum Coordinates {
+    /// Euler angles about the coordinate axes `order`.
+    Ball { order: [usize; 3] },
+    /// Euler angles about `order`, the middle (locked) one left out.
+    TwoAxis { order: [usize; 3] },
+    /// The angle about `axis`.
+    Hinge { axis: Vector3<f64> },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Mapped {
+    parent: usize,
+    child: usize,
+    /// Its first tree joint.
+    first: usize,
+    coordinates: Coordinates,
+}
+
+/// What the controller was built from: enough to build it again (a clone is a fresh controller
+/// in the same configuration, without the warm start).
+#[derive(Debug, Clone)]
+struct Recipe {
+    joints: Vec<JointSpec>,
+    base: Inertial,
+    contacts: Vec<ContactBody>,
+    groups: Vec<JointGroup>,
+    settings: BalanceSettings,
+}
+
+/// The humanoid's balance controller: the tree, the map from the plant's bodies to it, and the
+/// QP controller (boxed: about 0.7 MB).
+pub struct HumanoidBalance {
+    recipe: Recipe,
+    qp: Box<Qp>,
+    joints: Vec<Mapped>,
+    root: usize,
+    gravity: Vector3<f64>,
+    com_height_m: f64,
+    /// The largest locked-axis angle of a two-axis joint seen, rad.
+    pub largest_locked_angle_rad: f64,
+    /// The last tick's output.
+    pub last: Option<BalanceOutput<NV>>,
+}
+
+impl std::fmt::Debug for HumanoidBalance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HumanoidBalance")
+            .field("joints", &self.joints.len())
+            .field("settings", &self.recipe.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for HumanoidBalance {
+    fn clone(&self) -> Self {
+        // The recipe was accepted once: building it again cannot fail.
+        let qp = build(&self.recipe).unwrap_or_else(|_| unreachable!("a built recipe builds"));
+        Self {
+            recipe: self.recipe.clone(),
+            qp,
+            joints: self.joints.clone(),
+            root: self.root,
+            gravity: self.gravity,
+            com_height_m: self.com_height_m,
+            largest_locked_angle_rad: self.largest_locked_angle_rad,
+            last: None,
+        }
+    }
+}
+
+/// Builds the QP controller on a thread with a large stack: the value is about 0.7 MB and is
+/// moved into its box (a debug build keeps it on the stack on the way).
+fn build(recipe: &Recipe) -> Result<Box<Qp>, String> {
+    let recipe = recipe.clone();
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || -> Result<Box<Qp>, String> {
+            let tree = Tree::<NV>::new(&TreeSpec {
+                base: BaseKind::Floating,
+                base_body: recipe.base,
+                joints: &recipe.joints,
+            })
+            .map_err(|e| e.to_string())?;
+            Ok(Box::new(
+                Qp::new(tree, &recipe.contacts, &recipe.groups, recipe.settings)
+                    .map_err(|e| e.to_string())?,
+            ))
+        })
+        .map_err(|e| format!("balance controller: cannot start its builder thread: {e}"))?
+        .join()
+        .map_err(|_| "balance controller: its builder thread panicked".to_string())?
+}
+
+fn v3(a: [f64; 3]) -> Vector3<f64> {
+    Vector3::new(a[0], a[1], a[2])
+}
+
+fn unit(n: usize) -> [f64; 3] {
+    let mut e = [0.0; 3];
+    if let Some(x) = e.get_mut(n) {
+        *x = 1.0;
+    }
+    e
+}
+
+fn coordinate_axis(axis: [f64; 3]) -> Option<usize> {
+    (0..3).find(|&n| unit(n) == axis)
+}
+
+/// The Euler order of a ball joint: the middle axis the one with the smallest range (ties: the
+/// later axis), the other two in x, y, z order.
+fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
+    let reach = |n: usize| limits[n][0].abs().max(limits[n][1].abs());
+    let mut middle = 0;
+    for n in 1..3 {
+        if reach(n) <= reach(middle) {
+            middle = n;
+        }
+    }
+    let mut rest = (0..3).filter(|&n| n != middle);
+    let (a, c) = (rest.next().unwrap_or(0), rest.next().unwrap_or(2));
+    [a, middle, c]
+}
+
+impl HumanoidBalance {
+    /// The controller for `model` under `gravity_m_s2`, its pose gains scaled by `gain_scale`
+    /// (stiffness × s, damping × √s).
+    pub fn new(
+        model: &HumanoidModel,
+        gravity_m_s2: [f64; 3],
+        gain_scale: f64,
+    ) -> Result<Self, String> {
+        let root = (0..model.bodies.len())
+            .find(|b| model.joints.iter().all(|j| j.child != *b))
+            .ok_or("the model has no root")?;
+        // Each body's centre of mass in its tree frame (the root's frame is at its centre).
+        let mut com_in_frame = vec![[0.0; 3]; model.bodies.len()];
+        let mut tree_body = vec![usize::MAX; model.bodies.len()];
+        tree_body[root] = 0;
+        let inertial = |b: usize, com: [f64; 3]| {
+            let body = &model.bodies[b];
+            let [ix, iy, iz] = body.inertia_kg_m2;
+            Inertial {
+                mass_kg: body.mass_kg,
+                com_m: com,
+                inertia_kgm2: [ix, 0.0, 0.0, iy, 0.0, iz],
+            }
+        };
+        let mut joints = Vec::new();
+        let mut groups = Vec::new();
+        let mut mapped = Vec::new();
+        for j in &model.joints {
+            let parent_body = *tree_body
+                .get(j.parent)
+                .filter(|b| **b != usize::MAX)
+                .ok_or_else(|| format!("joint {}: its parent comes after it", j.name))?;
+            let pc = com_in_frame[j.parent];
+            let a = j.anchor_in_parent_m;
+            let origin = [a[0] + pc[0], a[1] + pc[1], a[2] + pc[2]];
+            let child_com = j.anchor_in_child_m.map(|x| -x);
+            com_in_frame[j.child] = child_com;
+            let first = joints.len();
+            let chain = |axes: &[usize], joints: &mut Vec<JointSpec>| {
+                for (k, &axis) in axes.iter().enumerate() {
+                    let last = k + 1 == axes.len();
+                    joints.push(JointSpec {
+                        parent_body: if k == 0 { parent_body } else { joints.len() },
+                        kind: JointType::Revolute,
+                        origin: Placement::from_xyz_rpy(
+                            if k == 0 { origin } else { [0.0; 3] },
+                            [0.0; 3],
+                        ),
+                        axis: unit(axis),
+                        body: if last {
+                            inertial(j.child, child_com)
+                        } else {
+                            Inertial::ZERO
+                        },
+                    });
+                }
+            };
+            let coordinates = match j.kind {
+                JointKind::Ball { limits_rad } => {
+                    let order = ball_order(&limits_rad);
+                    chain(&order, &mut joints);
+                    Coordinates::Ball { order }
+                }
+                JointKind::TwoAxis { axes, .. } => {
+                    let (Some(a0), Some(a1)) = (coordinate_axis(axes[0]), coordinate_axis(axes[1]))
+                    else {
+                        return Err(format!(
+                            "joint {}: two-axis joint off the coordinate axes",
+                            j.name
+                        ));
+                    };
+                    let locked = 3 - a0 - a1;
+                    chain(&[a0, a1], &mut joints);
+                    Coordinates::TwoAxis {
+                        order: [a0, locked, a1],
+                    }
+                }
+                JointKind::Hinge { axis, .. } => {
+                    joints.push(JointSpec {
+                        parent_body,
+                        kind: JointType::Revolute,
+                        origin: Placement::from_xyz_rpy(origin, [0.0; 3]),
+                        axis,
+                        body: inertial(j.child, child_com),
+                    });
+                    Coordinates::Hinge { axis: v3(axis) }
+                }
+            };
+            tree_body[j.child] = joints.len();
+            groups.push(JointGroup {
+                first,
+                count: joints.len() - first,
+                effort: j.effort_nm * (1.0 - 1e-9),
+            });
+            mapped.push(Mapped {
+                parent: j.parent,
+                child: j.child,
+                first,
+                coordinates,
+            });
+        }
+        // Contact points: the sole box's bottom corners (the toes: the two in front).
+        let mut contacts = Vec::new();
+        for (k, &b) in model.ground_contact_bodies.iter().enumerate() {
+            let toes = k >= 2;
+            let body = &model.bodies[b];
+            let Some(shape) = body
+                .shapes
+                .iter()
+                .find(|s| matches!(s.geometry, Geometry::Box { .. }))
+            else {
+                return Err(format!("link {}: no box to stand on", body.name));
+            };
+            let Geometry::Box { half_extents_m: h } = shape.geometry else {
+                unreachable!("found as a box")
+            };
+            if shape.orientation != [1.0, 0.0, 0.0, 0.0] {
+                return Err(format!("link {}: its sole box is rotated", body.name));
+            }
+            let c = shape.center_m;
+            let f = com_in_frame[b];
+            let mut points = [[0.0; 3]; MAX_POINTS];
+            let mut count = 0;
+            for sx in [-1.0, 1.0] {
+                if toes && sx < 0.0 {
+                    continue;
+                }
+                for sz in [-1.0, 1.0] {
+                    points[count] = [
+                        f[0] + c[0] + sx * h[0],
+                        f[1] + c[1] - h[1],
+                        f[2] + c[2] + sz * h[2],
+                    ];
+                    count += 1;
+                }
+            }
+            contacts.push(ContactBody {
+                body: tree_body[b],
+                points,
+                count,
+            });
+        }
+        let s = BalanceSettings::DEFAULT;
+        let settings = BalanceSettings {
+            // Below the plant's 0.8: a margin for the plant's contact model.
+            friction: 0.7,
+            pose_kp: s.pose_kp * gain_scale,
+            pose_kd: s.pose_kd * gain_scale.sqrt(),
+            upright_kp: s.upright_kp * gain_scale,
+            upright_kd: s.upright_kd * gain_scale.sqrt(),
+            ..s
+        };
+        let recipe = Recipe {
+            joints,
+            base: inertial(root, [0.0; 3]),
+            contacts,
+            groups,
+            settings,
+        };
+        let qp = build(&recipe)?;
+        // The target height: the zero pose's centre of mass above its soles.
+        let kin = qp
+            .tree()
+            .kinematics(&Isometry3::identity(), &[0.0; NV])
+            .map_err(|e| e.to_string())?;
+        let (_, com) = kin.center_of_mass().map_err(|e| e.to_string())?;
+        let gravity = v3(gravity_m_s2);
+        let up = -gravity.normalize();
+        let mut lowest = f64::INFINITY;
+        for c in &recipe.contacts {
+            let pose = kin
+                .body_pose(c.body)
+                .ok_or("a contact body past the tree")?;
+            for p in c.points.iter().take(c.count) {
+                lowest = lowest.min(up.dot(&(pose * nalgebra_point(p)).coords));
+            }
+        }
+        Ok(Self {
+            recipe,
+            qp,
+            joints: mapped,
+            root,
+            gravity,
+            com_height_m: up.dot(&com) - lowest,
+            largest_locked_angle_rad: 0.0,
+            last: None,
+        })
+    }
+
+    /// One tick: the bodies' motions `bodies`, each joint's target rotation relative to its
+    /// parent `targets` (joint order), the ground's normal force on the contact bodies
+    /// `contact_normal_n` (feet, toes); writes each joint's torque vector (world) into
+    /// `torques` (3 per joint, joint order). `None` if the state cannot be mapped (a
+    /// non-finite motion, an Euler singularity): the caller sends its safe state.
+    pub fn tick(
+        &mut self,
+        bodies: &[BodyMotion],
+        targets: &[UnitQuaternion<f64>],
+        contact_normal_n: &[f64; 4],
+        torques: &mut [f64],
+    ) -> Option<BalanceStatus> {
+        let root = bodies.get(self.root)?;
+        let orientation = |b: &BodyMotion| {
+            let [w, x, y, z] = b.orientation;
+            let q = Quaternion::new(w, x, y, z);
+            (q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite()))
+                .then(|| UnitQuaternion::from_quaternion(q))
+        };
+        let root_rotation = orientation(root)?;
+        let base = Isometry3::from_parts(Translation3::from(v3(root.com_m)), root_rotation);
+        let mut q = [0.0; NV];
+        let mut v = [0.0; NV];
+        let mut q_target = [0.0; NV];
+        let to_base = root_rotation.inverse();
+        let lin = to_base * v3(root.velocity_m_s);
+        let ang = to_base * v3(root.angular_velocity_rad_s);
+        v[..3].copy_from_slice(lin.as_slice());
+        v[3..6].copy_from_slice(ang.as_slice());
+        for (j, m) in self.joints.iter().enumerate() {
+            let (parent, child) = (bodies.get(m.parent)?, bodies.get(m.child)?);
+            let (rp, rc) = (orientation(parent)?, orientation(child)?);
+            let relative = rp.inverse() * rc;
+            let omega = rp.inverse()
+                * (v3(child.angular_velocity_rad_s) - v3(parent.angular_velocity_rad_s));
+            let target = targets
+                .get(j)
+                .copied()
+                .unwrap_or_else(UnitQuaternion::identity);
+            let (angles, rates, locked) = coordinates(m, &relative, &omega)?;
+            self.largest_locked_angle_rad = self.largest_locked_angle_rad.max(locked);
+            let (goal, _, _) = coordinates(m, &target, &Vector3::zeros())?;
+            let n = self.recipe.groups.get(j)?.count;
+            for k in 0..n {
+                q[m.first + k] = angles[k];
+                v[6 + m.first + k] = rates[k];
+                q_target[m.first + k] = goal[k];
+            }
+        }
+        // Upright, heading kept: the root's forward axis turned about the vertical only.
+        let up = -self.gravity.normalize();
+        let forward = root_rotation * Vector3::x();
+        let flat = forward - up * up.dot(&forward);
+        let upright = if flat.norm() > 1e-6 {
+            UnitQuaternion::rotation_between(&Vector3::x(), &flat.normalize())
+                .unwrap_or_else(UnitQuaternion::identity)
+        } else {
+            UnitQuaternion::identity()
+        };
+        let mut planted = [false; 4];
+        for (p, f) in planted.iter_mut().zip(contact_normal_n) {
+            *p = *f > PLANTED_N;
+        }
+        let out = self.qp.tick(&BalanceInput {
+            base_pose: &base,
+            q: &q,
+            v: &v,
+            q_target: &q_target,
+            upright_target: &upright,
+            com_height_m: self.com_height_m,
+            planted: &planted,
+            gravity: self.gravity,
+        });
+        for (j, slot) in torques
+            .chunks_exact_mut(3)
+            .take(self.joints.len())
+            .enumerate()
+        {
+            slot.copy_from_slice(&out.group_torques[j]);
+        }
+        let status = out.status;
+        self.last = Some(out);
+        Some(status)
+    }
+}
+
+/// Tree coordinates and rates of joint `m` at the relative rotation `r` and relative angular
+/// velocity `omega` (parent axes), and the |angle| about a two-axis joint's locked axis.
+fn coordinates(
+    m: &Mapped,
+    r: &UnitQuaternion<f64>,
+    omega: &Vector3<f64>,
+) -> Option<([f64; 3], [f64; 3], f64)> {
+    let matrix: Matrix3<f64> = r.to_rotation_matrix().into_inner();
+    match m.coordinates {
+        Coordinates::Ball { order } => {
+            let angles = euler_angles(&matrix, order)?;
+            let rates = euler_rates(angles, order, omega)?;
+            Some((angles, rates, 0.0))
+        }
+        Coordinates::TwoAxis { order } => {
+            let [a, locked, c] = euler_angles(&matrix, order)?;
+            // ω ≈ e_a ȧ + Rot(e_a, a) e_c ċ: orthonormal columns.
+            let ea = v3(unit(order[0]));
+            let ec = UnitQuaternion::from_axis_angle(
+                &control_core::articulated::nalgebra::Unit::new_unchecked(ea),
+                a,
+            ) * v3(unit(order[2]));
+            Some((
+                [a, c, 0.0],
+                [ea.dot(omega), ec.dot(omega), 0.0],
+                locked.abs(),
+            ))
+        }
+        Coordinates::Hinge { axis } => {
+            let q = r.quaternion();
+            let s = q.imag().dot(&axis);
+            let angle = 2.0 * s.atan2(q.w);
+            let angle = if angle > std::f64::consts::PI {
+                angle - 2.0 * std::f64::consts::PI
+            } else if angle < -std::f64::consts::PI {
+                angle + 2.0 * std::f64::consts::PI
+            } else {
+                angle
+            };
+            Some(([angle, 0.0, 0.0], [axis.dot(omega), 0.0, 0.0], 0.0))
+        }
+    }
+}
+
+fn nalgebra_point(p: &[f64; 3]) -> control_core::articulated::nalgebra::Point3<f64> {
+    control_core::articulated::nalgebra::Point3::new(p[0], p[1], p[2])
+}
