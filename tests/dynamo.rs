@@ -14,6 +14,7 @@ use serde_json::Value;
 
 const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
 const DYNAMO_1KHZ: &str = include_str!("../scenarios/dynamo_push_1khz.toml");
+const BALANCE: &str = include_str!("../scenarios/balance_push.toml");
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
@@ -237,6 +238,82 @@ fn assert_orderings(out: &Path, r: &Value) -> [(f64, f64); 3] {
 
 /// Broken dynamo scenarios are refused before any plant starts: exit 2, no report, and the
 /// message names the file and the field.
+/// `balance_push` cut to `parent_space` and `qp_balance` at three impulses and the nominal
+/// gains: the QP controller stands unpushed and at 10 N·s, holds the pose closer than
+/// parent-space servos, solves nearly every tick (each fallback named), keeps the forces it
+/// chooses inside its cones, and never sends a torque the plant refuses (`run` checks).
+#[test]
+fn balance_push_qp_balance_stands_holds_the_pose_and_solves_its_ticks() {
+    let mut source = BALANCE.to_string();
+    for (from, to) in [
+        (
+            "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
+            "controllers = [\"parent_space\", \"qp_balance\"]",
+        ),
+        (
+            "impulses_ns = [0.0, 4.0,",
+            "impulses_ns = [0.0, 10.0, 20.0]\n# ",
+        ),
+        (
+            "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
+            "gain_scales = [1.0]",
+        ),
+        (
+            "gain_scopes = [\"upper_body\", \"all_joints\"]",
+            "gain_scopes = [\"all_joints\"]",
+        ),
+    ] {
+        assert!(source.contains(from), "`{from}` not in balance_push.toml");
+        source = source.replacen(from, to, 1);
+    }
+    let (_, r) = run("balance_push_cut", &source);
+    let controllers = r["controllers"].as_array().cloned().unwrap_or_default();
+    let by_name = |n: &str| {
+        controllers
+            .iter()
+            .find(|c| c["name"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("{n} missing: {r:#}"))
+    };
+    let (qp, ps) = (by_name("qp_balance"), by_name("parent_space"));
+    let stood = pushes(&qp);
+    assert_eq!(&stood[..2], &[(0.0, true), (10.0, true)], "{qp:#}");
+    assert!(
+        num(&qp["pose_error_rad"]) < 0.5 * num(&ps["pose_error_rad"]),
+        "{} vs {}",
+        qp["pose_error_rad"],
+        ps["pose_error_rad"]
+    );
+    for p in qp["pushes"].as_array().cloned().unwrap_or_default() {
+        let account = &p["qp"];
+        let (ticks, solved) = (num(&account["ticks"]), num(&account["solved"]));
+        assert!(ticks > 600.0, "{account:#}");
+        let fallbacks: f64 = account["fallbacks"]
+            .as_object()
+            .map(|m| m.values().map(num).sum())
+            .unwrap_or(f64::NAN);
+        assert_eq!(
+            solved + fallbacks,
+            ticks,
+            "every fallback named: {account:#}"
+        );
+        assert!(
+            num(&account["max_friction_use"]) <= 1.0 + 1e-6,
+            "{account:#}"
+        );
+        if p["stood"] == true {
+            assert!(solved >= 0.98 * ticks, "{account:#}");
+        }
+        let contacts = &p["contacts"];
+        assert!(
+            num(&contacts["max_friction_use"]).is_finite(),
+            "{contacts:#}"
+        );
+    }
+    // The Dynamo laws carry no QP account.
+    assert!(ps["pushes"][0]["qp"].is_null());
+}
+
 #[test]
 fn broken_dynamo_scenarios_name_the_file_and_the_field() {
     let out = out_dir("dynamo_broken");
