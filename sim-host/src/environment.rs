@@ -12,7 +12,7 @@
 //!   (`ContactPair::solver_manifolds`) and their solver contacts, the normal impulse plus the
 //!   two friction impulses, each summed by Rapier over the step's substeps
 //!   (`ContactData::impulse`, `tangent_impulse`), put in the world frame
-//!   ([`impulse_on_first`]), summed, and divided by dt: the step's mean force, world frame, N.
+//!   (`impulse_on_first`), summed, and divided by dt: the step's mean force, world frame, N.
 //!   (`ContactPair::total_impulse` is the normal part only.) A body near a wall but not pushed
 //!   (a speculative contact, impulse 0) is not reported. Friction along a direction the robot
 //!   cannot move in (z for a planar arm whose joints all turn about z) is indeterminate for the

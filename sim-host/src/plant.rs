@@ -1,7 +1,7 @@
 //! The simulated plant: a Rapier world built from a [`Scene`], stepped one physics step at a
 //! time with the joint torques of that step, reporting joint states and events as wire
-//! [`StateFrame`]s. Every Rapier type of the project lives here or, for the URDF chain, in
-//! [`crate::chain`], and nowhere else.
+//! [`StateFrame`]s. Every Rapier type of the project lives in this crate (here, in the robot,
+//! biped and humanoid plants and in [`crate::environment`]), and nowhere else.
 //!
 //! # Why a multibody joint for the shoulder
 //! The arm is one link on a revolute **multibody** joint (reduced coordinates), not an impulse
