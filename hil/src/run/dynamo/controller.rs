@@ -610,7 +610,9 @@ impl DynamoController {
         if let Some(p) = person.get_mut(self.root) {
             *p = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), self.lean_at(t));
         }
-        for (j, joint) in self.joints.iter().enumerate() {
+        // Dynamo's servos only: qp_balance needs neither these nor the centre of mass below.
+        let servos = self.balance.is_none();
+        for (j, joint) in self.joints.iter().enumerate().filter(|_| servos) {
             let parent = person
                 .get(joint.parent)
                 .copied()
@@ -620,13 +622,22 @@ impl DynamoController {
             }
         }
         // Once a tick, for both ankles' lean damping.
-        let centre = self.centre_of_mass(&s);
+        let centre = if servos {
+            self.centre_of_mass(&s)
+        } else {
+            (Vector3::zeros(), Vector3::zeros())
+        };
+        // Each joint's target relative to its parent, for qp_balance.
+        let mut targets = [UnitQuaternion::identity(); MAX_JOINTS];
         for (j, joint) in self.joints.iter().enumerate() {
             let (Some(parent), Some(child)) = (motion.get(joint.parent), motion.get(joint.child))
             else {
                 continue;
             };
             let rel_target = self.relative_target(j, t);
+            if let Some(slot) = targets.get_mut(j) {
+                *slot = rel_target;
+            }
             let actual_rel = parent.orientation.inverse() * child.orientation;
             let err = (rel_target.inverse() * actual_rel).angle();
             out.pose_error_sq_sum += err * err;
@@ -725,10 +736,6 @@ impl DynamoController {
             out.put(3 * j, &torque);
         }
         if self.balance.is_some() {
-            let mut targets = [UnitQuaternion::identity(); MAX_JOINTS];
-            for (j, slot) in targets.iter_mut().enumerate().take(self.joints.len()) {
-                *slot = self.relative_target(j, t);
-            }
             let n = self.joints.len();
             let Some(balance) = &mut self.balance else {
                 return out;
