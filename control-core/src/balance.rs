@@ -8,7 +8,8 @@
 //! ```text
 //! minimise   Σ w ‖J a + J̇ q̇ − d‖²  (the objectives below) + w_a ‖a‖² + w_f ‖f‖²
 //! subject to M a + h = Sᵀ u + Σ_p J_pᵀ f_p         (equations of motion; the base rows: u = 0)
-//!            J_c a + J̇_c q̇ = −k_v J_c q̇            (no slip: every planted body, 6 rows)
+//!            J_p a + J̇_p q̇ = −k_v J_p q̇            (no slip: every touching point, 3 rows,
+//!                                                    reduced to independent ones, below)
 //!            ‖f_t‖ ≤ μ f_n,  f_n ≥ f_min            (friction cone and minimum normal force,
 //!                                                    per contact point: the slides' contact
 //!                                                    stabilisation)
@@ -29,6 +30,28 @@
 //!   make exact;
 //! - **angular momentum damping** about the centre of mass, `L̇ = −k_L L`, also on the forces:
 //!   `L̇ = Σ (p − x) × f` (gravity acts at the centre of mass).
+//!
+//! # Contact points and their no-slip rows
+//! Each contact point that touches (per point, [`BalanceInput::planted`]) gets a force and
+//! three no-slip rows. A foot flat on the ground then holds still; one on its front corners
+//! only is free to roll about them. The rows hold the body's motion, not each point's: the
+//! point's rows `J_p a` (its velocity's rate, `J_p = [I  −[d]×] J` for the offset `d` from the
+//! body's origin) equal the body's own no-slip target `t = −J̇ q̇ − k_v J q̇` (the 6D rate of
+//! its twist) carried to the point, `t_lin + t_ang × d`. Asking every corner for its own zero
+//! acceleration instead would be inconsistent on a turning body: its corners' centripetal
+//! accelerations `ω × (ω × d)` are no rigid motion's (measured on the humanoid: up to 2 m/s²
+//! between a foot's corners, every such tick infeasible).
+//!
+//! The rows still depend on one another: four corners of one foot give twelve rows of rank
+//! six, and a foot and its toes, joined by a hinge, add only the hinge's acceleration. Equal in
+//! exact arithmetic, dependent rows' right-hand sides differ by rounding (and by the error of
+//! the central difference that gives `J̇ q̇`), and such a set of equalities has no solution at
+//! all: the solver would report the QP infeasible, correctly.
+//! So the no-slip rows are orthonormalised
+//! (Gram–Schmidt, twice) in order, each row whose remainder is below [`DEPENDENT_ROW`] of its
+//! norm is left out, and [`BalanceOutput::dependent_rows`] counts them, with the largest gap
+//! between a left-out row's right-hand side and the one the kept rows imply in
+//! [`BalanceOutput::slip_inconsistency`].
 //!
 //! # Joint groups
 //! A joint of the robot is a [`JointGroup`]: one tree joint (a hinge or a slider), or two or
@@ -332,8 +355,10 @@ pub struct BalanceInput<'a, const NV: usize> {
     pub upright_target: &'a UnitQuaternion<f64>,
     /// Height of the centre-of-mass target above the planted points' mean, m.
     pub com_height_m: f64,
-    /// Per contact body (the order given to [`Balance::new`]): whether it is on the ground.
-    pub planted: &'a [bool],
+    /// Per contact body (the order given to [`Balance::new`]), per point of it: whether the
+    /// point touches the ground (a foot rolling onto its toes touches with its front corners
+    /// only). Points past a body's `count` are ignored.
+    pub planted: &'a [[bool; MAX_POINTS]],
     /// Gravity, world, m/s² (not zero).
     pub gravity: Vector3<f64>,
 }
@@ -369,6 +394,11 @@ pub struct BalanceOutput<const NV: usize> {
     pub limited: u32,
     /// Failed ticks in a row (0 when solved).
     pub failures_in_a_row: u32,
+    /// No-slip rows left out as dependent on the ones before (see the module docs).
+    pub dependent_rows: u32,
+    /// Largest gap between a left-out row's right-hand side and the one the kept rows imply,
+    /// in the row's unit (m/s² or rad/s²): rounding when small.
+    pub slip_inconsistency: f64,
 }
 
 impl<const NV: usize> BalanceOutput<NV> {
@@ -387,12 +417,21 @@ impl<const NV: usize> BalanceOutput<NV> {
             friction_use: 0.0,
             limited: 0,
             failures_in_a_row: 0,
+            dependent_rows: 0,
+            slip_inconsistency: 0.0,
         }
     }
 }
 
 /// Step of the central difference that gives J̇ q̇, s.
 const JDOT_STEP_S: f64 = 1e-5;
+
+/// A no-slip row whose remainder, after the rows before it are taken out, is below this
+/// fraction of its norm depends on them and is left out (see the module docs).
+pub const DEPENDENT_ROW: f64 = 1e-8;
+
+/// Most independent no-slip rows (six per body).
+const MAX_SLIP_ROWS: usize = 6 * MAX_CONTACT_BODIES;
 
 /// The balance controller: a tree, its contact bodies and joint groups, the settings, the
 /// solver and every buffer. See the module docs.
@@ -409,6 +448,9 @@ pub struct Balance<const NV: usize, const NX: usize, const NR: usize> {
     body_jacobians: [SMatrix<f64, 6, NV>; MAX_CONTACT_BODIES],
     body_bias: [SVector<f64, 6>; MAX_CONTACT_BODIES],
     point_jacobians: [SMatrix<f64, 3, NV>; MAX_ALL_POINTS],
+    /// The independent no-slip rows (orthonormal) and their right-hand sides.
+    slip_rows: [SVector<f64, NV>; MAX_SLIP_ROWS],
+    slip_rhs: [f64; MAX_SLIP_ROWS],
     p: [[f64; NX]; NX],
     q: [f64; NX],
     a: [[f64; NX]; NR],
@@ -517,6 +559,8 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             body_jacobians: [SMatrix::zeros(); MAX_CONTACT_BODIES],
             body_bias: [SVector::zeros(); MAX_CONTACT_BODIES],
             point_jacobians: [SMatrix::zeros(); MAX_ALL_POINTS],
+            slip_rows: [SVector::zeros(); MAX_SLIP_ROWS],
+            slip_rhs: [0.0; MAX_SLIP_ROWS],
             p: [[0.0; NX]; NX],
             q: [0.0; NX],
             a: [[0.0; NX]; NR],
@@ -577,6 +621,8 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 fallback.com = out.com;
                 fallback.com_target = out.com_target;
                 fallback.failures_in_a_row = self.failures;
+                fallback.dependent_rows = out.dependent_rows;
+                fallback.slip_inconsistency = out.slip_inconsistency;
                 fallback
             }
         }
@@ -648,23 +694,39 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
         let angular = angular_o - (com - p_b).cross(&linear);
         out.com = com.into();
 
-        // The planted bodies: Jacobians, J̇ q̇ and the points.
+        // The touching points, their bodies' Jacobians and J̇ q̇.
         let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
         let mut planted_bits = 0u32;
         let mut bodies = 0;
         let mut points = 0;
         let mut point_sum = Vector3::zeros();
+        // Per touching point: its body's slot and its offset from the body's origin (world).
+        let mut point_body = [0usize; MAX_ALL_POINTS];
+        let mut point_offset = [Vector3::<f64>::zeros(); MAX_ALL_POINTS];
+        let mut body_index = [0usize; MAX_CONTACT_BODIES];
+        let mut bit = 0;
         for (ci, c) in self.contacts.iter().take(self.contact_count).enumerate() {
-            if !input.planted.get(ci).copied().unwrap_or(false) {
+            let touching = input
+                .planted
+                .get(ci)
+                .copied()
+                .unwrap_or([false; MAX_POINTS]);
+            if !touching.iter().take(c.count).any(|t| *t) {
+                bit += c.count;
                 continue;
             }
-            planted_bits |= 1 << ci;
             let jac = self.kin.frame_jacobian(c.body, &identity).map_err(model)?;
             let pose = self
                 .kin
                 .body_pose(c.body)
                 .ok_or(model(TreeEvalError::OutOfRange))?;
-            for p in c.points.iter().take(c.count) {
+            for (p, _) in c
+                .points
+                .iter()
+                .zip(touching.iter())
+                .take(c.count)
+                .filter(|(_, t)| **t)
+            {
                 let world = pose * nalgebra::Point3::new(p[0], p[1], p[2]);
                 let d = world.coords - pose.translation.vector;
                 let jp = self
@@ -682,16 +744,31 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 if let Some(slot) = out.points.get_mut(points) {
                     *slot = world.coords.into();
                 }
+                if let (Some(b), Some(o)) =
+                    (point_body.get_mut(points), point_offset.get_mut(points))
+                {
+                    *b = bodies;
+                    *o = d;
+                }
                 point_sum += world.coords;
                 points += 1;
             }
+            for (k, t) in touching.iter().take(c.count).enumerate() {
+                if *t && bit + k < 32 {
+                    planted_bits |= 1 << (bit + k);
+                }
+            }
+            bit += c.count;
             if let Some(slot) = self.body_jacobians.get_mut(bodies) {
                 *slot = jac;
+            }
+            if let Some(slot) = body_index.get_mut(bodies) {
+                *slot = ci;
             }
             bodies += 1;
         }
         out.point_count = points;
-        // J̇ q̇ of every planted body by a central difference along the motion.
+        // J̇ q̇ of every body with a touching point, by a central difference along the motion.
         if bodies > 0 {
             for bias in self.body_bias.iter_mut().take(bodies) {
                 *bias = SVector::zeros();
@@ -710,20 +787,71 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 self.tree
                     .kinematics_into(&mut self.kin_step, &pose, &q_step)
                     .map_err(model)?;
-                let mut b = 0;
-                for (ci, c) in self.contacts.iter().take(self.contact_count).enumerate() {
-                    if planted_bits & (1 << ci) == 0 {
-                        continue;
-                    }
+                for (bias, ci) in self
+                    .body_bias
+                    .iter_mut()
+                    .zip(body_index.iter())
+                    .take(bodies)
+                {
+                    let body = self.contacts.get(*ci).map_or(0, |c| c.body);
                     let jac = self
                         .kin_step
-                        .frame_jacobian(c.body, &identity)
+                        .frame_jacobian(body, &identity)
                         .map_err(model)?;
-                    if let Some(bias) = self.body_bias.get_mut(b) {
-                        *bias += jac * v * (sign / (2.0 * JDOT_STEP_S));
-                    }
-                    b += 1;
+                    *bias += jac * v * (sign / (2.0 * JDOT_STEP_S));
                 }
+            }
+        }
+
+        // The no-slip rows of every touching point: J_p a = t_lin + t_ang × d, its body's
+        // no-slip acceleration t = −J̇ q̇ − k_v J q̇ (6D) carried to the point (see the module
+        // docs), reduced to independent ones.
+        let mut kept = 0;
+        for pi in 0..points {
+            let (Some(jp), Some(&slot), Some(&d)) = (
+                self.point_jacobians.get(pi),
+                point_body.get(pi),
+                point_offset.get(pi),
+            ) else {
+                return Err(BalanceStatus::Capacity);
+            };
+            let (Some(jac), Some(bias)) = (self.body_jacobians.get(slot), self.body_bias.get(slot))
+            else {
+                return Err(BalanceStatus::Capacity);
+            };
+            let t = -bias - jac * v * s.contact_kv;
+            let target = Vector3::new(t[0], t[1], t[2]) + Vector3::new(t[3], t[4], t[5]).cross(&d);
+            for r3 in 0..3 {
+                let mut row: SVector<f64, NV> = jp.row(r3).transpose();
+                let mut rhs = target[r3];
+                let norm = row.norm();
+                if !(norm > 0.0) {
+                    // A point that nothing moves: 0 = rhs.
+                    out.dependent_rows += 1;
+                    out.slip_inconsistency = out.slip_inconsistency.max(rhs.abs());
+                    continue;
+                }
+                for _pass in 0..2 {
+                    for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
+                        let k = e.dot(&row);
+                        row -= e * k;
+                        rhs -= k * c;
+                    }
+                }
+                let rest = row.norm();
+                if rest <= DEPENDENT_ROW * norm {
+                    out.dependent_rows += 1;
+                    out.slip_inconsistency = out.slip_inconsistency.max(rhs.abs() / norm);
+                    continue;
+                }
+                let (Some(e), Some(c)) =
+                    (self.slip_rows.get_mut(kept), self.slip_rhs.get_mut(kept))
+                else {
+                    return Err(BalanceStatus::Capacity);
+                };
+                *e = row / rest;
+                *c = rhs / rest;
+                kept += 1;
             }
         }
 
@@ -772,7 +900,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
 
         let nf = 3 * points;
         let nx = nv + nf + multi;
-        let zero_rows = 6 + 6 * bodies;
+        let zero_rows = 6 + kept;
         let singles = self.group_count - multi;
         let nonneg_rows = points + 2 * singles;
         let soc = points + 2 * multi;
@@ -905,21 +1033,13 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             set(bv, row, -h[i]);
             row += 1;
         }
-        // No slip.
-        for (jac, bias) in self
-            .body_jacobians
-            .iter()
-            .zip(self.body_bias.iter())
-            .take(bodies)
-        {
-            let velocity = jac * v;
-            for r6 in 0..6 {
-                for c in 0..nv {
-                    put(a, nx, row, c, jac[(r6, c)]);
-                }
-                set(bv, row, -bias[r6] - s.contact_kv * velocity[r6]);
-                row += 1;
+        // No slip: the independent rows.
+        for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
+            for col in 0..nv {
+                put(a, nx, row, col, e[col]);
             }
+            set(bv, row, *c);
+            row += 1;
         }
         // Minimum normal force: −up · f ≤ −f_min.
         for pi in 0..points {

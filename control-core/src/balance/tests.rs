@@ -111,7 +111,20 @@ struct State {
     v: [f64; NV],
 }
 
+/// Every point of each body touching as `planted` says.
+fn whole(planted: &[bool]) -> [[bool; MAX_POINTS]; 2] {
+    let mut points = [[false; MAX_POINTS]; 2];
+    for (p, b) in points.iter_mut().zip(planted) {
+        *p = [*b; MAX_POINTS];
+    }
+    points
+}
+
 fn tick(c: &mut Biped, s: &State, planted: &[bool]) -> BalanceOutput<NV> {
+    tick_points(c, s, &whole(planted))
+}
+
+fn tick_points(c: &mut Biped, s: &State, points: &[[bool; MAX_POINTS]; 2]) -> BalanceOutput<NV> {
     c.tick(&BalanceInput {
         base_pose: &s.base,
         q: &s.q,
@@ -119,14 +132,52 @@ fn tick(c: &mut Biped, s: &State, planted: &[bool]) -> BalanceOutput<NV> {
         q_target: &[0.0; NV],
         upright_target: &UnitQuaternion::identity(),
         com_height_m: 0.85,
-        planted,
+        planted: points,
         gravity: Vector3::from(G),
     })
+}
+
+/// A body's no-slip target `−J̇ q̇ − k_v J q̇` (6D: linear, angular), with J̇ q̇ from this test's
+/// own central difference (a step other than the controller's).
+fn no_slip_target(c: &Biped, s: &State, body: usize) -> [f64; 6] {
+    let tree = c.tree();
+    let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
+    let v = SVector::<f64, NV>::from(s.v);
+    let h = 3e-6;
+    let mut jdot_v = SVector::<f64, 6>::zeros();
+    for sign in [1.0, -1.0] {
+        let mut q = s.q;
+        for k in 0..tree.nv() - 6 {
+            q[k] += sign * h * s.v[6 + k];
+        }
+        let lin = Vector3::new(s.v[0], s.v[1], s.v[2]);
+        let ang = Vector3::new(s.v[3], s.v[4], s.v[5]);
+        let base = Isometry3::from_parts(
+            Translation3::from(s.base.translation.vector + s.base.rotation * lin * sign * h),
+            s.base.rotation * UnitQuaternion::from_scaled_axis(ang * sign * h),
+        );
+        let kin = tree.kinematics(&base, &q).unwrap();
+        jdot_v += kin.frame_jacobian(body, &identity).unwrap() * v * (sign / (2.0 * h));
+    }
+    let kin = tree.kinematics(&s.base, &s.q).unwrap();
+    let t = -jdot_v - kin.frame_jacobian(body, &identity).unwrap() * v * c.settings().contact_kv;
+    [t[0], t[1], t[2], t[3], t[4], t[5]]
 }
 
 /// Checks a solved tick against the model independently: the equations of motion by RNEA
 /// (base rows 0, joint rows the torques), the no-slip rows, the cones, the efforts.
 fn check_solved(c: &Biped, s: &State, out: &BalanceOutput<NV>, planted: &[bool]) {
+    check_solved_points(c, s, out, &whole(planted));
+}
+
+/// [`check_solved`] with the touching points given one by one: every touching point's
+/// acceleration is its body's no-slip target carried to it.
+fn check_solved_points(
+    c: &Biped,
+    s: &State,
+    out: &BalanceOutput<NV>,
+    planted: &[[bool; MAX_POINTS]; 2],
+) {
     assert_eq!(out.status, BalanceStatus::Solved, "{:?}", out.qp);
     let tree = c.tree();
     let nv = tree.nv();
@@ -137,15 +188,29 @@ fn check_solved(c: &Biped, s: &State, out: &BalanceOutput<NV>, planted: &[bool])
     let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
     let mut p = 0;
     let mut total = Vector3::zeros();
+    let a = SVector::<f64, NV>::from(out.accelerations);
     for (ci, cb) in c.contacts().iter().enumerate() {
-        if !planted[ci] {
-            continue;
-        }
         let pose = kin.body_pose(cb.body).unwrap();
         let jac = kin.frame_jacobian(cb.body, &identity).unwrap();
-        for point in cb.points.iter().take(cb.count) {
+        let t = no_slip_target(c, s, cb.body);
+        let body_accel = jac * a;
+        for (point, _) in cb
+            .points
+            .iter()
+            .zip(planted[ci])
+            .take(cb.count)
+            .filter(|(_, t)| *t)
+        {
             let world = pose * nalgebra::Point3::from(*point);
             let d = world.coords - pose.translation.vector;
+            // No slip: the point's J_p a equals the target carried to it.
+            let want = Vector3::new(t[0], t[1], t[2]) + Vector3::new(t[3], t[4], t[5]).cross(&d);
+            let got = Vector3::new(body_accel[0], body_accel[1], body_accel[2])
+                + Vector3::new(body_accel[3], body_accel[4], body_accel[5]).cross(&d);
+            assert!(
+                (got - want).norm() < 1e-6 * (1.0 + want.norm()),
+                "contact {ci}: no slip {got} vs {want}"
+            );
             let f = Vector3::from(out.forces[p]);
             total += f;
             for col in 0..nv {
@@ -252,6 +317,75 @@ fn a_pushed_leaning_body_is_solved_and_consistent() {
         !one.qp.unwrap().warm_started,
         "the contact set changed: a cold start"
     );
+}
+
+/// The leaning, moving state of `a_pushed_leaning_body_is_solved_and_consistent`.
+fn leaning() -> State {
+    let mut q = [0.0; NV];
+    q[3] = -0.2;
+    q[9] = -0.2;
+    q[2] = 0.1;
+    q[8] = 0.1;
+    q[5] = 0.1;
+    q[11] = 0.1;
+    let mut v = [0.0; NV];
+    v[0] = 0.3;
+    v[5] = -0.2;
+    v[2] = 0.4; // the hip turning: the feet's corners accelerate differently
+    v[11] = -0.5;
+    State {
+        base: Isometry3::from_parts(
+            Translation3::new(0.02, 0.94, 0.0),
+            UnitQuaternion::from_axis_angle(&Vector3::z_axis(), -0.05),
+        ),
+        q,
+        v,
+    }
+}
+
+#[test]
+fn a_flat_foots_corner_rows_reduce_to_its_six_and_agree() {
+    // Four corners give twelve no-slip rows of rank six per foot: six of each left out, their
+    // right-hand sides equal to the kept rows' to rounding (the targets are one rigid motion's).
+    let mut c = biped(BalanceSettings::DEFAULT);
+    for s in [
+        State {
+            base: standing(),
+            q: [0.0; NV],
+            v: [0.0; NV],
+        },
+        leaning(),
+    ] {
+        let out = tick(&mut c, &s, &[true, true]);
+        check_solved(&c, &s, &out, &[true, true]);
+        assert_eq!(out.dependent_rows, 12);
+        assert!(out.slip_inconsistency < 1e-9, "{}", out.slip_inconsistency);
+    }
+}
+
+#[test]
+fn a_foot_on_its_front_corners_is_free_to_roll_about_them() {
+    // The right foot on its two front corners: six rows of rank five (turning about the line
+    // through them is free), so one left out; the left foot flat, six left out.
+    let mut c = biped(BalanceSettings::DEFAULT);
+    let s = leaning();
+    let planted = [[true; MAX_POINTS], [false, false, true, true]];
+    let out = tick_points(&mut c, &s, &planted);
+    check_solved_points(&c, &s, &out, &planted);
+    assert_eq!(out.point_count, 6);
+    assert_eq!(out.dependent_rows, 7);
+    // The rolling foot's angular acceleration about the corner line is not held: it differs
+    // from the flat foot's no-slip target there.
+    let kin = c.tree().kinematics(&s.base, &s.q).unwrap();
+    let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
+    let right = c.contacts()[1].body;
+    let alpha =
+        kin.frame_jacobian(right, &identity).unwrap() * SVector::<f64, NV>::from(out.accelerations);
+    let line = (kin.body_pose(right).unwrap().rotation * Vector3::z()).normalize();
+    let t = no_slip_target(&c, &s, right);
+    let free = Vector3::new(alpha[3], alpha[4], alpha[5]).dot(&line);
+    let held = Vector3::new(t[3], t[4], t[5]).dot(&line);
+    assert!((free - held).abs() > 1e-3, "{free} vs {held}");
 }
 
 #[test]
