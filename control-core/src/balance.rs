@@ -23,8 +23,9 @@
 //!   `k_d = 2√k_p`);
 //! - **upright**: the base's angular acceleration towards a target orientation, the same spring
 //!   on the rotation vector of `R_bᵀ R*` (base frame);
-//! - **centre of mass** towards the point `com_height_m` above the middle of the planted contact
-//!   points: `d = k_s (x_d − x) − k_d ẋ` horizontally with `k_s = k_c √(r₀ / max(‖x_d − x‖, r₀))`
+//! - **centre of mass** towards the point `com_height_m` above the middle of the touching contact
+//!   points (the area centroid of their convex hull seen from above, at their mean height; the
+//!   points' mean when the hull has no area): `d = k_s (x_d − x) − k_d ẋ` horizontally with `k_s = k_c √(r₀ / max(‖x_d − x‖, r₀))`
 //!   (the slides' `k_s ∝ 1/√‖x_d − x‖` beyond `r₀`, [`BalanceSettings::com_reference_m`]) and
 //!   a plain spring vertically. Written on the forces, `m ẍ = Σ f + m g`, which the base rows
 //!   make exact;
@@ -965,7 +966,11 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
         // Centre of mass and angular momentum, on the forces: rows over f.
         let mut com_target = com;
         if points > 0 {
-            let middle = point_sum / points as f64;
+            let mean = point_sum / points as f64;
+            // The support's middle: the centroid of the touching points' hull (the mean of
+            // the points leans towards where corners crowd, the toes), at their mean height.
+            let middle = support_centroid(out.points.get(..points).unwrap_or(&[]), &t1, &t2)
+                .map_or(mean, |c| c + up * up.dot(&mean));
             let horizontal = |x: Vector3<f64>| x - up * up.dot(&x);
             com_target = horizontal(middle) + up * (up.dot(&middle) + input.com_height_m);
             let e = com_target - com;
@@ -1327,3 +1332,81 @@ pub fn euler_rates(angles: [f64; 3], order: [usize; 3], omega: &Vector3<f64>) ->
 
 #[cfg(test)]
 mod tests;
+
+/// The area centroid of the convex hull of `points` projected on the plane of `t1`, `t2` (in
+/// that plane, through the origin), or `None` when the hull has no area (one point, or all on
+/// a line). Never allocates: at most [`MAX_ALL_POINTS`] points are read.
+fn support_centroid(
+    points: &[[f64; 3]],
+    t1: &Vector3<f64>,
+    t2: &Vector3<f64>,
+) -> Option<Vector3<f64>> {
+    let mut flat = [[0.0f64; 2]; MAX_ALL_POINTS];
+    let mut n = 0;
+    for (slot, p) in flat.iter_mut().zip(points) {
+        let p = Vector3::new(p[0], p[1], p[2]);
+        *slot = [t1.dot(&p), t2.dot(&p)];
+        n += 1;
+    }
+    let flat = flat.get_mut(..n)?;
+    // Insertion sort by (a, b): at most 32 points.
+    for i in 1..flat.len() {
+        let mut j = i;
+        while j > 0 {
+            let (Some(&a), Some(&b)) = (flat.get(j - 1), flat.get(j)) else {
+                break;
+            };
+            if (a[0], a[1]) <= (b[0], b[1]) {
+                break;
+            }
+            flat.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    let cross = |o: [f64; 2], a: [f64; 2], b: [f64; 2]| {
+        (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+    };
+    // Andrew's monotone chain, counter-clockwise.
+    let mut hull = [[0.0f64; 2]; 2 * MAX_ALL_POINTS + 1];
+    let mut k = 0usize;
+    for pass in 0..2 {
+        let start = k;
+        for i in 0..flat.len() {
+            let q = if pass == 0 {
+                flat.get(i)
+            } else {
+                flat.get(flat.len() - 1 - i)
+            };
+            let Some(&q) = q else { continue };
+            while k >= start + 2 {
+                let (Some(&a), Some(&b)) = (hull.get(k - 2), hull.get(k - 1)) else {
+                    break;
+                };
+                if cross(a, b, q) > 0.0 {
+                    break;
+                }
+                k -= 1;
+            }
+            if let Some(slot) = hull.get_mut(k) {
+                *slot = q;
+                k += 1;
+            }
+        }
+        k = k.saturating_sub(1);
+    }
+    let hull = hull.get(..k)?;
+    let (mut area2, mut ca, mut cb) = (0.0, 0.0, 0.0);
+    for (i, a) in hull.iter().enumerate() {
+        let b = hull.get((i + 1) % hull.len())?;
+        let c = a[0] * b[1] - b[0] * a[1];
+        area2 += c;
+        ca += (a[0] + b[0]) * c;
+        cb += (a[1] + b[1]) * c;
+    }
+    // No area to speak of (below a square millimetre): a point or a line.
+    if !(area2 > 2e-6) {
+        return None;
+    }
+    let (a, b) = (ca / (3.0 * area2), cb / (3.0 * area2));
+    Some(t1 * a + t2 * b)
+}

@@ -147,8 +147,8 @@ fn no_slip_target(c: &Biped, s: &State, body: usize) -> [f64; 6] {
     let mut jdot_v = SVector::<f64, 6>::zeros();
     for sign in [1.0, -1.0] {
         let mut q = s.q;
-        for k in 0..tree.nv() - 6 {
-            q[k] += sign * h * s.v[6 + k];
+        for (qk, vk) in q.iter_mut().zip(&s.v[6..]).take(tree.nv() - 6) {
+            *qk += sign * h * vk;
         }
         let lin = Vector3::new(s.v[0], s.v[1], s.v[2]);
         let ang = Vector3::new(s.v[3], s.v[4], s.v[5]);
@@ -386,6 +386,58 @@ fn a_foot_on_its_front_corners_is_free_to_roll_about_them() {
     let free = Vector3::new(alpha[3], alpha[4], alpha[5]).dot(&line);
     let held = Vector3::new(t[3], t[4], t[5]).dot(&line);
     assert!((free - held).abs() > 1e-3, "{free} vs {held}");
+}
+
+#[test]
+fn the_support_centroid_is_the_hulls_not_the_points_mean() {
+    let (t1, t2) = (Vector3::x(), Vector3::z());
+    let at = |a: f64, b: f64| [a, 0.3, b];
+    // A 0.2 × 0.1 m sole and, in front, two toe corners on its front edge: the hull is the
+    // sole (centroid 0.1), the points' mean 0.133 towards the toes.
+    let foot = [
+        at(0.0, 0.0),
+        at(0.0, 0.1),
+        at(0.2, 0.0),
+        at(0.2, 0.1),
+        at(0.2, 0.02),
+        at(0.2, 0.08),
+    ];
+    let c = support_centroid(&foot, &t1, &t2).unwrap();
+    assert!((c - Vector3::new(0.1, 0.0, 0.05)).norm() < 1e-12, "{c}");
+    // A triangle: the mean of its corners.
+    let tri = [at(0.0, 0.0), at(0.3, 0.0), at(0.0, 0.3), at(0.05, 0.05)];
+    let c = support_centroid(&tri, &t1, &t2).unwrap();
+    assert!((c - Vector3::new(0.1, 0.0, 0.1)).norm() < 1e-12, "{c}");
+    // Any order of the points gives the same centroid.
+    let mut shuffled = foot;
+    shuffled.reverse();
+    shuffled.swap(1, 4);
+    let c = support_centroid(&shuffled, &t1, &t2).unwrap();
+    assert!((c - Vector3::new(0.1, 0.0, 0.05)).norm() < 1e-12, "{c}");
+    // No area: a line or a point has none; nothing, none.
+    assert_eq!(
+        support_centroid(&[at(0.0, 0.0), at(0.1, 0.0), at(0.2, 0.0)], &t1, &t2),
+        None
+    );
+    assert_eq!(support_centroid(&[at(0.1, 0.1); 4], &t1, &t2), None);
+    assert_eq!(support_centroid(&[], &t1, &t2), None);
+}
+
+proptest! {
+    #[test]
+    fn the_support_centroid_lies_inside_the_points_box(
+        pts in proptest::collection::vec((-1.0f64..1.0, -1.0f64..1.0), 0..40)
+    ) {
+        let points: std::vec::Vec<[f64; 3]> = pts.iter().map(|&(a, b)| [a, 0.0, b]).collect();
+        if let Some(c) = support_centroid(&points, &Vector3::x(), &Vector3::z()) {
+            let used = points.len().min(MAX_ALL_POINTS);
+            let (lo_a, hi_a) = points[..used].iter().fold((f64::MAX, f64::MIN), |(l, h), p| (l.min(p[0]), h.max(p[0])));
+            let (lo_b, hi_b) = points[..used].iter().fold((f64::MAX, f64::MIN), |(l, h), p| (l.min(p[2]), h.max(p[2])));
+            prop_assert!(c.x >= lo_a - 1e-12 && c.x <= hi_a + 1e-12);
+            prop_assert!(c.z >= lo_b - 1e-12 && c.z <= hi_b + 1e-12);
+            prop_assert!(c.y.abs() < 1e-15);
+        }
+    }
 }
 
 #[test]
