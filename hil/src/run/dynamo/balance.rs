@@ -43,6 +43,15 @@ pub const NR: usize = 144;
 
 type Qp = Balance<NV, NX, NR>;
 
+/// The centre of mass's horizontal spring `k_c`, 1/s² (the library's default is 60). With the
+/// plant's 70.4 kg humanoid, 200 Hz, `balance_push.toml`: 120, 150 and 180 survive 22, 24 and
+/// 22 N·s (60: 18).
+pub const COM_KP: f64 = 150.0;
+
+/// The smallest normal force per sole corner, N (the library's default is 5). 10, 15 and 20 N
+/// survive 22, 24 and 16 N·s (20 N: many ticks infeasible; 5 N: 18 N·s).
+pub const MIN_NORMAL_N: f64 = 15.0;
+
 /// A contact body is planted while the plant measured more than this normal force on it, N.
 pub const PLANTED_N: f64 = 1.0;
 
@@ -172,6 +181,65 @@ fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
     [a, middle, c]
 }
 
+/// The corners a contact body stands on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sole {
+    /// The plant body (feet, then toes: `ground_contact_bodies` order).
+    pub body: usize,
+    /// The sole box's centre from the body's centre of mass, body axes, m.
+    pub center: [f64; 3],
+    /// Its corners from the box's centre, body axes, m: a foot's four bottom corners, the
+    /// toes' two front ones.
+    pub corners: Vec<[f64; 3]>,
+}
+
+impl Sole {
+    /// The corners from the body's centre of mass plus `from` (body axes), m.
+    pub fn corners_from(&self, from: [f64; 3]) -> impl Iterator<Item = [f64; 3]> + '_ {
+        let c = self.center;
+        self.corners.iter().map(move |o| {
+            [
+                from[0] + c[0] + o[0],
+                from[1] + c[1] + o[1],
+                from[2] + c[2] + o[2],
+            ]
+        })
+    }
+}
+
+/// The soles of `model`'s ground contact bodies (left foot, right foot, left toes, right toes).
+pub fn soles(model: &HumanoidModel) -> Result<Vec<Sole>, String> {
+    let mut soles = Vec::new();
+    for (k, &b) in model.ground_contact_bodies.iter().enumerate() {
+        let toes = k >= 2;
+        let body = &model.bodies[b];
+        let Some((h, shape)) = body.shapes.iter().find_map(|s| match s.geometry {
+            Geometry::Box { half_extents_m } => Some((half_extents_m, s)),
+            _ => None,
+        }) else {
+            return Err(format!("link {}: no box to stand on", body.name));
+        };
+        if shape.orientation != [1.0, 0.0, 0.0, 0.0] {
+            return Err(format!("link {}: its sole box is rotated", body.name));
+        }
+        let mut corners = Vec::new();
+        for sx in [-1.0, 1.0] {
+            if toes && sx < 0.0 {
+                continue;
+            }
+            for sz in [-1.0, 1.0] {
+                corners.push([sx * h[0], -h[1], sz * h[2]]);
+            }
+        }
+        soles.push(Sole {
+            body: b,
+            center: shape.center_m,
+            corners,
+        });
+    }
+    Ok(soles)
+}
+
 impl HumanoidBalance {
     /// The controller for `model` under `gravity_m_s2`, its pose gains scaled by `gain_scale`
     /// (stiffness × s, damping × √s).
@@ -275,49 +343,60 @@ impl HumanoidBalance {
         }
         // Contact points: the sole box's bottom corners (the toes: the two in front).
         let mut contacts = Vec::new();
-        for (k, &b) in model.ground_contact_bodies.iter().enumerate() {
-            let toes = k >= 2;
-            let body = &model.bodies[b];
-            let Some(shape) = body
-                .shapes
-                .iter()
-                .find(|s| matches!(s.geometry, Geometry::Box { .. }))
-            else {
-                return Err(format!("link {}: no box to stand on", body.name));
-            };
-            let Geometry::Box { half_extents_m: h } = shape.geometry else {
-                unreachable!("found as a box")
-            };
-            if shape.orientation != [1.0, 0.0, 0.0, 0.0] {
-                return Err(format!("link {}: its sole box is rotated", body.name));
-            }
-            let c = shape.center_m;
-            let f = com_in_frame[b];
+        for sole in soles(model)? {
             let mut points = [[0.0; 3]; MAX_POINTS];
-            let mut count = 0;
-            for sx in [-1.0, 1.0] {
-                if toes && sx < 0.0 {
-                    continue;
-                }
-                for sz in [-1.0, 1.0] {
-                    points[count] = [
-                        f[0] + c[0] + sx * h[0],
-                        f[1] + c[1] - h[1],
-                        f[2] + c[2] + sz * h[2],
-                    ];
-                    count += 1;
-                }
+            for (p, c) in points
+                .iter_mut()
+                .zip(sole.corners_from(com_in_frame[sole.body]))
+            {
+                *p = c;
             }
             contacts.push(ContactBody {
-                body: tree_body[b],
+                body: tree_body[sole.body],
                 points,
-                count,
+                count: sole.corners.len(),
             });
+        }
+        // The target height: the zero pose's centre of mass above its soles.
+        let base = inertial(root, [0.0; 3]);
+        let tree = Tree::<NV>::new(&TreeSpec {
+            base: BaseKind::Floating,
+            base_body: base,
+            joints: &joints,
+        })
+        .map_err(|e| e.to_string())?;
+        let kin = tree
+            .kinematics(&Isometry3::identity(), &[0.0; NV])
+            .map_err(|e| e.to_string())?;
+        let (_, com) = kin.center_of_mass().map_err(|e| e.to_string())?;
+        let gravity = v3(gravity_m_s2);
+        let up = -gravity.normalize();
+        let mut lowest = f64::INFINITY;
+        for c in &contacts {
+            let pose = kin
+                .body_pose(c.body)
+                .ok_or("a contact body past the tree")?;
+            for p in c.points.iter().take(c.count) {
+                lowest = lowest.min(up.dot(&(pose * nalgebra_point(p)).coords));
+            }
+        }
+        let com_height_m = up.dot(&com) - lowest;
+        // The pendulum's rate ω = √(g / h) sets the centre of mass's damping: with
+        // k_d = ω + k_p / ω the spring drives the capture point ξ = x + ẋ / ω straight at its
+        // target (ξ̇ = −(k_p / ω)(ξ − x_d)), without the overshoot that carries it past the toes.
+        let omega = (gravity.norm() / com_height_m).sqrt();
+        if !omega.is_finite() {
+            return Err(format!(
+                "the centre of mass is {com_height_m} m above the soles"
+            ));
         }
         let s = BalanceSettings::DEFAULT;
         let settings = BalanceSettings {
             // Below the plant's 0.8: a margin for the plant's contact model.
             friction: 0.7,
+            min_normal_n: MIN_NORMAL_N,
+            com_kp: COM_KP,
+            com_kd: omega + COM_KP / omega,
             pose_kp: s.pose_kp * gain_scale,
             pose_kd: s.pose_kd * gain_scale.sqrt(),
             upright_kp: s.upright_kp * gain_scale,
@@ -326,36 +405,19 @@ impl HumanoidBalance {
         };
         let recipe = Recipe {
             joints,
-            base: inertial(root, [0.0; 3]),
+            base,
             contacts,
             groups,
             settings,
         };
         let qp = build(&recipe)?;
-        // The target height: the zero pose's centre of mass above its soles.
-        let kin = qp
-            .tree()
-            .kinematics(&Isometry3::identity(), &[0.0; NV])
-            .map_err(|e| e.to_string())?;
-        let (_, com) = kin.center_of_mass().map_err(|e| e.to_string())?;
-        let gravity = v3(gravity_m_s2);
-        let up = -gravity.normalize();
-        let mut lowest = f64::INFINITY;
-        for c in &recipe.contacts {
-            let pose = kin
-                .body_pose(c.body)
-                .ok_or("a contact body past the tree")?;
-            for p in c.points.iter().take(c.count) {
-                lowest = lowest.min(up.dot(&(pose * nalgebra_point(p)).coords));
-            }
-        }
         Ok(Self {
             recipe,
             qp,
             joints: mapped,
             root,
             gravity,
-            com_height_m: up.dot(&com) - lowest,
+            com_height_m,
             largest_locked_angle_rad: 0.0,
             last: None,
         })

@@ -7,7 +7,10 @@
 //! `parent_space`, `world_space`, `world_space_root_spring`.
 //!
 //! A run **stands** when, to its end (`after_push_s` after the push), no body but the feet and
-//! toes touched the ground and the torso's tilt from vertical stayed below `fall_tilt_rad`. A run
+//! toes touched the ground and the torso's tilt from vertical stayed below `fall_tilt_rad`, and
+//! at its end its capture point (the centre of mass plus its velocity over `√(g / h)`) is
+//! inside the feet's footprint on the ground: a body whose capture point has left its support
+//! is falling, however little it has tilted yet ([`CaptureMeter`]). A run
 //! cut short (the plant lost, SIGINT or SIGTERM) before its end without having fallen is **not
 //! judged**: its `stood` (`fell` in the gain sweep) is `null` in `report.json` and empty in
 //! `runs.csv`, it counts as neither stood nor fallen (so not towards `max_push_survived_ns`),
@@ -568,6 +571,171 @@ pub struct DynamoRecorder {
     /// Whether each of the feet and toes was touching at the last frame.
     planted: [bool; 4],
     qp: Option<QpOut>,
+    capture: CaptureMeter,
+}
+
+/// The instantaneous capture point (Pratt et al.): where the centre of mass, an inverted
+/// pendulum of its height, would have to step to stop, `ξ = x + ẋ / ω`, `ω = √(g / h)`,
+/// horizontal. Measured against the feet's footprint (the convex hull of every corner of the
+/// feet's and toes' soles, projected on the ground: where the centre of pressure could be with
+/// the soles flat; a heel that lifts for a moment can come down again) from the push on until
+/// the fall or the end: while ξ stays inside it, the ankles alone can stop the body; outside,
+/// only angular momentum (the hips, the arms) or a step can.
+#[derive(Debug, Clone)]
+pub struct CaptureMeter {
+    /// Body masses, wire order, kg.
+    masses: Vec<f64>,
+    /// The feet's and toes' sole corners (`ground_contact_bodies` order).
+    soles: Vec<balance::Sole>,
+    /// The push direction, horizontal, unit (zero when vertical).
+    direction: Vector3<f64>,
+    from_s: f64,
+    out: CaptureOut,
+}
+
+/// What [`CaptureMeter`] saw.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CaptureOut {
+    /// The smallest signed distance from the capture point to the footprint's edge, m:
+    /// positive inside, negative outside (beyond the support).
+    pub min_margin_m: Option<f64>,
+    /// When that was, s.
+    pub min_margin_at_s: Option<f64>,
+    /// The same at the last state before the run ended (or fell), m: a run that ends with its
+    /// capture point outside its footprint is falling and does not count as standing.
+    pub end_margin_m: Option<f64>,
+    /// The largest speed of the centre of mass along the push direction, m/s.
+    pub max_com_speed_m_s: f64,
+    /// At the push's start: how far the footprint reaches beyond the capture point along the
+    /// push direction, m. An impulse of `m ω` times this puts the capture point on the
+    /// footprint's front edge: the most the ankles alone can stop.
+    pub front_at_push_m: Option<f64>,
+    /// ω = √(g / h) at the push's start, 1/s.
+    pub omega_at_push_per_s: Option<f64>,
+}
+
+impl CaptureMeter {
+    /// A meter for `model` pushed along `direction` from `from_s`.
+    pub fn new(model: &HumanoidModel, direction: [f64; 3], from_s: f64) -> Result<Self, String> {
+        let d = Vector3::new(direction[0], 0.0, direction[2]);
+        Ok(Self {
+            masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
+            soles: balance::soles(model)?,
+            direction: if d.norm() > 0.0 { d.normalize() } else { d },
+            from_s,
+            out: CaptureOut::default(),
+        })
+    }
+
+    fn frame(&mut self, time_s: f64, bodies: &[control_core::frames::BodyMotion]) {
+        if time_s < self.from_s {
+            return;
+        }
+        let (mut m, mut x, mut v) = (0.0, Vector3::zeros(), Vector3::zeros());
+        for (b, mass) in bodies.iter().zip(&self.masses) {
+            m += mass;
+            x += Vector3::from(b.com_m) * *mass;
+            v += Vector3::from(b.velocity_m_s) * *mass;
+        }
+        // The ground is y = 0, y up (the scene's gravity is −y).
+        if !(m > 0.0 && x.y > 0.0) {
+            self.out.end_margin_m = None;
+            return;
+        }
+        let (x, v) = (x / m, v / m);
+        let omega = (-GRAVITY_M_S2[1] / x.y).sqrt();
+        let xi = x + v / omega;
+        let mut corners = Vec::with_capacity(12);
+        for sole in &self.soles {
+            let Some(b) = bodies.get(sole.body) else {
+                continue;
+            };
+            let [w, i, j, k] = b.orientation;
+            let r = UnitQuaternion::new_normalize(
+                control_core::articulated::nalgebra::Quaternion::new(w, i, j, k),
+            );
+            for c in sole.corners_from([0.0; 3]) {
+                let p = Vector3::from(b.com_m) + r * Vector3::from(c);
+                corners.push([p.x, p.z]);
+            }
+        }
+        self.out.max_com_speed_m_s = self.out.max_com_speed_m_s.max(v.dot(&self.direction));
+        if self.out.front_at_push_m.is_none() && !corners.is_empty() {
+            let front = corners
+                .iter()
+                .map(|c| c[0] * self.direction.x + c[1] * self.direction.z)
+                .fold(f64::NEG_INFINITY, f64::max);
+            self.out.front_at_push_m = Some(front - xi.dot(&self.direction));
+            self.out.omega_at_push_per_s = Some(omega);
+        }
+        let margin = support_margin(&corners, [xi.x, xi.z]);
+        self.out.end_margin_m = margin;
+        if let Some(margin) = margin
+            && self.out.min_margin_m.is_none_or(|m| margin < m)
+        {
+            self.out.min_margin_m = Some(margin);
+            self.out.min_margin_at_s = Some(time_s);
+        }
+    }
+}
+
+/// The signed distance from `p` to the edge of the convex hull of `points` (2D): positive
+/// inside, negative outside; a hull of one or two points has no inside. `None` without
+/// points or with a non-finite one.
+pub fn support_margin(points: &[[f64; 2]], p: [f64; 2]) -> Option<f64> {
+    if points.is_empty() || !points.iter().flatten().chain(&p).all(|c| c.is_finite()) {
+        return None;
+    }
+    // Andrew's monotone chain, counter-clockwise.
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|a, b| a[0].total_cmp(&b[0]).then(a[1].total_cmp(&b[1])));
+    sorted.dedup();
+    let cross = |o: [f64; 2], a: [f64; 2], b: [f64; 2]| {
+        (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+    };
+    let mut hull: Vec<[f64; 2]> = Vec::with_capacity(2 * sorted.len());
+    for pass in 0..2 {
+        let start = hull.len();
+        let points: Box<dyn Iterator<Item = &[f64; 2]>> = if pass == 0 {
+            Box::new(sorted.iter())
+        } else {
+            Box::new(sorted.iter().rev())
+        };
+        for &q in points {
+            while hull.len() >= start + 2
+                && cross(hull[hull.len() - 2], hull[hull.len() - 1], q) <= 0.0
+            {
+                hull.pop();
+            }
+            hull.push(q);
+        }
+        hull.pop();
+    }
+    let distance_to_segment = |a: [f64; 2], b: [f64; 2]| {
+        let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+        let len2 = dx * dx + dy * dy;
+        let t = if len2 > 0.0 {
+            (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        (p[0] - a[0] - t * dx).hypot(p[1] - a[1] - t * dy)
+    };
+    let n = hull.len();
+    if n == 0 {
+        // One distinct point: the loop pops it.
+        return sorted.first().map(|a| -(p[0] - a[0]).hypot(p[1] - a[1]));
+    }
+    let mut nearest = f64::INFINITY;
+    let mut inside = n >= 3;
+    for k in 0..n {
+        let (a, b) = (hull[k], hull[(k + 1) % n]);
+        nearest = nearest.min(distance_to_segment(a, b));
+        if cross(a, b, p) < 0.0 {
+            inside = false;
+        }
+    }
+    Some(if inside { nearest } else { -nearest })
 }
 
 /// The ground's forces on the feet and toes as the plant measured them, until the fall (or the
@@ -624,6 +792,8 @@ pub struct DynamoRun {
     pub contacts: ContactOut,
     /// `qp_balance`'s QP.
     pub qp: Option<QpOut>,
+    /// The capture point against the support.
+    pub capture: CaptureOut,
     /// Poses for the animation: (time, state, ground forces on feet and toes).
     pub poses: Vec<PoseSample>,
     /// Plant step cost, µs.
@@ -646,16 +816,22 @@ fn tilt_of(b: &control_core::frames::BodyMotion) -> f64 {
 }
 
 impl DynamoRun {
-    /// Whether it stood to its end: `Some(false)` when it fell (even if cut afterwards),
-    /// `Some(true)` when it reached its end standing, `None` when it was `cut` before its end
-    /// without having fallen (not judged).
+    /// Whether it stood to its end: `Some(false)` when it fell (even if cut afterwards) or
+    /// ended falling (its capture point outside its support), `Some(true)` when it reached its
+    /// end standing, `None` when it was `cut` before its end without having fallen (not
+    /// judged).
     pub fn stood(&self, cut: Option<&Cut>) -> Option<bool> {
         match (self.fell_at_s, cut) {
             (Some(_), _) => Some(false),
-            (None, None) => Some(true),
+            (None, None) => Some(self.capture.end_margin_m.is_some_and(|m| m >= 0.0)),
             (None, Some(_)) => None,
         }
     }
+}
+
+/// The value, or empty, for `runs.csv`.
+fn csv_f64(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
 }
 
 /// `1`, `0`, or empty (not judged), for `runs.csv`.
@@ -682,6 +858,10 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
         }
         let s = HumanoidState::of(frame);
         if self.fell_at_s.is_none() {
+            self.capture.frame(
+                frame.sim_time_s,
+                s.bodies.get(..s.body_count).unwrap_or(&[]),
+            );
             for (k, c) in frame.contacts.iter().take(4).enumerate() {
                 let [x, y, z] = c.force_n;
                 let touching = y > 0.0;
@@ -772,6 +952,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             refused: self.refused,
             contacts: self.contacts,
             qp: self.qp,
+            capture: self.capture.out,
             poses: self.poses,
             plant_step_us,
             timing,
@@ -806,6 +987,8 @@ pub struct PushOut {
     pub contacts: ContactOut,
     /// `qp_balance` only: its QP.
     pub qp: Option<QpOut>,
+    /// The capture point against the support, from the push until the fall.
+    pub capture: CaptureOut,
 }
 
 /// One controller in the report.
@@ -924,6 +1107,7 @@ pub fn run_scenario(
     }
     let torso = model.body_index(&scenario.push_body).unwrap_or(0);
     let feet: Vec<usize> = model.ground_contact_bodies.to_vec();
+    let capture = CaptureMeter::new(&model, scenario.push_direction, scenario.push_at_s)?;
     let scenes = staging.join("scenes");
     std::fs::create_dir_all(&scenes)?;
     let plant = plant::plant_executable()?;
@@ -962,6 +1146,7 @@ pub fn run_scenario(
             contacts: ContactOut::default(),
             planted: [false; 4],
             qp: None,
+            capture: capture.clone(),
         };
         let (run, cut) = run_session(
             args,
@@ -988,7 +1173,7 @@ pub fn run_scenario(
         laws.len() * (scenario.impulses_ns.len() + scopes.len() * scenario.gain_scales.len()),
     );
     let mut csv = String::from(
-        "controller,kind,impulse_ns,gain_scale,stood,fell_at_s,max_torso_tilt_rad,pose_error_rad,external_torque_nm_s,spring_broke_at_s,limited_joint_ticks\n",
+        "controller,kind,impulse_ns,gain_scale,stood,fell_at_s,max_torso_tilt_rad,pose_error_rad,external_torque_nm_s,spring_broke_at_s,limited_joint_ticks,min_capture_margin_m,end_capture_margin_m\n",
     );
     'laws: for &law in &laws {
         let mut pushes = Vec::new();
@@ -1025,9 +1210,10 @@ pub fn run_scenario(
                 refused_joint_ticks: run.refused,
                 contacts: run.contacts.clone(),
                 qp: run.qp.clone(),
+                capture: run.capture.clone(),
             };
             csv.push_str(&format!(
-                "{},push,{},1,{},{},{},{},{},{},{}\n",
+                "{},push,{},1,{},{},{},{},{},{},{},{},{}\n",
                 law.name(),
                 impulse,
                 csv_bool(out.stood),
@@ -1037,7 +1223,9 @@ pub fn run_scenario(
                 out.external_torque_nm_s,
                 out.spring_broke_at_s
                     .map_or(String::new(), |t| t.to_string()),
-                out.limited_joint_ticks
+                out.limited_joint_ticks,
+                csv_f64(out.capture.min_margin_m),
+                csv_f64(out.capture.end_margin_m),
             ));
             if keep && out.stood == Some(false) && poses_of_first_fall.is_none() {
                 poses_of_first_fall = Some(run.poses);
@@ -1066,7 +1254,7 @@ pub fn run_scenario(
                 &format!("{}_gain_{}_{scale}", law.name(), scope.name()),
             )?;
             csv.push_str(&format!(
-                "{},gain_{},0,{scale},{},{},{},{},{},{},{}\n",
+                "{},gain_{},0,{scale},{},{},{},{},{},{},{},{},{}\n",
                 law.name(),
                 scope.name(),
                 csv_bool(run.stood(run_cut.as_ref())),
@@ -1076,7 +1264,9 @@ pub fn run_scenario(
                 run.external_nm_s,
                 run.spring_broke_at_s
                     .map_or(String::new(), |t| t.to_string()),
-                run.limited
+                run.limited,
+                csv_f64(run.capture.min_margin_m),
+                csv_f64(run.capture.end_margin_m),
             ));
             sweep.push(SweepOut {
                 controller: law.name(),
@@ -1610,6 +1800,34 @@ mod tests {
     }
 
     #[test]
+    fn the_support_margin_is_the_signed_distance_to_the_hull() {
+        // Two feet side by side, 0.2 × 0.1 m, 0.1 m apart (hull: 0.2 × 0.3 m).
+        let feet = [
+            [0.0, 0.0],
+            [0.2, 0.0],
+            [0.0, 0.1],
+            [0.2, 0.1],
+            [0.0, 0.2],
+            [0.2, 0.2],
+            [0.0, 0.3],
+            [0.2, 0.3],
+        ];
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
+        assert!(close(support_margin(&feet, [0.1, 0.15]), 0.1));
+        assert!(close(support_margin(&feet, [0.15, 0.15]), 0.05));
+        assert!(close(support_margin(&feet, [0.25, 0.15]), -0.05));
+        assert!(close(support_margin(&feet, [0.23, 0.34]), -0.05));
+        assert!(close(support_margin(&feet, [0.2, 0.15]), 0.0));
+        // Collinear and repeated points: a segment, no inside.
+        let line = [[0.0, 0.0], [0.1, 0.0], [0.2, 0.0], [0.1, 0.0]];
+        assert!(close(support_margin(&line, [0.1, 0.05]), -0.05));
+        assert!(close(support_margin(&line, [0.3, 0.0]), -0.1));
+        assert!(close(support_margin(&[[1.0, 1.0]; 3], [1.0, 2.0]), -1.0));
+        assert_eq!(support_margin(&[], [0.0, 0.0]), None);
+        assert_eq!(support_margin(&feet, [f64::NAN, 0.0]), None);
+    }
+
+    #[test]
     fn a_run_cut_before_its_end_without_falling_is_not_judged() {
         let run = |fell_at_s| DynamoRun {
             fell_at_s,
@@ -1622,6 +1840,10 @@ mod tests {
             refused: 0,
             contacts: ContactOut::default(),
             qp: None,
+            capture: CaptureOut {
+                end_margin_m: Some(0.01),
+                ..CaptureOut::default()
+            },
             poses: Vec::new(),
             plant_step_us: None,
             timing: Timing::default(),
@@ -1633,6 +1855,19 @@ mod tests {
         assert_eq!(run(None).stood(Some(&cut)), None);
         assert_eq!(run(Some(1.0)).stood(Some(&cut)), Some(false));
         assert_eq!(run(Some(1.0)).stood(None), Some(false));
+        let mut falling = run(None);
+        falling.capture.end_margin_m = Some(-1e-3);
+        assert_eq!(
+            falling.stood(None),
+            Some(false),
+            "ends falling: not standing"
+        );
+        falling.capture.end_margin_m = None;
+        assert_eq!(
+            falling.stood(None),
+            Some(false),
+            "ends on no sole: not standing"
+        );
         let push = |impulse_ns, stood| PushOut {
             impulse_ns,
             stood,
@@ -1644,6 +1879,7 @@ mod tests {
             refused_joint_ticks: 0,
             contacts: ContactOut::default(),
             qp: None,
+            capture: CaptureOut::default(),
         };
         let c = summarise(
             DynamoLaw::WorldSpace,
