@@ -25,7 +25,7 @@ use super::biped::controller::WalkController;
 use super::chain::ChainScenario;
 use super::chain::controller::{ChainController, ChainLaw};
 use super::controller::ArmController;
-use super::dynamo::controller::{DynamoController, GainScope};
+use super::dynamo::controller::{DynamoController, DynamoLaw, GainScope};
 use super::dynamo::{DynamoScenario, GRAVITY_M_S2};
 use super::realtime::OnThread;
 use super::scenario::Scenario;
@@ -34,14 +34,32 @@ use super::session::{LoopCommand, LoopController};
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
-/// Ticks per controller.
-const TICKS: u64 = 10_000;
-/// States are published for the ticks before this release only: the watchdog then trips.
-const FEED_UNTIL: u64 = 7_000;
+/// The pace of a probed run: the control thread's rate, its ticks, and the release before which
+/// states are published (the watchdog then trips).
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    rate_hz: f64,
+    ticks: u64,
+    feed_until: u64,
+}
+
+/// 10,000 ticks at 10 kHz, so that they take a second; states for the first 7,000.
+const FAST: Pace = Pace {
+    rate_hz: 10_000.0,
+    ticks: 10_000,
+    feed_until: 7_000,
+};
+
+/// For a controller whose tick takes milliseconds (the balance QP, about 3 ms): 2,000 ticks at
+/// its scenario's 200 Hz (10 s), states for the first 1,400.
+const QP: Pace = Pace {
+    rate_hz: 200.0,
+    ticks: 2_000,
+    feed_until: 1_400,
+};
+
 /// Ticks without a fresh state before the safe output.
 const WATCHDOG_TICKS: u64 = 10;
-/// The control thread's rate: high, so that 10,000 ticks take a second.
-const RATE_HZ: f64 = 10_000.0;
 /// SCHED_FIFO where permitted (the runtime falls back to normal scheduling and says so).
 const PRIORITY: u8 = 80;
 /// As [`super::realtime::drive`]'s record channel.
@@ -112,6 +130,7 @@ impl<C: LoopController> Controller for AllocationProbe<C> {
 /// What a probed run gives back.
 struct Probed {
     name: String,
+    pace: Pace,
     report: RunReport,
     since_first_tick: u64,
     ticked: bool,
@@ -145,33 +164,37 @@ impl Probed {
     fn assert_exercised(&self) {
         let c = &self.report.counters;
         let name = &self.name;
-        assert_eq!(c.ticks, TICKS, "{name}: {c:?}");
+        let Pace {
+            ticks, feed_until, ..
+        } = self.pace;
+        assert_eq!(c.ticks, ticks, "{name}: {c:?}");
         assert!(self.ticked, "{name}: never ticked");
         assert!(
-            self.fresh_states > FEED_UNTIL / 2,
+            self.fresh_states > feed_until / 2,
             "{name}: the exchange was exercised: {} fresh states",
             self.fresh_states
         );
         assert!(
-            self.safe_outputs > TICKS - FEED_UNTIL - 10 * WATCHDOG_TICKS,
+            self.safe_outputs > ticks - feed_until - 10 * WATCHDOG_TICKS,
             "{name}: the safe path was exercised: {} safe outputs",
             self.safe_outputs
         );
         assert_eq!(self.safe_outputs, c.safe_ticks, "{name}");
         assert!(c.watchdog_trips >= 1, "{name}: {c:?}");
-        assert_eq!(self.outputs_received + c.outputs_dropped, TICKS, "{name}");
+        assert_eq!(self.outputs_received + c.outputs_dropped, ticks, "{name}");
         assert!(self.safe_received > 0, "{name}");
-        assert_eq!(c.telemetry_sent + c.telemetry_dropped, TICKS, "{name}");
+        assert_eq!(c.telemetry_sent + c.telemetry_dropped, ticks, "{name}");
         assert_eq!(self.records_received, c.telemetry_sent, "{name}");
     }
 }
 
-/// Runs `controller` for [`TICKS`] ticks on a periodic thread through the real exchange: the
-/// state of `frame(step, t)` (step k at k · `state_period_s`) is published before the thread
-/// starts and then once per output received, until [`FEED_UNTIL`]; every output goes to
-/// `on_output`.
+/// Runs `controller` for `pace.ticks` ticks at `pace.rate_hz` on a periodic thread through the
+/// real exchange: the state of `frame(step, t)` (step k at k · `state_period_s`) is published
+/// before the thread starts and then once per output received, until `pace.feed_until`; every
+/// output goes to `on_output`.
 fn probed_run<C: LoopController>(
     name: &str,
+    pace: Pace,
     controller: C,
     state_period_s: f64,
     frame: impl Fn(u64, f64) -> StateFrame,
@@ -192,11 +215,11 @@ fn probed_run<C: LoopController>(
     let (mut io, ctl) = channels::<C::State, C::Command>(256);
     io.states.publish(state_at(0));
     let (records, record_rx) = telemetry::channel(TELEMETRY_CAPACITY);
-    let rt = PeriodicBuilder::from_rate_hz(RATE_HZ)
+    let rt = PeriodicBuilder::from_rate_hz(pace.rate_hz)
         .expect("valid rate")
         .priority(PRIORITY)
         .watchdog_ticks(WATCHDOG_TICKS)
-        .max_ticks(TICKS)
+        .max_ticks(pace.ticks)
         .telemetry(records)
         .name("no-alloc")
         .spawn(AllocationProbe::new(controller, inject_at), ctl)
@@ -215,7 +238,7 @@ fn probed_run<C: LoopController>(
             safe_received += 1;
         }
         on_output(&out.value);
-        if out.release_index < FEED_UNTIL {
+        if out.release_index < pace.feed_until {
             io.states.publish(state_at(out.release_index + 1));
         }
     }
@@ -230,6 +253,7 @@ fn probed_run<C: LoopController>(
     let probe = outcome.controller;
     Probed {
         name: name.to_owned(),
+        pace,
         report: outcome.report,
         since_first_tick: probe.since_first_tick,
         ticked: probe.at_first_tick.is_some(),
@@ -325,6 +349,7 @@ fn arm_runs(path: &Path, inject_at: Option<u64>, only_first: bool) -> Vec<Probed
                 .unwrap_or_else(|e| panic!("{file}: controller {}: {e}", kind.name()));
             probed_run(
                 &format!("arm {}", kind.name()),
+                FAST,
                 controller,
                 state_period,
                 arm_frame,
@@ -417,6 +442,7 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
             let (mut last_keyframe, mut model_errors) = (0, 0_u64);
             let run = probed_run(
                 &format!("chain {}", law.name()),
+                FAST,
                 controller,
                 state_period,
                 frame,
@@ -530,6 +556,7 @@ fn no_alloc_walk_controllers() {
             let (mut transitions, mut refused, mut states) = (0_u64, 0_u64, [false; 4]);
             let run = probed_run(
                 &format!("walk {}", law.name()),
+                FAST,
                 controller,
                 period,
                 walk_frame,
@@ -559,8 +586,9 @@ fn no_alloc_walk_controllers() {
 #[test]
 fn no_alloc_dynamo_controllers() {
     use sim_host::humanoid::{BodyPose, HumanoidModel, JointKind};
+    // balance_push.toml: dynamo_push.toml's scene and Dynamo's three laws, and qp_balance.
     let scenario =
-        DynamoScenario::load(scenario_file!("dynamo_push.toml")).expect("the shipped scenario");
+        DynamoScenario::load(scenario_file!("balance_push.toml")).expect("the shipped scenario");
     let model = HumanoidModel::load(&scenario.urdf).expect("the humanoid loads");
     let reach = scenario.reach(&model).expect("reach.joint is a joint");
     let period = scenario.period_s();
@@ -638,8 +666,11 @@ fn no_alloc_dynamo_controllers() {
             )
             .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
             let (mut refused, mut reach_seen, mut spring_seen) = (0_u64, false, false);
+            let (mut qp_ticks, mut qp_solved) = (0_u64, 0_u64);
+            let qp = law == DynamoLaw::QpBalance;
             let run = probed_run(
                 &format!("dynamo {}", law.name()),
+                if qp { QP } else { FAST },
                 controller,
                 period,
                 frame,
@@ -649,6 +680,11 @@ fn no_alloc_dynamo_controllers() {
                         refused += u64::from(cmd.refused);
                         reach_seen |= cmd.reach_error_rad.is_some();
                         spring_seen |= cmd.spring.is_some();
+                        if let Some(t) = cmd.qp {
+                            qp_ticks += 1;
+                            qp_solved +=
+                                u64::from(t.status == control_core::balance::BalanceStatus::Solved);
+                        }
                     }
                 },
             );
@@ -656,14 +692,22 @@ fn no_alloc_dynamo_controllers() {
             assert!(reach_seen, "{}", run.name);
             assert_eq!(
                 spring_seen,
-                law == super::dynamo::controller::DynamoLaw::WorldSpaceRootSpring,
+                law == DynamoLaw::WorldSpaceRootSpring,
                 "{}: the root spring",
                 run.name
             );
+            if qp {
+                // The QP ran (not only its refusals of a state it cannot map).
+                eprintln!(
+                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved",
+                    run.name
+                );
+                assert!(qp_solved > 0, "{}: no QP tick solved", run.name);
+            }
             run
         })
         .collect();
-    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.len(), 4);
     assert_none_allocated(&runs);
 }
 
