@@ -277,6 +277,7 @@ pub extern "C" fn _start() -> ! {
         }
     }
     acc += dynamo_tick();
+    acc += balance_tick();
     let mut torque = TorqueFrame::new(1, 1);
     let _ = torque.push_torque(acc);
     let mut tbuf = [0u8; TORQUE_FRAME_LEN];
@@ -293,6 +294,103 @@ pub extern "C" fn _start() -> ! {
     }
     black_box(acc);
     loop {}
+}
+
+/// The balance QP (`control_core::balance`, its conic solver `control_core::qp`): a floating
+/// pelvis on two legs (hip, knee, a two-axis ankle), each foot on four corners, one tick standing
+/// and one pushed.
+fn balance_tick() -> f64 {
+    use control_core::articulated::nalgebra::{Translation3, UnitQuaternion};
+    use control_core::balance::{
+        Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS,
+    };
+    const NV: usize = 14;
+    let body = |mass: f64, com: [f64; 3], i: f64| Inertial {
+        mass_kg: mass,
+        com_m: com,
+        inertia_kgm2: [i, 0.0, 0.0, i, 0.0, i],
+    };
+    let joint = |parent: usize, xyz: [f64; 3], axis: [f64; 3], b: Inertial| JointSpec {
+        parent_body: parent,
+        kind: JointType::Revolute,
+        origin: Placement::from_xyz_rpy(xyz, [0.0; 3]),
+        axis,
+        body: b,
+    };
+    let (x, z) = ([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+    let mut joints = [joint(0, [0.0; 3], z, Inertial::ZERO); 8];
+    let mut groups = [JointGroup {
+        first: 0,
+        count: 1,
+        effort: 300.0,
+    }; 6];
+    let mut contacts = [ContactBody {
+        body: 0,
+        points: [[0.0; 3]; MAX_POINTS],
+        count: 4,
+    }; 2];
+    for (leg, side) in [(0usize, 0.1), (1, -0.1)] {
+        // Joint k's child is body k + 1: hip, knee, ankle (x, massless, then z, the foot).
+        let j0 = 4 * leg;
+        let thigh = body(5.0, [0.0, -0.2, 0.0], 0.07);
+        let shin = body(3.0, [0.0, -0.2, 0.0], 0.04);
+        let foot = body(1.0, [0.05, -0.03, 0.0], 0.003);
+        joints[j0] = joint(0, [0.0, -0.1, side], z, thigh);
+        joints[j0 + 1] = joint(j0 + 1, [0.0, -0.4, 0.0], z, shin);
+        joints[j0 + 2] = joint(j0 + 2, [0.0, -0.4, 0.0], x, Inertial::ZERO);
+        joints[j0 + 3] = joint(j0 + 3, [0.0; 3], z, foot);
+        for (g, (first, count, effort)) in [(j0, 1, 300.0), (j0 + 1, 1, 300.0), (j0 + 2, 2, 200.0)]
+            .into_iter()
+            .enumerate()
+        {
+            groups[3 * leg + g] = JointGroup {
+                first,
+                count,
+                effort,
+            };
+        }
+        contacts[leg].body = j0 + 4;
+        contacts[leg].points = [
+            [-0.05, -0.05, 0.05],
+            [-0.05, -0.05, -0.05],
+            [0.15, -0.05, 0.05],
+            [0.15, -0.05, -0.05],
+        ];
+    }
+    let spec = TreeSpec {
+        base: BaseKind::Floating,
+        base_body: body(20.0, [0.0; 3], 0.3),
+        joints: &joints,
+    };
+    let Ok(tree) = Tree::<NV>::new(&spec) else {
+        return 0.0;
+    };
+    let Ok(mut balance) =
+        Balance::<NV, 40, 80>::new(tree, &contacts, &groups, BalanceSettings::DEFAULT)
+    else {
+        return 0.0;
+    };
+    let base = Isometry3::from_parts(
+        Translation3::new(0.0, 0.95, 0.0),
+        UnitQuaternion::identity(),
+    );
+    let mut v = [0.0; NV];
+    let mut acc = 0.0;
+    for push in [0.0, 0.3] {
+        v[0] = black_box(push);
+        let out = balance.tick(&BalanceInput {
+            base_pose: &base,
+            q: &[0.0; NV],
+            v: &v,
+            q_target: &[0.0; NV],
+            upright_target: &UnitQuaternion::identity(),
+            com_height_m: 0.85,
+            planted: &[[true; MAX_POINTS]; 2],
+            gravity: Vector3::new(0.0, -9.81, 0.0),
+        });
+        acc += out.torques.iter().sum::<f64>();
+    }
+    acc
 }
 
 /// Dynamo's servos: a three-body character (root, two children) with a ball joint and a hinge,
