@@ -255,6 +255,21 @@ impl Default for BalanceSettings {
     }
 }
 
+/// The size of a tick's QP (see [`Balance::last_qp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpDims {
+    /// Variables `n`.
+    pub variables: usize,
+    /// Rows `m`.
+    pub rows: usize,
+    /// The cones of the rows.
+    pub cones: Cones,
+    /// The first variables: the accelerations.
+    pub accelerations: usize,
+    /// The next: the contact forces.
+    pub forces: usize,
+}
+
 /// Why a controller could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -459,6 +474,8 @@ pub struct Balance<const NV: usize, const NX: usize, const NR: usize> {
     solver: Solver<NX, NR>,
     /// The planted set of the last solve (bits), for the warm start.
     last_planted: Option<u32>,
+    /// The last assembled problem's size: variables, rows, cones, accelerations and forces.
+    last_dims: Option<QpDims>,
     /// The last tick's output torques (solved or fallback), and its group torques.
     last_torques: [f64; NV],
     last_group_torques: [[f64; 3]; MAX_GROUPS],
@@ -568,6 +585,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             b: [0.0; NR],
             solver: Solver::new(settings.qp),
             last_planted: None,
+            last_dims: None,
             last_torques: [0.0; NV],
             last_group_torques: [[0.0; 3]; MAX_GROUPS],
             failures: 0,
@@ -592,6 +610,23 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
     /// The contact bodies.
     pub fn contacts(&self) -> &[ContactBody] {
         self.contacts.get(..self.contact_count).unwrap_or(&[])
+    }
+
+    /// The QP of the last tick that got as far as assembling one, and the solver's answer to it
+    /// (its `x`, whatever its status), for checking it offline against another solver. The
+    /// variables are the accelerations (`dims.accelerations`), the forces (`dims.forces`, three
+    /// per touching point), then the joint groups' auxiliaries. `None` before the first such
+    /// tick.
+    pub fn last_qp(&self) -> Option<(Problem<'_>, QpDims, &[f64])> {
+        let d = self.last_dims?;
+        let problem = Problem {
+            p: self.p.as_flattened().get(..d.variables * d.variables)?,
+            q: self.q.get(..d.variables)?,
+            a: self.a.as_flattened().get(..d.rows * d.variables)?,
+            b: self.b.get(..d.rows)?,
+            cones: d.cones,
+        };
+        Some((problem, d, self.solver.x()))
     }
 
     /// One control tick: the torques for the state in `input` (see the module docs).
@@ -1118,6 +1153,13 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 soc3: soc,
             },
         };
+        self.last_dims = Some(QpDims {
+            variables: nx,
+            rows,
+            cones: problem.cones,
+            accelerations: nv,
+            forces: nf,
+        });
         let warm = if self.last_planted == Some(planted_bits) {
             WarmStart::Previous
         } else {

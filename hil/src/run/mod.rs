@@ -114,6 +114,12 @@ pub struct RunArgs {
     /// given with `--urdf`.
     #[arg(long, value_enum)]
     pub up_axis: Option<chain::scenario::UpAxis>,
+    /// Lockstep `dynamo_push` runs: write every 10th `qp_balance` tick's QP (P, q, A, b, its
+    /// cones, the solver's status and answer) to this file as JSON lines, to check the solver
+    /// offline against another (`tests/qp_recorded.rs` checks them with Clarabel). Replaced if
+    /// it exists.
+    #[arg(long)]
+    pub record_qp: Option<PathBuf>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -197,6 +203,32 @@ pub fn run(args: &RunArgs) -> ExitCode {
             name()
         );
         return ExitCode::from(2);
+    }
+    if args.record_qp.is_some() && (kind != ScenarioKind::DynamoPush || args.mode != Mode::Lockstep)
+    {
+        eprintln!(
+            "hil: {}: --record-qp records the qp_balance controller of a dynamo_push scenario in lockstep only",
+            name()
+        );
+        return ExitCode::from(2);
+    }
+    if let Some(path) = &args.record_qp {
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let problem = if !folder.is_dir() {
+            Some("its folder does not exist")
+        } else if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+            // A FIFO would block the run until a reader came; a directory cannot be written.
+            Some("it exists and is not a regular file")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            eprintln!("hil: --record-qp {}: {problem}", path.display());
+            return ExitCode::from(2);
+        }
     }
     if (args.urdf.is_some() || args.up_axis.is_some()) && !matches!(kind, ScenarioKind::Joint(_)) {
         eprintln!(

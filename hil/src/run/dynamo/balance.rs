@@ -56,6 +56,140 @@ pub const MIN_NORMAL_N: f64 = 15.0;
 /// A contact body is planted while the plant measured more than this normal force on it, N.
 pub const PLANTED_N: f64 = 1.0;
 
+/// Every how many `qp_balance` ticks [`QpLog`] records one.
+pub const RECORD_EVERY: u64 = 10;
+
+/// `hil run --record-qp FILE`: the QPs of `qp_balance` ticks as JSON lines, one every
+/// [`RECORD_EVERY`] ticks of each run (lockstep only: it allocates and writes a file). Each line:
+/// `run`, `tick`, `time_s`, `n`, `m`, `cones` (`[zero, nonneg, soc3]`), `accelerations` and
+/// `forces` (how many of the first variables are which), `p` (the upper triangle as
+/// `[row, column, value]`), `q`, `a` (its non-zeros as `[row, column, value]`), `b`, `status`,
+/// `iterations`, `x` (the solver's answer) and `objective` (½xᵀPx + qᵀx).
+#[derive(Debug, Clone)]
+pub struct QpLog {
+    file: std::sync::Arc<std::sync::Mutex<QpLogFile>>,
+    run: String,
+    ticks: u64,
+}
+
+/// The file behind a [`QpLog`], shared by every run of a scenario.
+#[derive(Debug)]
+pub struct QpLogFile {
+    path: std::path::PathBuf,
+    writer: std::io::BufWriter<std::fs::File>,
+    /// Lines written.
+    pub lines: u64,
+    /// The first write error, if any (nothing is written after it).
+    pub error: Option<String>,
+}
+
+impl QpLogFile {
+    /// Creates (or truncates) `path`.
+    pub fn create(
+        path: &std::path::Path,
+    ) -> Result<std::sync::Arc<std::sync::Mutex<Self>>, String> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("--record-qp {}: {e}", path.display()))?;
+        Ok(std::sync::Arc::new(std::sync::Mutex::new(Self {
+            path: path.to_owned(),
+            writer: std::io::BufWriter::new(file),
+            lines: 0,
+            error: None,
+        })))
+    }
+
+    /// Flushes; the first error of the whole recording, naming the file.
+    pub fn finish(&mut self) -> Result<u64, String> {
+        use std::io::Write;
+        if self.error.is_none()
+            && let Err(e) = self.writer.flush()
+        {
+            self.error = Some(e.to_string());
+        }
+        match &self.error {
+            Some(e) => Err(format!("--record-qp {}: {e}", self.path.display())),
+            None => Ok(self.lines),
+        }
+    }
+}
+
+impl QpLog {
+    /// A log of the run named `run` into `file`.
+    pub fn new(file: &std::sync::Arc<std::sync::Mutex<QpLogFile>>, run: String) -> Self {
+        Self {
+            file: file.clone(),
+            run,
+            ticks: 0,
+        }
+    }
+
+    fn record(&mut self, qp: &Qp, out: &BalanceOutput<NV>) {
+        use std::io::Write;
+        let tick = self.ticks;
+        self.ticks += 1;
+        if !tick.is_multiple_of(RECORD_EVERY) {
+            return;
+        }
+        let Some((problem, dims, x)) = qp.last_qp() else {
+            return;
+        };
+        let (n, m) = (dims.variables, dims.rows);
+        let mut p = Vec::new();
+        for i in 0..n {
+            for j in i..n {
+                let v = problem.p[i * n + j];
+                if v != 0.0 {
+                    p.push((i, j, v));
+                }
+            }
+        }
+        let mut a = Vec::new();
+        for i in 0..m {
+            for j in 0..n {
+                let v = problem.a[i * n + j];
+                if v != 0.0 {
+                    a.push((i, j, v));
+                }
+            }
+        }
+        let mut objective = 0.0;
+        for i in 0..n {
+            let px: f64 = (0..n).map(|j| problem.p[i * n + j] * x[j]).sum();
+            objective += x[i] * (0.5 * px + problem.q[i]);
+        }
+        let line = serde_json::json!({
+            "run": self.run,
+            "tick": tick,
+            "n": n,
+            "m": m,
+            "cones": [dims.cones.zero, dims.cones.nonneg, dims.cones.soc3],
+            "accelerations": dims.accelerations,
+            "forces": dims.forces,
+            "p": p,
+            "q": problem.q,
+            "a": a,
+            "b": problem.b,
+            "status": format!("{:?}", out.status),
+            "iterations": out.qp.map_or(0, |i| i.iterations),
+            "x": x,
+            "objective": objective,
+        });
+        let Ok(mut file) = self.file.lock() else {
+            return;
+        };
+        if file.error.is_some() {
+            return;
+        }
+        let written = serde_json::to_writer(&mut file.writer, &line)
+            .map_err(|e| e.to_string())
+            .and_then(|()| file.writer.write_all(b"\n").map_err(|e| e.to_string()));
+        match written {
+            Ok(()) => file.lines += 1,
+            Err(e) => file.error = Some(e),
+        }
+    }
+}
+
 /// How a humanoid joint maps to tree coordinates.
 #[derive(Debug, Clone, Copy)]
 enum Coordinates {
@@ -100,6 +234,8 @@ pub struct HumanoidBalance {
     pub largest_locked_angle_rad: f64,
     /// The last tick's output.
     pub last: Option<BalanceOutput<NV>>,
+    /// `--record-qp`: where the ticks' QPs go (none: not recorded).
+    pub log: Option<QpLog>,
 }
 
 impl std::fmt::Debug for HumanoidBalance {
@@ -124,6 +260,7 @@ impl Clone for HumanoidBalance {
             com_height_m: self.com_height_m,
             largest_locked_angle_rad: self.largest_locked_angle_rad,
             last: None,
+            log: self.log.clone(),
         }
     }
 }
@@ -421,6 +558,7 @@ impl HumanoidBalance {
             com_height_m,
             largest_locked_angle_rad: 0.0,
             last: None,
+            log: None,
         })
     }
 
@@ -503,6 +641,9 @@ impl HumanoidBalance {
             .enumerate()
         {
             slot.copy_from_slice(&out.group_torques[j]);
+        }
+        if let Some(log) = self.log.as_mut() {
+            log.record(&self.qp, &out);
         }
         let status = out.status;
         self.last = Some(out);

@@ -428,6 +428,14 @@ impl DynamoController {
     /// The controller of `law` for `model`, gains of the joints in `scope` scaled by
     /// `gain_scale`, `reach` the timed target, `spring` the root spring (used by
     /// `world_space_root_spring` only), `period_s` the control period.
+    /// `--record-qp`: records this controller's QPs into `log` (`qp_balance` only; the other
+    /// laws solve none).
+    pub fn record_qp(&mut self, log: super::balance::QpLog) {
+        if let Some(b) = self.balance.as_mut() {
+            b.log = Some(log);
+        }
+    }
+
     pub fn new(
         law: DynamoLaw,
         model: &HumanoidModel,

@@ -1108,6 +1108,17 @@ pub fn run_scenario(
     let torso = model.body_index(&scenario.push_body).unwrap_or(0);
     let feet: Vec<usize> = model.ground_contact_bodies.to_vec();
     let capture = CaptureMeter::new(&model, scenario.push_direction, scenario.push_at_s)?;
+    let qp_log = match &args.record_qp {
+        Some(path) => Some(balance::QpLogFile::create(path)?),
+        None => None,
+    };
+    let build = |law: DynamoLaw, scale: f64, scope: GainScope, run: String| {
+        let mut c = build(law, scale, scope)?;
+        if let Some(file) = &qp_log {
+            c.record_qp(balance::QpLog::new(file, run));
+        }
+        Ok::<_, String>(c)
+    };
     let scenes = staging.join("scenes");
     std::fs::create_dir_all(&scenes)?;
     let plant = plant::plant_executable()?;
@@ -1185,7 +1196,12 @@ pub fn run_scenario(
             let keep = law == DynamoLaw::WorldSpaceRootSpring && gif.is_none();
             let (run, run_cut) = run_one(
                 law.name(),
-                build(law, 1.0, GainScope::AllJoints)?,
+                build(
+                    law,
+                    1.0,
+                    GainScope::AllJoints,
+                    format!("{} push {impulse}", law.name()),
+                )?,
                 impulse,
                 keep,
                 &format!("{}_{k}", law.name()),
@@ -1248,7 +1264,12 @@ pub fn run_scenario(
         {
             let (run, run_cut) = run_one(
                 law.name(),
-                build(law, scale, scope)?,
+                build(
+                    law,
+                    scale,
+                    scope,
+                    format!("{} gain {} {scale}", law.name(), scope.name()),
+                )?,
                 0.0,
                 false,
                 &format!("{}_gain_{}_{scale}", law.name(), scope.name()),
@@ -1288,6 +1309,15 @@ pub fn run_scenario(
         }
     }
     let _ = std::fs::remove_dir_all(&scenes);
+    if let Some(file) = &qp_log {
+        let lines = file
+            .lock()
+            .map_err(|_| "--record-qp: the recording's lock is poisoned".to_string())?
+            .finish()?;
+        if !args.quiet {
+            eprintln!("hil: recorded {lines} qp_balance QPs (--record-qp)");
+        }
+    }
     std::fs::write(
         staging.join("scene.json"),
         serde_json::to_string_pretty(&scenario.scene(0.0))?,

@@ -1,0 +1,289 @@
+//! The balance controller's own QPs, recorded from real runs, against Clarabel (an independent
+//! interior-point conic solver). `hil run --record-qp` writes every 10th `qp_balance` tick's
+//! problem and the answer `control_core::qp` gave on the control path; here Clarabel solves
+//! each problem again from the recorded data.
+//!
+//! The runs: `balance_push` cut to `qp_balance`, unpushed, at 22 N·s (the largest push it
+//! survives: its capture point leaves the feet's footprint and comes back) and at 26 N·s (it
+//! falls, and some ticks stall). Required, per problem:
+//! - solved by our solver: Clarabel solves it too; objectives within 1e-6 relative; the two
+//!   answers within 1e-6 of the objective in its own metric, ½ΔxᵀPΔx (the accelerations and
+//!   forces are unique, but weakly weighted directions, how the tangential forces spread over
+//!   the soles' corners, let their ∞-norm difference reach about 2e-3 of the largest force:
+//!   0.3 N of 130 N, printed); our
+//!   answer's distance to the cone within 1e-6 relative to the data;
+//! - declared infeasible by our solver: Clarabel declares the same.
+//!
+//! Ticks our solver ended otherwise (stalled, out of iterations) are counted, with what Clarabel
+//! made of them.
+
+use std::path::Path;
+
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+    SupportedConeT::{NonnegativeConeT, SecondOrderConeT, ZeroConeT},
+};
+use e2e::{hil_run, out_dir, report, workspace_root};
+use serde_json::Value;
+
+const BALANCE: &str = include_str!("../scenarios/balance_push.toml");
+
+/// One recorded problem.
+struct Recorded {
+    run: String,
+    n: usize,
+    m: usize,
+    cones: [usize; 3],
+    compared: usize,
+    p: Vec<(usize, usize, f64)>,
+    q: Vec<f64>,
+    a: Vec<(usize, usize, f64)>,
+    b: Vec<f64>,
+    status: String,
+    iterations: u64,
+    x: Vec<f64>,
+    objective: f64,
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn count(v: &Value) -> usize {
+    v.as_u64().map_or(usize::MAX, |n| n as usize)
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .map(|a| a.iter().map(num).collect())
+        .unwrap_or_default()
+}
+
+fn triplets(v: &Value) -> Vec<(usize, usize, f64)> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| (count(&t[0]), count(&t[1]), num(&t[2])))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse(line: &str) -> Recorded {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:.200}"));
+    let rec = Recorded {
+        run: v["run"].as_str().unwrap_or_default().to_owned(),
+        n: count(&v["n"]),
+        m: count(&v["m"]),
+        cones: [
+            count(&v["cones"][0]),
+            count(&v["cones"][1]),
+            count(&v["cones"][2]),
+        ],
+        compared: count(&v["accelerations"]) + count(&v["forces"]),
+        p: triplets(&v["p"]),
+        q: numbers(&v["q"]),
+        a: triplets(&v["a"]),
+        b: numbers(&v["b"]),
+        status: v["status"].as_str().unwrap_or_default().to_owned(),
+        iterations: v["iterations"].as_u64().unwrap_or(0),
+        x: numbers(&v["x"]),
+        objective: num(&v["objective"]),
+    };
+    let [z, l, c] = rec.cones;
+    assert_eq!(z + l + 3 * c, rec.m, "{}", rec.run);
+    assert_eq!(
+        (rec.q.len(), rec.x.len(), rec.b.len()),
+        (rec.n, rec.n, rec.m)
+    );
+    assert!(rec.compared <= rec.n);
+    rec
+}
+
+/// Clarabel on the recorded data: status, x, objective, iterations.
+fn clarabel(r: &Recorded) -> (SolverStatus, Vec<f64>, f64, u32) {
+    let dense = |t: &[(usize, usize, f64)], rows: usize| {
+        let mut m = vec![vec![0.0; r.n]; rows];
+        for &(i, j, v) in t {
+            m[i][j] = v;
+        }
+        m
+    };
+    let p = CscMatrix::from(&dense(&r.p, r.n)).to_triu();
+    let a = CscMatrix::from(&dense(&r.a, r.m));
+    let [z, l, c] = r.cones;
+    let mut cones: Vec<SupportedConeT<f64>> = vec![];
+    if z > 0 {
+        cones.push(ZeroConeT(z));
+    }
+    if l > 0 {
+        cones.push(NonnegativeConeT(l));
+    }
+    cones.extend(std::iter::repeat_n(SecondOrderConeT(3), c));
+    let settings = DefaultSettings {
+        verbose: false,
+        max_iter: 200,
+        ..DefaultSettings::default()
+    };
+    let mut solver = DefaultSolver::new(&p, &r.q, &a, &r.b, &cones, settings)
+        .unwrap_or_else(|e| panic!("{}: Clarabel refuses the data: {e:?}", r.run));
+    solver.solve();
+    let s = &solver.solution;
+    (s.status, s.x.clone(), s.obj_val, s.iterations)
+}
+
+/// The ∞-norm distance of `b − A x` to the cone, and the data's scale.
+fn violation(r: &Recorded) -> (f64, f64) {
+    let mut slack = r.b.clone();
+    let mut ax = vec![0.0f64; r.m];
+    for &(i, j, v) in &r.a {
+        ax[i] += v * r.x[j];
+    }
+    for (s, a) in slack.iter_mut().zip(&ax) {
+        *s -= a;
+    }
+    let inf = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let [z, l, c] = r.cones;
+    let mut d = 0.0f64;
+    for s in &slack[..z] {
+        d = d.max(s.abs());
+    }
+    for s in &slack[z..z + l] {
+        d = d.max(-s);
+    }
+    for k in 0..c {
+        let o = z + l + 3 * k;
+        let (t, u) = (slack[o], slack[o + 1].hypot(slack[o + 2]));
+        d = d.max(u - t);
+    }
+    (d, 1.0f64.max(inf(&r.b)).max(inf(&ax)))
+}
+
+#[test]
+fn the_balance_qps_of_real_runs_agree_with_clarabel() {
+    let urdf = workspace_root().join("models/humanoid15.urdf");
+    let mut text = BALANCE.replacen(
+        "urdf = \"../models/humanoid15.urdf\"",
+        &format!("urdf = {:?}", urdf.display().to_string()),
+        1,
+    );
+    for (from, to) in [
+        (
+            "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
+            "controllers = [\"qp_balance\"]",
+        ),
+        (
+            "impulses_ns = [0.0, 4.0,",
+            "impulses_ns = [0.0, 22.0, 26.0]\n# ",
+        ),
+        (
+            "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
+            "gain_scales = [1.0]",
+        ),
+        (
+            "gain_scopes = [\"upper_body\", \"all_joints\"]",
+            "gain_scopes = [\"all_joints\"]",
+        ),
+    ] {
+        assert!(text.contains(from), "`{from}` not in balance_push.toml");
+        text = text.replacen(from, to, 1);
+    }
+    let out = out_dir("qp_recorded");
+    let file = out.parent().unwrap_or(&out).join("qp_recorded.toml");
+    std::fs::write(&file, text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let log = out.parent().unwrap_or(&out).join("qp_recorded.jsonl");
+    let run = hil_run(
+        &[
+            file.to_str().unwrap_or_default(),
+            "--record-qp",
+            log.to_str().unwrap_or_default(),
+        ],
+        &out,
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&out);
+    let stood: Vec<Value> = r["controllers"][0]["pushes"]
+        .as_array()
+        .map(|p| p.iter().map(|x| x["stood"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        stood,
+        [true, true, false],
+        "the runs are the ones described"
+    );
+    check(&log);
+}
+
+fn check(log: &Path) {
+    let text = std::fs::read_to_string(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    let (mut solved, mut infeasible, mut other) = (0u32, 0u32, Vec::new());
+    let (mut worst_objective, mut worst_x, mut worst_violation) = (0.0f64, 0.0f64, 0.0f64);
+    let mut worst_metric = 0.0f64;
+    let (mut ours_iterations, mut clarabel_iterations) = (0u64, 0u64);
+    for line in text.lines() {
+        let rec = parse(line);
+        let (status, x, objective, iterations) = clarabel(&rec);
+        match rec.status.as_str() {
+            "Solved" => {
+                assert_eq!(status, SolverStatus::Solved, "{}", rec.run);
+                let objective_error =
+                    (rec.objective - objective).abs() / 1.0f64.max(objective.abs());
+                assert!(objective_error <= 1e-6, "{}: {objective_error:e}", rec.run);
+                let scale = x[..rec.compared].iter().fold(1.0f64, |m, v| m.max(v.abs()));
+                let x_error = rec.x[..rec.compared]
+                    .iter()
+                    .zip(&x)
+                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
+                    / scale;
+                // The distance in the objective's metric: at the optimum x*, every feasible x
+                // has f(x) − f(x*) ≥ ½ (x − x*)ᵀ P (x − x*), so two answers within the
+                // objective's tolerance are within it in this metric too, whatever the weakly
+                // weighted directions (how the weight spreads over the soles' corners).
+                let dx: Vec<f64> = rec.x.iter().zip(&x).map(|(a, b)| a - b).collect();
+                let mut pdx = vec![0.0f64; rec.n];
+                for &(i, j, v) in &rec.p {
+                    pdx[i] += v * dx[j];
+                    if i != j {
+                        pdx[j] += v * dx[i];
+                    }
+                }
+                let metric = 0.5 * dx.iter().zip(&pdx).map(|(a, b)| a * b).sum::<f64>()
+                    / 1.0f64.max(objective.abs());
+                assert!(metric <= 1e-6, "{}: {metric:e}", rec.run);
+                worst_metric = worst_metric.max(metric);
+                let (d, data) = violation(&rec);
+                assert!(d <= 1e-6 * data, "{}: {d:e} of {data:e}", rec.run);
+                worst_objective = worst_objective.max(objective_error);
+                worst_x = worst_x.max(x_error);
+                worst_violation = worst_violation.max(d / data);
+                clarabel_iterations += u64::from(iterations);
+                ours_iterations += rec.iterations;
+                solved += 1;
+            }
+            s if s.contains("Infeasible") => {
+                let want = if s.contains("Primal") {
+                    SolverStatus::PrimalInfeasible
+                } else {
+                    SolverStatus::DualInfeasible
+                };
+                assert_eq!(status, want, "{}: ours {s}", rec.run);
+                infeasible += 1;
+            }
+            s => other.push(format!("{}: ours {s}, Clarabel {status:?}", rec.run)),
+        }
+    }
+    let per = |total: u64| total as f64 / f64::from(solved.max(1));
+    eprintln!(
+        "qp_recorded: {solved} solved problems agree (objective within {worst_objective:.1e}, ½ΔxᵀPΔx within {worst_metric:.1e} of it, accelerations and forces within {worst_x:.1e} of their largest, cone distance {worst_violation:.1e} of the data; iterations a problem: ours {:.1} warm-started, Clarabel {:.1} cold), {infeasible} infeasible by both, {} ended otherwise: {other:?}",
+        per(ours_iterations),
+        per(clarabel_iterations),
+        other.len(),
+    );
+    assert!(solved >= 200, "{solved} solved problems recorded");
+}
