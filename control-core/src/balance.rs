@@ -30,7 +30,10 @@
 //!   a plain spring vertically. Written on the forces, `m ẍ = Σ f + m g`, which the base rows
 //!   make exact;
 //! - **angular momentum damping** about the centre of mass, `L̇ = −k_L L`, also on the forces:
-//!   `L̇ = Σ (p − x) × f` (gravity acts at the centre of mass).
+//!   `L̇ = Σ (p − x) × f` (gravity acts at the centre of mass);
+//! - **end effectors** ([`PointTask`], a hand reaching): a body's point driven to a place in the
+//!   world, `J_p a + J̇_p q̇ = k_p (x* − x) − k_d ẋ`, on the accelerations (`J̇_p q̇` by the same
+//!   central difference as the contacts').
 //!
 //! # Contact points and their no-slip rows
 //! Each contact point that touches (per point, [`BalanceInput::planted`]) gets a force and
@@ -159,6 +162,12 @@ pub struct BalanceSettings {
     pub momentum_kd: f64,
     /// Weight of the angular momentum objective (its residual is in N·m per kg of body).
     pub momentum_weight: f64,
+    /// End-effector spring on each [`PointTask`]'s point, 1/s² and 1/s.
+    pub task_kp: f64,
+    /// See `task_kp`.
+    pub task_kd: f64,
+    /// Weight of each point task (its residual is an acceleration, m/s²).
+    pub task_weight: f64,
     /// Regularisation of the accelerations.
     pub accel_weight: f64,
     /// Regularisation of the forces (per N², scaled by 1/m² of the body).
@@ -194,6 +203,9 @@ impl BalanceSettings {
         height_weight: 10.0,
         momentum_kd: 5.0,
         momentum_weight: 1.0,
+        task_kp: 100.0,
+        task_kd: 20.0,
+        task_weight: 1.0,
         accel_weight: 1e-4,
         force_weight: 1e-2,
         contact_kv: 10.0,
@@ -227,6 +239,9 @@ impl BalanceSettings {
             (self.height_weight, "height_weight"),
             (self.momentum_kd, "momentum_kd"),
             (self.momentum_weight, "momentum_weight"),
+            (self.task_kp, "task_kp"),
+            (self.task_kd, "task_kd"),
+            (self.task_weight, "task_weight"),
             (self.accel_weight, "accel_weight"),
             (self.force_weight, "force_weight"),
             (self.contact_kv, "contact_kv"),
@@ -253,6 +268,22 @@ impl Default for BalanceSettings {
     fn default() -> Self {
         Self::DEFAULT
     }
+}
+
+/// Most point tasks a tick.
+pub const MAX_TASKS: usize = 4;
+
+/// A point of a body driven to a place in the world: an end effector (a hand reaching). Its
+/// objective is `J_p a + J̇_p q̇ = k_p (x* − x) − k_d ẋ` ([`BalanceSettings::task_kp`],
+/// `task_kd`, weight `task_weight`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointTask {
+    /// The tree body (0: the base, k + 1: joint k's child).
+    pub body: usize,
+    /// The point in the body's frame, m.
+    pub point: [f64; 3],
+    /// Where it should be, world, m.
+    pub target: [f64; 3],
 }
 
 /// The size of a tick's QP (see [`Balance::last_qp`]).
@@ -330,6 +361,8 @@ pub enum BalanceInputField {
     ComHeight,
     /// `planted` has another length than the contact bodies.
     Planted,
+    /// More than [`MAX_TASKS`] tasks, a body past the tree or a non-finite point or target.
+    Tasks,
 }
 
 /// How a tick ended.
@@ -377,6 +410,8 @@ pub struct BalanceInput<'a, const NV: usize> {
     pub planted: &'a [[bool; MAX_POINTS]],
     /// Gravity, world, m/s² (not zero).
     pub gravity: Vector3<f64>,
+    /// End-effector objectives, at most [`MAX_TASKS`] (none: `&[]`).
+    pub tasks: &'a [PointTask],
 }
 
 /// One tick's output.
@@ -415,6 +450,8 @@ pub struct BalanceOutput<const NV: usize> {
     /// Largest gap between a left-out row's right-hand side and the one the kept rows imply,
     /// in the row's unit (m/s² or rad/s²): rounding when small.
     pub slip_inconsistency: f64,
+    /// Each task's point in the world this tick, m (task order; the first `tasks.len()`).
+    pub task_points: [[f64; 3]; MAX_TASKS],
 }
 
 impl<const NV: usize> BalanceOutput<NV> {
@@ -435,6 +472,7 @@ impl<const NV: usize> BalanceOutput<NV> {
             failures_in_a_row: 0,
             dependent_rows: 0,
             slip_inconsistency: 0.0,
+            task_points: [[0.0; 3]; MAX_TASKS],
         }
     }
 }
@@ -464,6 +502,7 @@ pub struct Balance<const NV: usize, const NX: usize, const NR: usize> {
     body_jacobians: [SMatrix<f64, 6, NV>; MAX_CONTACT_BODIES],
     body_bias: [SVector<f64, 6>; MAX_CONTACT_BODIES],
     point_jacobians: [SMatrix<f64, 3, NV>; MAX_ALL_POINTS],
+    task_jacobians: [SMatrix<f64, 3, NV>; MAX_TASKS],
     /// The independent no-slip rows (orthonormal) and their right-hand sides.
     slip_rows: [SVector<f64, NV>; MAX_SLIP_ROWS],
     slip_rhs: [f64; MAX_SLIP_ROWS],
@@ -577,6 +616,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             body_jacobians: [SMatrix::zeros(); MAX_CONTACT_BODIES],
             body_bias: [SVector::zeros(); MAX_CONTACT_BODIES],
             point_jacobians: [SMatrix::zeros(); MAX_ALL_POINTS],
+            task_jacobians: [SMatrix::zeros(); MAX_TASKS],
             slip_rows: [SVector::zeros(); MAX_SLIP_ROWS],
             slip_rhs: [0.0; MAX_SLIP_ROWS],
             p: [[0.0; NX]; NX],
@@ -686,6 +726,12 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
         }
         if input.planted.len() != self.contact_count {
             return field(BalanceInputField::Planted);
+        }
+        let task_ok = |t: &PointTask| {
+            t.body <= joints && t.point.iter().chain(&t.target).all(|x| x.is_finite())
+        };
+        if input.tasks.len() > MAX_TASKS || !input.tasks.iter().all(task_ok) {
+            return field(BalanceInputField::Tasks);
         }
         Ok(())
     }
@@ -804,8 +850,21 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             bodies += 1;
         }
         out.point_count = points;
-        // J̇ q̇ of every body with a touching point, by a central difference along the motion.
-        if bodies > 0 {
+        // The tasks' points, their Jacobians J_p = J_lin − [d]× J_ang and velocities.
+        let tasks = input.tasks;
+        let mut task_bias = [Vector3::<f64>::zeros(); MAX_TASKS];
+        for (k, t) in tasks.iter().enumerate() {
+            let (jp, world) = point_jacobian(&self.kin, t.body, t.point).map_err(model)?;
+            if let (Some(slot), Some(p)) =
+                (self.task_jacobians.get_mut(k), out.task_points.get_mut(k))
+            {
+                *slot = jp;
+                *p = world.into();
+            }
+        }
+        // J̇ q̇ of every body with a touching point and J̇_p q̇ of every task's point, by a
+        // central difference along the motion.
+        if bodies > 0 || !tasks.is_empty() {
             for bias in self.body_bias.iter_mut().take(bodies) {
                 *bias = SVector::zeros();
             }
@@ -835,6 +894,10 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                         .frame_jacobian(body, &identity)
                         .map_err(model)?;
                     *bias += jac * v * (sign / (2.0 * JDOT_STEP_S));
+                }
+                for (bias, t) in task_bias.iter_mut().zip(tasks) {
+                    let (jp, _) = point_jacobian(&self.kin_step, t.body, t.point).map_err(model)?;
+                    *bias += jp * v * (sign / (2.0 * JDOT_STEP_S));
                 }
             }
         }
@@ -996,6 +1059,21 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
         let force_reg = s.force_weight / (total_mass * total_mass);
         for i in f0..nx {
             single(i, 0.0, force_reg, qv);
+        }
+        // Point tasks: J_p a = k_p (x* − x) − k_d J_p q̇ − J̇_p q̇, on the accelerations.
+        for (k, ((t, jp), bias)) in tasks
+            .iter()
+            .zip(&self.task_jacobians)
+            .zip(&task_bias)
+            .enumerate()
+        {
+            let x = Vector3::from(out.task_points.get(k).copied().unwrap_or([0.0; 3]));
+            let d = (Vector3::from(t.target) - x) * s.task_kp - jp * v * s.task_kd - bias;
+            for e in 0..3 {
+                let row: SVector<f64, NV> = jp.row(e).transpose();
+                let row = row.as_slice().get(..nv).unwrap_or(&[]);
+                add_row_task(&mut add_p, qv, 0, row, d[e], s.task_weight);
+            }
         }
 
         // Centre of mass and angular momentum, on the forces: rows over f.
@@ -1451,4 +1529,28 @@ fn support_centroid(
     }
     let (a, b) = (ca / (3.0 * area2), cb / (3.0 * area2));
     Some(t1 * a + t2 * b)
+}
+
+/// The Jacobian `J_p = J_lin − [d]× J_ang` of `point` (body frame) on `body` and the point in
+/// the world.
+fn point_jacobian<const NV: usize>(
+    kin: &TreeKinematics<NV>,
+    body: usize,
+    point: [f64; 3],
+) -> Result<(SMatrix<f64, 3, NV>, Vector3<f64>), TreeEvalError> {
+    let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
+    let jac = kin.frame_jacobian(body, &identity)?;
+    let pose = kin.body_pose(body).ok_or(TreeEvalError::OutOfRange)?;
+    let world = pose * nalgebra::Point3::from(point);
+    let d = world.coords - pose.translation.vector;
+    let mut jp = SMatrix::<f64, 3, NV>::zeros();
+    for col in 0..NV {
+        let lin = Vector3::new(jac[(0, col)], jac[(1, col)], jac[(2, col)]);
+        let ang = Vector3::new(jac[(3, col)], jac[(4, col)], jac[(5, col)]);
+        let pv = lin + ang.cross(&d);
+        for r in 0..3 {
+            jp[(r, col)] = pv[r];
+        }
+    }
+    Ok((jp, world.coords))
 }

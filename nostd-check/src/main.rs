@@ -387,6 +387,7 @@ fn balance_tick() -> f64 {
             com_height_m: 0.85,
             planted: &[[true; MAX_POINTS]; 2],
             gravity: Vector3::new(0.0, -9.81, 0.0),
+            tasks: &[],
         });
         acc += out.torques.iter().sum::<f64>();
     }

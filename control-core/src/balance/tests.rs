@@ -134,6 +134,7 @@ fn tick_points(c: &mut Biped, s: &State, points: &[[bool; MAX_POINTS]; 2]) -> Ba
         com_height_m: 0.85,
         planted: points,
         gravity: Vector3::from(G),
+        tasks: &[],
     })
 }
 
@@ -437,6 +438,90 @@ proptest! {
             prop_assert!(c.z >= lo_b - 1e-12 && c.z <= hi_b + 1e-12);
             prop_assert!(c.y.abs() < 1e-15);
         }
+    }
+}
+
+#[test]
+fn a_point_task_drives_a_swing_foot_at_its_spring() {
+    // The right foot in the air, a task on its toe corner 5 cm ahead of it: the solved
+    // acceleration of that point is the task's spring (the other objectives barely feel a
+    // 1 kg foot), and without the task it is not.
+    let settings = BalanceSettings {
+        task_weight: 100.0,
+        ..BalanceSettings::DEFAULT
+    };
+    let mut c = biped(settings);
+    let s = leaning();
+    let foot = c.contacts()[1].body;
+    let point = [0.15, -0.05, 0.0];
+    let kin = c.tree().kinematics(&s.base, &s.q).unwrap();
+    let (jp, x) = point_jacobian(&kin, foot, point).unwrap();
+    let target = x + Vector3::new(0.05, 0.0, 0.0);
+    let task = PointTask {
+        body: foot,
+        point,
+        target: target.into(),
+    };
+    let planted = [[true; MAX_POINTS], [false; MAX_POINTS]];
+    let solve = |c: &mut Biped, tasks: &[PointTask]| {
+        c.tick(&BalanceInput {
+            base_pose: &s.base,
+            q: &s.q,
+            v: &s.v,
+            q_target: &[0.0; NV],
+            upright_target: &UnitQuaternion::identity(),
+            com_height_m: 0.85,
+            planted: &planted,
+            gravity: Vector3::from(G),
+            tasks,
+        })
+    };
+    let out = solve(&mut c, &[task]);
+    check_solved_points(&c, &s, &out, &planted);
+    assert!((Vector3::from(out.task_points[0]) - x).norm() < 1e-12);
+    // J̇_p q̇ by this test's own central difference.
+    let v = SVector::<f64, NV>::from(s.v);
+    let h = 3e-6;
+    let mut jdot_v = Vector3::zeros();
+    for sign in [1.0, -1.0] {
+        let mut q = s.q;
+        for (qk, vk) in q.iter_mut().zip(&s.v[6..]) {
+            *qk += sign * h * vk;
+        }
+        let lin = Vector3::new(s.v[0], s.v[1], s.v[2]);
+        let ang = Vector3::new(s.v[3], s.v[4], s.v[5]);
+        let base = Isometry3::from_parts(
+            Translation3::from(s.base.translation.vector + s.base.rotation * lin * sign * h),
+            s.base.rotation * UnitQuaternion::from_scaled_axis(ang * sign * h),
+        );
+        let kin = c.tree().kinematics(&base, &q).unwrap();
+        let (jp, _) = point_jacobian(&kin, foot, point).unwrap();
+        jdot_v += jp * v * (sign / (2.0 * h));
+    }
+    let accel = |out: &BalanceOutput<NV>| jp * SVector::<f64, NV>::from(out.accelerations) + jdot_v;
+    let spring = (target - x) * settings.task_kp - jp * v * settings.task_kd;
+    let got = accel(&out);
+    assert!(
+        (got - spring).norm() < 0.05 * spring.norm(),
+        "{got} vs {spring}"
+    );
+    let mut free = biped(settings);
+    let without = accel(&solve(&mut free, &[]));
+    assert!((without - spring).norm() > 0.5 * spring.norm(), "{without}");
+    // Refused: too many tasks, a body past the tree, a non-finite target.
+    let bad = [
+        [task; MAX_TASKS + 1].to_vec(),
+        std::vec![PointTask { body: 99, ..task }],
+        std::vec![PointTask {
+            target: [f64::NAN, 0.0, 0.0],
+            ..task
+        }],
+    ];
+    for tasks in &bad {
+        assert_eq!(
+            solve(&mut c, tasks).status,
+            BalanceStatus::Input(BalanceInputField::Tasks)
+        );
     }
 }
 

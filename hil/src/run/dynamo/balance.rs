@@ -634,6 +634,7 @@ impl HumanoidBalance {
             com_height_m: self.com_height_m,
             planted: &planted,
             gravity: self.gravity,
+            tasks: &[],
         });
         for (j, slot) in torques
             .chunks_exact_mut(3)
