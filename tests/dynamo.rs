@@ -15,6 +15,7 @@ use serde_json::Value;
 const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
 const DYNAMO_1KHZ: &str = include_str!("../scenarios/dynamo_push_1khz.toml");
 const BALANCE: &str = include_str!("../scenarios/balance_push.toml");
+const REACH: &str = include_str!("../scenarios/balance_reach.toml");
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
@@ -320,6 +321,76 @@ fn balance_push_qp_balance_stands_holds_the_pose_and_solves_its_ticks() {
     }
     // The Dynamo laws carry no QP account.
     assert!(ps["pushes"][0]["qp"].is_null());
+}
+
+/// `balance_reach`: `qp_balance` stands while its right hand reaches for a point 0.9 of the
+/// arm's length in front of the shoulder, and its fingertip is there on time and stays (measured
+/// 4.2 mm at arrival, 4.5 mm RMS after), every tick solved.
+#[test]
+fn balance_reach_puts_the_hand_on_its_target_while_standing() {
+    let (_, r) = run("balance_reach", REACH);
+    let qp = controller(&r, "qp_balance");
+    let push = &qp["pushes"][0];
+    assert_eq!(push["stood"], true, "{push:#}");
+    let hand = &push["hand"];
+    for field in ["at_arrival_m", "rms_m", "max_m"] {
+        let e = num(&hand[field]);
+        assert!((0.0..0.01).contains(&e), "{field}: {hand:#}");
+    }
+    let account = &push["qp"];
+    assert_eq!(account["solved"], account["ticks"], "{account:#}");
+    // A hand is qp_balance's alone, and its fields are checked like the others.
+    let out = out_dir("balance_reach_broken");
+    for (edit, field, says) in [
+        (
+            (
+                "controllers = [\"qp_balance\"]",
+                "controllers = [\"qp_balance\", \"world_space\"]",
+            ),
+            "controllers[1]",
+            "has no hand task",
+        ),
+        (
+            ("fraction = 0.9", "fraction = 1.5"),
+            "hand.fraction",
+            "within (0, 1]",
+        ),
+        (
+            (
+                "from_joint = \"right_shoulder\"",
+                "from_joint = \"left_shoulder\"",
+            ),
+            "hand.from_joint",
+            "is not above",
+        ),
+        (
+            ("link = \"right_lower_arm\"", "link = \"right_hand\""),
+            "hand.link",
+            "no link",
+        ),
+        (
+            (
+                "fraction = 0.9\ndirection = [1.0, 0.0, 0.0]",
+                "fraction = 0.9\ndirection = [0.0, 1.0, 0.0]",
+            ),
+            "hand.direction",
+            "horizontal",
+        ),
+        (
+            ("arrive_s = 1.3", "arrive_s = 3.0"),
+            "hand.arrive_s",
+            "push_at_s",
+        ),
+    ] {
+        let name = format!("balance_reach_{}", field.replace(['.', '[', ']'], "_"));
+        let file = scenario_copy_of(REACH, &out, &name, &[edit]);
+        let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert_eq!(run.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("field `{field}`")), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!out.join("report.json").exists(), "{name}");
+    }
 }
 
 /// Broken dynamo scenarios are refused before any plant starts: exit 2, no report, and the

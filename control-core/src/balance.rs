@@ -31,9 +31,9 @@
 //!   make exact;
 //! - **angular momentum damping** about the centre of mass, `L̇ = −k_L L`, also on the forces:
 //!   `L̇ = Σ (p − x) × f` (gravity acts at the centre of mass);
-//! - **end effectors** ([`PointTask`], a hand reaching): a body's point driven to a place in the
-//!   world, `J_p a + J̇_p q̇ = k_p (x* − x) − k_d ẋ`, on the accelerations (`J̇_p q̇` by the same
-//!   central difference as the contacts').
+//! - **end effectors** ([`PointTask`], a hand reaching): a body's point driven along a path in
+//!   the world, `J_p a + J̇_p q̇ = ẍ* + k_p (x* − x) + k_d (ẋ* − ẋ)`, on the accelerations
+//!   (`J̇_p q̇` by the same central difference as the contacts').
 //!
 //! # Contact points and their no-slip rows
 //! Each contact point that touches (per point, [`BalanceInput::planted`]) gets a force and
@@ -203,9 +203,9 @@ impl BalanceSettings {
         height_weight: 10.0,
         momentum_kd: 5.0,
         momentum_weight: 1.0,
-        task_kp: 100.0,
-        task_kd: 20.0,
-        task_weight: 1.0,
+        task_kp: 400.0,
+        task_kd: 40.0,
+        task_weight: 10.0,
         accel_weight: 1e-4,
         force_weight: 1e-2,
         contact_kv: 10.0,
@@ -273,9 +273,10 @@ impl Default for BalanceSettings {
 /// Most point tasks a tick.
 pub const MAX_TASKS: usize = 4;
 
-/// A point of a body driven to a place in the world: an end effector (a hand reaching). Its
-/// objective is `J_p a + J̇_p q̇ = k_p (x* − x) − k_d ẋ` ([`BalanceSettings::task_kp`],
-/// `task_kd`, weight `task_weight`).
+/// A point of a body driven along a path in the world: an end effector (a hand reaching). Its
+/// objective is `J_p a + J̇_p q̇ = ẍ* + k_p (x* − x) + k_d (ẋ* − ẋ)`
+/// ([`BalanceSettings::task_kp`], `task_kd`, weight `task_weight`): a spring to the path's
+/// point with its velocity and acceleration fed forward (zero to hold a place).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PointTask {
     /// The tree body (0: the base, k + 1: joint k's child).
@@ -284,6 +285,10 @@ pub struct PointTask {
     pub point: [f64; 3],
     /// Where it should be, world, m.
     pub target: [f64; 3],
+    /// The target's velocity, world, m/s.
+    pub target_velocity: [f64; 3],
+    /// The target's acceleration, world, m/s².
+    pub target_acceleration: [f64; 3],
 }
 
 /// The size of a tick's QP (see [`Balance::last_qp`]).
@@ -728,7 +733,13 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             return field(BalanceInputField::Planted);
         }
         let task_ok = |t: &PointTask| {
-            t.body <= joints && t.point.iter().chain(&t.target).all(|x| x.is_finite())
+            t.body <= joints
+                && t.point
+                    .iter()
+                    .chain(&t.target)
+                    .chain(&t.target_velocity)
+                    .chain(&t.target_acceleration)
+                    .all(|x| x.is_finite())
         };
         if input.tasks.len() > MAX_TASKS || !input.tasks.iter().all(task_ok) {
             return field(BalanceInputField::Tasks);
@@ -1060,7 +1071,8 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
         for i in f0..nx {
             single(i, 0.0, force_reg, qv);
         }
-        // Point tasks: J_p a = k_p (x* − x) − k_d J_p q̇ − J̇_p q̇, on the accelerations.
+        // Point tasks: J_p a = ẍ* + k_p (x* − x) + k_d (ẋ* − J_p q̇) − J̇_p q̇, on the
+        // accelerations.
         for (k, ((t, jp), bias)) in tasks
             .iter()
             .zip(&self.task_jacobians)
@@ -1068,7 +1080,10 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             .enumerate()
         {
             let x = Vector3::from(out.task_points.get(k).copied().unwrap_or([0.0; 3]));
-            let d = (Vector3::from(t.target) - x) * s.task_kp - jp * v * s.task_kd - bias;
+            let d = Vector3::from(t.target_acceleration)
+                + (Vector3::from(t.target) - x) * s.task_kp
+                + (Vector3::from(t.target_velocity) - jp * v) * s.task_kd
+                - bias;
             for e in 0..3 {
                 let row: SVector<f64, NV> = jp.row(e).transpose();
                 let row = row.as_slice().get(..nv).unwrap_or(&[]);

@@ -443,7 +443,8 @@ proptest! {
 
 #[test]
 fn a_point_task_drives_a_swing_foot_at_its_spring() {
-    // The right foot in the air, a task on its toe corner 5 cm ahead of it: the solved
+    // The right foot in the air, a task on its toe corner 5 cm ahead of it (moving, with its
+    // velocity and acceleration fed forward): the solved
     // acceleration of that point is the task's spring (the other objectives barely feel a
     // 1 kg foot), and without the task it is not.
     let settings = BalanceSettings {
@@ -461,6 +462,8 @@ fn a_point_task_drives_a_swing_foot_at_its_spring() {
         body: foot,
         point,
         target: target.into(),
+        target_velocity: [0.1, 0.0, 0.0],
+        target_acceleration: [0.0, 0.5, 0.0],
     };
     let planted = [[true; MAX_POINTS], [false; MAX_POINTS]];
     let solve = |c: &mut Biped, tasks: &[PointTask]| {
@@ -499,7 +502,9 @@ fn a_point_task_drives_a_swing_foot_at_its_spring() {
         jdot_v += jp * v * (sign / (2.0 * h));
     }
     let accel = |out: &BalanceOutput<NV>| jp * SVector::<f64, NV>::from(out.accelerations) + jdot_v;
-    let spring = (target - x) * settings.task_kp - jp * v * settings.task_kd;
+    let spring = Vector3::new(0.0, 0.5, 0.0)
+        + (target - x) * settings.task_kp
+        + (Vector3::new(0.1, 0.0, 0.0) - jp * v) * settings.task_kd;
     let got = accel(&out);
     assert!(
         (got - spring).norm() < 0.05 * spring.norm(),

@@ -650,7 +650,11 @@ fn no_alloc_dynamo_controllers() {
         add_events(&mut f, step);
         f
     };
-    let runs: Vec<Probed> = scenario
+    // balance_reach.toml: qp_balance with a hand task as well.
+    let reaching =
+        DynamoScenario::load(scenario_file!("balance_reach.toml")).expect("the shipped scenario");
+    let hand = reaching.hand.clone().expect("balance_reach has a hand");
+    let mut runs: Vec<Probed> = scenario
         .laws()
         .into_iter()
         .map(|law| {
@@ -707,7 +711,34 @@ fn no_alloc_dynamo_controllers() {
             run
         })
         .collect();
-    assert_eq!(runs.len(), 4);
+    let mut controller = DynamoController::new(
+        DynamoLaw::QpBalance,
+        &model,
+        (1.0, GainScope::AllJoints),
+        Some(reach),
+        scenario.root_spring.into(),
+        period,
+        GRAVITY_M_S2,
+    )
+    .expect("qp_balance builds");
+    controller
+        .reach_with_hand(&hand, &model)
+        .expect("the hand resolves");
+    let mut hand_seen = false;
+    let run = probed_run(
+        "dynamo qp_balance with a hand",
+        QP,
+        controller,
+        period,
+        frame,
+        None,
+        |cmd| {
+            hand_seen |= cmd.hand_error_m.is_some();
+        },
+    );
+    assert!(hand_seen, "{}: the hand's task never ran", run.name);
+    runs.push(run);
+    assert_eq!(runs.len(), 5);
     assert_none_allocated(&runs);
 }
 

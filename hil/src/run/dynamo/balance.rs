@@ -29,7 +29,7 @@ use control_core::articulated::nalgebra::{
 };
 use control_core::balance::{
     Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
-    MAX_POINTS, euler_angles, euler_rates,
+    MAX_POINTS, PointTask, euler_angles, euler_rates,
 };
 use control_core::frames::BodyMotion;
 use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
@@ -190,6 +190,45 @@ impl QpLog {
     }
 }
 
+/// A hand reaching for a point while the body balances ([`super::HandSpec`], resolved on the
+/// model): a [`PointTask`] on the hand's point whose target moves along a smooth path from
+/// where the hand was at `start_s` to the final target at `arrive_s`, then stays.
+#[derive(Debug, Clone, Copy)]
+pub struct HandReach {
+    /// The plant body the point is on, and the point from its centre of mass (body axes).
+    body: usize,
+    from_com: [f64; 3],
+    /// The tree body and the point in its frame (the link's frame).
+    tree_body: usize,
+    point: [f64; 3],
+    /// The plant body below `from_joint` and that joint's point from its centre of mass.
+    shoulder_body: usize,
+    shoulder_from_com: [f64; 3],
+    /// `fraction` × the arm's length along the unit horizontal direction, m.
+    reach: [f64; 3],
+    start_s: f64,
+    arrive_s: f64,
+    /// Set at the first tick at or after `start_s`: the hand's start and the final target.
+    path: Option<([f64; 3], [f64; 3])>,
+}
+
+impl HandReach {
+    /// The final target, once the reach has started.
+    pub fn target(&self) -> Option<[f64; 3]> {
+        self.path.map(|(_, t)| t)
+    }
+}
+
+/// `body`'s point `from_com` (body axes, from its centre of mass) in the world.
+fn world_point(b: &BodyMotion, from_com: [f64; 3]) -> Option<Vector3<f64>> {
+    let [w, x, y, z] = b.orientation;
+    let q = Quaternion::new(w, x, y, z);
+    if !(q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite())) {
+        return None;
+    }
+    Some(v3(b.com_m) + UnitQuaternion::from_quaternion(q) * v3(from_com))
+}
+
 /// How a humanoid joint maps to tree coordinates.
 #[derive(Debug, Clone, Copy)]
 enum Coordinates {
@@ -236,6 +275,10 @@ pub struct HumanoidBalance {
     pub last: Option<BalanceOutput<NV>>,
     /// `--record-qp`: where the ticks' QPs go (none: not recorded).
     pub log: Option<QpLog>,
+    /// The hand's reach (none: no hand task).
+    pub hand: Option<HandReach>,
+    /// Plant body → tree body.
+    tree_bodies: Vec<usize>,
 }
 
 impl std::fmt::Debug for HumanoidBalance {
@@ -261,6 +304,8 @@ impl Clone for HumanoidBalance {
             largest_locked_angle_rad: self.largest_locked_angle_rad,
             last: None,
             log: self.log.clone(),
+            hand: self.hand,
+            tree_bodies: self.tree_bodies.clone(),
         }
     }
 }
@@ -559,7 +604,61 @@ impl HumanoidBalance {
             largest_locked_angle_rad: 0.0,
             last: None,
             log: None,
+            hand: None,
+            tree_bodies: tree_body,
         })
+    }
+
+    /// Reach with a hand as `spec` says, on `model` (the one this controller was built from).
+    pub fn reach_with_hand(
+        &mut self,
+        spec: &super::HandSpec,
+        model: &HumanoidModel,
+    ) -> Result<(), String> {
+        let body = model
+            .body_index(&spec.link)
+            .ok_or_else(|| format!("hand.link: `{}` is no link", spec.link))?;
+        let from = model
+            .joint_index(&spec.from_joint)
+            .ok_or_else(|| format!("hand.from_joint: `{}` is no joint", spec.from_joint))?;
+        let length = spec.arm_length_m(model).ok_or_else(|| {
+            format!(
+                "hand.from_joint: `{}` is not above the hand",
+                spec.from_joint
+            )
+        })?;
+        let com = model.bodies[body].com_in_link_m;
+        let shoulder = &model.joints[from];
+        let d = Vector3::new(spec.direction[0], 0.0, spec.direction[2]).normalize();
+        self.hand = Some(HandReach {
+            body,
+            from_com: [
+                spec.point_m[0] - com[0],
+                spec.point_m[1] - com[1],
+                spec.point_m[2] - com[2],
+            ],
+            tree_body: *self
+                .tree_bodies
+                .get(body)
+                .ok_or("hand.link: past the tree")?,
+            point: spec.point_m,
+            shoulder_body: shoulder.child,
+            shoulder_from_com: shoulder.anchor_in_child_m,
+            reach: (d * spec.fraction * length).into(),
+            start_s: spec.start_s,
+            arrive_s: spec.arrive_s,
+            path: None,
+        });
+        Ok(())
+    }
+
+    /// The hand's distance from its final target now, m (`None` before the reach starts or
+    /// without a hand).
+    pub fn hand_error_m(&self, bodies: &[BodyMotion]) -> Option<f64> {
+        let h = self.hand.as_ref()?;
+        let target = h.target()?;
+        let now = world_point(bodies.get(h.body)?, h.from_com)?;
+        Some((now - v3(target)).norm())
     }
 
     /// One tick: the bodies' motions `bodies`, each joint's target rotation relative to its
@@ -569,11 +668,58 @@ impl HumanoidBalance {
     /// non-finite motion, an Euler singularity): the caller sends its safe state.
     pub fn tick(
         &mut self,
+        time_s: f64,
         bodies: &[BodyMotion],
         targets: &[UnitQuaternion<f64>],
         contact_normal_n: &[f64; 4],
         torques: &mut [f64],
     ) -> Option<BalanceStatus> {
+        // The hand's task: none before its start; then the point along its path.
+        let mut task = [PointTask {
+            body: 0,
+            point: [0.0; 3],
+            target: [0.0; 3],
+            target_velocity: [0.0; 3],
+            target_acceleration: [0.0; 3],
+        }];
+        let mut tasks = 0;
+        if let Some(h) = self.hand.as_mut()
+            && time_s >= h.start_s
+        {
+            if h.path.is_none() {
+                let start = world_point(bodies.get(h.body)?, h.from_com)?;
+                let shoulder = world_point(bodies.get(h.shoulder_body)?, h.shoulder_from_com)?;
+                h.path = Some((start.into(), (shoulder + v3(h.reach)).into()));
+            }
+            if let Some((start, end)) = h.path {
+                // A smoothstep from start to end: position, velocity, acceleration.
+                let span = h.arrive_s - h.start_s;
+                let u = ((time_s - h.start_s) / span).clamp(0.0, 1.0);
+                let moving = u < 1.0;
+                let (s, ds, dds) = (
+                    u * u * (3.0 - 2.0 * u),
+                    if moving {
+                        6.0 * u * (1.0 - u) / span
+                    } else {
+                        0.0
+                    },
+                    if moving {
+                        (6.0 - 12.0 * u) / (span * span)
+                    } else {
+                        0.0
+                    },
+                );
+                let way = v3(end) - v3(start);
+                task[0] = PointTask {
+                    body: h.tree_body,
+                    point: h.point,
+                    target: (v3(start) + way * s).into(),
+                    target_velocity: (way * ds).into(),
+                    target_acceleration: (way * dds).into(),
+                };
+                tasks = 1;
+            }
+        }
         let root = bodies.get(self.root)?;
         let orientation = |b: &BodyMotion| {
             let [w, x, y, z] = b.orientation;
@@ -634,7 +780,7 @@ impl HumanoidBalance {
             com_height_m: self.com_height_m,
             planted: &planted,
             gravity: self.gravity,
-            tasks: &[],
+            tasks: task.get(..tasks).unwrap_or(&[]),
         });
         for (j, slot) in torques
             .chunks_exact_mut(3)

@@ -209,6 +209,9 @@ pub struct DynamoTick {
     /// `qp_balance` only: how its QP ended, its iterations and the largest friction use
     /// ‖f_t‖/(μ f_n) of its forces.
     pub qp: Option<QpTick>,
+    /// `qp_balance` with a hand: the hand's distance from its final target, m (`None` before
+    /// the reach starts).
+    pub hand_error_m: Option<f64>,
 }
 
 /// What a `qp_balance` tick's QP did.
@@ -239,6 +242,7 @@ impl DynamoTick {
             joints: 0,
             reach_error_rad: None,
             qp: None,
+            hand_error_m: None,
         }
     }
 
@@ -428,6 +432,19 @@ impl DynamoController {
     /// The controller of `law` for `model`, gains of the joints in `scope` scaled by
     /// `gain_scale`, `reach` the timed target, `spring` the root spring (used by
     /// `world_space_root_spring` only), `period_s` the control period.
+    /// `qp_balance`: reach with a hand as `hand` says (on `model`, the one this controller was
+    /// built from). An error for the other laws, which have no hand task.
+    pub fn reach_with_hand(
+        &mut self,
+        hand: &super::HandSpec,
+        model: &HumanoidModel,
+    ) -> Result<(), String> {
+        match self.balance.as_mut() {
+            Some(b) => b.reach_with_hand(hand, model),
+            None => Err("hand: only qp_balance reaches with a hand".into()),
+        }
+    }
+
     /// `--record-qp`: records this controller's QPs into `log` (`qp_balance` only; the other
     /// laws solve none).
     pub fn record_qp(&mut self, log: super::balance::QpLog) {
@@ -751,12 +768,14 @@ impl DynamoController {
             let bodies = s.bodies.get(..self.bodies).unwrap_or(&[]);
             let torques = out.torques_nm.get_mut(..3 * n).unwrap_or(&mut []);
             match balance.tick(
+                t,
                 bodies,
                 targets.get(..n).unwrap_or(&[]),
                 &s.contact_normal_n,
                 torques,
             ) {
                 Some(status) => {
+                    out.hand_error_m = balance.hand_error_m(bodies);
                     let last = balance.last.as_ref();
                     out.qp = Some(QpTick {
                         status,

@@ -85,6 +85,117 @@ pub struct ReachSpec {
     pub arrive_s: f64,
 }
 
+/// `qp_balance` only: a hand reaching for a point in front while the body balances. The target
+/// is `fraction` of the arm's length (straight: the distances from `from_joint` through the
+/// joints below it to `point_m`) from `from_joint`, along `direction` (horizontal), at that
+/// joint's height when the reach starts; the hand's point goes there along a smooth path from
+/// `start_s` to `arrive_s`, then stays.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandSpec {
+    /// The link the hand's point is on (URDF name).
+    pub link: String,
+    /// The point in the link's frame, m.
+    #[serde(deserialize_with = "sim_host::input::exact")]
+    pub point_m: [f64; 3],
+    /// The joint the arm's length is measured from (the shoulder), an ancestor of `link`.
+    pub from_joint: String,
+    /// Fraction of the arm's length, (0, 1].
+    pub fraction: f64,
+    /// The direction of the target from the joint, world (its horizontal part is used).
+    #[serde(deserialize_with = "sim_host::input::exact")]
+    pub direction: [f64; 3],
+    /// When the hand starts towards it, s.
+    pub start_s: f64,
+    /// When it must be there, s (no later than `push_at_s`).
+    pub arrive_s: f64,
+}
+
+impl HandSpec {
+    /// The arm's length, m: from `from_joint` through each joint below it on the way to `link`,
+    /// to the point. `None` if `from_joint` is not an ancestor of `link` or a name is unknown.
+    pub fn arm_length_m(&self, model: &HumanoidModel) -> Option<f64> {
+        let link = model.body_index(&self.link)?;
+        let from = model.joint_index(&self.from_joint)?;
+        let com = model.bodies.get(link)?.com_in_link_m;
+        // From the point up: in each body, from the joint that carries it to the point below.
+        let mut below = [
+            self.point_m[0] - com[0],
+            self.point_m[1] - com[1],
+            self.point_m[2] - com[2],
+        ];
+        let mut body = link;
+        let mut length = 0.0;
+        loop {
+            let (j, joint) = model
+                .joints
+                .iter()
+                .enumerate()
+                .find(|(_, j)| j.child == body)?;
+            let a = joint.anchor_in_child_m;
+            length +=
+                ((below[0] - a[0]).powi(2) + (below[1] - a[1]).powi(2) + (below[2] - a[2]).powi(2))
+                    .sqrt();
+            if j == from {
+                return Some(length);
+            }
+            below = joint.anchor_in_parent_m;
+            body = joint.parent;
+        }
+    }
+
+    fn check(&self, model: &HumanoidModel, push_at_s: f64) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((format!("hand.{f}"), r));
+        if model.body_index(&self.link).is_none() {
+            return bad("link", format!("`{}` is no link of the URDF", self.link));
+        }
+        if model.joint_index(&self.from_joint).is_none() {
+            return bad(
+                "from_joint",
+                format!("`{}` is no joint of the URDF", self.from_joint),
+            );
+        }
+        for (k, &v) in self.point_m.iter().enumerate() {
+            if !(v.is_finite() && v.abs() <= 10.0) {
+                return bad(&format!("point_m[{k}]"), format!("{v}: within ±10 m"));
+            }
+        }
+        if self.arm_length_m(model).is_none() {
+            return bad(
+                "from_joint",
+                format!("`{}` is not above `{}`", self.from_joint, self.link),
+            );
+        }
+        if !(self.fraction > 0.0 && self.fraction <= 1.0) {
+            return bad("fraction", format!("{}: within (0, 1]", self.fraction));
+        }
+        let d = self.direction;
+        for (k, &v) in d.iter().enumerate() {
+            if !(v.is_finite() && v.abs() <= MAX_DIRECTION_COMPONENT) {
+                return bad(
+                    &format!("direction[{k}]"),
+                    format!("must be finite and within ±{MAX_DIRECTION_COMPONENT}, got {v:?}"),
+                );
+            }
+        }
+        if (d[0] * d[0] + d[2] * d[2]).sqrt() <= 1e-6 {
+            return bad("direction", "needs a horizontal part (x or z)".into());
+        }
+        for (f, v) in [("start_s", self.start_s), ("arrive_s", self.arrive_s)] {
+            if !(v.is_finite() && (0.0..=1e4).contains(&v)) {
+                return bad(f, format!("{v}: must be within [0, 1e4]"));
+            }
+        }
+        if self.arrive_s <= self.start_s || self.arrive_s > push_at_s {
+            return bad(
+                "arrive_s",
+                "must come after hand.start_s and no later than push_at_s".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// The root spring's settings (`world_space_root_spring`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -136,6 +247,9 @@ pub struct DynamoScenario {
     pub gain_scopes: Vec<String>,
     /// The reach.
     pub reach: ReachSpec,
+    /// `qp_balance` only: a hand reaching for a point (none: no hand task).
+    #[serde(default)]
+    pub hand: Option<HandSpec>,
     /// The root spring.
     pub root_spring: SpringSpec,
 }
@@ -358,7 +472,7 @@ impl DynamoScenario {
                 return bad(
                     &format!("controllers[{i}]"),
                     format!(
-                        "unknown controller `{c}`: parent_space, world_space or world_space_root_spring"
+                        "unknown controller `{c}`: parent_space, world_space, world_space_root_spring or qp_balance"
                     ),
                 );
             }
@@ -367,6 +481,18 @@ impl DynamoScenario {
             }
         }
         self.root_spring.check()?;
+        if let Some(hand) = &self.hand {
+            hand.check(&model, self.push_at_s)?;
+            if let Some(i) = self.controllers.iter().position(|c| c != "qp_balance") {
+                return bad(
+                    &format!("controllers[{i}]"),
+                    format!(
+                        "`{}` has no hand task: with a [hand], the controllers are qp_balance only",
+                        self.controllers[i]
+                    ),
+                );
+            }
+        }
         // The plant's own checks on the pushed scene.
         let scene = self.scene(self.impulses_ns.last().copied().unwrap_or(0.0));
         scene.validate()?;
@@ -572,6 +698,24 @@ pub struct DynamoRecorder {
     planted: [bool; 4],
     qp: Option<QpOut>,
     capture: CaptureMeter,
+    /// The hand's arrival time and what it did after (a scenario with a hand).
+    hand: Option<(f64, HandOut)>,
+}
+
+/// A hand's reach (`qp_balance` with a `[hand]`): its distance from its final target at its
+/// arrival time and from then until the push (or the end, unpushed).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HandOut {
+    /// At the first tick at or after `hand.arrive_s`, m.
+    pub at_arrival_m: Option<f64>,
+    /// RMS from then until the push, m.
+    pub rms_m: Option<f64>,
+    /// Largest from then until the push, m.
+    pub max_m: Option<f64>,
+    #[serde(skip)]
+    sq: f64,
+    #[serde(skip)]
+    n: u64,
 }
 
 /// The instantaneous capture point (Pratt et al.): where the centre of mass, an inverted
@@ -794,6 +938,8 @@ pub struct DynamoRun {
     pub qp: Option<QpOut>,
     /// The capture point against the support.
     pub capture: CaptureOut,
+    /// The hand's reach (a scenario with a hand).
+    pub hand: Option<HandOut>,
     /// Poses for the animation: (time, state, ground forces on feet and toes).
     pub poses: Vec<PoseSample>,
     /// Plant step cost, µs.
@@ -920,6 +1066,19 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
         if self.reach_error_rad.is_none() && !c.safe && c.time_s >= self.pose_from_s {
             self.reach_error_rad = c.reach_error_rad;
         }
+        if let (Some((arrive_s, h)), Some(e)) = (self.hand.as_mut(), c.hand_error_m)
+            && !c.safe
+            && c.time_s >= *arrive_s
+            && (c.time_s < self.push_at_s || self.push_at_s <= *arrive_s)
+        {
+            if h.at_arrival_m.is_none() {
+                h.at_arrival_m = Some(e);
+            }
+            h.sq += e * e;
+            h.n += 1;
+            h.rms_m = Some((h.sq / h.n as f64).sqrt());
+            h.max_m = Some(h.max_m.map_or(e, |m: f64| m.max(e)));
+        }
         if !c.safe && c.joints > 0 && c.time_s >= self.pose_from_s && c.time_s < self.push_at_s {
             self.pose_sq += c.pose_error_sq_sum;
             self.pose_n += u64::from(c.joints);
@@ -953,6 +1112,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             contacts: self.contacts,
             qp: self.qp,
             capture: self.capture.out,
+            hand: self.hand.map(|(_, h)| h),
             poses: self.poses,
             plant_step_us,
             timing,
@@ -989,6 +1149,8 @@ pub struct PushOut {
     pub qp: Option<QpOut>,
     /// The capture point against the support, from the push until the fall.
     pub capture: CaptureOut,
+    /// `qp_balance` with a `[hand]`: the hand's reach.
+    pub hand: Option<HandOut>,
 }
 
 /// One controller in the report.
@@ -1114,6 +1276,9 @@ pub fn run_scenario(
     };
     let build = |law: DynamoLaw, scale: f64, scope: GainScope, run: String| {
         let mut c = build(law, scale, scope)?;
+        if let Some(hand) = &scenario.hand {
+            c.reach_with_hand(hand, &model)?;
+        }
         if let Some(file) = &qp_log {
             c.record_qp(balance::QpLog::new(file, run));
         }
@@ -1158,6 +1323,10 @@ pub fn run_scenario(
             planted: [false; 4],
             qp: None,
             capture: capture.clone(),
+            hand: scenario
+                .hand
+                .as_ref()
+                .map(|h| (h.arrive_s, HandOut::default())),
         };
         let (run, cut) = run_session(
             args,
@@ -1227,6 +1396,7 @@ pub fn run_scenario(
                 contacts: run.contacts.clone(),
                 qp: run.qp.clone(),
                 capture: run.capture.clone(),
+                hand: run.hand.clone(),
             };
             csv.push_str(&format!(
                 "{},push,{},1,{},{},{},{},{},{},{},{},{}\n",
@@ -1874,6 +2044,7 @@ mod tests {
                 end_margin_m: Some(0.01),
                 ..CaptureOut::default()
             },
+            hand: None,
             poses: Vec::new(),
             plant_step_us: None,
             timing: Timing::default(),
@@ -1910,6 +2081,7 @@ mod tests {
             contacts: ContactOut::default(),
             qp: None,
             capture: CaptureOut::default(),
+            hand: None,
         };
         let c = summarise(
             DynamoLaw::WorldSpace,
