@@ -16,6 +16,7 @@ const DYNAMO: &str = include_str!("../scenarios/dynamo_push.toml");
 const DYNAMO_1KHZ: &str = include_str!("../scenarios/dynamo_push_1khz.toml");
 const BALANCE: &str = include_str!("../scenarios/balance_push.toml");
 const REACH: &str = include_str!("../scenarios/balance_reach.toml");
+const PELTED: &str = include_str!("../scenarios/balance_pelted.toml");
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
@@ -389,6 +390,43 @@ fn balance_reach_puts_the_hand_on_its_target_while_standing() {
         assert_eq!(run.status.code(), Some(2), "{name}: {err}");
         assert!(err.contains(&format!("field `{field}`")), "{name}: {err}");
         assert!(err.contains(says), "{name}: {err}");
+        assert!(!out.join("report.json").exists(), "{name}");
+    }
+}
+
+/// `balance_pelted`: eight balls thrown at the torso, each faster than the last. Every
+/// controller is hit (ball touches are events, never ground contacts or falls) and the order
+/// is as measured: `qp_balance` falls after the 7th ball, each Dynamo law after the 5th.
+#[test]
+fn balance_pelted_orders_the_balls_each_controller_takes() {
+    let (_, r) = run("balance_pelted", PELTED);
+    let balls = |name: &str| {
+        let p = &controller(&r, name)["pushes"][0];
+        let b = &p["balls"];
+        assert_eq!(b["thrown"], 8, "{p:#}");
+        assert!(num(&b["hit"]) >= num(&b["hit_before_fall"]), "{p:#}");
+        assert!(num(&b["hit_before_fall"]) >= 1.0, "{p:#}");
+        num(&b["hit_before_fall"])
+    };
+    let qp = balls("qp_balance");
+    for name in ["parent_space", "world_space", "world_space_root_spring"] {
+        let law = balls(name);
+        assert!(qp > law, "{name}: {law} against qp_balance's {qp}");
+    }
+    // A scenario's balls are checked like everything else.
+    let out = out_dir("balance_pelted_broken");
+    for (edit, field) in [
+        (("count = 8", "count = 0"), "pelt.count"),
+        (("mass_kg = 2.0", "mass_kg = nan"), "pelt.mass_kg"),
+        (("first_s = 1.5", "first_s = 0.1"), "pelt.first_s"),
+        (("interval_s = 1.0", "interval_s = 3.0"), "pelt.count"),
+    ] {
+        let name = format!("balance_pelted_{}", field.replace('.', "_"));
+        let file = scenario_copy_of(PELTED, &out, &name, &[edit]);
+        let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert_eq!(run.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("field `{field}`")), "{name}: {err}");
         assert!(!out.join("report.json").exists(), "{name}");
     }
 }

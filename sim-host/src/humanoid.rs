@@ -55,6 +55,9 @@
 //!   and the two free axes limited. No motors, no damping.
 //! - Self-collision off: the bodies' colliders are in [`Group::GROUP_2`] and collide only with
 //!   [`Group::GROUP_1`], the ground's: one static box whose top face is y = 0 (1000 × 1000 m).
+//!   Thrown balls ([`HumanoidScene::balls`]) are in groups 1 and 3: they hit the bodies, the
+//!   ground and each other, and their touches of the bodies are events (ids from
+//!   [`FIRST_BALL_ID`]), never ground contacts.
 //!   Coulomb friction [`FRICTION`] (0.8) on the ground and on every shape, no restitution,
 //!   `FrictionModel::Coulomb`; [`SOLVER_ITERATIONS`] substeps per step (Rapier's default, as the
 //!   biped).
@@ -130,7 +133,7 @@ use serde::{Deserialize, Serialize};
 use crate::environment::Push;
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{
-    Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
+    BallSpawn, Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
 };
 
 /// The bodies whose ground force every state frame carries, in frame order.
@@ -148,6 +151,11 @@ pub const STATIC_CONTACT_HZ: f64 = 300.0;
 pub const STATIC_CONTACT_DAMPING_RATIO: f64 = 1.0;
 /// Most pushes a scene has.
 pub const MAX_PUSHES: usize = 64;
+/// Most balls a scene has.
+pub const MAX_BALLS: usize = 64;
+/// The smallest id a ball may have: ids below are the humanoid's body indices, which the
+/// ground-contact events name.
+pub const FIRST_BALL_ID: u16 = 100;
 /// A root torque's vertical part is refused beyond this times max(1, |τ|).
 pub const ROOT_TORQUE_VERTICAL_TOLERANCE: f64 = 1e-9;
 /// Events held for later frames beyond this many are dropped (and counted).
@@ -1021,6 +1029,12 @@ pub struct HumanoidScene {
     /// Forces on bodies (at most [`MAX_PUSHES`]).
     #[serde(default)]
     pub pushes: Vec<Push>,
+    /// Balls thrown at the humanoid (at most [`MAX_BALLS`]; ids from [`FIRST_BALL_ID`], each
+    /// once). A ball's first touch of the humanoid in a step is the event
+    /// `ContactBegan { body: its id }`, the end of its touch `ContactEnded`; balls never count
+    /// as ground contacts.
+    #[serde(default)]
+    pub balls: Vec<BallSpawn>,
     /// The largest norm of the external torque on the root the plant accepts, N·m (default 0:
     /// none; a torque frame asking for more is refused).
     #[serde(default)]
@@ -1044,6 +1058,7 @@ impl HumanoidScene {
             initial_pose: InitialPose::Standing,
             initial_joint_rotations_rad: BTreeMap::new(),
             pushes: Vec::new(),
+            balls: Vec::new(),
             root_torque_limit_nm: 0.0,
         }
     }
@@ -1131,6 +1146,38 @@ impl HumanoidScene {
             0.0,
             MAX_TORQUE_LIMIT_NM,
         );
+        if self.balls.len() > MAX_BALLS {
+            c.fail(
+                "balls",
+                format!(
+                    "{} balls: a humanoid scene has at most {MAX_BALLS}",
+                    self.balls.len()
+                ),
+            );
+        }
+        for (i, b) in self.balls.iter().enumerate() {
+            let f = |name: &str| format!("balls[{i}].{name}");
+            if b.id < FIRST_BALL_ID {
+                c.fail(
+                    &f("id"),
+                    format!(
+                        "{}: ball ids start at {FIRST_BALL_ID} (lower ids name the humanoid's bodies)",
+                        b.id
+                    ),
+                );
+            }
+            if let Some(first) = self.balls[..i].iter().position(|o| o.id == b.id) {
+                c.fail(
+                    &f("id"),
+                    format!("id {} is already used by balls[{first}]", b.id),
+                );
+            }
+            c.range(&f("spawn_time_s"), b.spawn_time_s, 0.0, 1e7);
+            c.vec3(&f("position_m"), b.position_m);
+            c.vec3(&f("velocity_m_s"), b.velocity_m_s);
+            c.range(&f("radius_m"), b.radius_m, 1e-3, 10.0);
+            c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
+        }
         c.result()
     }
 }
@@ -1181,6 +1228,10 @@ pub struct HumanoidPlant {
     colliders: Vec<(ColliderHandle, usize)>,
     ground: ColliderHandle,
     pushes: Vec<ActivePush>,
+    /// Balls not yet thrown, in step order: (step, ball).
+    balls_due: VecDeque<(u64, BallSpawn)>,
+    /// Balls in flight: id, collider, whether it touched the humanoid during the last step.
+    balls: Vec<(u16, ColliderHandle, bool)>,
     root_torque_limit_nm: f64,
     dt_s: f64,
     step: u64,
@@ -1387,7 +1438,7 @@ impl HumanoidPlant {
                 .friction(FRICTION as Real)
                 .collision_groups(InteractionGroups::new(
                     Group::GROUP_1,
-                    Group::GROUP_2,
+                    Group::GROUP_2 | Group::GROUP_3,
                     InteractionTestMode::And,
                 )),
             None,
@@ -1484,6 +1535,16 @@ impl HumanoidPlant {
             colliders,
             ground,
             pushes,
+            balls_due: {
+                let mut due: Vec<(u64, BallSpawn)> = scene
+                    .balls
+                    .iter()
+                    .map(|b| (step_of(b.spawn_time_s, scene.dt_s), *b))
+                    .collect();
+                due.sort_by_key(|(step, _)| *step);
+                due.into()
+            },
+            balls: Vec::with_capacity(scene.balls.len()),
             root_torque_limit_nm: scene.root_torque_limit_nm,
             dt_s: scene.dt_s,
             step: 0,
@@ -1653,9 +1714,35 @@ impl HumanoidPlant {
                 rb.add_force(p.force, true);
             }
         }
+        while self
+            .balls_due
+            .front()
+            .is_some_and(|(step, _)| *step <= self.step)
+        {
+            let Some((_, b)) = self.balls_due.pop_front() else {
+                break;
+            };
+            // Members of the ground's group (the humanoid's shapes see them) and of their own;
+            // they hit the humanoid, the ground and each other.
+            let collider = ColliderBuilder::ball(b.radius_m as Real)
+                .mass(b.mass_kg as Real)
+                .friction(FRICTION as Real)
+                .collision_groups(InteractionGroups::new(
+                    Group::GROUP_1 | Group::GROUP_3,
+                    Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
+                    InteractionTestMode::And,
+                ));
+            let body = RigidBodyBuilder::dynamic()
+                .translation(v3(b.position_m))
+                .linvel(v3(b.velocity_m_s))
+                .ccd_enabled(true);
+            let (_, collider) = self.world.insert(body, collider);
+            self.balls.push((b.id, collider, false));
+        }
         self.world.step();
         self.step += 1;
         self.read_ground_forces();
+        self.read_ball_contacts();
         for b in 0..self.bodies.len() {
             let now = self.forces[b][1] > 0.0;
             if now == self.touching[b] {
@@ -1680,6 +1767,42 @@ impl HumanoidPlant {
         }
         self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.state_frame()
+    }
+
+    /// Each ball's touch of the humanoid during the step just taken (the solver pushed on a
+    /// contact of the pair), as events when it begins or ends.
+    fn read_ball_contacts(&mut self) {
+        for (id, collider, touching) in &mut self.balls {
+            let now = self
+                .world
+                .narrow_phase
+                .contact_pairs_with(*collider)
+                .any(|pair| {
+                    let other = if pair.collider1 == *collider {
+                        pair.collider2
+                    } else {
+                        pair.collider1
+                    };
+                    self.colliders.iter().any(|(c, _)| *c == other)
+                        && pair.has_any_active_contact()
+                        && pair.total_impulse_magnitude() > 0.0
+                });
+            if now == *touching {
+                continue;
+            }
+            *touching = now;
+            let body = BodyId(*id);
+            let event = if now {
+                Event::ContactBegan { body }
+            } else {
+                Event::ContactEnded { body }
+            };
+            if self.pending.len() < MAX_PENDING_EVENTS {
+                self.pending.push_back(event);
+            } else {
+                self.events_left_out += 1;
+            }
+        }
     }
 
     /// The ground's force on each body during the step just taken.

@@ -19,6 +19,7 @@ use sim_host::Push;
 use sim_host::humanoid::{
     BodyPose, HumanoidModel, HumanoidPlant, HumanoidScene, JointKind, per_axis_angles_rad,
 };
+use sim_host::scene::BallSpawn;
 use transport::{FrameTransport, SeqPacket, TransportError};
 
 const URDF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
@@ -374,6 +375,57 @@ fn a_push_moves_the_com_by_impulse_over_mass_in_zero_gravity() {
         "{}",
         x2 - x1
     );
+}
+
+/// A ball thrown at the torso in zero gravity: its touch is an event with its id (never a
+/// ground contact), and the humanoid takes the ball's momentum, all of it or more (no
+/// restitution: about m v M / (M + m)); ids that name a body or repeat are refused.
+#[test]
+fn a_ball_thrown_at_the_torso_is_an_event_and_gives_its_momentum() {
+    let mut scene = HumanoidScene::new(URDF, 1.0, [0.0; 3]);
+    let plant = HumanoidPlant::new(&scene).unwrap();
+    let torso = plant.model().body_index("torso").unwrap();
+    let at = plant.state_frame().bodies[torso].com_m;
+    let (m, speed) = (1.0, 5.0);
+    scene.balls.push(BallSpawn {
+        id: 100,
+        spawn_time_s: 0.05,
+        position_m: [at[0] - 1.0, at[1], at[2]],
+        velocity_m_s: [speed, 0.0, 0.0],
+        radius_m: 0.06,
+        mass_kg: m,
+    });
+    let mut plant = HumanoidPlant::new(&scene).unwrap();
+    let model = plant.model().clone();
+    let (mut began, mut frames) = (None, vec![plant.state_frame()]);
+    while !plant.is_finished() {
+        let f = plant.step(&[]).unwrap();
+        for e in &f.events {
+            if let Event::ContactBegan { body } = e {
+                assert_eq!(body.0, 100, "only the ball touches: {e:?}");
+                began.get_or_insert(f.sim_time_s);
+            }
+        }
+        frames.push(f);
+    }
+    let began = began.expect("the ball touched the humanoid");
+    // It flies 1 m less the torso's and its own radius at 5 m/s.
+    assert!((0.15..0.3).contains(&began), "touched at {began} s");
+    let (_, v1) = whole_com(&model, frames.last().unwrap());
+    let p = v1.x * MASS_KG;
+    println!("momentum taken {p} of {}", m * speed);
+    assert!(
+        p > 0.9 * m * speed && p <= 2.0 * m * speed,
+        "{p} of {}",
+        m * speed
+    );
+    // Refused: an id that names a body, an id twice.
+    let mut bad = scene.clone();
+    bad.balls[0].id = 3;
+    assert_eq!(bad.validate().unwrap_err().0, "balls[0].id");
+    let mut twice = scene.clone();
+    twice.balls.push(twice.balls[0]);
+    assert_eq!(twice.validate().unwrap_err().0, "balls[1].id");
 }
 
 #[test]

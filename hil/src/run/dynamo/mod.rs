@@ -196,6 +196,87 @@ impl HandSpec {
     }
 }
 
+/// Balls thrown at the pushed body (`push_body`), one after another along `push_direction`:
+/// ball k (from 0) arrives at `first_s + k · interval_s` at the body's centre of mass as the
+/// humanoid stands at the start, at the top of its arc (no vertical velocity there), with a
+/// horizontal speed from `speed_m_s[0]` (the first) to `speed_m_s[1]` (the last) in equal steps,
+/// thrown from `distance_m` away. Every run of the scenario gets them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeltSpec {
+    /// How many, 1 – [`sim_host::humanoid::MAX_BALLS`].
+    pub count: usize,
+    /// When the first arrives, s.
+    pub first_s: f64,
+    /// Between arrivals, s (> 0).
+    pub interval_s: f64,
+    /// The first and the last ball's speed, m/s (each in (0, 100]).
+    #[serde(deserialize_with = "sim_host::input::exact")]
+    pub speed_m_s: [f64; 2],
+    /// Each ball's mass, kg, (0, 100].
+    pub mass_kg: f64,
+    /// Each ball's radius, m, [0.01, 1].
+    pub radius_m: f64,
+    /// How far from the body each is thrown, m, (0, 100].
+    pub distance_m: f64,
+}
+
+impl PeltSpec {
+    /// Ball `k`'s arrival time and speed.
+    pub fn arrival(&self, k: usize) -> (f64, f64) {
+        let [v0, v1] = self.speed_m_s;
+        let share = if self.count > 1 {
+            k as f64 / (self.count - 1) as f64
+        } else {
+            0.0
+        };
+        (
+            self.first_s + k as f64 * self.interval_s,
+            v0 + (v1 - v0) * share,
+        )
+    }
+
+    fn check(&self, end_s: f64) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((format!("pelt.{f}"), r));
+        let max = sim_host::humanoid::MAX_BALLS;
+        if !(1..=max).contains(&self.count) {
+            return bad("count", format!("{}: within [1, {max}]", self.count));
+        }
+        for (f, v, lo, hi) in [
+            ("first_s", self.first_s, 0.0, 1e4),
+            ("interval_s", self.interval_s, 1e-3, 1e4),
+            ("speed_m_s[0]", self.speed_m_s[0], 1e-3, 100.0),
+            ("speed_m_s[1]", self.speed_m_s[1], 1e-3, 100.0),
+            ("mass_kg", self.mass_kg, 1e-3, 100.0),
+            ("radius_m", self.radius_m, 0.01, 1.0),
+            ("distance_m", self.distance_m, 1e-3, 100.0),
+        ] {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return bad(f, format!("{v}: must be within [{lo}, {hi}]"));
+            }
+        }
+        for k in 0..self.count {
+            let (arrive, speed) = self.arrival(k);
+            if arrive - self.distance_m / speed < 0.0 {
+                return bad(
+                    "first_s",
+                    format!(
+                        "ball {k} would be thrown before the run starts (it flies {} s)",
+                        self.distance_m / speed
+                    ),
+                );
+            }
+            if arrive > end_s {
+                return bad(
+                    "count",
+                    format!("ball {k} arrives at {arrive} s, after the run's end at {end_s} s"),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The root spring's settings (`world_space_root_spring`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -250,6 +331,9 @@ pub struct DynamoScenario {
     /// `qp_balance` only: a hand reaching for a point (none: no hand task).
     #[serde(default)]
     pub hand: Option<HandSpec>,
+    /// Balls thrown at `push_body` in every run (none: no balls).
+    #[serde(default)]
+    pub pelt: Option<PeltSpec>,
     /// The root spring.
     pub root_spring: SpringSpec,
 }
@@ -481,6 +565,9 @@ impl DynamoScenario {
             }
         }
         self.root_spring.check()?;
+        if let Some(pelt) = &self.pelt {
+            pelt.check(self.push_at_s + self.after_push_s)?;
+        }
         if let Some(hand) = &self.hand {
             hand.check(&model, self.push_at_s)?;
             if let Some(i) = self.controllers.iter().position(|c| c != "qp_balance") {
@@ -536,7 +623,43 @@ impl DynamoScenario {
                 duration_s: self.push_duration_s,
             });
         }
+        if let Some(pelt) = &self.pelt
+            && let Some(target) = self.standing_com_of(&self.push_body)
+        {
+            // Horizontal along the push direction; at the top of its arc when it arrives.
+            let h = (d[0] * d[0] + d[2] * d[2]).sqrt().max(1e-12);
+            let dir = [d[0] / h, 0.0, d[2] / h];
+            let g = -GRAVITY_M_S2[1];
+            for k in 0..pelt.count {
+                let (arrive, speed) = pelt.arrival(k);
+                let flight = pelt.distance_m / speed;
+                scene.balls.push(sim_host::BallSpawn {
+                    id: sim_host::humanoid::FIRST_BALL_ID + k as u16,
+                    spawn_time_s: arrive - flight,
+                    position_m: [
+                        target[0] - dir[0] * pelt.distance_m,
+                        target[1] - 0.5 * g * flight * flight,
+                        target[2] - dir[2] * pelt.distance_m,
+                    ],
+                    velocity_m_s: [dir[0] * speed, g * flight, dir[2] * speed],
+                    radius_m: pelt.radius_m,
+                    mass_kg: pelt.mass_kg,
+                });
+            }
+        }
         scene
+    }
+
+    /// Where `body`'s centre of mass is as the plant stands the humanoid at the start.
+    fn standing_com_of(&self, body: &str) -> Option<[f64; 3]> {
+        let plant = HumanoidPlant::new(&HumanoidScene::new(
+            self.urdf.clone(),
+            self.period_s(),
+            GRAVITY_M_S2,
+        ))
+        .ok()?;
+        let b = plant.model().body_index(body)?;
+        plant.state_frame().bodies.get(b).map(|m| m.com_m)
     }
 
     /// The controllers, in run order.
@@ -700,6 +823,26 @@ pub struct DynamoRecorder {
     capture: CaptureMeter,
     /// The hand's arrival time and what it did after (a scenario with a hand).
     hand: Option<(f64, HandOut)>,
+    /// The balls' hits (a scenario with a pelt).
+    balls: Option<BallCount>,
+}
+
+/// The balls that hit, counted once each by id.
+#[derive(Debug, Clone, Default)]
+struct BallCount {
+    hit_ids: Vec<u16>,
+    out: BallsOut,
+}
+
+/// Balls thrown at the humanoid (`[pelt]`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BallsOut {
+    /// Thrown.
+    pub thrown: usize,
+    /// That touched the humanoid.
+    pub hit: usize,
+    /// That touched it before it fell (all that hit, if it stood).
+    pub hit_before_fall: usize,
 }
 
 /// A hand's reach (`qp_balance` with a `[hand]`): its distance from its final target at its
@@ -940,6 +1083,8 @@ pub struct DynamoRun {
     pub capture: CaptureOut,
     /// The hand's reach (a scenario with a hand).
     pub hand: Option<HandOut>,
+    /// The balls (a scenario with a pelt).
+    pub balls: Option<BallsOut>,
     /// Poses for the animation: (time, state, ground forces on feet and toes).
     pub poses: Vec<PoseSample>,
     /// Plant step cost, µs.
@@ -992,6 +1137,17 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
         self.times.frame(frame);
         for e in &frame.events {
             match *e {
+                Event::ContactBegan { body } if body.0 >= sim_host::humanoid::FIRST_BALL_ID => {
+                    if let Some(b) = self.balls.as_mut()
+                        && !b.hit_ids.contains(&body.0)
+                    {
+                        b.hit_ids.push(body.0);
+                        b.out.hit += 1;
+                        if self.fell_at_s.is_none() {
+                            b.out.hit_before_fall += 1;
+                        }
+                    }
+                }
                 Event::ContactBegan { body }
                     if !self.feet.contains(&usize::from(body.0))
                         && !self.touching.contains(&body.0) =>
@@ -1113,6 +1269,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             qp: self.qp,
             capture: self.capture.out,
             hand: self.hand.map(|(_, h)| h),
+            balls: self.balls.map(|b| b.out),
             poses: self.poses,
             plant_step_us,
             timing,
@@ -1151,6 +1308,8 @@ pub struct PushOut {
     pub capture: CaptureOut,
     /// `qp_balance` with a `[hand]`: the hand's reach.
     pub hand: Option<HandOut>,
+    /// With a `[pelt]`: the balls thrown and those that hit.
+    pub balls: Option<BallsOut>,
 }
 
 /// One controller in the report.
@@ -1327,6 +1486,13 @@ pub fn run_scenario(
                 .hand
                 .as_ref()
                 .map(|h| (h.arrive_s, HandOut::default())),
+            balls: scenario.pelt.as_ref().map(|p| BallCount {
+                hit_ids: Vec::with_capacity(p.count),
+                out: BallsOut {
+                    thrown: p.count,
+                    ..BallsOut::default()
+                },
+            }),
         };
         let (run, cut) = run_session(
             args,
@@ -1397,6 +1563,7 @@ pub fn run_scenario(
                 qp: run.qp.clone(),
                 capture: run.capture.clone(),
                 hand: run.hand.clone(),
+                balls: run.balls.clone(),
             };
             csv.push_str(&format!(
                 "{},push,{},1,{},{},{},{},{},{},{},{},{}\n",
@@ -1610,6 +1777,25 @@ pub fn summary_table(r: &DynamoReport) -> String {
             c.plant_step_us
                 .map_or("-".into(), |p| format!("{:.1}", p.p50)),
         ));
+    }
+    for c in &r.controllers {
+        for p in &c.pushes {
+            if let Some(b) = &p.balls {
+                out.push_str(&format!(
+                    "{} at {} N·s: {} of {} balls hit, {} before {}\n",
+                    c.name,
+                    p.impulse_ns,
+                    b.hit,
+                    b.thrown,
+                    b.hit_before_fall,
+                    match p.stood {
+                        Some(true) => "the end, standing",
+                        Some(false) => "it fell",
+                        None => "the run was cut",
+                    }
+                ));
+            }
+        }
     }
     out.push_str(
         "\ngain sweep (unpushed): pose error rad (× fell); the joints scaled\n| controller | joints |",
@@ -2045,6 +2231,7 @@ mod tests {
                 ..CaptureOut::default()
             },
             hand: None,
+            balls: None,
             poses: Vec::new(),
             plant_step_us: None,
             timing: Timing::default(),
@@ -2082,6 +2269,7 @@ mod tests {
             qp: None,
             capture: CaptureOut::default(),
             hand: None,
+            balls: None,
         };
         let c = summarise(
             DynamoLaw::WorldSpace,
