@@ -24,7 +24,7 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
     SupportedConeT::{NonnegativeConeT, SecondOrderConeT, ZeroConeT},
 };
-use e2e::{hil_run, out_dir, report, workspace_root};
+use e2e::{hil_run, out_dir, report, scenario_copy};
 use serde_json::Value;
 
 const BALANCE: &str = include_str!("../scenarios/balance_push.toml");
@@ -162,36 +162,30 @@ fn violation(r: &Recorded) -> (f64, f64) {
 
 #[test]
 fn the_balance_qps_of_real_runs_agree_with_clarabel() {
-    let urdf = workspace_root().join("models/humanoid15.urdf");
-    let mut text = BALANCE.replacen(
-        "urdf = \"../models/humanoid15.urdf\"",
-        &format!("urdf = {:?}", urdf.display().to_string()),
-        1,
-    );
-    for (from, to) in [
-        (
-            "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
-            "controllers = [\"qp_balance\"]",
-        ),
-        (
-            "impulses_ns = [0.0, 4.0,",
-            "impulses_ns = [0.0, 22.0, 26.0]\n# ",
-        ),
-        (
-            "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
-            "gain_scales = [1.0]",
-        ),
-        (
-            "gain_scopes = [\"upper_body\", \"all_joints\"]",
-            "gain_scopes = [\"all_joints\"]",
-        ),
-    ] {
-        assert!(text.contains(from), "`{from}` not in balance_push.toml");
-        text = text.replacen(from, to, 1);
-    }
     let out = out_dir("qp_recorded");
-    let file = out.parent().unwrap_or(&out).join("qp_recorded.toml");
-    std::fs::write(&file, text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let file = scenario_copy(
+        out.parent().unwrap_or(&out),
+        "qp_recorded.toml",
+        BALANCE,
+        &[
+            (
+                "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
+                "controllers = [\"qp_balance\"]",
+            ),
+            (
+                "impulses_ns = [0.0, 4.0,",
+                "impulses_ns = [0.0, 22.0, 26.0]\n# ",
+            ),
+            (
+                "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
+                "gain_scales = [1.0]",
+            ),
+            (
+                "gain_scopes = [\"upper_body\", \"all_joints\"]",
+                "gain_scopes = [\"all_joints\"]",
+            ),
+        ],
+    );
     let log = out.parent().unwrap_or(&out).join("qp_recorded.jsonl");
     let run = hil_run(
         &[

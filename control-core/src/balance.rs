@@ -826,14 +826,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                     .point_jacobians
                     .get_mut(points)
                     .ok_or(BalanceStatus::Capacity)?;
-                for col in 0..NV {
-                    let lin = Vector3::new(jac[(0, col)], jac[(1, col)], jac[(2, col)]);
-                    let ang = Vector3::new(jac[(3, col)], jac[(4, col)], jac[(5, col)]);
-                    let pv = lin + ang.cross(&d);
-                    for r in 0..3 {
-                        jp[(r, col)] = pv[r];
-                    }
-                }
+                *jp = carried(&jac, &d);
                 if let Some(slot) = out.points.get_mut(points) {
                     *slot = world.coords.into();
                 }
@@ -1558,14 +1551,20 @@ fn point_jacobian<const NV: usize>(
     let pose = kin.body_pose(body).ok_or(TreeEvalError::OutOfRange)?;
     let world = pose * nalgebra::Point3::from(point);
     let d = world.coords - pose.translation.vector;
+    Ok((carried(&jac, &d), world.coords))
+}
+
+/// A body's frame Jacobian `jac` (origin's linear velocity, then angular) carried to the point
+/// `d` from its origin (world): `J_lin − [d]× J_ang`.
+fn carried<const NV: usize>(jac: &SMatrix<f64, 6, NV>, d: &Vector3<f64>) -> SMatrix<f64, 3, NV> {
     let mut jp = SMatrix::<f64, 3, NV>::zeros();
     for col in 0..NV {
         let lin = Vector3::new(jac[(0, col)], jac[(1, col)], jac[(2, col)]);
         let ang = Vector3::new(jac[(3, col)], jac[(4, col)], jac[(5, col)]);
-        let pv = lin + ang.cross(&d);
+        let pv = lin + ang.cross(d);
         for r in 0..3 {
             jp[(r, col)] = pv[r];
         }
     }
-    Ok((jp, world.coords))
+    jp
 }

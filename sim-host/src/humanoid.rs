@@ -1218,6 +1218,21 @@ struct ActivePush {
     end_step: u64,
 }
 
+/// Queues `body`'s contact beginning (`began`) or ending for the next frames; beyond
+/// [`MAX_PENDING_EVENTS`] it is counted in `left_out` instead.
+fn queue_contact(pending: &mut VecDeque<Event>, left_out: &mut u64, body: BodyId, began: bool) {
+    let event = if began {
+        Event::ContactBegan { body }
+    } else {
+        Event::ContactEnded { body }
+    };
+    if pending.len() < MAX_PENDING_EVENTS {
+        pending.push_back(event);
+    } else {
+        *left_out += 1;
+    }
+}
+
 /// The humanoid of a [`HumanoidScene`], ready to step.
 pub struct HumanoidPlant {
     model: HumanoidModel,
@@ -1753,17 +1768,12 @@ impl HumanoidPlant {
                 continue;
             }
             // At most 16 bodies: the id fits.
-            let body = BodyId(b as u16);
-            let event = if now {
-                Event::ContactBegan { body }
-            } else {
-                Event::ContactEnded { body }
-            };
-            if self.pending.len() < MAX_PENDING_EVENTS {
-                self.pending.push_back(event);
-            } else {
-                self.events_left_out += 1;
-            }
+            queue_contact(
+                &mut self.pending,
+                &mut self.events_left_out,
+                BodyId(b as u16),
+                now,
+            );
         }
         self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.state_frame()
@@ -1791,17 +1801,12 @@ impl HumanoidPlant {
                 continue;
             }
             *touching = now;
-            let body = BodyId(*id);
-            let event = if now {
-                Event::ContactBegan { body }
-            } else {
-                Event::ContactEnded { body }
-            };
-            if self.pending.len() < MAX_PENDING_EVENTS {
-                self.pending.push_back(event);
-            } else {
-                self.events_left_out += 1;
-            }
+            queue_contact(
+                &mut self.pending,
+                &mut self.events_left_out,
+                BodyId(*id),
+                now,
+            );
         }
     }
 

@@ -138,6 +138,22 @@ fn tick_points(c: &mut Biped, s: &State, points: &[[bool; MAX_POINTS]; 2]) -> Ba
     })
 }
 
+/// The kinematics of state `s` moved along its velocity for `dt` seconds (this test's own
+/// integration of the base and the joints).
+fn moved(c: &Biped, s: &State, dt: f64) -> crate::tree::TreeKinematics<NV> {
+    let mut q = s.q;
+    for (qk, vk) in q.iter_mut().zip(&s.v[6..]).take(c.tree().nv() - 6) {
+        *qk += dt * vk;
+    }
+    let lin = Vector3::new(s.v[0], s.v[1], s.v[2]);
+    let ang = Vector3::new(s.v[3], s.v[4], s.v[5]);
+    let base = Isometry3::from_parts(
+        Translation3::from(s.base.translation.vector + s.base.rotation * lin * dt),
+        s.base.rotation * UnitQuaternion::from_scaled_axis(ang * dt),
+    );
+    c.tree().kinematics(&base, &q).unwrap()
+}
+
 /// A body's no-slip target `−J̇ q̇ − k_v J q̇` (6D: linear, angular), with J̇ q̇ from this test's
 /// own central difference (a step other than the controller's).
 fn no_slip_target(c: &Biped, s: &State, body: usize) -> [f64; 6] {
@@ -147,17 +163,7 @@ fn no_slip_target(c: &Biped, s: &State, body: usize) -> [f64; 6] {
     let h = 3e-6;
     let mut jdot_v = SVector::<f64, 6>::zeros();
     for sign in [1.0, -1.0] {
-        let mut q = s.q;
-        for (qk, vk) in q.iter_mut().zip(&s.v[6..]).take(tree.nv() - 6) {
-            *qk += sign * h * vk;
-        }
-        let lin = Vector3::new(s.v[0], s.v[1], s.v[2]);
-        let ang = Vector3::new(s.v[3], s.v[4], s.v[5]);
-        let base = Isometry3::from_parts(
-            Translation3::from(s.base.translation.vector + s.base.rotation * lin * sign * h),
-            s.base.rotation * UnitQuaternion::from_scaled_axis(ang * sign * h),
-        );
-        let kin = tree.kinematics(&base, &q).unwrap();
+        let kin = moved(c, s, sign * h);
         jdot_v += kin.frame_jacobian(body, &identity).unwrap() * v * (sign / (2.0 * h));
     }
     let kin = tree.kinematics(&s.base, &s.q).unwrap();
@@ -290,25 +296,7 @@ fn standing_still_is_solved_and_consistent() {
 #[test]
 fn a_pushed_leaning_body_is_solved_and_consistent() {
     let mut c = biped(BalanceSettings::DEFAULT);
-    let mut q = [0.0; NV];
-    // Lean the body forward at the ankles' z joints and bend the knees a little.
-    q[3] = -0.2;
-    q[9] = -0.2;
-    q[2] = 0.1;
-    q[8] = 0.1;
-    q[5] = 0.1;
-    q[11] = 0.1;
-    let mut v = [0.0; NV];
-    v[0] = 0.3; // the base moving forward (base frame), as after a push
-    v[5] = -0.2;
-    let s = State {
-        base: Isometry3::from_parts(
-            Translation3::new(0.02, 0.94, 0.0),
-            UnitQuaternion::from_axis_angle(&Vector3::z_axis(), -0.05),
-        ),
-        q,
-        v,
-    };
+    let s = leaning_state(false);
     let out = tick(&mut c, &s, &[true, true]);
     check_solved(&c, &s, &out, &[true, true]);
     let one = tick(&mut c, &s, &[true, false]);
@@ -320,8 +308,10 @@ fn a_pushed_leaning_body_is_solved_and_consistent() {
     );
 }
 
-/// The leaning, moving state of `a_pushed_leaning_body_is_solved_and_consistent`.
-fn leaning() -> State {
+/// The body leaning forward at the ankles' z joints, the knees a little bent, the base moving
+/// forward as after a push; `turning`: the hips turning too (the feet's corners then
+/// accelerate differently).
+fn leaning_state(turning: bool) -> State {
     let mut q = [0.0; NV];
     q[3] = -0.2;
     q[9] = -0.2;
@@ -332,8 +322,10 @@ fn leaning() -> State {
     let mut v = [0.0; NV];
     v[0] = 0.3;
     v[5] = -0.2;
-    v[2] = 0.4; // the hip turning: the feet's corners accelerate differently
-    v[11] = -0.5;
+    if turning {
+        v[2] = 0.4;
+        v[11] = -0.5;
+    }
     State {
         base: Isometry3::from_parts(
             Translation3::new(0.02, 0.94, 0.0),
@@ -342,6 +334,11 @@ fn leaning() -> State {
         q,
         v,
     }
+}
+
+/// [`leaning_state`] with the hips turning.
+fn leaning() -> State {
+    leaning_state(true)
 }
 
 #[test]
@@ -487,17 +484,7 @@ fn a_point_task_drives_a_swing_foot_at_its_spring() {
     let h = 3e-6;
     let mut jdot_v = Vector3::zeros();
     for sign in [1.0, -1.0] {
-        let mut q = s.q;
-        for (qk, vk) in q.iter_mut().zip(&s.v[6..]) {
-            *qk += sign * h * vk;
-        }
-        let lin = Vector3::new(s.v[0], s.v[1], s.v[2]);
-        let ang = Vector3::new(s.v[3], s.v[4], s.v[5]);
-        let base = Isometry3::from_parts(
-            Translation3::from(s.base.translation.vector + s.base.rotation * lin * sign * h),
-            s.base.rotation * UnitQuaternion::from_scaled_axis(ang * sign * h),
-        );
-        let kin = c.tree().kinematics(&base, &q).unwrap();
+        let kin = moved(&c, &s, sign * h);
         let (jp, _) = point_jacobian(&kin, foot, point).unwrap();
         jdot_v += jp * v * (sign / (2.0 * h));
     }

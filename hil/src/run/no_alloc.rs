@@ -654,21 +654,24 @@ fn no_alloc_dynamo_controllers() {
     let reaching =
         DynamoScenario::load(scenario_file!("balance_reach.toml")).expect("the shipped scenario");
     let hand = reaching.hand.clone().expect("balance_reach has a hand");
+    // As `dynamo::run_scenario`'s push runs build them.
+    let build = |law: DynamoLaw| {
+        DynamoController::new(
+            law,
+            &model,
+            (1.0, GainScope::AllJoints),
+            Some(reach),
+            scenario.root_spring.into(),
+            period,
+            GRAVITY_M_S2,
+        )
+        .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()))
+    };
     let mut runs: Vec<Probed> = scenario
         .laws()
         .into_iter()
         .map(|law| {
-            // As `dynamo::run_scenario`'s push runs build it.
-            let controller = DynamoController::new(
-                law,
-                &model,
-                (1.0, GainScope::AllJoints),
-                Some(reach),
-                scenario.root_spring.into(),
-                period,
-                GRAVITY_M_S2,
-            )
-            .unwrap_or_else(|e| panic!("controller {}: {e}", law.name()));
+            let controller = build(law);
             let (mut refused, mut reach_seen, mut spring_seen) = (0_u64, false, false);
             let (mut qp_ticks, mut qp_solved) = (0_u64, 0_u64);
             let qp = law == DynamoLaw::QpBalance;
@@ -711,16 +714,7 @@ fn no_alloc_dynamo_controllers() {
             run
         })
         .collect();
-    let mut controller = DynamoController::new(
-        DynamoLaw::QpBalance,
-        &model,
-        (1.0, GainScope::AllJoints),
-        Some(reach),
-        scenario.root_spring.into(),
-        period,
-        GRAVITY_M_S2,
-    )
-    .expect("qp_balance builds");
+    let mut controller = build(DynamoLaw::QpBalance);
     controller
         .reach_with_hand(&hand, &model)
         .expect("the hand resolves");
