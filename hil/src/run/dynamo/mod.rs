@@ -21,7 +21,7 @@
 //! target, from the reach's arrival to the push; unpushed run), and the root spring's external
 //! torque integral. Written: `report.json`, `runs.csv`, `tilt.svg`, `pose_error.svg`,
 //! `latency.svg`, `push.gif` (a side view of the root-spring controller at the first impulse it
-//! falls to), `scene.json` (the unpushed scene).
+//! falls to), `qp_balance.gif` (`qp_balance` at the largest impulse it survives), `scene.json` (the unpushed scene).
 
 pub mod balance;
 pub mod controller;
@@ -1515,6 +1515,7 @@ pub fn run_scenario(
     let mut latencies: Vec<(&'static str, LatencyHistogram)> = Vec::new();
     let mut cut: Option<(String, Cut)> = None;
     let mut gif: Option<Vec<PoseSample>> = None;
+    let mut qp_gif: Option<Vec<PoseSample>> = None;
     super::plan_runs(
         laws.len() * (scenario.impulses_ns.len() + scopes.len() * scenario.gain_scales.len()),
     );
@@ -1527,8 +1528,11 @@ pub fn run_scenario(
         let mut tick_us = None;
         let mut plant_step_us = None;
         let mut poses_of_first_fall = None;
+        // qp_balance: the poses of the largest push it survived (every smaller one too).
+        let mut all_stood = true;
         for (k, &impulse) in scenario.impulses_ns.iter().enumerate() {
-            let keep = law == DynamoLaw::WorldSpaceRootSpring && gif.is_none();
+            let keep = (law == DynamoLaw::WorldSpaceRootSpring && gif.is_none())
+                || (law == DynamoLaw::QpBalance && all_stood);
             let (run, run_cut) = run_one(
                 law.name(),
                 build(
@@ -1580,7 +1584,12 @@ pub fn run_scenario(
                 csv_f64(out.capture.min_margin_m),
                 csv_f64(out.capture.end_margin_m),
             ));
-            if keep && out.stood == Some(false) && poses_of_first_fall.is_none() {
+            all_stood &= out.stood == Some(true);
+            if law == DynamoLaw::QpBalance {
+                if all_stood {
+                    qp_gif = Some(run.poses);
+                }
+            } else if keep && out.stood == Some(false) && poses_of_first_fall.is_none() {
                 poses_of_first_fall = Some(run.poses);
             }
             faults.push(run.faults);
@@ -1710,6 +1719,10 @@ pub fn run_scenario(
     if let Some(poses) = gif.filter(|p| !p.is_empty()) {
         write_push_gif(&staging.join("push.gif"), &model, &poses)?;
         files.push("push.gif");
+    }
+    if let Some(poses) = qp_gif.filter(|p| !p.is_empty()) {
+        write_push_gif(&staging.join("qp_balance.gif"), &model, &poses)?;
+        files.push("qp_balance.gif");
     }
     Ok(Finished {
         summary: summary_table(&report),
