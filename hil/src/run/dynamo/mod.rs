@@ -21,7 +21,8 @@
 //! target, from the reach's arrival to the push; unpushed run), and the root spring's external
 //! torque integral. Written: `report.json`, `runs.csv`, `tilt.svg`, `pose_error.svg`,
 //! `latency.svg`, `push.gif` (a side view of the root-spring controller at the first impulse it
-//! falls to), `qp_balance.gif` (`qp_balance` at the largest impulse it survives), `scene.json` (the unpushed scene).
+//! falls to), `qp_balance.gif` (`qp_balance` at the largest impulse it survives), `scene.json`
+//! (the unpushed scene).
 
 pub mod balance;
 pub mod controller;
