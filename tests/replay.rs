@@ -1,5 +1,5 @@
-//! `replay.html`, the 3D replay `hil run` writes with a joint-space run's outputs, tested as a
-//! user sees it: the real `hil` runs a scenario, then headless Chromium opens the page from the
+//! `replay.html`, the 3D replay `hil run` writes with a joint-space or humanoid run's outputs,
+//! tested as a user sees it: the real `hil` runs a scenario, then headless Chromium opens the page from the
 //! run folder (no server, no network) and takes a screenshot, which is decoded and looked at:
 //! the robot's colour fills enough of the 3D view, it moves when the page is opened at another
 //! instant, the keyframe ghost and a contact force arrow are drawn; and the page's DOM says
@@ -328,6 +328,76 @@ fn a_reach_replay_shows_the_wall_force_on_the_hand_as_an_arrow() {
     assert!(robot > 2000, "robot pixels: {robot}");
     eprintln!(
         "replay kenwright_reach: {} bytes, arrow {during} − {before} px, {:.1} s",
+        text.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_humanoid_replay_shows_the_pushed_body_and_the_ground_under_its_feet() {
+    let started = Instant::now();
+    let (page, text) = run("replay_humanoid", "dynamo_push.toml", "parent_space");
+    let d = data(&text);
+    // The largest push it survived and the first it fell to.
+    let names: Vec<&str> = d["runs"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        ["parent_space at 16 N·s", "parent_space at 18 N·s"],
+        "{names:?}"
+    );
+    assert_eq!(d["bodies"].as_array().map(Vec::len), Some(15));
+    assert_eq!(d["joints"].as_array().map(Vec::len), Some(14));
+    assert_eq!(d["floating_base"], true);
+    // 3.5 s at one sample per 20 ms.
+    let run = &d["runs"][0];
+    let samples = run["t"].as_array().map_or(0, Vec::len);
+    assert!((170..=180).contains(&samples), "{samples} samples");
+    assert_eq!(
+        run["poses"].as_array().map(Vec::len),
+        Some(samples * 15 * 7)
+    );
+    assert_eq!(run["tau"].as_array().map(Vec::len), Some(samples * 14));
+    // Standing, the ground holds the body up (z up on the page): the feet's forces sum to about
+    // its weight (70.4 kg) at 1 s.
+    let at_1s = run["t"]
+        .as_array()
+        .and_then(|t| t.iter().position(|x| x.as_f64().is_some_and(|t| t >= 1.0)))
+        .expect("a sample at 1 s");
+    let up: f64 = run["contacts"]
+        .as_array()
+        .expect("contacts")
+        .iter()
+        .filter(|c| c[0].as_u64() == Some(at_1s as u64))
+        .map(|c| c[4].as_f64().unwrap_or(f64::NAN))
+        .sum();
+    assert!((0.8 * 690.6..1.2 * 690.6).contains(&up), "{up} N up at 1 s");
+
+    let dir = page.parent().expect("the run folder").to_path_buf();
+    let fall = "run=parent_space%20at%2018%20N%C2%B7s";
+    let (standing, dom) = open(&page, &format!("t=1&{fall}"), &dir.join("t1.png"));
+    assert_drawn(&dom, "t = 1 s");
+    let (fallen, dom) = open(&page, &format!("t=3.4&{fall}"), &dir.join("t3.4.png"));
+    assert_drawn(&dom, "t = 3.4 s");
+    let (n0, x0, y0) = pixels(&standing, orange);
+    let (n1, x1, y1) = pixels(&fallen, orange);
+    assert!(
+        n0 > 3000 && n1 > 1000,
+        "body pixels: {n0} at 1 s, {n1} at 3.4 s"
+    );
+    assert!(
+        (x1 - x0).hypot(y1 - y0) > 15.0,
+        "the falling body did not move on screen: ({x0:.0}, {y0:.0}) → ({x1:.0}, {y1:.0})"
+    );
+    let (arrows, _, _) = pixels(&standing, red);
+    assert!(
+        arrows > 100,
+        "the ground's forces on the feet: {arrows} red pixels"
+    );
+    eprintln!(
+        "replay humanoid: {} bytes, body {n0} / {n1} px, arrows {arrows} px, {:.1} s",
         text.len(),
         started.elapsed().as_secs_f64()
     );

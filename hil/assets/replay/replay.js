@@ -1,7 +1,7 @@
 // The replay page's script (hil/assets/replay/replay.js, inlined by `hil run` into replay.html):
-// draws the run's data (the JSON in #replay-data, written by hil/src/replay/chain.rs) with
-// three.js. When its first frame is drawn, #status gets data-state="ready"; any error shows in
-// #status (data-state="error") and in the title.
+// draws the run's data (the JSON in #replay-data, written by hil/src/replay/chain.rs or
+// humanoid.rs) with three.js. When its first frame is drawn, #status gets data-state="ready";
+// any error shows in #status (data-state="error") and in the title.
 (function () {
   'use strict';
   const statusEl = document.getElementById('status');
@@ -336,7 +336,7 @@
     });
     const legend = [
       [hex(COLORS.robot[0]), 'robot (collision shapes)'],
-      [hex(COLORS.base), 'fixed base'],
+      [hex(COLORS.base), D.floating_base ? 'floating base (the root body)' : 'fixed base'],
     ];
     if (D.keyframes.length) legend.push([hex(COLORS.ghost), 'ghost: the next keyframe\'s pose']);
     if (D.hand_targets.length) {

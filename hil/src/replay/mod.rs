@@ -7,10 +7,12 @@
 //! The page is `assets/replay/page.html` with, inlined: three.js r147 (`three.min.js`, and its
 //! `OrbitControls.js`, from the npm package `three@0.147.0`, MIT: `assets/three/`), the page's
 //! own script (`assets/replay/replay.js`) and the run's data as JSON (see [`chain`] for what it
-//! holds and how it is decimated). Only the chain (joint-space) scenarios write one for now.
+//! holds and how it is decimated). The chain (joint-space) scenarios write one, and the
+//! humanoid's ([`humanoid`]).
 
 pub mod chain;
 mod hull;
+pub mod humanoid;
 mod mesh;
 
 use serde_json::Value;

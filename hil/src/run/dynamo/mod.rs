@@ -22,7 +22,8 @@
 //! torque integral. Written: `report.json`, `runs.csv`, `tilt.svg`, `pose_error.svg`,
 //! `latency.svg`, `push.gif` (a side view of the root-spring controller at the first impulse it
 //! falls to), `qp_balance.gif` (`qp_balance` at the largest impulse it survives), `scene.json`
-//! (the unpushed scene).
+//! (the unpushed scene), `replay.html` (the 3D replay of each controller's largest push survived
+//! and first fall, [`crate::replay::humanoid`]).
 
 pub mod balance;
 pub mod controller;
@@ -789,8 +790,18 @@ impl From<SpringSpec> for RootSpringConfig {
 /// The plant's gravity in every `dynamo_push` scene, m/s² (y up).
 pub const GRAVITY_M_S2: [f64; 3] = [0.0, -9.81, 0.0];
 
-/// A pose kept for the animation: time, state, the ground's force on feet and toes.
-pub type PoseSample = (f64, HumanoidState, [[f64; 3]; 4]);
+/// A state kept for the animation and the replay.
+#[derive(Debug, Clone)]
+pub struct PoseSample {
+    /// Simulated time, s.
+    pub time_s: f64,
+    /// The state.
+    pub state: HumanoidState,
+    /// The ground's force on the feet and toes (the frame's contacts), N.
+    pub forces: [[f64; 3]; 4],
+    /// The norm of each joint's torque vector last sent (joint order), N·m.
+    pub torque_norms_nm: Vec<f64>,
+}
 
 /// The recorder of one run.
 pub struct DynamoRecorder {
@@ -826,6 +837,10 @@ pub struct DynamoRecorder {
     hand: Option<(f64, HandOut)>,
     /// The balls' hits (a scenario with a pelt).
     balls: Option<BallCount>,
+    /// The norm of each joint's torque vector in the last tick (kept with the poses).
+    last_torque_norms: Vec<f64>,
+    /// The humanoid's joints.
+    joints: usize,
 }
 
 /// The balls that hit, counted once each by id.
@@ -1195,13 +1210,25 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             for (f, c) in forces.iter_mut().zip(&frame.contacts) {
                 *f = c.force_n;
             }
-            self.poses.push((frame.sim_time_s, s, forces));
+            self.poses.push(PoseSample {
+                time_s: frame.sim_time_s,
+                state: s,
+                forces,
+                torque_norms_nm: self.last_torque_norms.clone(),
+            });
         }
         self.last = Some(s);
         Some(s)
     }
 
     fn tick(&mut self, c: &DynamoTick, compute: Option<Duration>) {
+        if self.keep_poses {
+            self.last_torque_norms.clear();
+            for t in c.torques_nm.chunks_exact(3).take(self.joints) {
+                self.last_torque_norms
+                    .push((t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt());
+            }
+        }
         self.limited += u64::from(c.limited);
         self.refused += u64::from(c.refused);
         if let Some(t) = c.qp {
@@ -1487,6 +1514,8 @@ pub fn run_scenario(
                 .hand
                 .as_ref()
                 .map(|h| (h.arrive_s, HandOut::default())),
+            last_torque_norms: Vec::new(),
+            joints: model.joints.len(),
             balls: scenario.pelt.as_ref().map(|p| BallCount {
                 hit_ids: Vec::with_capacity(p.count),
                 out: BallsOut {
@@ -1517,6 +1546,7 @@ pub fn run_scenario(
     let mut cut: Option<(String, Cut)> = None;
     let mut gif: Option<Vec<PoseSample>> = None;
     let mut qp_gif: Option<Vec<PoseSample>> = None;
+    let mut replay_runs = Vec::new();
     super::plan_runs(
         laws.len() * (scenario.impulses_ns.len() + scopes.len() * scenario.gain_scales.len()),
     );
@@ -1528,12 +1558,13 @@ pub fn run_scenario(
         let mut pose_error = (None, None);
         let mut tick_us = None;
         let mut plant_step_us = None;
-        let mut poses_of_first_fall = None;
-        // qp_balance: the poses of the largest push it survived (every smaller one too).
+        // The poses of the largest push survived (every smaller one too) and of the first fall:
+        // the animations and the replay show them.
+        let mut survived_poses: Option<(f64, Vec<PoseSample>)> = None;
+        let mut fall_poses: Option<(f64, Vec<PoseSample>)> = None;
         let mut all_stood = true;
         for (k, &impulse) in scenario.impulses_ns.iter().enumerate() {
-            let keep = (law == DynamoLaw::WorldSpaceRootSpring && gif.is_none())
-                || (law == DynamoLaw::QpBalance && all_stood);
+            let keep = all_stood || fall_poses.is_none();
             let (run, run_cut) = run_one(
                 law.name(),
                 build(
@@ -1586,12 +1617,10 @@ pub fn run_scenario(
                 csv_f64(out.capture.end_margin_m),
             ));
             all_stood &= out.stood == Some(true);
-            if law == DynamoLaw::QpBalance {
-                if all_stood {
-                    qp_gif = Some(run.poses);
-                }
-            } else if keep && out.stood == Some(false) && poses_of_first_fall.is_none() {
-                poses_of_first_fall = Some(run.poses);
+            if all_stood {
+                survived_poses = Some((impulse, run.poses));
+            } else if out.stood == Some(false) && fall_poses.is_none() {
+                fall_poses = Some((impulse, run.poses));
             }
             faults.push(run.faults);
             pushes.push(out);
@@ -1602,7 +1631,17 @@ pub fn run_scenario(
             }
         }
         if law == DynamoLaw::WorldSpaceRootSpring && gif.is_none() {
-            gif = poses_of_first_fall;
+            gif = fall_poses.as_ref().map(|(_, p)| p.clone());
+        }
+        if law == DynamoLaw::QpBalance {
+            qp_gif = survived_poses.as_ref().map(|(_, p)| p.clone());
+        }
+        for (impulse, poses) in [survived_poses, fall_poses].into_iter().flatten() {
+            replay_runs.push(crate::replay::humanoid::Run {
+                name: law.name(),
+                impulse_ns: impulse,
+                samples: poses,
+            });
         }
         controllers.push(summarise(law, pushes, pose_error, tick_us, plant_step_us));
         for (&scope, &scale) in scopes
@@ -1724,6 +1763,16 @@ pub fn run_scenario(
     if let Some(poses) = qp_gif.filter(|p| !p.is_empty()) {
         write_push_gif(&staging.join("qp_balance.gif"), &model, &poses)?;
         files.push("qp_balance.gif");
+    }
+    if !replay_runs.is_empty() {
+        crate::replay::humanoid::write(
+            &staging.join("replay.html"),
+            scenario,
+            &model,
+            &report,
+            &replay_runs,
+        )?;
+        files.push("replay.html");
     }
     Ok(Finished {
         summary: summary_table(&report),
@@ -2022,83 +2071,90 @@ fn write_push_gif(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let frames: Vec<Pose> = poses
         .iter()
-        .map(|(t, s, forces)| {
-            let mut bones = Vec::new();
-            for (b, body) in model.bodies.iter().enumerate() {
-                let (Some(m), Some(shape)) = (s.bodies.get(b), body.shapes.first()) else {
-                    continue;
-                };
-                let [w, x, y, z] = m.orientation;
-                let q = UnitQuaternion::new_normalize(
-                    control_core::articulated::nalgebra::Quaternion::new(w, x, y, z),
-                );
-                let [sw, sx, sy, sz] = shape.orientation;
-                let qs = UnitQuaternion::new_normalize(
-                    control_core::articulated::nalgebra::Quaternion::new(sw, sx, sy, sz),
-                );
-                let c = Vector3::new(m.com_m[0], m.com_m[1], m.com_m[2])
-                    + q * Vector3::new(shape.center_m[0], shape.center_m[1], shape.center_m[2]);
-                let (half, width) = match shape.geometry {
-                    Geometry::Capsule {
-                        radius_m,
-                        half_length_m,
-                    } => (
-                        qs * Vector3::new(0.0, 0.0, half_length_m + radius_m),
-                        2.0 * radius_m,
-                    ),
-                    Geometry::Sphere { radius_m } => {
-                        (Vector3::new(0.0, radius_m, 0.0), 2.0 * radius_m)
-                    }
-                    Geometry::Box { half_extents_m: h } => {
-                        let k = (0..3).max_by(|a, b| h[*a].total_cmp(&h[*b])).unwrap_or(1);
-                        let mut v = Vector3::zeros();
-                        v[k] = h[k];
-                        let thin = h.iter().copied().fold(f64::INFINITY, f64::min);
-                        (qs * v, 2.0 * thin.max(0.02))
-                    }
-                };
-                let h = q * half;
-                bones.push(Bone {
-                    from_m: [c.x + h.x, c.y + h.y],
-                    to_m: [c.x - h.x, c.y - h.y],
-                    width_m: width,
-                    kind: if body.name.starts_with("left") {
-                        BoneKind::Left
-                    } else if body.name.starts_with("right") {
-                        BoneKind::Right
-                    } else {
-                        BoneKind::Torso
-                    },
-                });
-            }
-            let mut mass = 0.0;
-            let mut com = [0.0; 2];
-            for (b, body) in model.bodies.iter().enumerate() {
-                if let Some(m) = s.bodies.get(b) {
-                    mass += body.mass_kg;
-                    com[0] += body.mass_kg * m.com_m[0];
-                    com[1] += body.mass_kg * m.com_m[1];
+        .map(
+            |PoseSample {
+                 time_s: t,
+                 state: s,
+                 forces,
+                 ..
+             }| {
+                let mut bones = Vec::new();
+                for (b, body) in model.bodies.iter().enumerate() {
+                    let (Some(m), Some(shape)) = (s.bodies.get(b), body.shapes.first()) else {
+                        continue;
+                    };
+                    let [w, x, y, z] = m.orientation;
+                    let q = UnitQuaternion::new_normalize(
+                        control_core::articulated::nalgebra::Quaternion::new(w, x, y, z),
+                    );
+                    let [sw, sx, sy, sz] = shape.orientation;
+                    let qs = UnitQuaternion::new_normalize(
+                        control_core::articulated::nalgebra::Quaternion::new(sw, sx, sy, sz),
+                    );
+                    let c = Vector3::new(m.com_m[0], m.com_m[1], m.com_m[2])
+                        + q * Vector3::new(shape.center_m[0], shape.center_m[1], shape.center_m[2]);
+                    let (half, width) = match shape.geometry {
+                        Geometry::Capsule {
+                            radius_m,
+                            half_length_m,
+                        } => (
+                            qs * Vector3::new(0.0, 0.0, half_length_m + radius_m),
+                            2.0 * radius_m,
+                        ),
+                        Geometry::Sphere { radius_m } => {
+                            (Vector3::new(0.0, radius_m, 0.0), 2.0 * radius_m)
+                        }
+                        Geometry::Box { half_extents_m: h } => {
+                            let k = (0..3).max_by(|a, b| h[*a].total_cmp(&h[*b])).unwrap_or(1);
+                            let mut v = Vector3::zeros();
+                            v[k] = h[k];
+                            let thin = h.iter().copied().fold(f64::INFINITY, f64::min);
+                            (qs * v, 2.0 * thin.max(0.02))
+                        }
+                    };
+                    let h = q * half;
+                    bones.push(Bone {
+                        from_m: [c.x + h.x, c.y + h.y],
+                        to_m: [c.x - h.x, c.y - h.y],
+                        width_m: width,
+                        kind: if body.name.starts_with("left") {
+                            BoneKind::Left
+                        } else if body.name.starts_with("right") {
+                            BoneKind::Right
+                        } else {
+                            BoneKind::Torso
+                        },
+                    });
                 }
-            }
-            let forces = model
-                .ground_contact_bodies
-                .iter()
-                .zip(forces)
-                .filter(|(_, f)| f[1] > 0.0)
-                .filter_map(|(&b, f)| {
-                    s.bodies.get(b).map(|m| ForceArrow {
-                        at_m: [m.com_m[0], 0.0],
-                        force_n: [f[0], f[1]],
+                let mut mass = 0.0;
+                let mut com = [0.0; 2];
+                for (b, body) in model.bodies.iter().enumerate() {
+                    if let Some(m) = s.bodies.get(b) {
+                        mass += body.mass_kg;
+                        com[0] += body.mass_kg * m.com_m[0];
+                        com[1] += body.mass_kg * m.com_m[1];
+                    }
+                }
+                let forces = model
+                    .ground_contact_bodies
+                    .iter()
+                    .zip(forces)
+                    .filter(|(_, f)| f[1] > 0.0)
+                    .filter_map(|(&b, f)| {
+                        s.bodies.get(b).map(|m| ForceArrow {
+                            at_m: [m.com_m[0], 0.0],
+                            force_n: [f[0], f[1]],
+                        })
                     })
-                })
-                .collect();
-            Pose {
-                time_s: *t,
-                bones,
-                com_m: [com[0] / mass.max(1e-9), com[1] / mass.max(1e-9)],
-                forces,
-            }
-        })
+                    .collect();
+                Pose {
+                    time_s: *t,
+                    bones,
+                    com_m: [com[0] / mass.max(1e-9), com[1] / mass.max(1e-9)],
+                    forces,
+                }
+            },
+        )
         .collect();
     write_gif(
         path,
