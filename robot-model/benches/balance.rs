@@ -14,8 +14,6 @@
 #![allow(missing_docs)] // criterion_group!/criterion_main! generate undocumented items
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use control_core::balance::{
     Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, JointGroup, MAX_POINTS,
@@ -24,6 +22,10 @@ use control_core::tree::Tree;
 use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 use robot_model::LoadOptions;
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::robots_dir;
 
 /// Talos: 6 + 44 velocities.
 const NV: usize = 50;
@@ -66,22 +68,6 @@ const HALF_SITTING: [(&str, f64); 30] = [
     ("torso_1_joint", 0.0),
     ("torso_2_joint", 0.006761),
 ];
-
-fn robots_dir() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/example-robot-data.sh");
-    let out = Command::new("sh")
-        .arg(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).expect("a UTF-8 path");
-    PathBuf::from(stdout.lines().last().unwrap_or("").trim())
-}
 
 /// The controller, the standing state (base pose, q), the centre of mass's height above the
 /// soles and the mass.

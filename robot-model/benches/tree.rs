@@ -19,8 +19,7 @@
 #![allow(missing_docs)] // criterion_group!/criterion_main! generate undocumented items
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use control_core::tree::{BaseKind, Placement, Tree};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -28,23 +27,11 @@ use nalgebra::{
     Isometry3, Matrix3, Quaternion, Rotation3, SMatrix, Translation3, UnitQuaternion, Vector3,
 };
 use robot_model::LoadOptions;
-use serde_json::Value;
 
-fn robots_dir() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/example-robot-data.sh");
-    let out = Command::new("sh")
-        .arg(&script)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).expect("a UTF-8 path");
-    PathBuf::from(stdout.lines().last().unwrap_or("").trim())
-}
+#[path = "../tests/support/mod.rs"]
+mod support;
+use serde_json::Value;
+use support::robots_dir;
 
 /// A placement (translation, rotation matrix) as the pose `Tree::kinematics` takes.
 fn isometry(p: &Placement) -> Isometry3<f64> {
