@@ -363,6 +363,32 @@ pub struct RobotScene {
     /// default false: it is applied (see the module doc, "What is built").
     #[serde(default)]
     pub ignore_joint_friction: bool,
+    /// Flat soles added under feet (at most [`MAX_SOLE_BOXES`]; listed in
+    /// [`RobotPlant::notes`]): each a box collider of the body of `link`, beside its own shapes.
+    /// Rapier (parry 0.31) touches the ground with one face of a convex hull, at most four of
+    /// its vertices, so a foot whose collision mesh has a slightly domed sole (Talos's: its
+    /// lowest millimetre is a curved patch of small faces) stands on one small triangle that
+    /// jumps as the foot tilts; a box stands on its four corners.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sole_boxes: Vec<SoleBox>,
+}
+
+/// Most [`RobotScene::sole_boxes`].
+pub const MAX_SOLE_BOXES: usize = 8;
+
+/// A box fixed in a link's frame (a flat sole): the axis-aligned box from `min_m` to `max_m` in
+/// that frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoleBox {
+    /// The URDF link (a body, or a link merged into one).
+    pub link: String,
+    /// The box's lowest corner in the link's frame, m.
+    #[serde(deserialize_with = "crate::input::exact")]
+    pub min_m: [f64; 3],
+    /// Its highest corner, m (each coordinate above `min_m`'s, by at most 2 m).
+    #[serde(deserialize_with = "crate::input::exact")]
+    pub max_m: [f64; 3],
 }
 
 fn default_dt() -> f64 {
@@ -427,6 +453,7 @@ impl RobotScene {
             pushes: Vec::new(),
             self_collision: false,
             ignore_joint_friction: false,
+            sole_boxes: Vec::new(),
         }
     }
 
@@ -506,6 +533,41 @@ impl RobotScene {
         }
         check_walls(&mut c, &self.walls, "robot");
         check_pushes(&mut c, &self.pushes, "robot");
+        if self.sole_boxes.len() > MAX_SOLE_BOXES {
+            c.fail(
+                "sole_boxes",
+                format!(
+                    "{} sole boxes: at most {MAX_SOLE_BOXES}",
+                    self.sole_boxes.len()
+                ),
+            );
+        }
+        for (k, b) in self.sole_boxes.iter().enumerate() {
+            if b.link.is_empty() {
+                c.fail(&format!("sole_boxes[{k}].link"), String::from("empty"));
+            }
+            for i in 0..3 {
+                c.range(
+                    &format!("sole_boxes[{k}].min_m[{i}]"),
+                    b.min_m[i],
+                    -10.0,
+                    10.0,
+                );
+                c.range(
+                    &format!("sole_boxes[{k}].max_m[{i}]"),
+                    b.max_m[i],
+                    -10.0,
+                    10.0,
+                );
+                let size = b.max_m[i] - b.min_m[i];
+                if !(size > 0.0 && size <= 2.0) {
+                    c.fail(
+                        &format!("sole_boxes[{k}].max_m[{i}]"),
+                        format!("must lie above min_m[{i}] by at most 2 m (size {size})"),
+                    );
+                }
+            }
+        }
         c.result()
     }
 }
@@ -880,6 +942,37 @@ impl RobotPlant {
                 list.push((placement, shape));
             }
             shapes.push(list);
+        }
+        for sole in &scene.sole_boxes {
+            let (body, placement) = match model.frame(&sole.link) {
+                Some(f) => (f.body, Iso::from_placement(&f.placement)),
+                None => match model.bodies.iter().position(|b| b.link == sole.link) {
+                    Some(b) => (b, Iso::translation(DVec3::ZERO)),
+                    None => {
+                        return Err(err(
+                            "sole_boxes",
+                            format!("the robot has no link `{}`", sole.link),
+                        ));
+                    }
+                },
+            };
+            let (lo, hi) = (DVec3::from_array(sole.min_m), DVec3::from_array(sole.max_m));
+            let half = (hi - lo) / 2.0;
+            shapes[body].push((
+                placement.mul(&Iso::translation((hi + lo) / 2.0)),
+                SharedShape::cuboid(half.x as Real, half.y as Real, half.z as Real),
+            ));
+            notes.push(format!(
+                "sole box under `{}` (body `{}`): x {}..{}, y {}..{}, z {}..{} m in its frame",
+                sole.link,
+                model.bodies[body].link,
+                sole.min_m[0],
+                sole.max_m[0],
+                sole.min_m[1],
+                sole.max_m[1],
+                sole.min_m[2],
+                sole.max_m[2]
+            ));
         }
         if !skipped.is_empty() {
             notes.push(format!(
@@ -2406,6 +2499,36 @@ mod tests {
 
     fn scene() -> RobotScene {
         RobotScene::new("/models/hand-built.urdf", 1.0)
+    }
+
+    /// A sole box is a collider of its link's body, placed in that link's frame; an unknown link
+    /// and a box without volume are refused naming the field.
+    #[test]
+    fn a_sole_box_is_added_under_its_link_and_named_in_the_notes() {
+        let m = turntable(0.3);
+        let mut s = scene();
+        let plain = RobotPlant::from_model(&s, &m).unwrap();
+        assert_eq!(plain.lowest_point_z_m(), f64::INFINITY);
+        s.sole_boxes = vec![SoleBox {
+            link: String::from("disc"),
+            min_m: [-0.1, -0.05, -0.42],
+            max_m: [0.1, 0.05, -0.4],
+        }];
+        let soled = RobotPlant::from_model(&s, &m).unwrap();
+        assert!((soled.lowest_point_z_m() + 0.42).abs() < 1e-6);
+        assert!(
+            soled
+                .notes()
+                .iter()
+                .any(|n| n.contains("sole box under `disc`"))
+        );
+        s.sole_boxes[0].link = String::from("hat");
+        let e = RobotPlant::from_model(&s, &m).unwrap_err();
+        assert_eq!(e.field, "sole_boxes", "{e}");
+        s.sole_boxes[0].link = String::from("disc");
+        s.sole_boxes[0].max_m[2] = -0.42;
+        let e = RobotPlant::from_model(&s, &m).unwrap_err();
+        assert_eq!(e.field, "sole_boxes[0].max_m[2]", "{e}");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod chain;
 pub mod controller;
 pub mod dynamo;
 pub mod firmware;
+pub mod legged;
 pub mod lockstep;
 #[cfg(test)]
 mod no_alloc;
@@ -230,9 +231,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if (args.urdf.is_some() || args.up_axis.is_some()) && !matches!(kind, ScenarioKind::Joint(_)) {
+    if (args.urdf.is_some() && !matches!(kind, ScenarioKind::Joint(_) | ScenarioKind::RobotPush))
+        || (args.up_axis.is_some() && !matches!(kind, ScenarioKind::Joint(_)))
+    {
         eprintln!(
-            "hil: {}: --urdf and --up-axis replace the robot of a joint-space scenario (pose_tour, on_the_beat, kenwright_reach) only",
+            "hil: {}: --urdf replaces the robot of a joint-space scenario (pose_tour, on_the_beat, kenwright_reach) or of a robot_push, --up-axis of a joint-space scenario only",
             name()
         );
         return ExitCode::from(2);
@@ -279,6 +282,18 @@ pub fn run(args: &RunArgs) -> ExitCode {
                     |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
                     chain::controller::ChainLaw::name,
                     chain::run_scenario,
+                );
+            }
+            ScenarioKind::RobotPush => {
+                return run_kind(
+                    args,
+                    &stop,
+                    path,
+                    legged::RobotPush::prepare(text, path, args.urdf.as_deref())
+                        .and_then(|s| legged::check_mode(&s.s, path, args.mode).map(|()| s)),
+                    legged::RobotPush::laws,
+                    legged::LeggedLaw::name,
+                    legged::run_scenario,
                 );
             }
             ScenarioKind::BallBlocking => {}

@@ -549,12 +549,15 @@ pub enum ScenarioKind {
     /// `"on_the_beat"`, `"kenwright_reach"` or `"pose_tour"`: a robot from its URDF in joint
     /// space.
     Joint(super::chain::scenario::ChainTask),
+    /// `"robot_push"`: a floating-base robot from its URDF, standing, pushed.
+    RobotPush,
 }
 
 impl ScenarioKind {
     /// Every `kind` a scenario file may give, as written.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         super::dynamo::KIND,
+        super::legged::KIND,
         super::biped::KIND,
         "on_the_beat",
         "kenwright_reach",
@@ -570,6 +573,7 @@ impl ScenarioKind {
             "on_the_beat" => Some(Self::Joint(ChainTask::OnTheBeat)),
             "kenwright_reach" => Some(Self::Joint(ChainTask::KenwrightReach)),
             "pose_tour" => Some(Self::Joint(ChainTask::PoseTour)),
+            super::legged::KIND => Some(Self::RobotPush),
             _ => None,
         }
     }

@@ -1,0 +1,2129 @@
+//! `hil run scenarios/robot_push_talos.toml` (and `robot_push_solo12.toml`, or any of them with
+//! `--urdf PATH`): a real floating-base robot from its URDF, unmodified, standing on its feet in
+//! the robot plant, pushed; `qp_balance` ([`control_core::balance`], the multiobjective QP with
+//! friction cones) beside `pd_hold` (every joint's PD towards the standing pose: what a robot's
+//! default position controller does), one plant process per controller and impulse.
+//!
+//! The wiring of one scenario kind (`robot_push`): the file ([`RobotPushScenario`]), the robot
+//! loaded once by `robot_model::load` for the plant's scene and the controller's tree, the feet
+//! (named links or frames of the model and points fixed in them: a sole's corners, a point
+//! foot), the scene (floating base lowered until the lowest foot point touches the ground), the
+//! controllers ([`LeggedController`]), the judge ([`LeggedRecorder`]: the base's height, bodies
+//! other than the feet touching the ground, and the capture point against the feet's footprint
+//! at the end) and the report. The plant, the sessions, the drivers, the timing and fault
+//! records are the ones every kind uses.
+//!
+//! On the control thread ([`LeggedController::tick`], [`LeggedController::safe`]): never an
+//! allocation (the QP's buffers are sized when it is built), a block or a panic; a tick the QP
+//! cannot solve gives [`control_core::balance`]'s fallback, named in the record.
+// `!(x > 0.0)` is meant: NaN fails every check.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use control_core::articulated::nalgebra::{
+    Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
+};
+use control_core::balance::{
+    Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, JointGroup, MAX_POINTS,
+};
+use control_core::frames::{BodyMotion, MAX_CONTACTS, MAX_JOINTS, StateFrame};
+use control_core::tree::{BaseKind, Tree};
+use serde::{Deserialize, Serialize};
+use sim_host::{Mode, Push};
+
+use super::dynamo::{QpOut, support_margin};
+use super::recorder::LoopTimes;
+use super::report::{Faults, Percentiles, Timing};
+use super::scenario::{MAX_END_S, ScenarioError};
+use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, LoopState, StopFlag};
+use super::{Finished, Periods, RunArgs, plant, run_session, select};
+
+/// The `kind` of these scenario files.
+pub const KIND: &str = "robot_push";
+
+/// Joints a robot may have here: what a state frame carries.
+pub const CAP: usize = MAX_JOINTS;
+/// The QP controller's velocity capacity: the joints and the floating base's six.
+pub const NV: usize = CAP + 6;
+/// Most feet.
+pub const MAX_FEET: usize = MAX_CONTACTS;
+/// The QP's variables: accelerations and three force components per foot point.
+pub const NX: usize = NV + 3 * MAX_FEET * MAX_POINTS;
+/// The QP's rows: the base's 6, 6 no-slip rows per foot, 4 per point (minimum force and the
+/// cone's 3), 2 per joint (its effort).
+pub const NR: usize = 6 + 6 * MAX_FEET + 4 * MAX_FEET * MAX_POINTS + 2 * CAP;
+
+type Qp = Balance<NV, NX, NR>;
+
+/// A foot is planted while the plant measured more than this normal force on its body, N.
+pub const PLANTED_N: f64 = 1.0;
+
+/// Gravity, m/s² (URDF is z-up; the plant's default).
+const GRAVITY: [f64; 3] = [0.0, 0.0, -9.81];
+
+/// A `robot_push` scenario file, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotPushScenario {
+    /// Always `"robot_push"`.
+    pub kind: String,
+    /// Name (letters, digits, `_`, `-`).
+    pub name: String,
+    /// Control rate, Hz; in lockstep one tick per plant step, so `1 / physics_dt_s`.
+    pub control_rate_hz: f64,
+    /// Physics step, s.
+    pub physics_dt_s: f64,
+    /// Each run's simulated length, s.
+    pub end_s: f64,
+    /// The controllers, in report order (default both: `qp_balance`, `pd_hold`).
+    #[serde(default = "default_laws")]
+    pub controllers: Vec<String>,
+    /// The robot.
+    pub robot: RobotSpec,
+    /// The feet: the bodies that stand on the ground (1 – 4).
+    pub feet: Vec<FootSpec>,
+    /// The pushes: one run per impulse.
+    pub push: PushSpec,
+    /// When a run has fallen.
+    #[serde(default)]
+    pub judge: JudgeSpec,
+    /// `qp_balance`'s settings.
+    #[serde(default)]
+    pub qp_balance: QpSpec,
+    /// `pd_hold`'s settings.
+    #[serde(default)]
+    pub pd_hold: PdSpec,
+}
+
+fn default_laws() -> Vec<String> {
+    LeggedLaw::ALL.iter().map(|l| l.name().to_owned()).collect()
+}
+
+/// The robot and how it stands.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotSpec {
+    /// The URDF, relative to the scenario file; `--urdf PATH` replaces it (then relative to the
+    /// working directory). Loaded with a floating base, z up.
+    pub urdf: Option<PathBuf>,
+    /// Load `<mimic>` joints as independent joints (default false: refused).
+    #[serde(default)]
+    pub mimic_as_independent: bool,
+    /// `"convex_hull"` (default) or `"primitives_only"`.
+    #[serde(default)]
+    pub collision: sim_host::robot::CollisionMode,
+    /// Coulomb friction between the feet and the ground (default 0.8).
+    #[serde(default = "default_ground_friction")]
+    pub ground_friction: f64,
+    /// The standing pose, rad (m for a prismatic joint), by joint name; joints not named stand
+    /// at 0. The controllers hold it.
+    #[serde(default)]
+    pub pose_rad: BTreeMap<String, f64>,
+}
+
+fn default_ground_friction() -> f64 {
+    0.8
+}
+
+/// A foot: points fixed in a link of the robot (its sole's corners, or one point of a point
+/// foot) where the ground may push.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FootSpec {
+    /// A URDF link (a body, or a link merged into one: a sole frame).
+    pub link: String,
+    /// The points in that link's frame, m (1 – 4).
+    pub points_m: Vec<[f64; 3]>,
+    /// Give the foot a flat sole in the plant (default false): a box under the link spanning
+    /// the points' x and y, its bottom at their lowest z, 2 cm deep, beside the foot's own
+    /// collision shapes (the plant's `sole_boxes`; see [`sim_host::robot::SoleBox`]).
+    #[serde(default)]
+    pub sole_box: bool,
+}
+
+/// The depth of a [`FootSpec::sole_box`], m.
+pub const SOLE_BOX_DEPTH_M: f64 = 0.02;
+
+/// The pushes.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushSpec {
+    /// The URDF link pushed (default: the base's link), at its body's centre of mass.
+    pub link: Option<String>,
+    /// Direction, world (normalised).
+    pub direction: [f64; 3],
+    /// Start, s.
+    pub at_s: f64,
+    /// Length, s (the force is impulse / length).
+    pub duration_s: f64,
+    /// Impulses, N·s, increasing, one run each (0: unpushed).
+    pub impulses_ns: Vec<f64>,
+}
+
+/// When a run has fallen.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeSpec {
+    /// Fallen once the base's origin is below this fraction of its standing height (default
+    /// 0.7).
+    #[serde(default = "default_fall_fraction")]
+    pub fall_height_fraction: f64,
+}
+
+impl Default for JudgeSpec {
+    fn default() -> Self {
+        Self {
+            fall_height_fraction: default_fall_fraction(),
+        }
+    }
+}
+
+fn default_fall_fraction() -> f64 {
+    0.7
+}
+
+/// `qp_balance`'s settings (the rest are the library's defaults).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QpSpec {
+    /// The centre of mass's horizontal spring k_c, 1/s² (default 150); its damping is
+    /// ω + k_c/ω, ω = √(g/h) of the standing centre of mass (the capture point's).
+    #[serde(default = "default_com_kp")]
+    pub com_kp: f64,
+    /// The smallest normal force per foot point, as a fraction of the robot's weight shared over
+    /// all points (default 0.15).
+    #[serde(default = "default_min_normal")]
+    pub min_normal_fraction: f64,
+    /// The friction coefficient the QP's cones use (default 0.7, under the ground's).
+    #[serde(default = "default_qp_friction")]
+    pub friction: f64,
+}
+
+impl Default for QpSpec {
+    fn default() -> Self {
+        Self {
+            com_kp: default_com_kp(),
+            min_normal_fraction: default_min_normal(),
+            friction: default_qp_friction(),
+        }
+    }
+}
+
+fn default_com_kp() -> f64 {
+    150.0
+}
+fn default_min_normal() -> f64 {
+    0.15
+}
+fn default_qp_friction() -> f64 {
+    0.7
+}
+
+/// `pd_hold`'s settings.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdSpec {
+    /// Each joint's stiffness is its URDF effort over this angle, N·m/rad (default 0.2 rad: a
+    /// joint 0.2 rad off its pose pushes with all its effort), capped where the sampled loop
+    /// needs it (below; reported by joint).
+    #[serde(default = "default_effort_at")]
+    pub effort_at_rad: f64,
+    /// Damping ratio on each joint's composite inertia at the pose (default 1).
+    #[serde(default = "default_zeta")]
+    pub damping_ratio: f64,
+}
+
+impl Default for PdSpec {
+    fn default() -> Self {
+        Self {
+            effort_at_rad: default_effort_at(),
+            damping_ratio: default_zeta(),
+        }
+    }
+}
+
+fn default_effort_at() -> f64 {
+    0.2
+}
+fn default_zeta() -> f64 {
+    1.0
+}
+
+/// The sampled PD's natural frequency is at most this over the control period (ω dt ≤ 0.3): a
+/// joint whose effort-based stiffness would be faster (a finger's tiny inertia) gets this.
+pub const MAX_OMEGA_DT: f64 = 0.3;
+
+impl RobotPushScenario {
+    /// Parse and check scenario text read from `path`, with `urdf` (`--urdf`) replacing the
+    /// robot's description.
+    pub fn parse(text: &str, path: &Path, urdf: Option<&Path>) -> Result<Self, ScenarioError> {
+        let file = path.display().to_string();
+        let error = |field: String, reason: String| ScenarioError {
+            file: file.clone(),
+            field,
+            reason,
+        };
+        let de = toml::Deserializer::parse(text)
+            .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
+        let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            error(
+                if field == "." { "-".into() } else { field },
+                e.into_inner().message().to_string(),
+            )
+        })?;
+        if let Some(u) = &s.robot.urdf
+            && u.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            s.robot.urdf = Some(dir.join(u));
+        }
+        if let Some(u) = urdf {
+            s.robot.urdf = Some(u.to_path_buf());
+        }
+        s.check().map_err(|(field, reason)| error(field, reason))?;
+        Ok(s)
+    }
+
+    fn check(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((f.to_owned(), r));
+        if self.kind != KIND {
+            return bad("kind", format!("must be \"{KIND}\""));
+        }
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return bad(
+                "name",
+                "letters, digits, '_' or '-' (it names the output folder)".into(),
+            );
+        }
+        let dt = self.physics_dt_s;
+        if !(dt.is_finite() && (1e-4..=0.05).contains(&dt)) {
+            return bad(
+                "physics_dt_s",
+                format!("must lie in [1e-4, 0.05] s (got {dt})"),
+            );
+        }
+        let r = self.control_rate_hz;
+        if !(r.is_finite() && (20.0..=5000.0).contains(&r)) {
+            return bad(
+                "control_rate_hz",
+                format!("must lie in [20, 5000] Hz (got {r})"),
+            );
+        }
+        if !(self.end_s.is_finite() && self.end_s > 0.0 && self.end_s <= MAX_END_S.min(600.0)) {
+            return bad(
+                "end_s",
+                format!("must lie in (0, 600] s (got {})", self.end_s),
+            );
+        }
+        if self.controllers.is_empty() {
+            return bad("controllers", "name at least one".into());
+        }
+        for (k, c) in self.controllers.iter().enumerate() {
+            if LeggedLaw::from_name(c).is_none() {
+                return bad(
+                    &format!("controllers[{k}]"),
+                    format!(
+                        "unknown controller \"{c}\": one of {}",
+                        LeggedLaw::ALL
+                            .map(|l| format!("\"{}\"", l.name()))
+                            .join(", ")
+                    ),
+                );
+            }
+            if self.controllers[..k].contains(c) {
+                return bad(&format!("controllers[{k}]"), format!("\"{c}\" named twice"));
+            }
+        }
+        if self.robot.urdf.is_none() {
+            return bad(
+                "robot.urdf",
+                "no robot: give robot.urdf in the file or --urdf PATH".into(),
+            );
+        }
+        let mu = self.robot.ground_friction;
+        if !(mu.is_finite() && (0.0..=10.0).contains(&mu) && mu > 0.0) {
+            return bad(
+                "robot.ground_friction",
+                format!("must lie in (0, 10] (got {mu})"),
+            );
+        }
+        for (name, v) in &self.robot.pose_rad {
+            if !v.is_finite() {
+                return bad(
+                    &format!("robot.pose_rad.{name}"),
+                    format!("not finite ({v})"),
+                );
+            }
+        }
+        if !(1..=MAX_FEET).contains(&self.feet.len()) {
+            return bad(
+                "feet",
+                format!("1 to {MAX_FEET} feet (got {})", self.feet.len()),
+            );
+        }
+        for (i, f) in self.feet.iter().enumerate() {
+            if !(1..=MAX_POINTS).contains(&f.points_m.len()) {
+                return bad(
+                    &format!("feet[{i}].points_m"),
+                    format!("1 to {MAX_POINTS} points (got {})", f.points_m.len()),
+                );
+            }
+            if f.points_m
+                .iter()
+                .flatten()
+                .any(|c| !(c.is_finite() && c.abs() <= 10.0))
+            {
+                return bad(
+                    &format!("feet[{i}].points_m"),
+                    "every coordinate finite and within ±10 m".into(),
+                );
+            }
+            if f.sole_box {
+                let span = |k: usize| {
+                    let (lo, hi) = f
+                        .points_m
+                        .iter()
+                        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
+                            (l.min(p[k]), h.max(p[k]))
+                        });
+                    hi - lo
+                };
+                if !(span(0) > 1e-3 && span(1) > 1e-3) {
+                    return bad(
+                        &format!("feet[{i}].sole_box"),
+                        "the points must span at least 1 mm in x and in y to make a sole".into(),
+                    );
+                }
+            }
+            if self.feet[..i].iter().any(|g| g.link == f.link) {
+                return bad(&format!("feet[{i}].link"), format!("\"{}\" twice", f.link));
+            }
+        }
+        let p = &self.push;
+        let d = p.direction;
+        let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        if !(n.is_finite() && n > 1e-9) {
+            return bad("push.direction", "a finite, non-zero vector".into());
+        }
+        if !(p.at_s.is_finite() && p.at_s >= 0.0 && p.at_s < self.end_s) {
+            return bad(
+                "push.at_s",
+                format!("must lie in [0, end_s) (got {})", p.at_s),
+            );
+        }
+        if !(p.duration_s.is_finite() && p.duration_s >= dt && p.at_s + p.duration_s <= self.end_s)
+        {
+            return bad(
+                "push.duration_s",
+                format!(
+                    "at least one physics step and ending by end_s (got {})",
+                    p.duration_s
+                ),
+            );
+        }
+        if p.impulses_ns.is_empty() || p.impulses_ns.len() > 64 {
+            return bad("push.impulses_ns", "1 to 64 impulses".into());
+        }
+        for (k, &j) in p.impulses_ns.iter().enumerate() {
+            let force = j / p.duration_s;
+            if !(j.is_finite() && j >= 0.0 && force <= sim_host::scene::MAX_PUSH_FORCE_N) {
+                return bad(
+                    &format!("push.impulses_ns[{k}]"),
+                    format!(
+                        "must be ≥ 0 with impulse / duration_s within {} N (got {j})",
+                        sim_host::scene::MAX_PUSH_FORCE_N
+                    ),
+                );
+            }
+            if k > 0 && j <= p.impulses_ns[k - 1] {
+                return bad(&format!("push.impulses_ns[{k}]"), "must increase".into());
+            }
+        }
+        let f = self.judge.fall_height_fraction;
+        if !(f.is_finite() && f > 0.0 && f < 1.0) {
+            return bad(
+                "judge.fall_height_fraction",
+                format!("must lie in (0, 1) (got {f})"),
+            );
+        }
+        let q = &self.qp_balance;
+        if !(q.com_kp.is_finite() && q.com_kp > 0.0 && q.com_kp <= 1e4) {
+            return bad(
+                "qp_balance.com_kp",
+                format!("must lie in (0, 1e4] (got {})", q.com_kp),
+            );
+        }
+        if !(q.min_normal_fraction.is_finite() && (0.0..0.9).contains(&q.min_normal_fraction)) {
+            return bad(
+                "qp_balance.min_normal_fraction",
+                format!("must lie in [0, 0.9) (got {})", q.min_normal_fraction),
+            );
+        }
+        if !(q.friction.is_finite() && q.friction > 0.0 && q.friction <= 10.0) {
+            return bad(
+                "qp_balance.friction",
+                format!("must lie in (0, 10] (got {})", q.friction),
+            );
+        }
+        let pd = &self.pd_hold;
+        if !(pd.effort_at_rad.is_finite() && pd.effort_at_rad > 0.0 && pd.effort_at_rad <= 10.0) {
+            return bad(
+                "pd_hold.effort_at_rad",
+                format!("must lie in (0, 10] (got {})", pd.effort_at_rad),
+            );
+        }
+        if !(pd.damping_ratio.is_finite() && (0.0..=10.0).contains(&pd.damping_ratio)) {
+            return bad(
+                "pd_hold.damping_ratio",
+                format!("must lie in [0, 10] (got {})", pd.damping_ratio),
+            );
+        }
+        Ok(())
+    }
+
+    /// The controllers, in report order.
+    pub fn laws(&self) -> Vec<LeggedLaw> {
+        self.controllers
+            .iter()
+            .filter_map(|c| LeggedLaw::from_name(c))
+            .collect()
+    }
+
+    fn urdf(&self) -> PathBuf {
+        let u = self.robot.urdf.clone().unwrap_or_default();
+        std::fs::canonicalize(&u).unwrap_or(u)
+    }
+
+    fn load_options(&self) -> robot_model::LoadOptions {
+        robot_model::LoadOptions {
+            mimic_as_independent: self.robot.mimic_as_independent,
+            floating_base: true,
+            skip_missing_meshes: false,
+        }
+    }
+}
+
+/// The controllers of a `robot_push`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeggedLaw {
+    /// [`control_core::balance`]: accelerations, contact forces and torques from one conic QP.
+    QpBalance,
+    /// Each joint's PD towards the standing pose.
+    PdHold,
+}
+
+impl LeggedLaw {
+    /// Every controller, in report order.
+    pub const ALL: [Self; 2] = [Self::QpBalance, Self::PdHold];
+
+    /// The name in files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::QpBalance => "qp_balance",
+            Self::PdHold => "pd_hold",
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.name() == s)
+    }
+}
+
+/// The robot as both controllers and the judge see it, resolved from the scenario and the model.
+#[derive(Debug, Clone)]
+pub struct Robot {
+    /// The model's name.
+    pub name: String,
+    /// The tree (floating base).
+    pub tree: Tree<NV>,
+    /// Joints.
+    pub joints: usize,
+    /// Joint names, model order.
+    pub joint_names: Vec<String>,
+    /// Each joint's effort, N·m or N.
+    pub effort: Vec<f64>,
+    /// The standing pose, by joint (0 past `joints`).
+    pub pose: [f64; NV],
+    /// The base body's centre of mass in the base frame, m.
+    pub base_com: Vector3<f64>,
+    /// The feet: their bodies and points in the body frames.
+    pub feet: Vec<ContactBody>,
+    /// The base's standing pose (the lowest foot point on z = 0).
+    pub base_pose: Isometry3<f64>,
+    /// Mass, kg.
+    pub mass_kg: f64,
+    /// The centre of mass's standing height above the ground, m.
+    pub com_height_m: f64,
+    /// The pushed link and its body.
+    pub push_link: String,
+}
+
+impl Robot {
+    /// Resolve the robot: model, pose, feet, standing base pose. An error names the field.
+    pub fn resolve(
+        s: &RobotPushScenario,
+        model: &robot_model::RobotModel,
+    ) -> Result<Self, (String, String)> {
+        let fail = |f: &str, r: String| Err((f.to_owned(), r));
+        if model.base != BaseKind::Floating {
+            return fail("robot.urdf", "a floating base is needed".into());
+        }
+        if model.joints.len() > CAP {
+            return fail(
+                "robot.urdf",
+                format!(
+                    "{} moving joints; a state frame carries at most {CAP}",
+                    model.joints.len()
+                ),
+            );
+        }
+        let tree: Tree<NV> = model
+            .tree()
+            .map_err(|e| ("robot.urdf".to_owned(), e.to_string()))?;
+        let mut pose = [0.0; NV];
+        for (name, &v) in &s.robot.pose_rad {
+            let Some(j) = model.joint_index(name) else {
+                return fail(
+                    &format!("robot.pose_rad.{name}"),
+                    format!("{} has no moving joint \"{name}\"", model.source.display()),
+                );
+            };
+            if let Some((lo, hi)) = model.joints[j].limits
+                && !(lo..=hi).contains(&v)
+            {
+                return fail(
+                    &format!("robot.pose_rad.{name}"),
+                    format!("{v} lies outside the joint's limits [{lo}, {hi}]"),
+                );
+            }
+            pose[j] = v;
+        }
+        for (j, joint) in model.joints.iter().enumerate() {
+            if !s.robot.pose_rad.contains_key(&joint.name)
+                && let Some((lo, hi)) = joint.limits
+                && !(lo..=hi).contains(&0.0)
+            {
+                return fail(
+                    "robot.pose_rad",
+                    format!(
+                        "joint \"{}\" (limits [{lo}, {hi}]) cannot stand at 0: give its pose",
+                        joint.name
+                    ),
+                );
+            }
+            let _ = j;
+        }
+        let effort: Vec<f64> = model
+            .joints
+            .iter()
+            .map(|j| j.effort.unwrap_or(0.0))
+            .collect();
+        if let Some(k) = effort.iter().position(|e| !(*e > 0.0)) {
+            return fail(
+                "robot.urdf",
+                format!(
+                    "joint \"{}\" has no positive <limit effort>: the plant and the controllers need every joint's",
+                    model.joints[k].name
+                ),
+            );
+        }
+        let place = |link: &str| -> Option<(usize, Isometry3<f64>)> {
+            if let Some(f) = model.frame(link) {
+                return Some((f.body, isometry(&f.placement)));
+            }
+            model
+                .bodies
+                .iter()
+                .position(|b| b.link == link)
+                .map(|b| (b, Isometry3::identity()))
+        };
+        let mut feet = Vec::with_capacity(s.feet.len());
+        for (i, f) in s.feet.iter().enumerate() {
+            let Some((body, placement)) = place(&f.link) else {
+                return fail(
+                    &format!("feet[{i}].link"),
+                    format!("{} has no link \"{}\"", model.source.display(), f.link),
+                );
+            };
+            if body == 0 {
+                return fail(
+                    &format!("feet[{i}].link"),
+                    format!(
+                        "\"{}\" is the floating base: a foot must hang from a joint",
+                        f.link
+                    ),
+                );
+            }
+            if feet.iter().any(|c: &ContactBody| c.body == body) {
+                return fail(
+                    &format!("feet[{i}].link"),
+                    format!("\"{}\" is on a body another foot already names", f.link),
+                );
+            }
+            let mut points = [[0.0; 3]; MAX_POINTS];
+            for (slot, p) in points.iter_mut().zip(&f.points_m) {
+                let w = placement * Point3::from(*p);
+                *slot = [w.x, w.y, w.z];
+            }
+            feet.push(ContactBody {
+                body,
+                points,
+                count: f.points_m.len(),
+            });
+        }
+        let kin = tree
+            .kinematics(&Isometry3::identity(), &pose)
+            .map_err(|e| ("robot.pose_rad".to_owned(), e.to_string()))?;
+        let mut lowest = f64::INFINITY;
+        for c in &feet {
+            let Some(pose) = kin.body_pose(c.body) else {
+                continue;
+            };
+            for p in c.points.iter().take(c.count) {
+                lowest = lowest.min((pose * Point3::from(*p)).z);
+            }
+        }
+        let base_pose = Isometry3::from_parts(
+            Translation3::new(0.0, 0.0, -lowest),
+            UnitQuaternion::identity(),
+        );
+        let (mass_kg, com) = kin
+            .center_of_mass()
+            .map_err(|e| ("robot.urdf".to_owned(), e.to_string()))?;
+        let com_height_m = com.z - lowest;
+        if !(com_height_m > 0.01) {
+            return fail(
+                "feet",
+                format!(
+                    "the centre of mass stands {com_height_m:.3} m above the lowest foot point: the feet are not under the robot"
+                ),
+            );
+        }
+        let push_link = match &s.push.link {
+            Some(l) => {
+                if place(l).is_none() {
+                    return fail(
+                        "push.link",
+                        format!("{} has no link \"{l}\"", model.source.display()),
+                    );
+                }
+                l.clone()
+            }
+            None => model.bodies[0].link.clone(),
+        };
+        Ok(Self {
+            name: model.name.clone(),
+            tree,
+            joints: model.joints.len(),
+            joint_names: model.joints.iter().map(|j| j.name.clone()).collect(),
+            effort,
+            pose,
+            base_com: Vector3::from(model.bodies[0].inertial.com_m),
+            feet,
+            base_pose,
+            mass_kg,
+            com_height_m,
+            push_link,
+        })
+    }
+
+    /// The floating base's pose and the generalized velocity (the tree's layout: the base
+    /// origin's velocity and the angular velocity in the base frame, then the joints) from a
+    /// state: the plant's body 0 is the base's centre of mass, world velocities.
+    pub fn base_and_velocity(&self, s: &LeggedState) -> (Isometry3<f64>, [f64; NV]) {
+        let b = &s.base;
+        let [w, i, j, k] = b.orientation;
+        let r = UnitQuaternion::new_normalize(Quaternion::new(w, i, j, k));
+        let com = Vector3::from(b.com_m);
+        let offset = r * self.base_com;
+        let origin = com - offset;
+        let omega = Vector3::from(b.angular_velocity_rad_s);
+        let v_origin = Vector3::from(b.velocity_m_s) - omega.cross(&offset);
+        let inv = r.inverse();
+        let (vb, wb) = (inv * v_origin, inv * omega);
+        let mut v = [0.0; NV];
+        v[..3].copy_from_slice(vb.as_slice());
+        v[3..6].copy_from_slice(wb.as_slice());
+        let n = s.joints.min(CAP);
+        v[6..6 + n].copy_from_slice(&s.qd[..n]);
+        (Isometry3::from_parts(Translation3::from(origin), r), v)
+    }
+
+    /// The joint positions, by tree joint.
+    pub fn positions(&self, s: &LeggedState) -> [f64; NV] {
+        let mut q = [0.0; NV];
+        q[..CAP].copy_from_slice(&s.q);
+        q
+    }
+}
+
+fn isometry(p: &control_core::tree::Placement) -> Isometry3<f64> {
+    let r = &p.rotation;
+    let m = control_core::articulated::nalgebra::Matrix3::new(
+        r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0], r[2][1], r[2][2],
+    );
+    Isometry3::from_parts(
+        Translation3::new(p.xyz_m[0], p.xyz_m[1], p.xyz_m[2]),
+        UnitQuaternion::from_matrix(&m),
+    )
+}
+
+/// The state a tick takes, as an accepted frame carried it.
+#[derive(Debug, Clone, Copy)]
+pub struct LeggedState {
+    /// Plant step.
+    pub step: u64,
+    /// Simulated time, s.
+    pub sim_time_s: f64,
+    /// Joints in the frame.
+    pub joints: usize,
+    /// Joint positions (0 past `joints`).
+    pub q: [f64; CAP],
+    /// Joint velocities (0 past `joints`).
+    pub qd: [f64; CAP],
+    /// The base (body 0).
+    pub base: BodyMotion,
+    /// The ground's force per body in contact (body, world N), the first `contact_count`.
+    pub contacts: [(u16, [f64; 3]); MAX_CONTACTS],
+    /// How many of `contacts`.
+    pub contact_count: usize,
+}
+
+impl Default for LeggedState {
+    fn default() -> Self {
+        Self {
+            step: 0,
+            sim_time_s: 0.0,
+            joints: 0,
+            q: [0.0; CAP],
+            qd: [0.0; CAP],
+            base: BodyMotion::default(),
+            contacts: [(0, [0.0; 3]); MAX_CONTACTS],
+            contact_count: 0,
+        }
+    }
+}
+
+impl LeggedState {
+    /// The state in `frame` (`None` without joints or bodies).
+    pub fn of(frame: &StateFrame) -> Option<Self> {
+        let base = *frame.bodies.first()?;
+        if frame.joints.is_empty() {
+            return None;
+        }
+        let mut s = Self {
+            step: frame.step,
+            sim_time_s: frame.sim_time_s,
+            joints: frame.joints.len().min(CAP),
+            base,
+            ..Self::default()
+        };
+        for (k, j) in frame.joints.iter().take(CAP).enumerate() {
+            s.q[k] = j.position_rad;
+            s.qd[k] = j.velocity_rad_s;
+        }
+        for (slot, c) in s.contacts.iter_mut().zip(&frame.contacts) {
+            *slot = (c.body.0, c.force_n);
+            s.contact_count += 1;
+        }
+        Some(s)
+    }
+
+    /// The ground's normal force on `body` at the last step, N.
+    pub fn normal_on(&self, body: usize) -> f64 {
+        self.contacts[..self.contact_count]
+            .iter()
+            .filter(|(b, _)| usize::from(*b) == body)
+            .map(|(_, f)| f[2])
+            .sum()
+    }
+}
+
+impl LoopState for LeggedState {
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn sim_time_s(&self) -> f64 {
+        self.sim_time_s
+    }
+}
+
+/// One QP tick as recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct QpTick {
+    /// How it ended.
+    pub status: BalanceStatus,
+    /// Interior-point iterations.
+    pub iterations: u32,
+    /// Largest ‖f_t‖/(μ f_n) of the chosen forces.
+    pub friction_use: f64,
+}
+
+/// A tick's answer.
+#[derive(Debug, Clone, Copy)]
+pub struct LeggedCommand {
+    /// The step it answers.
+    pub step: u64,
+    /// The safe state's.
+    pub safe: bool,
+    /// Joints.
+    pub joints: usize,
+    /// Torques, model joint order.
+    pub torques: [f64; CAP],
+    /// Joints whose torque was limited to their effort this tick.
+    pub limited: u32,
+    /// `qp_balance`: its QP.
+    pub qp: Option<QpTick>,
+}
+
+impl LoopCommand for LeggedCommand {
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn is_safe(&self) -> bool {
+        self.safe
+    }
+    fn torques(&self) -> &[f64] {
+        &self.torques[..self.joints]
+    }
+}
+
+/// What a controller of a `robot_push` shares with its clones (built once).
+#[derive(Debug)]
+struct Shared {
+    robot: Robot,
+    groups: Vec<JointGroup>,
+    settings: BalanceSettings,
+    /// `pd_hold`: stiffness, damping and the standing pose's static torque per joint.
+    kp: Vec<f64>,
+    kd: Vec<f64>,
+    hold: Vec<f64>,
+}
+
+/// A `robot_push` controller: the same object in lockstep and in real time.
+pub struct LeggedController {
+    law: LeggedLaw,
+    shared: Arc<Shared>,
+    qp: Option<Box<Qp>>,
+}
+
+impl std::fmt::Debug for LeggedController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeggedController")
+            .field("law", &self.law)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for LeggedController {
+    fn clone(&self) -> Self {
+        // Built once already: building again cannot fail.
+        Self::build(self.law, self.shared.clone())
+            .unwrap_or_else(|_| unreachable!("a built controller builds"))
+    }
+}
+
+/// `pd_hold`'s gains for `robot` at `period_s`: (kp, kd, joints whose stiffness the sampled
+/// loop capped).
+///
+/// Each joint's stiffness is its effort over [`PdSpec::effort_at_rad`] and its damping
+/// `2 ζ √(k_p I)`, with `I` the inertia a torque at the joint meets with the robot in the air
+/// and every other joint free, `1 / (M⁻¹)_kk` at the standing pose (the floating base gives
+/// way too, so it is less than the composite inertia `M_kk`). Where `k_p` would make `ω = √(k_p / I)`
+/// exceed [`MAX_OMEGA_DT`] / `period_s`, it is capped there and the joint named: a foot in the
+/// air is then a stable sampled loop. With the foot on the ground an ankle turns the whole body
+/// (an inertia thousands of times the foot's), so a capped ankle is soft; gains sized for
+/// that inertia instead make a lifted foot's loop unstable (measured on Talos at 200 Hz: the
+/// feet bounce off the ground within 0.1 s and it falls at once).
+pub fn pd_gains(robot: &Robot, spec: &PdSpec, period_s: f64) -> Result<PdGains, String> {
+    let kin = robot
+        .tree
+        .kinematics(&robot.base_pose, &robot.pose)
+        .map_err(|e| e.to_string())?;
+    let m = kin.mass_matrix().map_err(|e| e.to_string())?;
+    let nv = robot.tree.nv();
+    let m = control_core::articulated::nalgebra::DMatrix::from_fn(nv, nv, |r, c| m[(r, c)]);
+    let inverse = m
+        .cholesky()
+        .ok_or("the mass matrix at the standing pose is not positive definite")?
+        .inverse();
+    let omega_max = MAX_OMEGA_DT / period_s;
+    let (mut kp, mut kd, mut capped) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..robot.joints {
+        let inertia = 1.0 / inverse[(6 + k, 6 + k)];
+        let mut p = robot.effort[k] / spec.effort_at_rad;
+        if p > inertia * omega_max * omega_max {
+            p = inertia * omega_max * omega_max;
+            capped.push(robot.joint_names[k].clone());
+        }
+        kp.push(p);
+        kd.push(2.0 * spec.damping_ratio * (p * inertia).sqrt());
+    }
+    Ok((kp, kd, capped))
+}
+
+/// The joint torques that hold `robot` still in its standing pose with its weight on its feet:
+/// the generalized gravity's joint rows minus `Jᵀ f` of a vertical force at each foot's points'
+/// centroid, the forces the least-squares split of the weight whose moment about the centre of
+/// mass is zero (equal shares for two feet side by side under it).
+pub fn static_torques(robot: &Robot) -> Result<Vec<f64>, String> {
+    use control_core::articulated::nalgebra::DMatrix;
+    let kin = robot
+        .tree
+        .kinematics(&robot.base_pose, &robot.pose)
+        .map_err(|e| e.to_string())?;
+    let (mass, com) = kin.center_of_mass().map_err(|e| e.to_string())?;
+    let g = kin
+        .gravity(&Vector3::from(GRAVITY))
+        .map_err(|e| e.to_string())?;
+    let n = robot.feet.len();
+    let mut centroids = Vec::with_capacity(n);
+    for f in &robot.feet {
+        let mut c = [0.0; 3];
+        for p in f.points.iter().take(f.count) {
+            for k in 0..3 {
+                c[k] += p[k] / f.count as f64;
+            }
+        }
+        let pose = kin.body_pose(f.body).ok_or("a foot past the tree")?;
+        centroids.push((c, pose * Point3::from(c)));
+    }
+    let a = DMatrix::from_fn(3, n, |r, i| match r {
+        0 => 1.0,
+        1 => centroids[i].1.y - com.y,
+        _ => centroids[i].1.x - com.x,
+    });
+    let b = control_core::articulated::nalgebra::DVector::from_vec(vec![mass * 9.81, 0.0, 0.0]);
+    let split = a
+        .pseudo_inverse(1e-12)
+        .map_err(|e| format!("the weight's split over the feet: {e}"))?
+        * b;
+    let mut hold: Vec<f64> = (0..robot.joints).map(|k| g[6 + k]).collect();
+    for (i, f) in robot.feet.iter().enumerate() {
+        let placement = control_core::tree::Placement {
+            xyz_m: centroids[i].0,
+            rotation: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+        };
+        let j = kin
+            .frame_jacobian(f.body, &placement)
+            .map_err(|e| e.to_string())?;
+        for (k, h) in hold.iter_mut().enumerate() {
+            *h -= j[(2, 6 + k)] * split[i];
+        }
+    }
+    Ok(hold)
+}
+
+impl LeggedController {
+    /// The controller `law` for `robot` under `s` at the control period `period_s`; also the
+    /// names of joints whose `pd_hold` stiffness the sampled loop capped.
+    pub fn new(
+        law: LeggedLaw,
+        robot: Robot,
+        s: &RobotPushScenario,
+        period_s: f64,
+    ) -> Result<(Self, Vec<String>), String> {
+        let groups: Vec<JointGroup> = (0..robot.joints)
+            .map(|k| JointGroup {
+                first: k,
+                count: 1,
+                effort: robot.effort[k],
+            })
+            .collect();
+        let points: usize = robot.feet.iter().map(|f| f.count).sum();
+        let weight = robot.mass_kg * 9.81;
+        let omega = (9.81 / robot.com_height_m).sqrt();
+        let mut settings = BalanceSettings::DEFAULT;
+        settings.com_kp = s.qp_balance.com_kp;
+        settings.com_kd = omega + s.qp_balance.com_kp / omega;
+        settings.min_normal_n = s.qp_balance.min_normal_fraction * weight / points as f64;
+        settings.friction = s.qp_balance.friction;
+        let (kp, kd, capped) = pd_gains(&robot, &s.pd_hold, period_s)?;
+        let hold = static_torques(&robot)?;
+        let shared = Arc::new(Shared {
+            robot,
+            groups,
+            settings,
+            kp,
+            kd,
+            hold,
+        });
+        Ok((Self::build(law, shared)?, capped))
+    }
+
+    fn build(law: LeggedLaw, shared: Arc<Shared>) -> Result<Self, String> {
+        let qp = match law {
+            LeggedLaw::PdHold => None,
+            LeggedLaw::QpBalance => {
+                let sh = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .stack_size(64 << 20)
+                        .spawn(move || -> Result<Box<Qp>, String> {
+                            Ok(Box::new(
+                                Qp::new(sh.robot.tree, &sh.robot.feet, &sh.groups, sh.settings)
+                                    .map_err(|e| e.to_string())?,
+                            ))
+                        })
+                        .map_err(|e| format!("qp_balance: cannot start its builder thread: {e}"))?
+                        .join()
+                        .map_err(|_| "qp_balance: its builder thread panicked".to_string())??,
+                )
+            }
+        };
+        Ok(Self { law, shared, qp })
+    }
+
+    fn command(&self, s: &LeggedState, safe: bool) -> LeggedCommand {
+        LeggedCommand {
+            step: s.step,
+            safe,
+            joints: self.shared.robot.joints,
+            torques: [0.0; CAP],
+            limited: 0,
+            qp: None,
+        }
+    }
+
+    /// Each joint's torque limited to its effort (a hair inside: the plant refuses a frame
+    /// beyond it), non-finite ones to 0; how many were limited.
+    fn limit(&self, c: &mut LeggedCommand) {
+        for (k, t) in c.torques.iter_mut().take(c.joints).enumerate() {
+            let e = self.shared.robot.effort[k] * (1.0 - 1e-9);
+            if !t.is_finite() {
+                *t = 0.0;
+                c.limited += 1;
+            } else if t.abs() > e {
+                *t = t.clamp(-e, e);
+                c.limited += 1;
+            }
+        }
+    }
+}
+
+impl LoopController for LeggedController {
+    type State = LeggedState;
+    type Command = LeggedCommand;
+
+    fn state_of(frame: &StateFrame) -> Option<LeggedState> {
+        LeggedState::of(frame)
+    }
+
+    fn tick(&mut self, s: LeggedState) -> LeggedCommand {
+        let mut c = self.command(&s, false);
+        let sh = &*self.shared;
+        match (self.law, self.qp.as_mut()) {
+            (LeggedLaw::QpBalance, Some(qp)) => {
+                let (base, v) = sh.robot.base_and_velocity(&s);
+                let q = sh.robot.positions(&s);
+                let mut planted = [[false; MAX_POINTS]; MAX_FEET];
+                for (p, foot) in planted.iter_mut().zip(&sh.robot.feet) {
+                    *p = [s.normal_on(foot.body) > PLANTED_N; MAX_POINTS];
+                }
+                let out = qp.tick(&BalanceInput {
+                    base_pose: &base,
+                    q: &q,
+                    v: &v,
+                    q_target: &sh.robot.pose,
+                    upright_target: &sh.robot.base_pose.rotation,
+                    com_height_m: sh.robot.com_height_m,
+                    planted: &planted[..sh.robot.feet.len()],
+                    gravity: Vector3::from(GRAVITY),
+                    tasks: &[],
+                });
+                c.torques[..sh.robot.joints].copy_from_slice(&out.torques[6..6 + sh.robot.joints]);
+                c.qp = Some(QpTick {
+                    status: out.status,
+                    iterations: out.qp.map_or(0, |i| i.iterations),
+                    friction_use: out.friction_use,
+                });
+            }
+            _ => {
+                for k in 0..sh.robot.joints {
+                    c.torques[k] =
+                        sh.hold[k] + sh.kp[k] * (sh.robot.pose[k] - s.q[k]) - sh.kd[k] * s.qd[k];
+                }
+            }
+        }
+        self.limit(&mut c);
+        c
+    }
+
+    fn safe(&self, s: LeggedState) -> LeggedCommand {
+        let mut c = self.command(&s, true);
+        for k in 0..self.shared.robot.joints {
+            c.torques[k] = -self.shared.kd[k] * s.qd[k];
+        }
+        self.limit(&mut c);
+        c
+    }
+
+    fn accepts(&self, s: &LeggedState) -> Result<(), String> {
+        if s.joints == self.shared.robot.joints {
+            Ok(())
+        } else {
+            Err(format!(
+                "the plant's states carry {} joints; the robot has {}",
+                s.joints, self.shared.robot.joints
+            ))
+        }
+    }
+}
+
+/// What the judge needs of the robot (shared by every run's recorder).
+#[derive(Debug)]
+pub struct Judge {
+    robot: Robot,
+    mu: f64,
+    fall_height_m: f64,
+    push_at_s: f64,
+}
+
+/// A planted foot whose points' centroid moves faster than this along the ground slips, m/s.
+pub const SLIP_M_S: f64 = 0.01;
+
+/// The ground's forces on the feet as the plant measured them, and the feet's motion, until the
+/// fall (or the end).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FeetOut {
+    /// Largest ‖f_t‖ / (μ f_n) over the steps and the feet touching the ground (μ the ground's):
+    /// 1 is the cone's edge.
+    pub max_friction_use: f64,
+    /// Foot-steps at the cone's edge (friction use ≥ 0.99). With two or more feet down the
+    /// plant's solver may load their cones with internal forces (equal and opposite, moving
+    /// nothing): this counts forces, `slip_steps` motion.
+    pub saturated_steps: u64,
+    /// Foot-steps on which a foot touching at this step and the last moved along the ground
+    /// faster than [`SLIP_M_S`] (its points' centroid, from the model's kinematics).
+    pub slip_steps: u64,
+    /// A foot lifting: touching at one step, not at the next.
+    pub lift_events: u64,
+    /// The farthest a foot's centroid got from where it stood, along the ground, m.
+    pub max_drift_m: f64,
+}
+
+/// Each foot's points' centroid along the ground, m.
+type FeetXy = [[f64; 2]; MAX_FEET];
+
+/// `pd_hold`'s stiffness and damping per joint, and the joints whose stiffness was capped.
+pub type PdGains = (Vec<f64>, Vec<f64>, Vec<String>);
+
+/// Records and judges one run.
+#[derive(Debug)]
+pub struct LeggedRecorder {
+    judge: Arc<Judge>,
+    last: Option<LeggedState>,
+    times: LoopTimes,
+    fell_at_s: Option<f64>,
+    fell_because: Option<String>,
+    capture: CaptureRecord,
+    contacts: FeetOut,
+    planted: [bool; MAX_FEET],
+    /// Each foot's centroid at the last state and at the start.
+    feet_at: Option<(FeetXy, FeetXy)>,
+    qp: Option<QpOut>,
+    limited: u64,
+    min_base_height_m: f64,
+}
+
+/// The capture point against the feet's footprint.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CaptureRecord {
+    /// Smallest signed distance from the capture point to the footprint's edge from the push on,
+    /// m (positive inside).
+    pub min_margin_m: Option<f64>,
+    /// The same at the run's last state (or at the fall), m.
+    pub end_margin_m: Option<f64>,
+    /// Largest horizontal speed of the centre of mass, m/s.
+    pub max_com_speed_m_s: f64,
+}
+
+impl LeggedRecorder {
+    fn new(judge: Arc<Judge>) -> Self {
+        Self {
+            judge,
+            last: None,
+            times: LoopTimes::default(),
+            fell_at_s: None,
+            fell_because: None,
+            capture: CaptureRecord::default(),
+            contacts: FeetOut::default(),
+            planted: [false; MAX_FEET],
+            feet_at: None,
+            qp: None,
+            limited: 0,
+            min_base_height_m: f64::INFINITY,
+        }
+    }
+
+    /// At state `s`: the capture point's margin in the footprint of every foot point, the
+    /// centre of mass's horizontal speed, and each foot's points' centroid along the ground.
+    fn measure(&self, s: &LeggedState) -> Option<(Option<f64>, f64, FeetXy)> {
+        let robot = &self.judge.robot;
+        let (base, v) = robot.base_and_velocity(s);
+        let q = robot.positions(s);
+        let kin = robot.tree.kinematics(&base, &q).ok()?;
+        let (_, x) = kin.center_of_mass().ok()?;
+        let jc = kin.com_jacobian().ok()?;
+        let xd = jc * control_core::articulated::nalgebra::SVector::<f64, NV>::from(v);
+        let mut points = Vec::with_capacity(MAX_FEET * MAX_POINTS);
+        let mut centroids = [[0.0; 2]; MAX_FEET];
+        for (f, c) in robot.feet.iter().zip(centroids.iter_mut()) {
+            let pose = kin.body_pose(f.body)?;
+            for p in f.points.iter().take(f.count) {
+                let w = pose * Point3::from(*p);
+                points.push([w.x, w.y]);
+                c[0] += w.x / f.count as f64;
+                c[1] += w.y / f.count as f64;
+            }
+        }
+        let margin = (x.z > 0.0)
+            .then(|| {
+                let omega = (9.81 / x.z).sqrt();
+                support_margin(&points, [x.x + xd.x / omega, x.y + xd.y / omega])
+            })
+            .flatten();
+        Some((margin, xd.x.hypot(xd.y), centroids))
+    }
+}
+
+impl LoopRecorder<LeggedController> for LeggedRecorder {
+    type Finished = RobotRun;
+
+    fn state(&mut self, frame: &StateFrame) -> Option<LeggedState> {
+        self.times.frame(frame);
+        let s = LeggedState::of(frame)?;
+        if self.fell_at_s.is_none() {
+            let robot = &self.judge.robot;
+            let (base, _) = robot.base_and_velocity(&s);
+            let height = base.translation.vector.z;
+            self.min_base_height_m = self.min_base_height_m.min(height);
+            let mut why = None;
+            if !(height >= self.judge.fall_height_m) {
+                why = Some(format!("the base fell to {height:.3} m"));
+            }
+            for &(body, f) in &s.contacts[..s.contact_count] {
+                let foot = robot.feet.iter().position(|c| c.body == usize::from(body));
+                match foot {
+                    None if f[2] > PLANTED_N && why.is_none() => {
+                        why = Some(format!("body {body} touched the ground"));
+                    }
+                    _ => {}
+                }
+            }
+            let measured = self.measure(&s);
+            let dt = self.last.map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
+            for (k, foot) in robot.feet.iter().enumerate() {
+                let f = s.contacts[..s.contact_count]
+                    .iter()
+                    .filter(|(b, _)| usize::from(*b) == foot.body)
+                    .fold([0.0; 3], |a, (_, f)| {
+                        [a[0] + f[0], a[1] + f[1], a[2] + f[2]]
+                    });
+                let touching = f[2] > PLANTED_N;
+                if touching {
+                    let use_ = f[0].hypot(f[1]) / (self.judge.mu * f[2]);
+                    self.contacts.max_friction_use = self.contacts.max_friction_use.max(use_);
+                    if use_ >= 0.99 {
+                        self.contacts.saturated_steps += 1;
+                    }
+                }
+                if let (Some((_, _, now)), Some((last, start))) = (&measured, &self.feet_at) {
+                    let moved = (now[k][0] - last[k][0]).hypot(now[k][1] - last[k][1]);
+                    if touching && self.planted[k] && dt > 0.0 && moved > SLIP_M_S * dt {
+                        self.contacts.slip_steps += 1;
+                    }
+                    let drift = (now[k][0] - start[k][0]).hypot(now[k][1] - start[k][1]);
+                    self.contacts.max_drift_m = self.contacts.max_drift_m.max(drift);
+                }
+                if self.planted[k] && !touching && frame.step > 1 {
+                    self.contacts.lift_events += 1;
+                }
+                self.planted[k] = touching;
+            }
+            if let Some((_, _, now)) = &measured {
+                let start = self.feet_at.map_or(*now, |(_, start)| start);
+                self.feet_at = Some((*now, start));
+            }
+            if s.sim_time_s >= self.judge.push_at_s
+                && let Some((Some(margin), speed, _)) = measured
+            {
+                self.capture.end_margin_m = Some(margin);
+                if self.capture.min_margin_m.is_none_or(|m| margin < m) {
+                    self.capture.min_margin_m = Some(margin);
+                }
+                self.capture.max_com_speed_m_s = self.capture.max_com_speed_m_s.max(speed);
+            }
+            if let Some(why) = why {
+                self.fell_at_s = Some(s.sim_time_s);
+                self.fell_because = Some(why);
+            }
+        }
+        self.last = Some(s);
+        Some(s)
+    }
+
+    fn tick(&mut self, c: &LeggedCommand, compute: Option<Duration>) {
+        self.limited += u64::from(c.limited);
+        if let Some(t) = c.qp {
+            let qp = self.qp.get_or_insert_with(QpOut::default);
+            qp.ticks += 1;
+            if t.status == BalanceStatus::Solved {
+                qp.solved += 1;
+            } else {
+                *qp.fallbacks.entry(format!("{:?}", t.status)).or_insert(0) += 1;
+            }
+            qp.max_iterations = qp.max_iterations.max(t.iterations);
+            qp.mean_iterations += (f64::from(t.iterations) - qp.mean_iterations) / qp.ticks as f64;
+            qp.max_friction_use = qp.max_friction_use.max(t.friction_use);
+        }
+        self.times.compute(compute);
+    }
+
+    fn round_trip(&mut self, d: Duration) {
+        self.times.round_trip(d);
+    }
+
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.times.wake(wake_latency_ns);
+    }
+
+    fn last_state(&self) -> Option<LeggedState> {
+        self.last
+    }
+
+    fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> RobotRun {
+        let (plant_step_us, _latency) = self.times.close(&mut timing, &mut faults);
+        RobotRun {
+            fell_at_s: self.fell_at_s,
+            fell_because: self.fell_because,
+            min_base_height_m: self.min_base_height_m,
+            capture: self.capture,
+            contacts: self.contacts,
+            qp: self.qp,
+            limited: self.limited,
+            plant_step_us,
+            timing,
+            faults,
+        }
+    }
+}
+
+/// One run.
+#[derive(Debug)]
+pub struct RobotRun {
+    fell_at_s: Option<f64>,
+    fell_because: Option<String>,
+    min_base_height_m: f64,
+    capture: CaptureRecord,
+    contacts: FeetOut,
+    qp: Option<QpOut>,
+    limited: u64,
+    plant_step_us: Option<Percentiles>,
+    timing: Timing,
+    faults: Faults,
+}
+
+/// One push in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RobotPushOut {
+    /// Impulse, N·s.
+    pub impulse_ns: f64,
+    /// Stood: not fallen, and its capture point ended inside the feet's footprint (`None`: the
+    /// run was cut).
+    pub stood: Option<bool>,
+    /// When it fell, s.
+    pub fell_at_s: Option<f64>,
+    /// Why it is judged fallen (the base's height, a body other than a foot on the ground, or
+    /// the capture point outside the footprint at the end).
+    pub why: Option<String>,
+    /// The base origin's lowest height, m.
+    pub min_base_height_m: f64,
+    /// The capture point against the footprint.
+    pub capture: CaptureRecord,
+    /// The ground's forces on the feet as the plant measured them, and the feet's motion,
+    /// until the fall.
+    pub feet: FeetOut,
+    /// `qp_balance`: its QP ticks.
+    pub qp: Option<QpOut>,
+    /// Joint-ticks whose torque was limited to the effort.
+    pub limited_joint_ticks: u64,
+}
+
+/// One controller in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RobotControllerOut {
+    /// Its name.
+    pub name: &'static str,
+    /// The largest impulse it stood with every smaller one, N·s.
+    pub largest_push_survived_ns: Option<f64>,
+    /// Controller tick compute time, unpushed run, µs.
+    pub tick_us: Option<Percentiles>,
+    /// Plant step cost, unpushed run, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Per impulse.
+    pub pushes: Vec<RobotPushOut>,
+}
+
+/// `report.json` of a `robot_push` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RobotPushReport {
+    /// Whether every run ran to its end.
+    pub complete: bool,
+    /// Why not.
+    pub incomplete_reason: Option<String>,
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario file.
+    pub scenario_file: String,
+    /// `"robot_push"`.
+    pub kind: &'static str,
+    /// `"lockstep"` or `"realtime"`.
+    pub mode: &'static str,
+    /// Control rate, Hz.
+    pub control_rate_hz: f64,
+    /// The URDF.
+    pub urdf: String,
+    /// The robot's name.
+    pub robot: String,
+    /// Mass, kg.
+    pub mass_kg: f64,
+    /// Velocity degrees of freedom (6 + joints).
+    pub dof: usize,
+    /// The standing centre of mass's height, m.
+    pub com_height_m: f64,
+    /// The feet as given.
+    pub feet: Vec<FootSpec>,
+    /// The pushes.
+    pub push: PushSpec,
+    /// The pushed link.
+    pub push_link: String,
+    /// `pd_hold`'s joints whose effort-based stiffness the sampled loop capped (ω dt ≤ 0.3).
+    pub pd_hold_capped_joints: Vec<String>,
+    /// `qp_balance`'s smallest normal force per foot point, N.
+    pub qp_min_normal_n: f64,
+    /// The impulse along the push that puts the standing robot's capture point on the edge of
+    /// its feet's footprint, `m ω d` (d: how far the footprint reaches beyond the centre of
+    /// mass along the push, ω = √(g/h)): the most feet that stay flat (ankle torques alone) can
+    /// stop; surviving more takes the hips' and arms' momentum, or a step. N·s.
+    pub ankle_bound_ns: Option<f64>,
+    /// How far the feet's lowest point stands above the collision shapes' lowest point (the
+    /// robot is placed with the latter on the ground), m.
+    pub foot_points_above_ground_m: f64,
+    /// Per controller.
+    pub controllers: Vec<RobotControllerOut>,
+    /// The first run's timing.
+    pub timing: Timing,
+    /// Every run's faults, summed.
+    pub faults: Faults,
+}
+
+/// In lockstep the controller ticks once per plant step.
+pub fn check_mode(s: &RobotPushScenario, file: &Path, mode: Mode) -> Result<(), ScenarioError> {
+    let dt = s.physics_dt_s;
+    if mode == Mode::Lockstep && (1.0 / s.control_rate_hz - dt).abs() > 1e-9 * dt {
+        return Err(ScenarioError {
+            file: file.display().to_string(),
+            field: "control_rate_hz".into(),
+            reason: format!(
+                "in lockstep the controller ticks once per plant step, so the control rate must be 1/physics_dt_s = {} Hz (got {} Hz); use --mode realtime for other rates",
+                1.0 / dt,
+                s.control_rate_hz
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// [`RobotPushReport::ankle_bound_ns`] of `robot` standing, pushed along `direction`.
+fn ankle_bound(robot: &Robot, direction: [f64; 3]) -> Option<f64> {
+    let d = Vector3::new(direction[0], direction[1], 0.0);
+    if !(d.norm() > 1e-9) {
+        return None;
+    }
+    let d = d.normalize();
+    let kin = robot.tree.kinematics(&robot.base_pose, &robot.pose).ok()?;
+    let (mass, x) = kin.center_of_mass().ok()?;
+    let mut front = f64::NEG_INFINITY;
+    for f in &robot.feet {
+        let pose = kin.body_pose(f.body)?;
+        for p in f.points.iter().take(f.count) {
+            front = front.max((pose * Point3::from(*p) - Point3::from(x)).dot(&d));
+        }
+    }
+    (x.z > 0.0 && front > 0.0).then(|| mass * (9.81 / x.z).sqrt() * front)
+}
+
+/// The plant's scene for one push.
+fn scene(s: &RobotPushScenario, robot: &Robot, impulse: f64) -> sim_host::robot::RobotScene {
+    let mut scene = sim_host::robot::RobotScene::new(s.urdf(), s.end_s);
+    scene.mimic_as_independent = s.robot.mimic_as_independent;
+    scene.floating_base = true;
+    scene.collision = s.robot.collision;
+    scene.dt_s = s.physics_dt_s;
+    scene.gravity_m_s2 = GRAVITY;
+    let t = robot.base_pose.translation.vector;
+    scene.base_xyz_m = [t.x, t.y, t.z];
+    scene.initial_q = robot
+        .joint_names
+        .iter()
+        .zip(&robot.pose)
+        .filter(|(_, v)| **v != 0.0)
+        .map(|(n, v)| (n.clone(), *v))
+        .collect();
+    scene.sole_boxes = s
+        .feet
+        .iter()
+        .filter(|f| f.sole_box)
+        .map(|f| {
+            let (mut lo, mut hi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+            for p in &f.points_m {
+                for k in 0..3 {
+                    lo[k] = lo[k].min(p[k]);
+                    hi[k] = hi[k].max(p[k]);
+                }
+            }
+            sim_host::robot::SoleBox {
+                link: f.link.clone(),
+                min_m: [lo[0], lo[1], lo[2]],
+                max_m: [hi[0], hi[1], lo[2] + SOLE_BOX_DEPTH_M],
+            }
+        })
+        .collect();
+    scene.ground = Some(sim_host::robot::Ground {
+        height_m: 0.0,
+        friction: s.robot.ground_friction,
+    });
+    if impulse > 0.0 {
+        let d = s.push.direction;
+        let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        let f = impulse / s.push.duration_s / n;
+        scene.pushes = vec![Push {
+            body: robot.push_link.clone(),
+            force_n: [d[0] * f, d[1] * f, d[2] * f],
+            start_s: s.push.at_s,
+            duration_s: s.push.duration_s,
+        }];
+    }
+    scene
+}
+
+/// A `robot_push` scenario ready to run: the file, the robot resolved from its model and placed
+/// on the ground, and every controller built once. Everything that can be wrong with the
+/// input is found here, before any output is written or any plant starts.
+#[derive(Debug)]
+pub struct RobotPush {
+    /// The file as written.
+    pub s: RobotPushScenario,
+    robot: Robot,
+    controllers: Vec<(LeggedLaw, LeggedController)>,
+    lowest: f64,
+    ankle_bound_ns: Option<f64>,
+    capped: Vec<String>,
+    min_normal: f64,
+}
+
+impl RobotPush {
+    /// Parse and check the file ([`RobotPushScenario::parse`]), load the robot (with
+    /// `robot_model::load`, as the plant does), resolve its pose and feet, build an in-process
+    /// replica of the plant (its own checks, and where the robot's lowest collision point is
+    /// with the feet's points on the ground: the robot is placed with that point on it), and
+    /// build every controller. Errors name the file and the field.
+    pub fn prepare(text: &str, path: &Path, urdf: Option<&Path>) -> Result<Self, ScenarioError> {
+        let s = RobotPushScenario::parse(text, path, urdf)?;
+        let refuse = |(field, reason): (String, String)| ScenarioError {
+            file: path.display().to_string(),
+            field,
+            reason,
+        };
+        let model = robot_model::load(&s.urdf(), &s.load_options())
+            .map_err(|e| refuse(("robot.urdf".to_owned(), e.to_string())))?;
+        let mut robot = Robot::resolve(&s, &model).map_err(refuse)?;
+        let scene0 = scene(&s, &robot, 0.0);
+        scene0
+            .validate()
+            .map_err(|(field, reason)| refuse((format!("(plant scene) {field}"), reason)))?;
+        let replica = sim_host::robot::RobotPlant::from_model(&scene0, &model)
+            .map_err(|e| refuse(("robot.urdf".to_owned(), format!("the plant: {e}"))))?;
+        let lowest = replica.lowest_point_z_m();
+        if !(lowest.is_finite() && lowest.abs() < 0.1) {
+            return Err(refuse((
+                "feet".to_owned(),
+                format!(
+                    "with the feet's lowest point on the ground the robot's lowest collision point is at {lowest} m: the feet's points are not where its collision shapes touch (or it has none)"
+                ),
+            )));
+        }
+        robot.base_pose.translation.vector.z -= lowest;
+        let ankle_bound_ns = ankle_bound(&robot, s.push.direction);
+        let period = 1.0 / s.control_rate_hz;
+        let (mut controllers, mut capped, mut min_normal) = (Vec::new(), Vec::new(), 0.0);
+        for law in s.laws() {
+            let (c, cap) = LeggedController::new(law, robot.clone(), &s, period).map_err(|e| {
+                refuse((
+                    "controllers".to_owned(),
+                    format!("{} cannot be built for this robot: {e}", law.name()),
+                ))
+            })?;
+            capped = cap;
+            min_normal = c.shared.settings.min_normal_n;
+            controllers.push((law, c));
+        }
+        Ok(Self {
+            s,
+            robot,
+            controllers,
+            lowest,
+            ankle_bound_ns,
+            capped,
+            min_normal,
+        })
+    }
+
+    /// The controllers, in report order.
+    pub fn laws(&self) -> Vec<LeggedLaw> {
+        self.s.laws()
+    }
+}
+
+/// Runs a `robot_push` scenario: every controller at every impulse, one plant each.
+pub fn run_scenario(
+    args: &RunArgs,
+    prepared: &RobotPush,
+    file: &str,
+    staging: &Path,
+    stop: &StopFlag,
+) -> Result<Finished, Box<dyn std::error::Error>> {
+    let s = &prepared.s;
+    let robot = &prepared.robot;
+    let laws = select(&args.only, &prepared.laws(), LeggedLaw::name)?;
+    let (lowest, ankle_bound_ns) = (prepared.lowest, prepared.ankle_bound_ns);
+    let (capped, min_normal) = (prepared.capped.clone(), prepared.min_normal);
+    let controllers: Vec<(LeggedLaw, LeggedController)> = prepared
+        .controllers
+        .iter()
+        .filter(|(l, _)| laws.contains(l))
+        .map(|(l, c)| (*l, c.clone()))
+        .collect();
+    let urdf = s.urdf();
+    let period = 1.0 / s.control_rate_hz;
+    let scene0 = scene(s, robot, 0.0);
+    let judge = Arc::new(Judge {
+        mu: s.robot.ground_friction,
+        fall_height_m: s.judge.fall_height_fraction * robot.base_pose.translation.vector.z,
+        push_at_s: s.push.at_s,
+        robot: robot.clone(),
+    });
+    let scenes = staging.join("scenes");
+    std::fs::create_dir_all(&scenes)?;
+    let plant = plant::plant_executable()?;
+    super::plan_runs(laws.len() * s.push.impulses_ns.len());
+    let mut csv = String::from(
+        "controller,impulse_ns,stood,fell_at_s,why,min_base_height_m,min_capture_margin_m,end_capture_margin_m,max_friction_use,saturated_steps,slip_steps,foot_lifts,max_foot_drift_m,qp_solved,qp_ticks,limited_joint_ticks\n",
+    );
+    let mut outs = Vec::new();
+    let mut first_timing: Option<Timing> = None;
+    let mut faults = Vec::new();
+    let mut cut: Option<(String, Cut)> = None;
+    'laws: for (law, controller) in controllers {
+        let mut pushes = Vec::new();
+        let (mut tick_us, mut plant_step_us) = (None, None);
+        for (k, &impulse) in s.push.impulses_ns.iter().enumerate() {
+            let scene_file = scenes.join(format!("{}_{k}.json", law.name()));
+            std::fs::write(
+                &scene_file,
+                serde_json::to_string_pretty(&scene(s, robot, impulse))?,
+            )?;
+            let (run, run_cut) = run_session(
+                args,
+                controller.clone(),
+                LeggedRecorder::new(judge.clone()),
+                law.name(),
+                ((&plant.0, &plant.1), &scene_file),
+                Periods {
+                    control_s: period,
+                    state_s: s.physics_dt_s,
+                },
+                stop,
+            )?;
+            if first_timing.is_none() {
+                first_timing = Some(run.timing.clone());
+            }
+            if k == 0 {
+                tick_us = run.timing.compute_us;
+                plant_step_us = run.plant_step_us;
+            }
+            let mut why = run.fell_because.clone();
+            let stood = if run_cut.is_some() {
+                None
+            } else if run.fell_at_s.is_some() {
+                Some(false)
+            } else if run.capture.end_margin_m.is_none_or(|m| m < 0.0) {
+                why = Some(match run.capture.end_margin_m {
+                    Some(m) => format!(
+                        "its capture point ended {:.3} m outside the feet's footprint",
+                        -m
+                    ),
+                    None => "its capture point was not measured".to_owned(),
+                });
+                Some(false)
+            } else {
+                Some(true)
+            };
+            let out = RobotPushOut {
+                impulse_ns: impulse,
+                stood,
+                fell_at_s: run.fell_at_s,
+                why,
+                min_base_height_m: run.min_base_height_m,
+                capture: run.capture.clone(),
+                feet: run.contacts.clone(),
+                qp: run.qp.clone(),
+                limited_joint_ticks: run.limited,
+            };
+            let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+            csv.push_str(&format!(
+                "{},{},{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{}\n",
+                law.name(),
+                impulse,
+                out.stood.map_or(String::new(), |b| b.to_string()),
+                opt(out.fell_at_s),
+                out.why.clone().unwrap_or_default().replace('"', "'"),
+                out.min_base_height_m,
+                opt(out.capture.min_margin_m),
+                opt(out.capture.end_margin_m),
+                out.feet.max_friction_use,
+                out.feet.saturated_steps,
+                out.feet.slip_steps,
+                out.feet.lift_events,
+                out.feet.max_drift_m,
+                out.qp
+                    .as_ref()
+                    .map_or(String::new(), |q| q.solved.to_string()),
+                out.qp
+                    .as_ref()
+                    .map_or(String::new(), |q| q.ticks.to_string()),
+                out.limited_joint_ticks,
+            ));
+            faults.push(run.faults);
+            pushes.push(out);
+            if let Some(c) = run_cut {
+                cut = Some((format!("{} at {impulse} N·s", law.name()), c));
+                outs.push(summarise(law, pushes, tick_us, plant_step_us));
+                break 'laws;
+            }
+        }
+        outs.push(summarise(law, pushes, tick_us, plant_step_us));
+    }
+    let _ = std::fs::remove_dir_all(&scenes);
+    std::fs::write(
+        staging.join("scene.json"),
+        serde_json::to_string_pretty(&scene0)?,
+    )?;
+    std::fs::write(staging.join("runs.csv"), csv)?;
+    let report = RobotPushReport {
+        complete: cut.is_none(),
+        incomplete_reason: cut
+            .as_ref()
+            .map(|(what, c)| format!("{} while running {what}", c.describe())),
+        scenario: s.name.clone(),
+        scenario_file: file.to_owned(),
+        kind: KIND,
+        mode: args.mode.name(),
+        control_rate_hz: s.control_rate_hz,
+        urdf: urdf.display().to_string(),
+        robot: robot.name.clone(),
+        mass_kg: robot.mass_kg,
+        dof: robot.tree.nv(),
+        com_height_m: robot.com_height_m,
+        feet: s.feet.clone(),
+        push: s.push.clone(),
+        push_link: robot.push_link.clone(),
+        pd_hold_capped_joints: capped,
+        qp_min_normal_n: min_normal,
+        foot_points_above_ground_m: -lowest,
+        ankle_bound_ns,
+        controllers: outs,
+        timing: first_timing.unwrap_or_default(),
+        faults: Faults::sum(faults.iter()),
+    };
+    std::fs::write(
+        staging.join("report.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    Ok(Finished {
+        summary: summary_table(&report),
+        incomplete_reason: report.incomplete_reason.clone(),
+        files: vec!["report.json", "runs.csv", "scene.json"],
+    })
+}
+
+fn summarise(
+    law: LeggedLaw,
+    pushes: Vec<RobotPushOut>,
+    tick_us: Option<Percentiles>,
+    plant_step_us: Option<Percentiles>,
+) -> RobotControllerOut {
+    let largest = pushes
+        .iter()
+        .take_while(|p| p.stood == Some(true))
+        .map(|p| p.impulse_ns)
+        .last();
+    RobotControllerOut {
+        name: law.name(),
+        largest_push_survived_ns: largest,
+        tick_us,
+        plant_step_us,
+        pushes,
+    }
+}
+
+/// The console's table.
+pub fn summary_table(r: &RobotPushReport) -> String {
+    let mut out = format!(
+        "{} ({}, {:.1} kg, {} DoF, floating base) at {} Hz, {}; the feet alone stop {}:\n",
+        r.scenario,
+        r.robot,
+        r.mass_kg,
+        r.dof,
+        r.control_rate_hz,
+        r.mode,
+        r.ankle_bound_ns
+            .map_or("-".to_owned(), |j| format!("{j:.1} N·s"))
+    );
+    out.push_str(&format!(
+        "{:<12} {:>16} {:>22} {:>18}\n",
+        "controller", "largest push", "first fall", "tick p50/p99 µs"
+    ));
+    for c in &r.controllers {
+        let fall = c
+            .pushes
+            .iter()
+            .find(|p| p.stood == Some(false))
+            .map_or("-".to_owned(), |p| format!("{} N·s", p.impulse_ns));
+        let tick = c
+            .tick_us
+            .as_ref()
+            .map_or("-".to_owned(), |t| format!("{:.1}/{:.1}", t.p50, t.p99));
+        out.push_str(&format!(
+            "{:<12} {:>16} {:>22} {:>18}\n",
+            c.name,
+            c.largest_push_survived_ns
+                .map_or("none".to_owned(), |j| format!("{j} N·s")),
+            fall,
+            tick
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A floating box with one leg (a hinge about y) ending in a foot box: enough to check the
+    /// state's conversions against the plant.
+    const URDF: &str = r#"<robot name="hopper">
+  <link name="base"><inertial><mass value="2"/><origin xyz="0.01 0.02 0.03"/>
+    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial>
+    <collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision></link>
+  <link name="leg"><inertial><mass value="0.5"/><origin xyz="0 0 -0.15"/>
+    <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.004" iyz="0" izz="0.001"/></inertial>
+    <collision><origin xyz="0 0 -0.3"/><geometry><box size="0.1 0.08 0.02"/></geometry></collision></link>
+  <link name="sole"/>
+  <joint name="hip" type="revolute"><parent link="base"/><child link="leg"/>
+    <origin xyz="0 0 -0.05"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="20" velocity="10"/></joint>
+  <joint name="sole_fix" type="fixed"><parent link="leg"/><child link="sole"/>
+    <origin xyz="0 0 -0.31"/></joint>
+</robot>"#;
+
+    fn scenario(extra: &str) -> String {
+        format!(
+            r#"kind = "robot_push"
+name = "hopper"
+control_rate_hz = 200.0
+physics_dt_s = 0.005
+end_s = 1.0
+[robot]
+urdf = "hopper.urdf"
+[robot.pose_rad]
+hip = 0.1
+[[feet]]
+link = "sole"
+points_m = [[0.05, 0.04, 0.0], [0.05, -0.04, 0.0], [-0.05, 0.04, 0.0], [-0.05, -0.04, 0.0]]
+[push]
+direction = [1.0, 0.0, 0.0]
+at_s = 0.5
+duration_s = 0.1
+impulses_ns = [0.0, 1.0]
+{extra}"#
+        )
+    }
+
+    fn parse(text: &str) -> Result<RobotPushScenario, ScenarioError> {
+        RobotPushScenario::parse(text, Path::new("/nowhere/s.toml"), None)
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let cases: [(&str, &str, &str); 9] = [
+            ("kind = \"robot_push\"", "kind = \"robot_pus\"", "kind"),
+            (
+                "control_rate_hz = 200.0",
+                "control_rate_hz = 200.0\ncontrollers = [\"qp_balance\", \"dance\"]",
+                "controllers[1]",
+            ),
+            (
+                "control_rate_hz = 200.0",
+                "control_rate_hz = 200.0\ncontrollers = [\"pd_hold\", \"pd_hold\"]",
+                "controllers[1]",
+            ),
+            ("urdf = \"hopper.urdf\"", "", "robot.urdf"),
+            (
+                "impulses_ns = [0.0, 1.0]",
+                "impulses_ns = [1.0, 1.0]",
+                "push.impulses_ns[1]",
+            ),
+            (
+                "impulses_ns = [0.0, 1.0]",
+                "impulses_ns = [0.0, 1e9]",
+                "push.impulses_ns[1]",
+            ),
+            (
+                "direction = [1.0, 0.0, 0.0]",
+                "direction = [0.0, 0.0, 0.0]",
+                "push.direction",
+            ),
+            ("hip = 0.1", "hip = nan", "robot.pose_rad.hip"),
+            (
+                "points_m = [[0.05, 0.04, 0.0], [0.05, -0.04, 0.0], [-0.05, 0.04, 0.0], [-0.05, -0.04, 0.0]]",
+                "points_m = [[0.05, 0.04, 0.0], [0.05, 0.04, 0.0]]\nsole_box = true",
+                "feet[0].sole_box",
+            ),
+        ];
+        for (from, to, field) in cases {
+            let text = scenario("").replacen(from, to, 1);
+            let e = parse(&text).expect_err(to);
+            assert_eq!(e.field, field, "{to}: {e}");
+        }
+        let e = parse(&scenario("[judge]\nfall_height_fraction = 1.5")).unwrap_err();
+        assert_eq!(e.field, "judge.fall_height_fraction");
+        let e = parse(&scenario("[qp_balance]\ncom_kpp = 1.0")).unwrap_err();
+        assert_eq!(e.field, "qp_balance.com_kpp");
+        assert_eq!(
+            parse(&scenario("")).map(|s| s.laws()).unwrap(),
+            vec![LeggedLaw::QpBalance, LeggedLaw::PdHold]
+        );
+    }
+
+    fn hopper() -> (RobotPushScenario, robot_model::RobotModel) {
+        let s = parse(&scenario("")).unwrap();
+        let model = robot_model::parse(
+            URDF,
+            Path::new("/nowhere/hopper.urdf"),
+            &robot_model::LoadOptions {
+                floating_base: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        (s, model)
+    }
+
+    #[test]
+    fn resolving_refuses_what_the_model_lacks() {
+        let (s, model) = hopper();
+        let robot = Robot::resolve(&s, &model).unwrap();
+        assert_eq!(robot.feet.len(), 1);
+        assert_eq!(robot.feet[0].body, 1);
+        // The sole frame sits 0.31 m below the hip: its corners in the leg's frame.
+        assert!((robot.feet[0].points[0][2] + 0.31).abs() < 1e-12);
+        // The foot's points on the ground: the lowest of them at z = 0.
+        let kin = robot
+            .tree
+            .kinematics(&robot.base_pose, &robot.pose)
+            .unwrap();
+        let pose = kin.body_pose(1).unwrap();
+        let lowest = robot.feet[0]
+            .points
+            .iter()
+            .take(4)
+            .map(|p| (pose * Point3::from(*p)).z)
+            .fold(f64::INFINITY, f64::min);
+        assert!(lowest.abs() < 1e-12, "{lowest}");
+        for (edit, field) in [
+            (("link = \"sole\"", "link = \"shoe\""), "feet[0].link"),
+            (("link = \"sole\"", "link = \"base\""), "feet[0].link"),
+            (("hip = 0.1", "knee = 0.1"), "robot.pose_rad.knee"),
+            (("hip = 0.1", "hip = 1.5"), "robot.pose_rad.hip"),
+        ] {
+            let s = parse(&scenario("").replacen(edit.0, edit.1, 1)).unwrap();
+            let e = Robot::resolve(&s, &model).unwrap_err();
+            assert_eq!(e.0, field, "{}", e.1);
+        }
+        let s = parse(&scenario("").replacen("[push]\n", "[push]\nlink = \"hat\"\n", 1)).unwrap();
+        assert_eq!(Robot::resolve(&s, &model).unwrap_err().0, "push.link");
+    }
+
+    /// What the plant sends (its base body's centre of mass, world velocities) turned back into
+    /// the tree's base pose and velocity equals the state the plant was set to.
+    #[test]
+    fn base_pose_and_velocity_from_the_plant_round_trip() {
+        let (s, model) = hopper();
+        let robot = Robot::resolve(&s, &model).unwrap();
+        let mut scene = sim_host::robot::RobotScene::new("/nowhere/hopper.urdf", 1.0);
+        scene.floating_base = true;
+        let mut plant = sim_host::robot::RobotPlant::from_model(&scene, &model).unwrap();
+        let base = control_core::tree::Placement::from_xyz_rpy([0.3, -0.2, 0.7], [0.2, -0.3, 0.9]);
+        let v = [0.4, -0.1, 0.2, 0.7, -0.5, 0.3];
+        plant.set_state(&base, v, &[0.25], &[-0.8]).unwrap();
+        let state = LeggedState::of(&plant.state_frame()).unwrap();
+        let (pose, got) = robot.base_and_velocity(&state);
+        let want = isometry(&base);
+        assert!((pose.translation.vector - want.translation.vector).norm() < 1e-6);
+        assert!(pose.rotation.angle_to(&want.rotation) < 1e-6);
+        for k in 0..6 {
+            assert!(
+                (got[k] - v[k]).abs() < 1e-5,
+                "{k}: {} against {}",
+                got[k],
+                v[k]
+            );
+        }
+        assert!((got[6] + 0.8).abs() < 1e-6);
+        assert!((robot.positions(&state)[0] - 0.25).abs() < 1e-6);
+    }
+
+    #[test]
+    fn pd_hold_holds_its_static_torque_and_stays_within_effort() {
+        let (s, model) = hopper();
+        let robot = Robot::resolve(&s, &model).unwrap();
+        let (mut c, _) =
+            LeggedController::new(LeggedLaw::PdHold, robot.clone(), &s, 0.005).unwrap();
+        let mut state = LeggedState {
+            joints: 1,
+            ..LeggedState::default()
+        };
+        state.q[0] = 0.1;
+        let out = c.tick(state);
+        assert_eq!(out.torques[0], c.shared.hold[0]);
+        state.q[0] = -1.0;
+        state.qd[0] = 5000.0;
+        let out = c.tick(state);
+        assert!(out.torques[0].abs() <= 20.0 && out.limited == 1, "{out:?}");
+        let safe = c.safe(state);
+        assert!(safe.safe && safe.torques[0] <= 0.0 && safe.torques[0].abs() <= 20.0);
+        assert!(c.accepts(&LeggedState::default()).is_err());
+    }
+}
