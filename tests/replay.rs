@@ -1,4 +1,4 @@
-//! `replay.html`, the 3D replay `hil run` writes with a joint-space or humanoid run's outputs,
+//! `replay.html`, the 3D replay `hil run` writes with a joint-space, humanoid or robot_push run's outputs,
 //! tested as a user sees it: the real `hil` runs a scenario, then headless Chromium opens the page from the
 //! run folder (no server, no network) and takes a screenshot, which is decoded and looked at:
 //! the robot's colour fills enough of the 3D view, it moves when the page is opened at another
@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use e2e::{hil_run, out_dir, workspace_root};
+use e2e::{hil_run, out_dir, scenario_copy, workspace_root};
 use serde_json::Value;
 
 /// The screenshot's size, CSS pixels (device pixel ratio 1).
@@ -398,6 +398,118 @@ fn a_humanoid_replay_shows_the_pushed_body_and_the_ground_under_its_feet() {
     );
     eprintln!(
         "replay humanoid: {} bytes, body {n0} / {n1} px, arrows {arrows} px, {:.1} s",
+        text.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A real robot's `robot_push` replay (Solo-12 from example-robot-data, unmodified, its meshes as
+/// hulls): the run it stood (0 N·s) and the one it fell to (4 N·s sideways); standing, the
+/// ground carries its weight on its four feet; falling, it moves on screen.
+#[test]
+fn a_robot_push_replay_shows_a_real_robot_on_its_feet_and_falling() {
+    let started = Instant::now();
+    let robots = Command::new("sh")
+        .arg(workspace_root().join("scripts/example-robot-data.sh"))
+        .output()
+        .expect("run scripts/example-robot-data.sh");
+    assert!(
+        robots.status.success(),
+        "{}",
+        String::from_utf8_lossy(&robots.stderr)
+    );
+    let urdf = PathBuf::from(String::from_utf8_lossy(&robots.stdout).trim())
+        .join("solo_description/robots/solo12.urdf");
+    let out = out_dir("replay_robot_push");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let source =
+        std::fs::read_to_string(workspace_root().join("scenarios/robot_push_solo12.toml")).unwrap();
+    let from = source
+        .lines()
+        .find(|l| l.starts_with("impulses_ns = "))
+        .expect("impulses_ns")
+        .to_owned();
+    let scenario = scenario_copy(
+        &out,
+        "solo.toml",
+        &source,
+        &[(&from, "impulses_ns = [0.0, 4.0]")],
+    );
+    let report = out.join("out");
+    let run = hil_run(
+        &[
+            &scenario.to_string_lossy(),
+            "--urdf",
+            &urdf.to_string_lossy(),
+            "--only",
+            "qp_balance",
+        ],
+        &report,
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let page = report.join("replay.html");
+    let text = std::fs::read_to_string(&page).expect("replay.html written");
+    let d = data(&text);
+    let names: Vec<&str> = d["runs"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        ["qp_balance at 0 N·s", "qp_balance at 4 N·s"],
+        "{names:?}"
+    );
+    // Solo-12: the base and 4 × 3 leg bodies, 12 joints.
+    let bodies = d["bodies"].as_array().map_or(0, Vec::len);
+    assert_eq!(bodies, 13);
+    assert_eq!(d["joints"].as_array().map(Vec::len), Some(12));
+    assert_eq!(d["floating_base"], true);
+    let stood = &d["runs"][0];
+    let samples = stood["t"].as_array().map_or(0, Vec::len);
+    assert!((300..=302).contains(&samples), "{samples} samples");
+    assert_eq!(
+        stood["poses"].as_array().map(Vec::len),
+        Some(samples * bodies * 7)
+    );
+    let at = stood["t"]
+        .as_array()
+        .and_then(|t| t.iter().position(|x| x.as_f64().is_some_and(|t| t >= 0.5)))
+        .expect("a sample at 0.5 s");
+    let up: f64 = stood["contacts"]
+        .as_array()
+        .expect("contacts")
+        .iter()
+        .filter(|c| c[0].as_u64() == Some(at as u64))
+        .map(|c| c[4].as_f64().unwrap_or(f64::NAN))
+        .sum();
+    assert!(
+        (0.9 * 24.53..1.1 * 24.53).contains(&up),
+        "{up} N up at 0.5 s"
+    );
+
+    let fall = "run=qp_balance%20at%204%20N%C2%B7s";
+    let (standing, dom) = open(&page, &format!("t=0.5&{fall}"), &out.join("t0.5.png"));
+    assert_drawn(&dom, "t = 0.5 s");
+    let (fallen, dom) = open(&page, &format!("t=2.9&{fall}"), &out.join("t2.9.png"));
+    assert_drawn(&dom, "t = 2.9 s");
+    let (n0, x0, y0) = pixels(&standing, orange);
+    let (n1, x1, y1) = pixels(&fallen, orange);
+    assert!(
+        n0 > 1000 && n1 > 500,
+        "body pixels: {n0} at 0.5 s, {n1} at 2.9 s"
+    );
+    assert!(
+        (x1 - x0).hypot(y1 - y0) > 15.0,
+        "the falling robot did not move on screen: ({x0:.0}, {y0:.0}) → ({x1:.0}, {y1:.0})"
+    );
+    eprintln!(
+        "replay robot_push: {} bytes, body {n0} / {n1} px, {:.1} s",
         text.len(),
         started.elapsed().as_secs_f64()
     );

@@ -43,7 +43,7 @@ pub const PERIOD_S: f64 = 0.01;
 pub const MAX_SAMPLES: usize = 3000;
 
 /// A pose as the page reads it: x, y, z (m), then the quaternion x, y, z, w.
-fn pose(iso: &Isometry3<f64>) -> [f64; 7] {
+pub(super) fn pose(iso: &Isometry3<f64>) -> [f64; 7] {
     let t = iso.translation.vector;
     let q = iso.rotation.coords; // (i, j, k, w)
     let p = |x: f64| super::round(x, 1e-4);
@@ -58,7 +58,7 @@ fn pose(iso: &Isometry3<f64>) -> [f64; 7] {
     ]
 }
 
-fn sig(x: f64) -> f64 {
+pub(super) fn sig(x: f64) -> f64 {
     super::significant(x, 4)
 }
 
@@ -84,7 +84,7 @@ fn pick(times: &[f64]) -> (Vec<usize>, f64) {
 }
 
 /// The bodies' shapes, hulling each mesh file once; notes on what is not drawn.
-fn bodies(robot: &RobotModel, notes: &mut Vec<String>) -> (Vec<Value>, Vec<Value>) {
+pub(super) fn bodies(robot: &RobotModel, notes: &mut Vec<String>) -> (Vec<Value>, Vec<Value>) {
     let mut meshes: Vec<Value> = Vec::new();
     let mut hulled: HashMap<String, Option<usize>> = HashMap::new();
     let bodies = robot

@@ -7,12 +7,13 @@
 //! The page is `assets/replay/page.html` with, inlined: three.js r147 (`three.min.js`, and its
 //! `OrbitControls.js`, from the npm package `three@0.147.0`, MIT: `assets/three/`), the page's
 //! own script (`assets/replay/replay.js`) and the run's data as JSON (see [`chain`] for what it
-//! holds and how it is decimated). The chain (joint-space) scenarios write one, and the
-//! humanoid's ([`humanoid`]).
+//! holds and how it is decimated). The chain (joint-space) scenarios write one, the humanoid's
+//! ([`humanoid`]) and the real robots pushed ([`legged`]).
 
 pub mod chain;
 mod hull;
 pub mod humanoid;
+pub mod legged;
 mod mesh;
 
 use serde_json::Value;

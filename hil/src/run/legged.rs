@@ -639,7 +639,7 @@ impl Robot {
         }
         let place = |link: &str| -> Option<(usize, Isometry3<f64>)> {
             if let Some(f) = model.frame(link) {
-                return Some((f.body, isometry(&f.placement)));
+                return Some((f.body, super::chain::isometry(&f.placement)));
             }
             model
                 .bodies
@@ -765,17 +765,6 @@ impl Robot {
         q[..CAP].copy_from_slice(&s.q);
         q
     }
-}
-
-fn isometry(p: &control_core::tree::Placement) -> Isometry3<f64> {
-    let r = &p.rotation;
-    let m = control_core::articulated::nalgebra::Matrix3::new(
-        r[0][0], r[0][1], r[0][2], r[1][0], r[1][1], r[1][2], r[2][0], r[2][1], r[2][2],
-    );
-    Isometry3::from_parts(
-        Translation3::new(p.xyz_m[0], p.xyz_m[1], p.xyz_m[2]),
-        UnitQuaternion::from_matrix(&m),
-    )
 }
 
 /// The state a tick takes, as an accepted frame carried it.
@@ -1234,7 +1223,15 @@ pub struct LeggedRecorder {
     qp: Option<QpOut>,
     limited: u64,
     min_base_height_m: f64,
+    /// Whether to keep states for the replay, and those kept.
+    keep: bool,
+    samples: Vec<crate::replay::legged::Sample>,
+    next_sample_s: f64,
+    last_torques: Vec<f64>,
 }
+
+/// The replay's sampling period, s.
+const SAMPLE_S: f64 = 0.01;
 
 /// The capture point against the feet's footprint.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -1249,8 +1246,12 @@ pub struct CaptureRecord {
 }
 
 impl LeggedRecorder {
-    fn new(judge: Arc<Judge>) -> Self {
+    fn new(judge: Arc<Judge>, keep: bool) -> Self {
         Self {
+            keep,
+            samples: Vec::new(),
+            next_sample_s: 0.0,
+            last_torques: Vec::new(),
             judge,
             last: None,
             times: LoopTimes::default(),
@@ -1369,11 +1370,23 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
                 self.fell_because = Some(why);
             }
         }
+        if self.keep && s.sim_time_s >= self.next_sample_s {
+            self.next_sample_s = s.sim_time_s + SAMPLE_S - 1e-9;
+            self.samples.push(crate::replay::legged::Sample {
+                time_s: s.sim_time_s,
+                state: s,
+                torques: self.last_torques.clone(),
+            });
+        }
         self.last = Some(s);
         Some(s)
     }
 
     fn tick(&mut self, c: &LeggedCommand, compute: Option<Duration>) {
+        if self.keep {
+            self.last_torques.clear();
+            self.last_torques.extend_from_slice(c.torques());
+        }
         self.limited += u64::from(c.limited);
         if let Some(t) = c.qp {
             let qp = self.qp.get_or_insert_with(QpOut::default);
@@ -1402,9 +1415,21 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
         self.last
     }
 
-    fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> RobotRun {
+    fn finish(mut self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> RobotRun {
         let (plant_step_us, _latency) = self.times.close(&mut timing, &mut faults);
+        // The last state always.
+        if let Some(s) = self.last
+            && self.keep
+            && self.samples.last().is_none_or(|k| k.state.step != s.step)
+        {
+            self.samples.push(crate::replay::legged::Sample {
+                time_s: s.sim_time_s,
+                state: s,
+                torques: self.last_torques.clone(),
+            });
+        }
         RobotRun {
+            samples: self.samples,
             fell_at_s: self.fell_at_s,
             fell_because: self.fell_because,
             min_base_height_m: self.min_base_height_m,
@@ -1422,6 +1447,7 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
 /// One run.
 #[derive(Debug)]
 pub struct RobotRun {
+    samples: Vec<crate::replay::legged::Sample>,
     fell_at_s: Option<f64>,
     fell_because: Option<String>,
     min_base_height_m: f64,
@@ -1625,6 +1651,7 @@ fn scene(s: &RobotPushScenario, robot: &Robot, impulse: f64) -> sim_host::robot:
 pub struct RobotPush {
     /// The file as written.
     pub s: RobotPushScenario,
+    model: robot_model::RobotModel,
     robot: Robot,
     controllers: Vec<(LeggedLaw, LeggedController)>,
     lowest: f64,
@@ -1681,6 +1708,7 @@ impl RobotPush {
         }
         Ok(Self {
             s,
+            model,
             robot,
             controllers,
             lowest,
@@ -1735,9 +1763,15 @@ pub fn run_scenario(
     let mut first_timing: Option<Timing> = None;
     let mut faults = Vec::new();
     let mut cut: Option<(String, Cut)> = None;
+    let mut shown = Vec::new();
     'laws: for (law, controller) in controllers {
         let mut pushes = Vec::new();
         let (mut tick_us, mut plant_step_us) = (None, None);
+        // The replay shows the largest push survived (with every smaller one) and the first
+        // fall.
+        let (mut survived, mut fell): (Option<crate::replay::legged::Run>, Option<_>) =
+            (None, None);
+        let mut all_stood = true;
         for (k, &impulse) in s.push.impulses_ns.iter().enumerate() {
             let scene_file = scenes.join(format!("{}_{k}.json", law.name()));
             std::fs::write(
@@ -1747,7 +1781,7 @@ pub fn run_scenario(
             let (run, run_cut) = run_session(
                 args,
                 controller.clone(),
-                LeggedRecorder::new(judge.clone()),
+                LeggedRecorder::new(judge.clone(), all_stood || fell.is_none()),
                 law.name(),
                 ((&plant.0, &plant.1), &scene_file),
                 Periods {
@@ -1816,14 +1850,28 @@ pub fn run_scenario(
                 out.limited_joint_ticks,
             ));
             faults.push(run.faults);
+            let kept = crate::replay::legged::Run {
+                name: law.name(),
+                impulse_ns: impulse,
+                stood: out.stood,
+                samples: run.samples,
+            };
+            all_stood &= out.stood == Some(true);
+            if all_stood {
+                survived = Some(kept);
+            } else if out.stood == Some(false) && fell.is_none() {
+                fell = Some(kept);
+            }
             pushes.push(out);
             if let Some(c) = run_cut {
                 cut = Some((format!("{} at {impulse} N·s", law.name()), c));
                 outs.push(summarise(law, pushes, tick_us, plant_step_us));
+                shown.extend([survived, fell].into_iter().flatten());
                 break 'laws;
             }
         }
         outs.push(summarise(law, pushes, tick_us, plant_step_us));
+        shown.extend([survived, fell].into_iter().flatten());
     }
     let _ = std::fs::remove_dir_all(&scenes);
     std::fs::write(
@@ -1861,10 +1909,22 @@ pub fn run_scenario(
         staging.join("report.json"),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
+    let mut files = vec!["report.json", "runs.csv", "scene.json"];
+    if !shown.is_empty() {
+        crate::replay::legged::write(
+            &staging.join("replay.html"),
+            &prepared.model,
+            robot,
+            &scene0,
+            &report,
+            &shown,
+        )?;
+        files.push("replay.html");
+    }
     Ok(Finished {
         summary: summary_table(&report),
         incomplete_reason: report.incomplete_reason.clone(),
-        files: vec!["report.json", "runs.csv", "scene.json"],
+        files,
     })
 }
 
@@ -1927,8 +1987,9 @@ pub fn summary_table(r: &RobotPushReport) -> String {
     out
 }
 
+/// A small robot for tests (here and the no-allocation probe).
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
 
     /// A floating box with one leg (a hinge about y) ending in a foot box: enough to check the
@@ -1948,7 +2009,8 @@ mod tests {
     <origin xyz="0 0 -0.31"/></joint>
 </robot>"#;
 
-    fn scenario(extra: &str) -> String {
+    /// The hopper's scenario file with `extra` appended.
+    pub(crate) fn scenario(extra: &str) -> String {
         format!(
             r#"kind = "robot_push"
 name = "hopper"
@@ -1970,6 +2032,28 @@ impulses_ns = [0.0, 1.0]
 {extra}"#
         )
     }
+
+    /// The hopper's scenario and model.
+    pub(crate) fn hopper() -> (RobotPushScenario, robot_model::RobotModel) {
+        let s =
+            RobotPushScenario::parse(&scenario(""), Path::new("/nowhere/s.toml"), None).unwrap();
+        let model = robot_model::parse(
+            URDF,
+            Path::new("/nowhere/hopper.urdf"),
+            &robot_model::LoadOptions {
+                floating_base: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        (s, model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{hopper, scenario};
+    use super::*;
 
     fn parse(text: &str) -> Result<RobotPushScenario, ScenarioError> {
         RobotPushScenario::parse(text, Path::new("/nowhere/s.toml"), None)
@@ -2027,20 +2111,6 @@ impulses_ns = [0.0, 1.0]
         );
     }
 
-    fn hopper() -> (RobotPushScenario, robot_model::RobotModel) {
-        let s = parse(&scenario("")).unwrap();
-        let model = robot_model::parse(
-            URDF,
-            Path::new("/nowhere/hopper.urdf"),
-            &robot_model::LoadOptions {
-                floating_base: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        (s, model)
-    }
-
     #[test]
     fn resolving_refuses_what_the_model_lacks() {
         let (s, model) = hopper();
@@ -2090,7 +2160,7 @@ impulses_ns = [0.0, 1.0]
         plant.set_state(&base, v, &[0.25], &[-0.8]).unwrap();
         let state = LeggedState::of(&plant.state_frame()).unwrap();
         let (pose, got) = robot.base_and_velocity(&state);
-        let want = isometry(&base);
+        let want = super::super::chain::isometry(&base);
         assert!((pose.translation.vector - want.translation.vector).norm() < 1e-6);
         assert!(pose.rotation.angle_to(&want.rotation) < 1e-6);
         for k in 0..6 {

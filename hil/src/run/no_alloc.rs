@@ -1,8 +1,9 @@
 //! Zero allocations on the control thread, for every controller `hil` ships: the guarantee of
 //! `runtime/tests/no_alloc.rs` (a counting global allocator with a per-thread counter, around
 //! thousands of ticks through the real exchange) extended to the arm's five servos, the chain's
-//! eight laws, the walker's two and Dynamo's three, each built as `hil run` builds it from the
-//! shipped scenario file, and driven the way [`super::realtime::drive`] drives it: hil's own
+//! eight laws, the walker's two, Dynamo's three and `robot_push`'s two (those on a small floating
+//! robot of the tests', the others each built as `hil run` builds it from the shipped scenario
+//! file), and driven the way [`super::realtime::drive`] drives it: hil's own
 //! [`OnThread`] adapter on a [`PeriodicBuilder`] thread with a watchdog and a telemetry channel,
 //! fed states converted from plausible, time-varying [`StateFrame`]s by the controller's own
 //! [`LoopController::state_of`] (and passed by its [`LoopController::accepts`]), then starved so
@@ -733,6 +734,77 @@ fn no_alloc_dynamo_controllers() {
     assert!(hand_seen, "{}: the hand's task never ran", run.name);
     runs.push(run);
     assert_eq!(runs.len(), 5);
+    assert_none_allocated(&runs);
+}
+
+/// `robot_push`'s two controllers on a small floating robot (one leg, a sole of four corners:
+/// `legged::fixtures`), fed states of its base swaying and its hip swinging with the ground's
+/// force on the foot.
+#[test]
+fn no_alloc_robot_push_controllers() {
+    use super::legged::{LeggedController, LeggedLaw, Robot, fixtures};
+    let (scenario, model) = fixtures::hopper();
+    let robot = Robot::resolve(&scenario, &model).expect("the hopper resolves");
+    let period = 1.0 / scenario.control_rate_hz;
+    let frame = |step: u64, t: f64| {
+        let mut f = StateFrame::new(step + 1, step, t);
+        let q =
+            UnitQuaternion::from_scaled_axis(Vector3::new(0.05 * (1.7 * t).sin(), 0.0, 0.3 * t));
+        let q = q.quaternion();
+        let _ = f.push_joint(JointState {
+            position_rad: 0.1 + 0.2 * (2.0 * t).sin(),
+            velocity_rad_s: 0.4 * (2.0 * t).cos(),
+        });
+        let _ = f.push_body(BodyMotion {
+            com_m: [0.01 * t, 0.0, 0.36 + 0.01 * (3.0 * t).sin()],
+            orientation: [q.w, q.i, q.j, q.k],
+            velocity_m_s: [0.01, 0.0, 0.03 * (3.0 * t).cos()],
+            angular_velocity_rad_s: [0.085 * (1.7 * t).cos(), 0.0, 0.3],
+        });
+        let _ = f.push_contact(ContactForce {
+            body: BodyId(1),
+            force_n: [0.0, 0.0, 24.0 + 2.0 * t.sin()],
+        });
+        add_events(&mut f, step);
+        f
+    };
+    // 2,000 ticks at 1 kHz: the hopper's QP is small.
+    let pace = Pace {
+        rate_hz: 1000.0,
+        ticks: 2_000,
+        feed_until: 1_400,
+    };
+    let runs: Vec<Probed> = LeggedLaw::ALL
+        .into_iter()
+        .map(|law| {
+            let (controller, _) = LeggedController::new(law, robot.clone(), &scenario, period)
+                .unwrap_or_else(|e| panic!("{}: {e}", law.name()));
+            let (mut qp_ticks, mut qp_solved) = (0_u64, 0_u64);
+            let run = probed_run(
+                &format!("robot_push {}", law.name()),
+                pace,
+                controller,
+                period,
+                frame,
+                None,
+                |cmd| {
+                    if let Some(t) = cmd.qp {
+                        qp_ticks += 1;
+                        qp_solved +=
+                            u64::from(t.status == control_core::balance::BalanceStatus::Solved);
+                    }
+                },
+            );
+            if law == LeggedLaw::QpBalance {
+                eprintln!(
+                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved",
+                    run.name
+                );
+                assert!(qp_solved > 0, "{}: no QP tick solved", run.name);
+            }
+            run
+        })
+        .collect();
     assert_none_allocated(&runs);
 }
 
