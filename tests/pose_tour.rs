@@ -3,10 +3,10 @@
 //! unmodified (found, or installed with pip into a cache, by `scripts/example-robot-data.sh`);
 //! and what a bad `--urdf` gets.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use e2e::{controller, hil_run, out_dir, report, workspace_root};
+use e2e::{controller, hil_run, out_dir, report, robots_dir, workspace_root};
 use serde_json::Value;
 
 fn scenario() -> String {
@@ -14,21 +14,6 @@ fn scenario() -> String {
         .join("scenarios/pose_tour.toml")
         .to_string_lossy()
         .into_owned()
-}
-
-/// The robots folder of example-robot-data (the script installs the package when missing; a
-/// failure is this test's failure, with the script's message).
-fn robots() -> PathBuf {
-    let out = Command::new("sh")
-        .arg(workspace_root().join("scripts/example-robot-data.sh"))
-        .output()
-        .expect("run scripts/example-robot-data.sh");
-    assert!(
-        out.status.success(),
-        "scripts/example-robot-data.sh: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
 fn num(v: &Value) -> f64 {
@@ -98,7 +83,7 @@ fn the_default_arm_tours_its_keyframes() {
 
 #[test]
 fn real_arms_load_unmodified_and_arrival_reaches_every_keyframe() {
-    let robots = robots();
+    let robots = robots_dir();
     // The Panda: 7 arm joints and 2 prismatic fingers, the second a <mimic> of the first,
     // collision meshes (STL) loaded as convex hulls.
     let panda = tour(

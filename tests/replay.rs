@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use e2e::{hil_run, out_dir, scenario_copy, workspace_root};
+use e2e::{hil_run, out_dir, robots_dir, scenario_copy, workspace_root};
 use serde_json::Value;
 
 /// The screenshot's size, CSS pixels (device pixel ratio 1).
@@ -409,17 +409,7 @@ fn a_humanoid_replay_shows_the_pushed_body_and_the_ground_under_its_feet() {
 #[test]
 fn a_robot_push_replay_shows_a_real_robot_on_its_feet_and_falling() {
     let started = Instant::now();
-    let robots = Command::new("sh")
-        .arg(workspace_root().join("scripts/example-robot-data.sh"))
-        .output()
-        .expect("run scripts/example-robot-data.sh");
-    assert!(
-        robots.status.success(),
-        "{}",
-        String::from_utf8_lossy(&robots.stderr)
-    );
-    let urdf = PathBuf::from(String::from_utf8_lossy(&robots.stdout).trim())
-        .join("solo_description/robots/solo12.urdf");
+    let urdf = robots_dir().join("solo_description/robots/solo12.urdf");
     let out = out_dir("replay_robot_push");
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();

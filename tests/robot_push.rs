@@ -3,25 +3,10 @@
 //! `scripts/example-robot-data.sh`), standing in the robot plant and pushed, `qp_balance` beside
 //! `pd_hold`; and what a robot without the scenario's feet gets.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use e2e::{controller, hil_run, out_dir, report, scenario_copy, workspace_root};
+use e2e::{controller, hil_run, out_dir, report, robots_dir, scenario_copy, workspace_root};
 use serde_json::Value;
-
-/// The robots folder of example-robot-data (the script installs the package when missing).
-fn robots() -> PathBuf {
-    let out = Command::new("sh")
-        .arg(workspace_root().join("scripts/example-robot-data.sh"))
-        .output()
-        .expect("run scripts/example-robot-data.sh");
-    assert!(
-        out.status.success(),
-        "scripts/example-robot-data.sh: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
@@ -40,7 +25,7 @@ fn run(test: &str, file: &str, impulses: &str, urdf: &str, only: Option<&str>) -
         .expect("impulses_ns")
         .to_owned();
     let scenario = scenario_copy(&out, file, &source, &[(&from, impulses)]);
-    let urdf = robots().join(urdf);
+    let urdf = robots_dir().join(urdf);
     let (scenario, urdf) = (scenario.to_string_lossy(), urdf.to_string_lossy());
     let mut args = vec![scenario.as_ref(), "--urdf", urdf.as_ref()];
     if let Some(only) = only {
@@ -155,7 +140,7 @@ fn robots_the_scenario_does_not_fit_are_refused_naming_the_field() {
     let out = out_dir("robot_push_refused");
     let _ = std::fs::remove_dir_all(&out);
     let scenario = workspace_root().join("scenarios/robot_push_solo12.toml");
-    let robots = robots();
+    let robots = robots_dir();
     let g1 = robots.join("g1_description/urdf/g1_29dof_rev_1_0.urdf");
     let ur5 = robots.join("ur_description/urdf/ur5_robot.urdf");
     for (urdf, needle) in [

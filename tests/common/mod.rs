@@ -218,3 +218,19 @@ pub fn scenario_copy(dir: &Path, name: &str, source: &str, edits: &[(&str, &str)
     std::fs::write(&file, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", file.display()));
     file
 }
+
+/// The robots folder of example-robot-data, from `scripts/example-robot-data.sh` (which installs
+/// the package with pip into a cache when it is missing); a failure is the calling test's, with
+/// the script's message.
+pub fn robots_dir() -> PathBuf {
+    let out = Command::new("sh")
+        .arg(workspace_root().join("scripts/example-robot-data.sh"))
+        .output()
+        .expect("run scripts/example-robot-data.sh");
+    assert!(
+        out.status.success(),
+        "scripts/example-robot-data.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}

@@ -267,15 +267,7 @@ impl RobotPushScenario {
             field,
             reason,
         };
-        let de = toml::Deserializer::parse(text)
-            .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
-        let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            error(
-                if field == "." { "-".into() } else { field },
-                e.into_inner().message().to_string(),
-            )
-        })?;
+        let mut s: Self = super::scenario::from_toml(text, &file)?;
         if let Some(u) = &s.robot.urdf
             && u.is_relative()
             && let Some(dir) = path.parent()

@@ -202,19 +202,7 @@ impl Scenario {
 
     /// Parse and check scenario text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Self, ScenarioError> {
-        let de = toml::Deserializer::parse(text).map_err(|e| ScenarioError {
-            file: file.into(),
-            field: "-".into(),
-            reason: format!("not valid TOML: {}", e.message()),
-        })?;
-        let scenario: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            ScenarioError {
-                file: file.into(),
-                field: if field == "." { "-".into() } else { field },
-                reason: e.into_inner().message().to_string(),
-            }
-        })?;
+        let scenario: Self = from_toml(text, file)?;
         // The scenario's own fields first, then everything the plant will be given, by the
         // plant's checks, named as the user wrote it.
         scenario
@@ -615,6 +603,29 @@ pub fn read_scenario(path: &Path) -> Result<(String, ScenarioKind), ScenarioErro
         }
     };
     Ok((text, kind))
+}
+
+/// Scenario text `text` (of file `file`) deserialised as a `T`: text that is not TOML is refused
+/// under `-`, a field that does not fit `T` under its path (`push.at_s`, `feet[1].link`; the
+/// whole document as `-`).
+pub fn from_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+) -> Result<T, ScenarioError> {
+    let error = |field: String, reason: String| ScenarioError {
+        file: file.to_owned(),
+        field,
+        reason,
+    };
+    let de = toml::Deserializer::parse(text)
+        .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        error(
+            if field == "." { "-".into() } else { field },
+            e.into_inner().message().to_string(),
+        )
+    })
 }
 
 /// The text of scenario file `path`, by the one input reader (`sim_host::input::read_text`: a

@@ -115,15 +115,7 @@ impl WalkScenario {
             field,
             reason,
         };
-        let de = toml::Deserializer::parse(text)
-            .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
-        let scenario: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            error(
-                if field == "." { "-".into() } else { field },
-                e.into_inner().message().to_string(),
-            )
-        })?;
+        let scenario: Self = super::scenario::from_toml(text, file)?;
         scenario
             .check()
             .map_err(|(field, reason)| error(field, reason))?;

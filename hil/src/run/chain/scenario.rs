@@ -269,15 +269,7 @@ impl ChainScenario {
             field,
             reason,
         };
-        let de = toml::Deserializer::parse(text)
-            .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
-        let mut scenario: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().to_string();
-            error(
-                if field == "." { "-".into() } else { field },
-                e.into_inner().message().to_string(),
-            )
-        })?;
+        let mut scenario: Self = super::super::scenario::from_toml(text, &file)?;
         if scenario.model.urdf.is_relative()
             && let Some(dir) = path.parent()
         {
