@@ -67,7 +67,5 @@ pub mod servo_fixed;
 pub mod simbicon;
 pub mod tree;
 
-// The README's Rust examples, compiled and run as doctests by `cargo test`.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
+// The README's Rust examples are compiled and run as doctests of `robot-model` (which depends on
+// this crate): one of them loads a URDF.

@@ -16,7 +16,7 @@
 use std::hint::black_box;
 
 use control_core::balance::{
-    Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, JointGroup, MAX_POINTS,
+    Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, MAX_POINTS,
 };
 use control_core::tree::Tree;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -81,42 +81,26 @@ fn talos() -> (Box<Talos>, Isometry3<f64>, [f64; NV], f64, f64) {
     let model =
         robot_model::load(&urdf, &options).unwrap_or_else(|e| panic!("{}: {e}", urdf.display()));
     let tree: Tree<NV> = model.tree().unwrap_or_else(|e| panic!("talos: {e}"));
-    let mut q = [0.0; NV];
-    for (name, value) in HALF_SITTING {
-        let j = model
-            .joint_index(name)
-            .unwrap_or_else(|| panic!("talos: no joint {name}"));
-        q[j] = value;
-    }
-    let mut contacts = Vec::new();
-    for sole in ["left_sole_link", "right_sole_link"] {
-        let frame = model
-            .frame(sole)
-            .unwrap_or_else(|| panic!("talos: no frame {sole}"));
-        let p = frame.placement;
-        let mut points = [[0.0; 3]; MAX_POINTS];
-        let corners = [[0.1, 0.065], [0.1, -0.065], [-0.1, 0.065], [-0.1, -0.065]];
-        for (point, [x, y]) in points.iter_mut().zip(corners) {
-            for (k, slot) in point.iter_mut().enumerate() {
-                *slot = p.rotation[k][0] * x + p.rotation[k][1] * y + p.xyz_m[k];
-            }
-        }
-        contacts.push(ContactBody {
-            body: frame.body,
-            points,
-            count: 4,
-        });
-    }
-    let groups: Vec<JointGroup> = model
-        .joints
+    let q: [f64; NV] = model
+        .positions(&HALF_SITTING)
+        .unwrap_or_else(|e| panic!("talos: {e}"));
+    let corners = [
+        [0.1, 0.065, 0.0],
+        [0.1, -0.065, 0.0],
+        [-0.1, 0.065, 0.0],
+        [-0.1, -0.065, 0.0],
+    ];
+    let contacts: Vec<ContactBody> = ["left_sole_link", "right_sole_link"]
         .iter()
-        .enumerate()
-        .map(|(k, j)| JointGroup {
-            first: k,
-            count: 1,
-            effort: j.effort.unwrap_or(1e3),
+        .map(|sole| {
+            model
+                .contact_body(sole, &corners)
+                .unwrap_or_else(|e| panic!("talos: {e}"))
         })
         .collect();
+    let groups = model
+        .joint_groups()
+        .unwrap_or_else(|e| panic!("talos: {e}"));
     // Soles on z = 0: the base lowered by the soles' height with the base at the origin.
     let kin = tree
         .kinematics(&Isometry3::identity(), &q)

@@ -132,9 +132,16 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use control_core::balance;
 use control_core::tree::{
     BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeError, TreeSpec,
 };
+
+// The README's Rust examples (the arm's controller; a legged robot's balance from its URDF),
+// compiled and run as doctests by `cargo test`.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
 
 mod build;
 mod math;
@@ -479,6 +486,129 @@ impl RobotModel {
     pub fn joint_index(&self, name: &str) -> Option<usize> {
         self.joints.iter().position(|j| j.name == name)
     }
+
+    /// A refusal of this model's `element`.
+    fn refuse(&self, element: String, reason: String) -> LoadError {
+        LoadError {
+            file: self.source.clone(),
+            element,
+            reason,
+        }
+    }
+
+    /// A foot for [`control_core::balance`]: the points `points_m` (1 to
+    /// [`balance::MAX_POINTS`], m) given in the frame of URDF link `link` (a body's link, or a
+    /// link merged into one: a sole frame), as a contact body of that link's body, the points
+    /// in the body's frame. Refused, naming the link: a link the model does not have, the
+    /// floating base's (a foot hangs from a joint), no points or too many, a non-finite one.
+    pub fn contact_body(
+        &self,
+        link: &str,
+        points_m: &[[f64; 3]],
+    ) -> Result<balance::ContactBody, LoadError> {
+        let element = format!("link {link:?}");
+        let (body, placement) = match self.frame(link) {
+            Some(f) => (f.body, f.placement),
+            None => match self.bodies.iter().position(|b| b.link == link) {
+                Some(b) => (b, Placement::IDENTITY),
+                None => return Err(self.refuse(element, String::from("no such link"))),
+            },
+        };
+        if body == 0 && self.base == BaseKind::Floating {
+            return Err(self.refuse(
+                element,
+                String::from("is on the floating base: a foot must hang from a joint"),
+            ));
+        }
+        if points_m.is_empty() || points_m.len() > balance::MAX_POINTS {
+            return Err(self.refuse(
+                element,
+                format!(
+                    "1 to {} contact points (got {})",
+                    balance::MAX_POINTS,
+                    points_m.len()
+                ),
+            ));
+        }
+        let mut points = [[0.0; 3]; balance::MAX_POINTS];
+        for (slot, p) in points.iter_mut().zip(points_m) {
+            if !p.iter().all(|c| c.is_finite()) {
+                return Err(self.refuse(element, format!("a contact point is not finite: {p:?}")));
+            }
+            let r = &placement.rotation;
+            for (k, out) in slot.iter_mut().enumerate() {
+                *out = r[k][0] * p[0] + r[k][1] * p[1] + r[k][2] * p[2] + placement.xyz_m[k];
+            }
+        }
+        Ok(balance::ContactBody {
+            body,
+            points,
+            count: points_m.len(),
+        })
+    }
+
+    /// Every joint as its own [`balance::JointGroup`] bounded by its URDF `<limit effort>`, model
+    /// order. Refused, naming the joint: one without a positive effort.
+    pub fn joint_groups(&self) -> Result<Vec<balance::JointGroup>, LoadError> {
+        self.joints
+            .iter()
+            .enumerate()
+            .map(|(k, j)| match j.effort {
+                Some(effort) if effort > 0.0 => Ok(balance::JointGroup {
+                    first: k,
+                    count: 1,
+                    effort,
+                }),
+                _ => Err(self.refuse(
+                    format!("joint {:?} <limit effort>", j.name),
+                    String::from(
+                        "a balance controller bounds every joint by its effort: none given",
+                    ),
+                )),
+            })
+            .collect()
+    }
+
+    /// Joint positions by joint name, as the tree takes them (model order, 0 for a joint not
+    /// named and past the last joint). Refused, naming the joint: a name the model has no moving
+    /// joint of, a value that is not finite or lies outside the joint's limits, and a joint not
+    /// named whose limits exclude 0.
+    pub fn positions<const N: usize>(
+        &self,
+        by_name: &[(&str, f64)],
+    ) -> Result<[f64; N], LoadError> {
+        let mut q = [0.0; N];
+        for &(name, v) in by_name {
+            let element = format!("joint {name:?}");
+            let Some(j) = self.joint_index(name).filter(|&j| j < N) else {
+                return Err(self.refuse(element, String::from("no such moving joint")));
+            };
+            if !v.is_finite() {
+                return Err(self.refuse(element, format!("position {v} is not finite")));
+            }
+            if let Some((lo, hi)) = self.joints[j].limits
+                && !(lo..=hi).contains(&v)
+            {
+                return Err(self.refuse(
+                    element,
+                    format!("position {v} lies outside its limits [{lo}, {hi}]"),
+                ));
+            }
+            q[j] = v;
+        }
+        for joint in &self.joints {
+            if !by_name.iter().any(|(n, _)| *n == joint.name)
+                && let Some((lo, hi)) = joint.limits
+                && !(lo..=hi).contains(&0.0)
+            {
+                return Err(self.refuse(
+                    format!("joint {:?}", joint.name),
+                    format!("its limits [{lo}, {hi}] exclude 0: give its position"),
+                ));
+            }
+        }
+        Ok(q)
+    }
 }
 
 #[cfg(test)]
@@ -488,6 +618,70 @@ mod tests {
     const TWO: &str = r#"<robot name="r"><link name="a"/>
         <link name="b"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
         <joint name="j" type="continuous"><parent link="a"/><child link="b"/></joint></robot>"#;
+
+    /// A floating base, a hip with limits and effort, a knee whose limits exclude 0 and that has
+    /// an effort of 0, and a sole frame turned about z.
+    const LEG: &str = r#"<robot name="leg">
+        <link name="base"><inertial><mass value="2"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+        <link name="thigh"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+        <link name="shin"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+        <link name="sole"/>
+        <joint name="hip" type="revolute"><parent link="base"/><child link="thigh"/><axis xyz="0 1 0"/>
+          <limit lower="-1" upper="1" effort="30" velocity="5"/></joint>
+        <joint name="knee" type="revolute"><parent link="thigh"/><child link="shin"/><axis xyz="0 1 0"/>
+          <origin xyz="0 0 -0.4"/><limit lower="0.1" upper="2" effort="0" velocity="1"/></joint>
+        <joint name="fix" type="fixed"><parent link="shin"/><child link="sole"/>
+          <origin xyz="0.1 0 -0.4" rpy="0 0 1.5707963267948966"/></joint></robot>"#;
+
+    #[test]
+    fn feet_efforts_and_positions_for_a_balance_controller_name_what_they_refuse() {
+        let options = LoadOptions {
+            floating_base: true,
+            ..LoadOptions::default()
+        };
+        let m = parse_with(
+            LEG,
+            Path::new("/leg.urdf"),
+            &options,
+            &MeshSearch::default(),
+        )
+        .unwrap();
+        // The sole's point (1, 0, 0) in the shin's frame: turned a quarter about z, then moved.
+        let foot = m.contact_body("sole", &[[1.0, 0.0, 0.0]]).unwrap();
+        assert_eq!((foot.body, foot.count), (2, 1));
+        for (got, want) in foot.points[0].iter().zip([0.1, 1.0, -0.4]) {
+            assert!((got - want).abs() < 1e-12, "{:?}", foot.points[0]);
+        }
+        let refused = |r: Result<balance::ContactBody, LoadError>| r.unwrap_err().element;
+        assert_eq!(refused(m.contact_body("toe", &[[0.0; 3]])), "link \"toe\"");
+        assert_eq!(
+            refused(m.contact_body("base", &[[0.0; 3]])),
+            "link \"base\""
+        );
+        assert_eq!(refused(m.contact_body("sole", &[])), "link \"sole\"");
+        assert_eq!(
+            refused(m.contact_body("sole", &[[0.0; 3]; 5])),
+            "link \"sole\""
+        );
+        assert_eq!(
+            refused(m.contact_body("sole", &[[f64::NAN, 0.0, 0.0]])),
+            "link \"sole\""
+        );
+        assert_eq!(
+            m.joint_groups().unwrap_err().element,
+            "joint \"knee\" <limit effort>"
+        );
+        let q: [f64; 4] = m.positions(&[("hip", 0.5), ("knee", 1.0)]).unwrap();
+        assert_eq!(q, [0.5, 1.0, 0.0, 0.0]);
+        let refused = |by: &[(&str, f64)]| m.positions::<4>(by).unwrap_err().element;
+        assert_eq!(refused(&[("ankle", 0.0), ("knee", 1.0)]), "joint \"ankle\"");
+        assert_eq!(refused(&[("hip", 1.5), ("knee", 1.0)]), "joint \"hip\"");
+        assert_eq!(
+            refused(&[("hip", f64::NAN), ("knee", 1.0)]),
+            "joint \"hip\""
+        );
+        assert_eq!(refused(&[("hip", 0.0)]), "joint \"knee\"");
+    }
 
     #[test]
     fn tree_errors_name_the_urdf_element() {

@@ -582,96 +582,43 @@ impl Robot {
         let tree: Tree<NV> = model
             .tree()
             .map_err(|e| ("robot.urdf".to_owned(), e.to_string()))?;
-        let mut pose = [0.0; NV];
-        for (name, &v) in &s.robot.pose_rad {
-            let Some(j) = model.joint_index(name) else {
-                return fail(
-                    &format!("robot.pose_rad.{name}"),
-                    format!("{} has no moving joint \"{name}\"", model.source.display()),
-                );
-            };
-            if let Some((lo, hi)) = model.joints[j].limits
-                && !(lo..=hi).contains(&v)
-            {
-                return fail(
-                    &format!("robot.pose_rad.{name}"),
-                    format!("{v} lies outside the joint's limits [{lo}, {hi}]"),
-                );
-            }
-            pose[j] = v;
-        }
-        for (j, joint) in model.joints.iter().enumerate() {
-            if !s.robot.pose_rad.contains_key(&joint.name)
-                && let Some((lo, hi)) = joint.limits
-                && !(lo..=hi).contains(&0.0)
-            {
-                return fail(
-                    "robot.pose_rad",
-                    format!(
-                        "joint \"{}\" (limits [{lo}, {hi}]) cannot stand at 0: give its pose",
-                        joint.name
-                    ),
-                );
-            }
-            let _ = j;
-        }
-        let effort: Vec<f64> = model
-            .joints
+        // The pose, the efforts and the feet through the model's own checks (the library's
+        // path: `RobotModel::positions`, `joint_groups`, `contact_body`), their refusals put
+        // under the scenario's fields.
+        let named: Vec<(&str, f64)> = s
+            .robot
+            .pose_rad
             .iter()
-            .map(|j| j.effort.unwrap_or(0.0))
+            .map(|(n, &v)| (n.as_str(), v))
             .collect();
-        if let Some(k) = effort.iter().position(|e| !(*e > 0.0)) {
-            return fail(
-                "robot.urdf",
-                format!(
-                    "joint \"{}\" has no positive <limit effort>: the plant and the controllers need every joint's",
-                    model.joints[k].name
-                ),
-            );
-        }
-        let place = |link: &str| -> Option<(usize, Isometry3<f64>)> {
-            if let Some(f) = model.frame(link) {
-                return Some((f.body, super::chain::isometry(&f.placement)));
-            }
-            model
-                .bodies
+        let pose: [f64; NV] = model.positions(&named).map_err(|e| {
+            let field = named
                 .iter()
-                .position(|b| b.link == link)
-                .map(|b| (b, Isometry3::identity()))
-        };
-        let mut feet = Vec::with_capacity(s.feet.len());
+                .find(|(n, _)| e.element == format!("joint {n:?}"))
+                .map_or_else(
+                    || "robot.pose_rad".to_owned(),
+                    |(n, _)| format!("robot.pose_rad.{n}"),
+                );
+            (field, e.to_string())
+        })?;
+        let effort: Vec<f64> = model
+            .joint_groups()
+            .map_err(|e| ("robot.urdf".to_owned(), e.to_string()))?
+            .iter()
+            .map(|g| g.effort)
+            .collect();
+        let mut feet: Vec<ContactBody> = Vec::with_capacity(s.feet.len());
         for (i, f) in s.feet.iter().enumerate() {
-            let Some((body, placement)) = place(&f.link) else {
-                return fail(
-                    &format!("feet[{i}].link"),
-                    format!("{} has no link \"{}\"", model.source.display(), f.link),
-                );
-            };
-            if body == 0 {
-                return fail(
-                    &format!("feet[{i}].link"),
-                    format!(
-                        "\"{}\" is the floating base: a foot must hang from a joint",
-                        f.link
-                    ),
-                );
-            }
-            if feet.iter().any(|c: &ContactBody| c.body == body) {
+            let foot = model
+                .contact_body(&f.link, &f.points_m)
+                .map_err(|e| (format!("feet[{i}].link"), e.to_string()))?;
+            if feet.iter().any(|c| c.body == foot.body) {
                 return fail(
                     &format!("feet[{i}].link"),
                     format!("\"{}\" is on a body another foot already names", f.link),
                 );
             }
-            let mut points = [[0.0; 3]; MAX_POINTS];
-            for (slot, p) in points.iter_mut().zip(&f.points_m) {
-                let w = placement * Point3::from(*p);
-                *slot = [w.x, w.y, w.z];
-            }
-            feet.push(ContactBody {
-                body,
-                points,
-                count: f.points_m.len(),
-            });
+            feet.push(foot);
         }
         let kin = tree
             .kinematics(&Isometry3::identity(), &pose)
@@ -703,7 +650,7 @@ impl Robot {
         }
         let push_link = match &s.push.link {
             Some(l) => {
-                if place(l).is_none() {
+                if model.frame(l).is_none() && !model.bodies.iter().any(|b| &b.link == l) {
                     return fail(
                         "push.link",
                         format!("{} has no link \"{l}\"", model.source.display()),
