@@ -206,6 +206,29 @@ fn data(page: &str) -> Value {
     serde_json::from_str(&page[start..end]).expect("the data is JSON")
 }
 
+/// The names of the runs on the page.
+fn run_names(d: &Value) -> Vec<&str> {
+    d["runs"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The sum of the upward (z) contact forces of `run` at its first sample at or after `t_s`, N.
+fn upward_force_at(run: &Value, t_s: f64) -> f64 {
+    let at = run["t"]
+        .as_array()
+        .and_then(|t| t.iter().position(|x| x.as_f64().is_some_and(|t| t >= t_s)))
+        .unwrap_or_else(|| panic!("a sample at {t_s} s"));
+    run["contacts"]
+        .as_array()
+        .expect("contacts")
+        .iter()
+        .filter(|c| c[0].as_u64() == Some(at as u64))
+        .map(|c| c[4].as_f64().unwrap_or(f64::NAN))
+        .sum()
+}
+
 /// Run `hil run scenario --only controller` (lockstep) into a fresh folder: its replay.html.
 fn run(test: &str, scenario: &str, controller: &str) -> (PathBuf, String) {
     let out = out_dir(test);
@@ -339,10 +362,7 @@ fn a_humanoid_replay_shows_the_pushed_body_and_the_ground_under_its_feet() {
     let (page, text) = run("replay_humanoid", "dynamo_push.toml", "parent_space");
     let d = data(&text);
     // The largest push it survived and the first it fell to.
-    let names: Vec<&str> = d["runs"]
-        .as_array()
-        .map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect())
-        .unwrap_or_default();
+    let names = run_names(&d);
     assert_eq!(
         names,
         ["parent_space at 16 N·s", "parent_space at 18 N·s"],
@@ -362,17 +382,7 @@ fn a_humanoid_replay_shows_the_pushed_body_and_the_ground_under_its_feet() {
     assert_eq!(run["tau"].as_array().map(Vec::len), Some(samples * 14));
     // Standing, the ground holds the body up (z up on the page): the feet's forces sum to about
     // its weight (70.4 kg) at 1 s.
-    let at_1s = run["t"]
-        .as_array()
-        .and_then(|t| t.iter().position(|x| x.as_f64().is_some_and(|t| t >= 1.0)))
-        .expect("a sample at 1 s");
-    let up: f64 = run["contacts"]
-        .as_array()
-        .expect("contacts")
-        .iter()
-        .filter(|c| c[0].as_u64() == Some(at_1s as u64))
-        .map(|c| c[4].as_f64().unwrap_or(f64::NAN))
-        .sum();
+    let up = upward_force_at(run, 1.0);
     assert!((0.8 * 690.6..1.2 * 690.6).contains(&up), "{up} N up at 1 s");
 
     let dir = page.parent().expect("the run folder").to_path_buf();
@@ -446,10 +456,7 @@ fn a_robot_push_replay_shows_a_real_robot_on_its_feet_and_falling() {
     let page = report.join("replay.html");
     let text = std::fs::read_to_string(&page).expect("replay.html written");
     let d = data(&text);
-    let names: Vec<&str> = d["runs"]
-        .as_array()
-        .map(|r| r.iter().filter_map(|x| x["name"].as_str()).collect())
-        .unwrap_or_default();
+    let names = run_names(&d);
     assert_eq!(
         names,
         ["qp_balance at 0 N·s", "qp_balance at 4 N·s"],
@@ -467,17 +474,7 @@ fn a_robot_push_replay_shows_a_real_robot_on_its_feet_and_falling() {
         stood["poses"].as_array().map(Vec::len),
         Some(samples * bodies * 7)
     );
-    let at = stood["t"]
-        .as_array()
-        .and_then(|t| t.iter().position(|x| x.as_f64().is_some_and(|t| t >= 0.5)))
-        .expect("a sample at 0.5 s");
-    let up: f64 = stood["contacts"]
-        .as_array()
-        .expect("contacts")
-        .iter()
-        .filter(|c| c[0].as_u64() == Some(at as u64))
-        .map(|c| c[4].as_f64().unwrap_or(f64::NAN))
-        .sum();
+    let up = upward_force_at(stood, 0.5);
     assert!(
         (0.9 * 24.53..1.1 * 24.53).contains(&up),
         "{up} N up at 0.5 s"

@@ -283,20 +283,7 @@ impl RobotPushScenario {
 
     fn check(&self) -> Result<(), (String, String)> {
         let bad = |f: &str, r: String| Err((f.to_owned(), r));
-        if self.kind != KIND {
-            return bad("kind", format!("must be \"{KIND}\""));
-        }
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return bad(
-                "name",
-                "letters, digits, '_' or '-' (it names the output folder)".into(),
-            );
-        }
+        super::scenario::check_kind_and_name(&self.kind, KIND, &self.name)?;
         let dt = self.physics_dt_s;
         if !(dt.is_finite() && (1e-4..=0.05).contains(&dt)) {
             return bad(

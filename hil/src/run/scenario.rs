@@ -605,6 +605,26 @@ pub fn read_scenario(path: &Path) -> Result<(String, ScenarioKind), ScenarioErro
     Ok((text, kind))
 }
 
+/// The checks every kind with a `kind` field opens with: `kind` is `expected`, and `name` is
+/// non-empty ASCII letters, digits, `_` or `-` (it names the output folder). The first failure
+/// as (field, reason).
+pub fn check_kind_and_name(kind: &str, expected: &str, name: &str) -> Result<(), (String, String)> {
+    if kind != expected {
+        return Err(("kind".into(), format!("must be \"{expected}\"")));
+    }
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err((
+            "name".into(),
+            "letters, digits, '_' or '-' (it names the output folder)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Scenario text `text` (of file `file`) deserialised as a `T`: text that is not TOML is refused
 /// under `-`, a field that does not fit `T` under its path (`push.at_s`, `feet[1].link`; the
 /// whole document as `-`).

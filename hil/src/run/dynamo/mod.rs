@@ -374,20 +374,7 @@ impl DynamoScenario {
 
     fn check(&self) -> Result<(), (String, String)> {
         let bad = |f: &str, r: String| Err((f.to_owned(), r));
-        if self.kind != KIND {
-            return bad("kind", format!("must be \"{KIND}\""));
-        }
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return bad(
-                "name",
-                "letters, digits, '_' or '-' (it names the output folder)".into(),
-            );
-        }
+        super::scenario::check_kind_and_name(&self.kind, KIND, &self.name)?;
         let r = self.control_rate_hz;
         if !(r.is_finite() && (50.0..=2000.0).contains(&r)) {
             return bad(
