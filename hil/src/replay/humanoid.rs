@@ -24,6 +24,7 @@ use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use serde_json::{Value, json};
 use sim_host::humanoid::{Geometry, HumanoidModel};
 
+use super::chain::sig;
 use crate::run::dynamo::{DynamoReport, DynamoScenario, PoseSample};
 
 /// One run shown.
@@ -56,10 +57,6 @@ fn pose(p: Vector3<f64>, q: UnitQuaternion<f64>) -> [f64; 7] {
     let r = |x: f64| super::round(x, 1e-4);
     let c = q.coords; // (i, j, k, w)
     [r(p.x), r(p.y), r(p.z), r(c[0]), r(c[1]), r(c[2]), r(c[3])]
-}
-
-fn sig(x: f64) -> f64 {
-    super::significant(x, 4)
 }
 
 fn bodies(model: &HumanoidModel) -> Vec<Value> {
@@ -174,13 +171,12 @@ pub fn data(
     {
         let d = v3(scenario.push_direction);
         let f = w * (d / d.norm()) * (largest / scenario.push_duration_s);
-        pushes.push(json!({
-            "body": body, "link": scenario.push_body,
-            "force": [sig(f.x), sig(f.y), sig(f.z)],
-            "start": scenario.push_at_s, "duration": scenario.push_duration_s,
-        }));
-        notes.push(format!(
-            "the push arrow is the largest push shown ({largest} N·s); each run has its own"
+        pushes.push(super::push_arrow(
+            (body, &scenario.push_body),
+            [f.x, f.y, f.z],
+            (scenario.push_at_s, scenario.push_duration_s),
+            largest,
+            &mut notes,
         ));
     }
     json!({

@@ -150,13 +150,12 @@ pub fn data(
         && n > 0.0
     {
         let scale = largest / report.push.duration_s / n;
-        pushes.push(json!({
-            "body": f.body, "link": report.push_link,
-            "force": d.map(|x| sig(x * scale)),
-            "start": report.push.at_s, "duration": report.push.duration_s,
-        }));
-        notes.push(format!(
-            "the push arrow is the largest push shown ({largest} N·s); each run has its own"
+        pushes.push(super::push_arrow(
+            (f.body, &report.push_link),
+            d.map(|x| x * scale),
+            (report.push.at_s, report.push.duration_s),
+            largest,
+            &mut notes,
         ));
     }
     json!({

@@ -28,6 +28,25 @@ const ORBIT: &str = include_str!("../../assets/three/OrbitControls.js");
 /// The page's script.
 const APP: &str = include_str!("../../assets/replay/replay.js");
 
+/// The page's push arrow of a replay showing runs pushed by different impulses: the largest
+/// shown, `force_n` on `body` (link `link`) from `start_s` for `duration_s`; `notes` say so.
+pub(crate) fn push_arrow(
+    (body, link): (usize, &str),
+    force_n: [f64; 3],
+    (start_s, duration_s): (f64, f64),
+    largest_ns: f64,
+    notes: &mut Vec<String>,
+) -> Value {
+    notes.push(format!(
+        "the push arrow is the largest push shown ({largest_ns} N·s); each run has its own"
+    ));
+    serde_json::json!({
+        "body": body, "link": link,
+        "force": force_n.map(|x| significant(x, 4)),
+        "start": start_s, "duration": duration_s,
+    })
+}
+
 /// The page for `data` (shown by `replay.js`), titled `title`.
 pub fn page(title: &str, data: &Value) -> String {
     // Inside <script>, `</` could end the element: JSON allows `<\/` for it.
