@@ -44,15 +44,24 @@
 //!    `[P; A]`, and the cost), a bounded number of passes.
 //! 2. The equality rows are factored by a Householder QR with column pivoting of `A_Eᵀ`:
 //!    rank-deficient equalities (more rows than independent constraints) are fine. Inconsistent
-//!    ones give [`Status::PrimalInfeasible`] at once, with a certificate. `x = x_p + N w`, `N` an
-//!    orthonormal basis of the null space of `A_E`, turns the problem into one in `w`
-//!    (`n − rank` unknowns, 20 for the balance QP's 100 variables and 80 equalities) with only
-//!    the inequality and cone rows.
+//!    ones give [`Status::PrimalInfeasible`] at once, with a certificate. `x = x_p + N w`, `N` a
+//!    basis of the null space of `A_E`, turns the problem into one in `w` (`n − rank`
+//!    unknowns) with only the inequality and cone rows. `N` is formed by **variable
+//!    elimination**: Gauss–Jordan on the QR's orthonormal rows `Q₁ᵀ`, each equality solved for
+//!    one variable (threshold pivoting: among the entries within 1/4 of its row's largest, the
+//!    variable in the fewest inequality and cone rows), so that `N = [C; I]` up to a
+//!    permutation and every other variable is its own coordinate of `w`. A row of `A_K` that
+//!    touches no eliminated variable keeps its sparsity in `w`: in the balance QP the
+//!    equalities bind accelerations, and the friction cones and minimum forces on the contact
+//!    forces stay one entry per row. Where elimination would be ill-conditioned (a coefficient
+//!    of `C` beyond 1e3) the orthonormal basis `Q₂` is used instead.
 //! 3. On that reduced problem, the homogeneous self-dual embedding of Clarabel (Goulart and
 //!    Chen, 2024) for quadratic objectives, Nesterov–Todd scaling, Mehrotra's predictor-
 //!    corrector: each iteration forms the normal matrix `H + δI + Gᵀ W⁻² G` (dense,
 //!    `n − rank`-sized; `W⁻¹` from its closed form, so that the cone block needs no
-//!    regularisation however close to the boundary the iterate is), factors it by Cholesky
+//!    regularisation however close to the boundary the iterate is; `G`'s sparse rows added on
+//!    their supports, the dense ones four at a time, and a cone's dense rows once each through
+//!    a 3 × 3 factor of its `W⁻²` block, the sparse and zero rows of the cone apart), factors it by Cholesky
 //!    (pivots below `1e-14 ·` its largest diagonal entry are replaced: dynamic regularisation),
 //!    and solves three right-hand sides with iterative refinement on the unregularised system.
 //!    The slack step is taken from the primal equation, so that the primal residual falls with
@@ -106,7 +115,7 @@
 //!
 //! Allocate, block or panic. Every buffer is inside [`Solver`], sized by its const parameters
 //! (`N` variables, `M` constraint rows at most): a controller keeps one solver and reuses it
-//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (5N² + 2NM + 25N + 40M)` bytes
+//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (5N² + 2.25 NM + 30N + 41M)` bytes
 //! (0.9 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
 //! NaN or infinity in the data, wrong lengths, more variables or rows than the capacity, an
 //! asymmetric or indefinite `P` and out-of-range settings are each refused with a [`QpError`]
@@ -115,8 +124,9 @@
 //! stops the iteration with [`Status::Stalled`] and the best finite iterate; a last guard zeroes
 //! a non-finite solution and reports [`Status::Stalled`].
 //!
-//! Left out: second-order cones of other dimensions than 3, sparse data, and reusing a
-//! factorisation across solves (the equalities change every tick).
+//! Left out: second-order cones of other dimensions than 3, sparse storage (the data is dense;
+//! only `G`'s rows are used on their supports), and reusing a factorisation across solves (the
+//! equalities change every tick).
 // `!(x > 0.0)` is this module's NaN-catching test (true for NaN), on purpose.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 #![cfg_attr(
@@ -509,16 +519,37 @@ struct Qr<const N: usize, const M: usize> {
     perm: [usize; M],
     norms: [f64; M],
     norms0: [f64; M],
-    /// Rows: an orthonormal basis of the null space of `Ã_E` (`r` of them).
+    /// The null space of `Ã_E`: with [`Basis::Orthonormal`], rows `..r` are an orthonormal
+    /// basis of it; with [`Basis::Eliminated`], row `t < k` holds `C[t][..r]`, the coefficients
+    /// of pivot variable `pivcol[t]` on the free variables `freecol[..r]` (below).
     basis: [[f64; N]; N],
+    /// Which null-space basis `N` is formed.
+    kind: Basis,
+    /// [`Basis::Eliminated`]: the variable solved for by equality `t`, for `t < k`.
+    pivcol: [usize; N],
+    /// [`Basis::Eliminated`]: the free variables, ascending; `w_j` is `x̃[freecol[j]] −
+    /// x̃_p[freecol[j]]`.
+    freecol: [usize; N],
     /// `x̃_p`, a particular solution of `Ã_E x̃ = b̃_E` (least squares if inconsistent).
     xp: [f64; N],
     /// `u` with `x̃_p = Q₁ u` (`R₁₁ᵀ u = b̃_basic`).
     coef: [f64; N],
-    /// `N = I` (no equality of positive rank): the basis is not formed.
-    identity: bool,
     /// `½ x̃_pᵀ P̃ x̃_p + q̃ᵀ x̃_p`.
     offset: f64,
+}
+
+/// The null-space basis `N` of the equalities, `x̃ = x̃_p + N w`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Basis {
+    /// `N = I` (no equality of positive rank): the basis is not formed.
+    Identity,
+    /// `N = Q₂` from the QR factors: orthonormal columns, dense.
+    Orthonormal,
+    /// Variable elimination: each equality solved for one pivot variable, `N = [C; I]` with the
+    /// rows permuted (pivot variables `C w`, free variables `w` themselves). A row of `Ã_K` on
+    /// free variables only stays as sparse in `w` as it is in `x̃`: the friction cones' rows
+    /// on the contact forces keep their one or three entries.
+    Eliminated,
 }
 
 /// The reduced problem: minimise `½ wᵀ H w + gᵀ w` subject to `G w + s = h`, `s ∈ R₊^l × SOC^c`.
@@ -529,7 +560,15 @@ struct Reduced<const N: usize, const M: usize> {
     h: [f64; M],
     /// `H = 0` (an LP in `w`): the initial point is found differently.
     linear: bool,
+    /// Per row of `G`: the number of entries in `idx` (a cone's three rows share the union of
+    /// their supports), or [`DENSE`] when the row is used densely.
+    nnz: [usize; M],
+    /// Per row of `G`: the columns that may be non-zero, ascending (the first `nnz`).
+    idx: [[u16; N]; M],
 }
+
+/// [`Reduced::nnz`] of a row of `G` used densely (more than half its entries non-zero).
+const DENSE: usize = usize::MAX;
 
 /// The Newton system's factors and scratch.
 struct Kkt<const N: usize, const M: usize> {
@@ -539,7 +578,9 @@ struct Kkt<const N: usize, const M: usize> {
     eta: [f64; M],
     lambda: [f64; M],
     lreg: [[f64; 3]; M],
-    rows3: [[f64; N]; 3],
+    /// Vectors waiting for a rank-4 update of the normal matrix (`pending` of them).
+    rows: [[f64; N]; 6],
+    pending: usize,
     tm: [f64; M],
     ex: [f64; N],
     ez: [f64; M],
@@ -629,6 +670,9 @@ pub struct Solver<const N: usize, const M: usize> {
     psd: PsdCache<N>,
     /// The check of the iterate last recovered, when the iteration stopped at [`Status::Solved`].
     check: Option<Check>,
+    /// Tests: always form the orthonormal null basis.
+    #[cfg(test)]
+    force_orthonormal: bool,
 }
 
 impl<const N: usize, const M: usize> Default for Solver<N, M> {
@@ -687,9 +731,11 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 norms: [0.0; M],
                 norms0: [0.0; M],
                 basis: [[0.0; N]; N],
+                kind: Basis::Identity,
+                pivcol: [0; N],
+                freecol: [0; N],
                 xp: [0.0; N],
                 coef: [0.0; N],
-                identity: true,
                 offset: 0.0,
             },
             red: Reduced {
@@ -698,6 +744,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 g: [0.0; N],
                 h: [0.0; M],
                 linear: false,
+                nnz: [DENSE; M],
+                idx: [[0; N]; M],
             },
             kkt: Kkt {
                 chol: [[0.0; N]; N],
@@ -705,7 +753,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 eta: [0.0; M],
                 lambda: [0.0; M],
                 lreg: [[0.0; 3]; M],
-                rows3: [[0.0; N]; 3],
+                rows: [[0.0; N]; 6],
+                pending: 0,
                 tm: [0.0; M],
                 ex: [0.0; N],
                 ez: [0.0; M],
@@ -765,6 +814,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 valid: false,
             },
             check: None,
+            #[cfg(test)]
+            force_orthonormal: false,
         }
     }
 

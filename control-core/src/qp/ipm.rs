@@ -4,11 +4,11 @@
 
 use super::cone::{self, WOp};
 use super::linalg::{
-    self, axpy, cholesky, cholesky_solve, dot, head, head_mut, matvec, matvec_t, norm_inf,
-    rows_head, rows_head_mut, rows_range,
+    self, axpy, cholesky, cholesky_solve, dot, head, head_mut, matvec, norm_inf, rows_head,
+    rows_head_mut, rows_range,
 };
 use super::reduce::{equality_duals, x_from_w};
-use super::{Dims, Kkt, Problem, Reduced, SolveInfo, Solver, Status};
+use super::{Basis, DENSE, Dims, Kkt, Problem, Reduced, SolveInfo, Solver, Status};
 
 /// Iterative refinement stops when the residual of the Newton system is below this, relative to
 /// `1 + ‖rhs‖∞` (Clarabel's relative tolerance).
@@ -138,8 +138,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let red = &self.red;
         let it = &mut self.it;
         matvec(rows_head(&red.hess, r), r, &it.w, head_mut(&mut it.hw, r));
-        matvec_t(rows_head(&red.gmat, mk), r, head(&it.z, mk), &mut it.gtz);
-        matvec(rows_head(&red.gmat, mk), r, &it.w, head_mut(&mut it.gw, mk));
+        g_mul_t(red, r, head(&it.z, mk), &mut it.gtz);
+        g_mul(red, r, &it.w, head_mut(&mut it.gw, mk));
         let tau = it.tau;
         for (((rx, hw), gtz), g) in head_mut(&mut it.rx, r)
             .iter_mut()
@@ -236,41 +236,193 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 *d += delta;
             }
         }
-        let g = rows_head(&red.gmat, mk);
-        let (gl, gc) = g.split_at(l.min(g.len()));
-        let (ll, lc) = kkt.lreg.split_at(l.min(kkt.lreg.len()));
-        let [b0, b1, b2] = &mut kkt.rows3;
-        for (grow, lr) in gl.iter().zip(ll) {
+        // + Gᵀ W⁻² G, row by row: sparse rows (a force's cone, a bound on one variable) on their
+        // support at once, dense ones four at a time.
+        kkt.pending = 0;
+        for (i, lr) in kkt.lreg.iter().enumerate().take(l) {
             let inv = 1.0 / lr[0];
-            for (v, gv) in head_mut(b0, r).iter_mut().zip(grow) {
-                *v = gv * inv;
+            let grow = linalg::row(&red.gmat, i);
+            match support(red, i) {
+                None => {
+                    let slot = linalg::row_mut(&mut kkt.rows, kkt.pending);
+                    for (v, gv) in head_mut(slot, r).iter_mut().zip(grow) {
+                        *v = gv * inv;
+                    }
+                    kkt.pending += 1;
+                    flush_rank_four(&mut kkt.chol, &mut kkt.rows, &mut kkt.pending, r, false);
+                }
+                Some(idx) => {
+                    // Slots 3 – 5 are free between flushes (at most three pending).
+                    let [.., v0, _, _] = &mut kkt.rows;
+                    for (v, c) in v0.iter_mut().zip(idx) {
+                        *v = linalg::at(grow, usize::from(*c)) * inv;
+                    }
+                    let [.., v0, v1, v2] = &kkt.rows;
+                    sparse_rank_update(&mut kkt.chol, idx, [v0, v1, v2], 1);
+                }
             }
-            rank_one(&mut kkt.chol, r, head(b0, r));
         }
+        // A cone's block Gᵦᵀ Dᵦ Gᵦ (Dᵦ = W⁻² of the cone, 3 × 3): its dense rows by a small
+        // Cholesky factor of their part of Dᵦ (one dense rank-one each), the rest on supports.
+        let (_, lc) = kkt.lreg.split_at(l.min(kkt.lreg.len()));
         let (_, wc) = cone::split(head(&kkt.wbar, mk), l);
         let (_, ec) = cone::split(head(&kkt.eta, mk), l);
-        for (((gb, lb), wb), eb) in gc
+        for (cone_index, ((lb, wb), eb)) in lc
             .chunks_exact(3)
-            .zip(lc.chunks_exact(3))
             .zip(wc.chunks_exact(3))
             .zip(ec.chunks_exact(3))
+            .enumerate()
         {
-            let ([g0, g1, g2], &[w0, w1, w2], Some(&e)) = (gb, wb, eb.first()) else {
+            let (&[w0, w1, w2], Some(&e)) = (wb, eb.first()) else {
                 continue;
             };
-            for ((((v0, v1), v2), (a0, a1)), a2) in head_mut(b0, r)
-                .iter_mut()
-                .zip(head_mut(b1, r).iter_mut())
-                .zip(head_mut(b2, r).iter_mut())
-                .zip(g0.iter().zip(g1))
-                .zip(g2)
-            {
-                (*v0, *v1, *v2) = cone::soc_half([w0, w1, w2], e, lb, *a0, *a1, *a2);
+            let i = l + 3 * cone_index;
+            // T with Tᵀ T = Dᵦ: the half-solve of each unit vector.
+            let t = [
+                cone::soc_half([w0, w1, w2], e, lb, 1.0, 0.0, 0.0),
+                cone::soc_half([w0, w1, w2], e, lb, 0.0, 1.0, 0.0),
+                cone::soc_half([w0, w1, w2], e, lb, 0.0, 0.0, 1.0),
+            ];
+            let col = |q: usize| match t.get(q) {
+                Some(&(a, b, c)) => [a, b, c],
+                None => [0.0; 3],
+            };
+            let mut dm = [[0.0f64; 3]; 3];
+            for (p, drow) in dm.iter_mut().enumerate() {
+                for (q, d) in drow.iter_mut().enumerate() {
+                    let (cp, cq) = (col(p), col(q));
+                    *d = cp[0] * cq[0] + cp[1] * cq[1] + cp[2] * cq[2];
+                }
             }
-            rank_one(&mut kkt.chol, r, head(b0, r));
-            rank_one(&mut kkt.chol, r, head(b1, r));
-            rank_one(&mut kkt.chol, r, head(b2, r));
+            let dmat =
+                |p: usize, q: usize| dm.get(p).and_then(|r| r.get(q)).copied().unwrap_or(0.0);
+            // Rows: dense, sparse (with a support) or zero.
+            let mut dense = [0usize; 3];
+            let mut nd = 0;
+            let mut sparse = [0usize; 3];
+            let mut ns = 0;
+            for q in 0..3 {
+                match red.nnz.get(i + q).copied().unwrap_or(DENSE) {
+                    0 => {}
+                    DENSE => {
+                        put_usize(&mut dense, nd, q);
+                        nd += 1;
+                    }
+                    _ => {
+                        put_usize(&mut sparse, ns, q);
+                        ns += 1;
+                    }
+                }
+            }
+            // Dense × dense: D_dd = L Lᵀ, one rank-one per column of L.
+            let mut lf = [[0.0f64; 3]; 3];
+            let mut ok = true;
+            for a in 0..nd {
+                for b in 0..=a {
+                    let mut v = dmat(at_usize(&dense, a), at_usize(&dense, b));
+                    for c in 0..b {
+                        v -= lget(&lf, a, c) * lget(&lf, b, c);
+                    }
+                    if a == b {
+                        if !(v > 0.0) {
+                            ok = false;
+                            v = 0.0;
+                        }
+                        lset(&mut lf, a, a, libm::sqrt(v));
+                    } else {
+                        let d = lget(&lf, b, b);
+                        lset(&mut lf, a, b, if d > 0.0 { v / d } else { 0.0 });
+                    }
+                }
+            }
+            if !ok {
+                // Not positive in rounding: every non-zero row as dense, through T.
+                nd = 0;
+                for q in 0..3 {
+                    if red.nnz.get(i + q).copied().unwrap_or(DENSE) != 0 {
+                        put_usize(&mut dense, nd, q);
+                        nd += 1;
+                    }
+                }
+                for q in 0..3 {
+                    let slot = linalg::row_mut(&mut kkt.rows, kkt.pending);
+                    let slot = head_mut(slot, r);
+                    slot.fill(0.0);
+                    for p in dense.iter().take(nd) {
+                        linalg::axpy(
+                            col(*p).get(q).copied().unwrap_or(0.0),
+                            head(linalg::row(&red.gmat, i + p), r),
+                            slot,
+                        );
+                    }
+                    kkt.pending += 1;
+                    flush_rank_four(&mut kkt.chol, &mut kkt.rows, &mut kkt.pending, r, false);
+                }
+                continue;
+            }
+            for c in 0..nd {
+                let slot = head_mut(linalg::row_mut(&mut kkt.rows, kkt.pending), r);
+                slot.fill(0.0);
+                for a in c..nd {
+                    let g = head(linalg::row(&red.gmat, i + at_usize(&dense, a)), r);
+                    linalg::axpy(lget(&lf, a, c), g, slot);
+                }
+                kkt.pending += 1;
+                flush_rank_four(&mut kkt.chol, &mut kkt.rows, &mut kkt.pending, r, false);
+            }
+            // Dense × sparse, both ways: D_pq (g_p g_qᵀ + g_q g_pᵀ) on the lower triangle.
+            for p in dense.iter().take(nd) {
+                let gp = head(linalg::row(&red.gmat, i + p), r);
+                for q in sparse.iter().take(ns) {
+                    let dpq = dmat(*p, *q);
+                    let gq = linalg::row(&red.gmat, i + q);
+                    for c in support(red, i + q).unwrap_or(&[]) {
+                        let c = usize::from(*c);
+                        let f = dpq * linalg::at(gq, c);
+                        if f == 0.0 {
+                            continue;
+                        }
+                        axpy(
+                            f,
+                            head(gp, c + 1),
+                            head_mut(linalg::row_mut(&mut kkt.chol, c), c + 1),
+                        );
+                        for (arow, gpa) in rows_range_mut(&mut kkt.chol, c, r)
+                            .iter_mut()
+                            .zip(linalg::tail(gp, c))
+                        {
+                            if let Some(x) = arow.get_mut(c) {
+                                *x += f * gpa;
+                            }
+                        }
+                    }
+                }
+            }
+            // Sparse × sparse.
+            for p in sparse.iter().take(ns) {
+                let gp = linalg::row(&red.gmat, i + p);
+                let sp = support(red, i + p).unwrap_or(&[]);
+                for q in sparse.iter().take(ns) {
+                    let dpq = dmat(*p, *q);
+                    let gq = linalg::row(&red.gmat, i + q);
+                    let sq = support(red, i + q).unwrap_or(&[]);
+                    for a in sp {
+                        let a = usize::from(*a);
+                        let fa = dpq * linalg::at(gp, a);
+                        let row = linalg::row_mut(&mut kkt.chol, a);
+                        for b in sq {
+                            let b = usize::from(*b);
+                            if b <= a
+                                && let Some(x) = row.get_mut(b)
+                            {
+                                *x += fa * linalg::at(gq, b);
+                            }
+                        }
+                    }
+                }
+            }
         }
+        flush_rank_four(&mut kkt.chol, &mut kkt.rows, &mut kkt.pending, r, true);
         let mut max_diag = 0.0f64;
         for (i, row) in rows_head(&kkt.chol, r).iter().enumerate() {
             max_diag = max_diag.max(linalg::at(row, i).abs());
@@ -387,22 +539,52 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             .zip(&self.qr.xp)
         {
             let scaled = if *d > 0.0 { x / d } else { 0.0 };
-            *xt = if self.qr.identity {
+            *xt = if self.qr.kind == Basis::Identity {
                 scaled
             } else {
                 scaled - xp
             };
         }
-        if self.qr.identity {
-            for (w, xt) in head_mut(&mut it.w, r).iter_mut().zip(&out.xt) {
-                *w = lam * xt;
+        match self.qr.kind {
+            Basis::Identity => {
+                for (w, xt) in head_mut(&mut it.w, r).iter_mut().zip(&out.xt) {
+                    *w = lam * xt;
+                }
             }
-        } else {
-            for (w, b) in head_mut(&mut it.w, r)
-                .iter_mut()
-                .zip(rows_head(&self.qr.basis, r))
-            {
-                *w = lam * dot(head(b, n), head(&out.xt, n));
+            Basis::Orthonormal => {
+                for (w, b) in head_mut(&mut it.w, r)
+                    .iter_mut()
+                    .zip(rows_head(&self.qr.basis, r))
+                {
+                    *w = lam * dot(head(b, n), head(&out.xt, n));
+                }
+            }
+            Basis::Eliminated => {
+                // The orthogonal projection on the null space, Q [0; (Qᵀd)_{k..}], read at
+                // the free variables (where N is the identity).
+                let k = n - r;
+                let a = &data.a;
+                let d = head_mut(&mut out.xt, n);
+                for s in 0..k {
+                    let u = linalg::range(linalg::row(a, s), s, n);
+                    linalg::apply_householder(
+                        u,
+                        linalg::at(&self.qr.tau, s),
+                        linalg::tail_mut(d, s),
+                    );
+                }
+                head_mut(d, k).fill(0.0);
+                for s in (0..k).rev() {
+                    let u = linalg::range(linalg::row(a, s), s, n);
+                    linalg::apply_householder(
+                        u,
+                        linalg::at(&self.qr.tau, s),
+                        linalg::tail_mut(d, s),
+                    );
+                }
+                for (w, fj) in head_mut(&mut it.w, r).iter_mut().zip(&self.qr.freecol) {
+                    *w = lam * linalg::at(d, *fj);
+                }
             }
         }
         let c = data.c;
@@ -617,12 +799,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         // Δs from the primal equation, G Δw + Δs − h Δτ = −d_z, rather than from the
         // linearised complementarity (Δs = −u − W²Δz, the same in exact arithmetic): the primal
         // residual then falls by exactly the step, whatever the accuracy of the solve.
-        matvec(
-            rows_head(&red.gmat, mk),
-            r,
-            &it.dw,
-            head_mut(&mut it.ds, mk),
-        );
+        g_mul(red, r, &it.dw, head_mut(&mut it.ds, mk));
         for ((d, rz), h) in head_mut(&mut it.ds, mk).iter_mut().zip(&it.rz).zip(&red.h) {
             *d = -coef * rz - *d + h * dtau;
         }
@@ -818,12 +995,157 @@ impl<const N: usize, const M: usize> Solver<N, M> {
     }
 }
 
-/// `S += v vᵀ` on the lower triangle of the leading `r × r` block.
-fn rank_one<const N: usize>(s: &mut [[f64; N]], r: usize, v: &[f64]) {
-    for (a, (row, va)) in rows_head_mut(s, r).iter_mut().zip(v).enumerate() {
-        if *va != 0.0 {
-            axpy(*va, head(v, a + 1), head_mut(row, a + 1));
+/// Row `i` of `G`'s support, if it is used sparsely.
+#[inline]
+fn support<const N: usize, const M: usize>(red: &Reduced<N, M>, i: usize) -> Option<&[u16]> {
+    let nnz = red.nnz.get(i).copied().unwrap_or(DENSE);
+    if nnz == DENSE {
+        return None;
+    }
+    red.idx.get(i).map(|v| v.split_at(nnz.min(v.len())).0)
+}
+
+/// `G_i · x` over the first `r` columns.
+#[inline]
+fn g_dot<const N: usize, const M: usize>(
+    red: &Reduced<N, M>,
+    i: usize,
+    r: usize,
+    x: &[f64],
+) -> f64 {
+    let g = linalg::row(&red.gmat, i);
+    match support(red, i) {
+        None => dot(head(g, r), head(x, r)),
+        Some(idx) => {
+            let mut acc = 0.0;
+            for c in idx {
+                let c = usize::from(*c);
+                acc += linalg::at(g, c) * linalg::at(x, c);
+            }
+            acc
         }
+    }
+}
+
+/// `y += α G_i` over the first `r` columns.
+#[inline]
+fn g_axpy<const N: usize, const M: usize>(
+    red: &Reduced<N, M>,
+    i: usize,
+    r: usize,
+    alpha: f64,
+    y: &mut [f64],
+) {
+    if alpha == 0.0 {
+        return;
+    }
+    let g = linalg::row(&red.gmat, i);
+    match support(red, i) {
+        None => axpy(alpha, head(g, r), head_mut(y, r)),
+        Some(idx) => {
+            for c in idx {
+                let c = usize::from(*c);
+                if let Some(v) = y.get_mut(c) {
+                    *v += alpha * linalg::at(g, c);
+                }
+            }
+        }
+    }
+}
+
+/// `out = G x` (the first `out.len()` rows).
+fn g_mul<const N: usize, const M: usize>(
+    red: &Reduced<N, M>,
+    r: usize,
+    x: &[f64],
+    out: &mut [f64],
+) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = g_dot(red, i, r, x);
+    }
+}
+
+/// `out = Gᵀ y` (the first `y.len()` rows, `r` columns).
+fn g_mul_t<const N: usize, const M: usize>(
+    red: &Reduced<N, M>,
+    r: usize,
+    y: &[f64],
+    out: &mut [f64],
+) {
+    head_mut(out, r).fill(0.0);
+    for (i, yi) in y.iter().enumerate() {
+        g_axpy(red, i, r, *yi, out);
+    }
+}
+
+/// `S += Σ_q v_q v_qᵀ` on the lower triangle, for the first `count` (1 – 3) vectors of `v`,
+/// whose entry at position `p` of the ascending support `idx` is `v[q][p]`.
+fn sparse_rank_update<const N: usize>(
+    s: &mut [[f64; N]; N],
+    idx: &[u16],
+    v: [&[f64; N]; 3],
+    count: usize,
+) {
+    let [v0, v1, v2] = v;
+    let cols = |p: usize| [linalg::at(v0, p), linalg::at(v1, p), linalg::at(v2, p)];
+    for (pa, a) in idx.iter().enumerate() {
+        let Some(row) = s.get_mut(usize::from(*a)) else {
+            continue;
+        };
+        let va = cols(pa);
+        for (pb, b) in idx.iter().enumerate().take(pa + 1) {
+            let vb = cols(pb);
+            let mut sum = 0.0;
+            for (x, y) in va.iter().zip(&vb).take(count) {
+                sum += x * y;
+            }
+            if let Some(e) = row.get_mut(usize::from(*b)) {
+                *e += sum;
+            }
+        }
+    }
+}
+
+/// Applies the pending vectors of `rows` four at a time (`S += Σ v vᵀ`, lower triangle of the
+/// leading `r × r` block); with `all`, the last one to three as well (padded with zeros).
+fn flush_rank_four<const N: usize>(
+    s: &mut [[f64; N]; N],
+    rows: &mut [[f64; N]; 6],
+    pending: &mut usize,
+    r: usize,
+    all: bool,
+) {
+    if all && *pending > 0 {
+        for v in rows.iter_mut().skip(*pending) {
+            head_mut(v, r).fill(0.0);
+        }
+        *pending = 4;
+    }
+    while *pending >= 4 {
+        let [v0, v1, v2, v3, ..] = &*rows;
+        for (a, row) in rows_head_mut(s, r).iter_mut().enumerate() {
+            let c = [
+                linalg::at(v0, a),
+                linalg::at(v1, a),
+                linalg::at(v2, a),
+                linalg::at(v3, a),
+            ];
+            if c == [0.0; 4] {
+                continue;
+            }
+            let n = a + 1;
+            for ((((x, p0), p1), p2), p3) in head_mut(row, n)
+                .iter_mut()
+                .zip(head(v0, n))
+                .zip(head(v1, n))
+                .zip(head(v2, n))
+                .zip(head(v3, n))
+            {
+                *x += (c[0] * p0 + c[1] * p1) + (c[2] * p2 + c[3] * p3);
+            }
+        }
+        rows.copy_within(4..6, 0);
+        *pending -= 4;
     }
 }
 
@@ -913,14 +1235,13 @@ fn regularised_solve<const N: usize, const M: usize>(
     cone::regularised_solve(wbar, eta, lreg, l, tm);
     let x = head_mut(x, r);
     linalg::copy(bx, x);
-    let g = rows_head(&red.gmat, mk);
-    for (grow, t) in g.iter().zip(tm.iter()) {
-        axpy(*t, head(grow, r), x);
+    for (i, t) in tm.iter().enumerate() {
+        g_axpy(red, i, r, *t, x);
     }
     cholesky_solve(chol, r, x);
     let z = head_mut(z, mk);
-    for ((zi, grow), b) in z.iter_mut().zip(g).zip(bz) {
-        *zi = dot(head(grow, r), x) - b;
+    for (i, (zi, b)) in z.iter_mut().zip(bz).enumerate() {
+        *zi = g_dot(red, i, r, x) - b;
     }
     cone::regularised_solve(wbar, eta, lreg, l, z);
 }
@@ -945,14 +1266,44 @@ fn kkt_residual<const N: usize, const M: usize>(
     for (e, b) in ex.iter_mut().zip(bx) {
         *e = b - *e;
     }
-    let g = rows_head(&red.gmat, mk);
-    for (grow, zi) in g.iter().zip(z) {
-        axpy(-zi, head(grow, r), ex);
+    for (i, zi) in z.iter().enumerate() {
+        g_axpy(red, i, r, -zi, ex);
     }
     let ez = head_mut(ez, mk);
     cone::apply_w(WOp::Square, head(wbar, mk), head(eta, mk), l, z, ez);
-    for ((e, grow), b) in ez.iter_mut().zip(g).zip(bz) {
-        *e += b - dot(head(grow, r), x);
+    for (i, (e, b)) in ez.iter_mut().zip(bz).enumerate() {
+        *e += b - g_dot(red, i, r, x);
     }
     norm_inf(ex).max(norm_inf(ez))
+}
+
+fn put_usize(v: &mut [usize; 3], i: usize, x: usize) {
+    if let Some(e) = v.get_mut(i) {
+        *e = x;
+    }
+}
+
+fn at_usize(v: &[usize; 3], i: usize) -> usize {
+    v.get(i).copied().unwrap_or(0)
+}
+
+fn lget(m: &[[f64; 3]; 3], a: usize, b: usize) -> f64 {
+    m.get(a).and_then(|r| r.get(b)).copied().unwrap_or(0.0)
+}
+
+fn lset(m: &mut [[f64; 3]; 3], a: usize, b: usize, x: f64) {
+    if let Some(e) = m.get_mut(a).and_then(|r| r.get_mut(b)) {
+        *e = x;
+    }
+}
+
+/// Rows `from..to` mutably, clamped.
+fn rows_range_mut<const N: usize>(
+    rows: &mut [[f64; N]],
+    from: usize,
+    to: usize,
+) -> &mut [[f64; N]] {
+    let head = rows_head_mut(rows, to);
+    let from = from.min(head.len());
+    head.split_at_mut(from).1
 }

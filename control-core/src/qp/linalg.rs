@@ -172,17 +172,6 @@ pub(super) fn matvec<const N: usize>(rows: &[[f64; N]], cols: usize, x: &[f64], 
     }
 }
 
-/// `out = Σᵢ y_i row_i` (the transpose product) over the first `y.len()` rows, `cols` columns.
-pub(super) fn matvec_t<const N: usize>(rows: &[[f64; N]], cols: usize, y: &[f64], out: &mut [f64]) {
-    let out = head_mut(out, cols);
-    out.fill(0.0);
-    for (r, yi) in rows.iter().zip(y) {
-        if *yi != 0.0 {
-            axpy(*yi, head(r, cols), out);
-        }
-    }
-}
-
 /// In-place Cholesky factorisation `S = L Lᵀ` of the leading `n × n` block, reading and writing
 /// the lower triangle only (row `i`, columns `..=i`). A pivot that is not above `floor` (including
 /// NaN) is replaced by `replacement` and counted. Returns the count and the smallest pivot met

@@ -6,7 +6,14 @@ use super::linalg::{
     self, apply_householder, at, axpy, dot, head, head_mut, norm_inf, norm2, put, range, range_mut,
     row, row_mut, rows_head, rows_head_mut, rows_range,
 };
-use super::{Check, Dims, Problem, Qr, Solver};
+use super::{Basis, Check, DENSE, Dims, Problem, Qr, Reduced, Solver};
+
+/// A pivot of the eliminated basis is at least this fraction of the largest candidate in its
+/// row (threshold pivoting: sparsity chosen among numerically acceptable pivots).
+const PIVOT_THRESHOLD: f64 = 0.25;
+
+/// Largest coefficient of the eliminated basis accepted; beyond, the orthonormal one is used.
+const GROWTH_LIMIT: f64 = 1e3;
 
 impl<const N: usize, const M: usize> Solver<N, M> {
     /// QR-factors the equality rows in place, sets the rank `k`, `x̃_p` and the null basis.
@@ -80,7 +87,11 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         self.dims.k = k;
         self.dims.r = n - k;
-        qr.identity = k == 0;
+        qr.kind = if k == 0 {
+            Basis::Identity
+        } else {
+            Basis::Orthonormal
+        };
         // x̃_p = Q [u; 0] with R₁₁ᵀ u = b̃_E (permuted).
         let xp = head_mut(&mut qr.xp, n);
         xp.fill(0.0);
@@ -98,21 +109,149 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 linalg::tail_mut(xp, s),
             );
         }
-        // Null basis: Q e_{k+j}.
-        if !qr.identity {
-            for (j, b) in rows_head_mut(&mut qr.basis, n - k).iter_mut().enumerate() {
-                let b = head_mut(b, n);
-                b.fill(0.0);
-                put(b, k + j, 1.0);
-                for s in (0..k).rev() {
-                    apply_householder(
-                        range(row(a, s), s, n),
-                        at(&qr.tau, s),
-                        linalg::tail_mut(b, s),
-                    );
+        #[cfg(test)]
+        if self.force_orthonormal && k > 0 {
+            self.orthonormal_basis();
+            return;
+        }
+        if k > 0 && !self.eliminated_basis() {
+            self.orthonormal_basis();
+        }
+    }
+
+    /// The orthonormal null basis `Q e_{k+j}`, `j < r`.
+    fn orthonormal_basis(&mut self) {
+        let Dims { n, k, .. } = self.dims;
+        let a = &self.data.a;
+        let qr = &mut self.qr;
+        qr.kind = Basis::Orthonormal;
+        for (j, b) in rows_head_mut(&mut qr.basis, n - k).iter_mut().enumerate() {
+            let b = head_mut(b, n);
+            b.fill(0.0);
+            put(b, k + j, 1.0);
+            for s in (0..k).rev() {
+                apply_householder(
+                    range(row(a, s), s, n),
+                    at(&qr.tau, s),
+                    linalg::tail_mut(b, s),
+                );
+            }
+        }
+    }
+
+    /// The eliminated null basis ([`Basis::Eliminated`]): Gauss–Jordan elimination on the
+    /// orthonormal rows `Q₁ᵀ` (the same constraints as `Ã_E`'s independent rows), each row
+    /// solved for a variable among those within [`PIVOT_THRESHOLD`] of its largest entry, the
+    /// one in the fewest rows of `Ã_K` (so that `G = Ã_K N` keeps `Ã_K`'s sparsity). False, and
+    /// nothing usable formed, when the coefficients grow past [`GROWTH_LIMIT`] (an
+    /// ill-conditioned choice: the orthonormal basis is used instead).
+    fn eliminated_basis(&mut self) -> bool {
+        let Dims { n, m, z, k, r, .. } = self.dims;
+        let a = &self.data.a;
+        let qr = &mut self.qr;
+        // How many rows of Ã_K each variable appears in.
+        let mut cost = [0usize; N];
+        for arow in rows_range(a, z, m) {
+            for (c, v) in cost.iter_mut().zip(head(arow, n)) {
+                if *v != 0.0 {
+                    *c += 1;
                 }
             }
         }
+        // E = Q₁ᵀ, rows 0..k.
+        for (i, e) in rows_head_mut(&mut qr.basis, k).iter_mut().enumerate() {
+            let e = head_mut(e, n);
+            e.fill(0.0);
+            put(e, i, 1.0);
+            for s in (0..=i).rev() {
+                apply_householder(
+                    range(row(a, s), s, n),
+                    at(&qr.tau, s),
+                    linalg::tail_mut(e, s),
+                );
+            }
+        }
+        let mut pivot = [false; N];
+        for t in 0..k {
+            let et = row(&qr.basis, t);
+            let mut amax = 0.0f64;
+            for (v, p) in head(et, n).iter().zip(&pivot) {
+                if !*p {
+                    amax = linalg::fmax(amax, v.abs());
+                }
+            }
+            if !(amax > 0.0) || !amax.is_finite() {
+                return false;
+            }
+            let mut best: Option<(usize, usize, f64)> = None;
+            for (c, ((v, p), cc)) in head(et, n).iter().zip(&pivot).zip(&cost).enumerate() {
+                let av = v.abs();
+                if *p || !(av >= PIVOT_THRESHOLD * amax) {
+                    continue;
+                }
+                let better = match best {
+                    None => true,
+                    Some((_, bc, bv)) => *cc < bc || (*cc == bc && av > bv),
+                };
+                if better {
+                    best = Some((c, *cc, av));
+                }
+            }
+            let Some((c, _, _)) = best else {
+                return false;
+            };
+            if let Some(p) = pivot.get_mut(c) {
+                *p = true;
+            }
+            if let Some(p) = qr.pivcol.get_mut(t) {
+                *p = c;
+            }
+            // Row t scaled to a unit pivot, then eliminated from every other row.
+            let split = t.min(qr.basis.len());
+            let (before, rest) = qr.basis.split_at_mut(split);
+            let Some((pt, after)) = rest.split_first_mut() else {
+                return false;
+            };
+            let pt = head_mut(pt, n);
+            let inv = 1.0 / at(pt, c);
+            linalg::scal(inv, pt);
+            put(pt, c, 1.0);
+            for ei in rows_head_mut(before, t)
+                .iter_mut()
+                .chain(rows_head_mut(after, k.saturating_sub(t + 1)).iter_mut())
+            {
+                let ei = head_mut(ei, n);
+                let f = at(ei, c);
+                if f != 0.0 {
+                    axpy(-f, pt, ei);
+                    put(ei, c, 0.0);
+                }
+            }
+        }
+        // The free variables, and C = −E on them (in place: freecol[j] ≥ j).
+        let mut j = 0;
+        for (c, p) in pivot.iter().enumerate().take(n) {
+            if !*p {
+                if let Some(f) = qr.freecol.get_mut(j) {
+                    *f = c;
+                }
+                j += 1;
+            }
+        }
+        if j != r {
+            return false;
+        }
+        for e in rows_head_mut(&mut qr.basis, k) {
+            for j in 0..r {
+                let v = -at(e, qr.freecol.get(j).copied().unwrap_or(0));
+                if !(v.abs() <= GROWTH_LIMIT) {
+                    return false;
+                }
+                put(e, j, v);
+            }
+        }
+        qr.kind = Basis::Eliminated;
+        true
     }
 
     /// If the equalities cannot be met within the primal tolerance and a certificate proves it,
@@ -190,64 +329,117 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
     }
 
-    /// Forms `H = NᵀP̃N`, `g = Nᵀ(P̃x̃_p + q̃)`, `G = Ã_K N`, `h = b̃_K − Ã_K x̃_p`.
+    /// Forms `H = NᵀP̃N`, `g = Nᵀ(P̃x̃_p + q̃)`, `G = Ã_K N`, `h = b̃_K − Ã_K x̃_p`, and the
+    /// supports of `G`'s rows.
     pub(super) fn form_reduced(&mut self) {
         let Dims { n, m, z, mk, r, .. } = self.dims;
         let data = &self.data;
         let qr = &mut self.qr;
         let red = &mut self.red;
         let ak = rows_range(&data.a, z, m);
-        if qr.identity {
-            for (dst, src) in rows_head_mut(&mut red.hess, n).iter_mut().zip(&data.p) {
-                linalg::copy(head(src, n), dst);
+        let offset;
+        match qr.kind {
+            Basis::Identity => {
+                for (dst, src) in rows_head_mut(&mut red.hess, n).iter_mut().zip(&data.p) {
+                    linalg::copy(head(src, n), dst);
+                }
+                for (dst, src) in rows_head_mut(&mut red.gmat, mk).iter_mut().zip(ak) {
+                    linalg::copy(head(src, n), dst);
+                }
+                linalg::copy(head(&data.q, n), &mut red.g);
+                linalg::copy(range(&data.b, z, m), &mut red.h);
+                offset = 0.0;
             }
-            for (dst, src) in rows_head_mut(&mut red.gmat, mk).iter_mut().zip(ak) {
-                linalg::copy(head(src, n), dst);
-            }
-            linalg::copy(head(&data.q, n), &mut red.g);
-            linalg::copy(range(&data.b, z, m), &mut red.h);
-            qr.offset = 0.0;
-        } else {
-            let basis = rows_head(&qr.basis, r);
-            // P̃ N, column by column (rows of the scratch).
-            let pn = &mut self.kkt.chol;
-            for (dst, bj) in rows_head_mut(pn, r).iter_mut().zip(basis) {
-                for (v, prow) in head_mut(dst, n).iter_mut().zip(rows_head(&data.p, n)) {
-                    *v = dot(head(prow, n), head(bj, n));
+            Basis::Orthonormal => {
+                let basis = rows_head(&qr.basis, r);
+                // P̃ N, column by column (rows of the scratch).
+                let pn = &mut self.kkt.chol;
+                for (dst, bj) in rows_head_mut(pn, r).iter_mut().zip(basis) {
+                    for (v, prow) in head_mut(dst, n).iter_mut().zip(rows_head(&data.p, n)) {
+                        *v = dot(head(prow, n), head(bj, n));
+                    }
+                }
+                for (i, bi) in basis.iter().enumerate() {
+                    for (j, pj) in rows_head(pn, r).iter().enumerate().skip(i) {
+                        let v = dot(head(bi, n), head(pj, n));
+                        put(row_mut(&mut red.hess, i), j, v);
+                        put(row_mut(&mut red.hess, j), i, v);
+                    }
+                }
+                let (t, off) = offset_and_gradient(data, head(&qr.xp, n), &mut self.out.aty);
+                offset = off;
+                for (gj, bj) in red.g.iter_mut().zip(basis) {
+                    *gj = dot(head(bj, n), t);
+                }
+                for (grow, arow) in rows_head_mut(&mut red.gmat, mk).iter_mut().zip(ak) {
+                    let arow = head(arow, n);
+                    for (v, bj) in head_mut(grow, r).iter_mut().zip(basis) {
+                        *v = dot(arow, head(bj, n));
+                    }
                 }
             }
-            for (i, bi) in basis.iter().enumerate() {
-                for (j, pj) in rows_head(pn, r).iter().enumerate().skip(i) {
-                    let v = dot(head(bi, n), head(pj, n));
-                    put(row_mut(&mut red.hess, i), j, v);
-                    put(row_mut(&mut red.hess, j), i, v);
+            Basis::Eliminated => {
+                let k = self.dims.k;
+                let coef = rows_head(&qr.basis, k);
+                let piv = head_usize(&qr.pivcol, k);
+                let free = head_usize(&qr.freecol, r);
+                // P̃ N, column j = P̃ e_{free j} + Σ_t C[t][j] P̃ e_{piv t} (rows of P̃: it is
+                // symmetric).
+                let pn = &mut self.kkt.chol;
+                for (j, (dst, fj)) in rows_head_mut(pn, r).iter_mut().zip(free).enumerate() {
+                    let dst = head_mut(dst, n);
+                    linalg::copy(row(&data.p, *fj), dst);
+                    for (ct, pt) in coef.iter().zip(piv) {
+                        let c = at(ct, j);
+                        if c != 0.0 {
+                            axpy(c, head(row(&data.p, *pt), n), dst);
+                        }
+                    }
+                }
+                // H[i][j] = (P̃N)_j[free i] + Σ_t C[t][i] (P̃N)_j[piv t].
+                for (j, pj) in rows_head(pn, r).iter().enumerate() {
+                    for (i, fi) in free.iter().enumerate().take(j + 1) {
+                        let mut v = at(pj, *fi);
+                        for (ct, pt) in coef.iter().zip(piv) {
+                            v += at(ct, i) * at(pj, *pt);
+                        }
+                        put(row_mut(&mut red.hess, i), j, v);
+                        put(row_mut(&mut red.hess, j), i, v);
+                    }
+                }
+                let (t, off) = offset_and_gradient(data, head(&qr.xp, n), &mut self.out.aty);
+                offset = off;
+                for (gj, fj) in red.g.iter_mut().zip(free) {
+                    *gj = at(t, *fj);
+                }
+                for (ct, pt) in coef.iter().zip(piv) {
+                    axpy(at(t, *pt), head(ct, r), head_mut(&mut red.g, r));
+                }
+                for (grow, arow) in rows_head_mut(&mut red.gmat, mk).iter_mut().zip(ak) {
+                    let grow = head_mut(grow, r);
+                    for (v, fj) in grow.iter_mut().zip(free) {
+                        *v = at(arow, *fj);
+                    }
+                    for (ct, pt) in coef.iter().zip(piv) {
+                        let c = at(arow, *pt);
+                        if c != 0.0 {
+                            axpy(c, head(ct, r), grow);
+                        }
+                    }
                 }
             }
-            // t = P̃ x̃_p + q̃ (scratch in out.aty), g = Nᵀ t.
-            let t = head_mut(&mut self.out.aty, n);
-            for ((ti, prow), q) in t.iter_mut().zip(&data.p).zip(&data.q) {
-                *ti = dot(head(prow, n), head(&qr.xp, n)) + q;
-            }
+        }
+        qr.offset = offset;
+        if qr.kind != Basis::Identity {
             let xp = head(&qr.xp, n);
-            qr.offset = 0.5 * (dot(t, xp) + dot(head(&data.q, n), xp));
-            for (gj, bj) in red.g.iter_mut().zip(basis) {
-                *gj = dot(head(bj, n), t);
-            }
-            for ((grow, hi), (arow, bi)) in rows_head_mut(&mut red.gmat, mk)
-                .iter_mut()
-                .zip(red.h.iter_mut())
-                .zip(ak.iter().zip(range(&data.b, z, m)))
-            {
-                let arow = head(arow, n);
-                for (v, bj) in head_mut(grow, r).iter_mut().zip(basis) {
-                    *v = dot(arow, head(bj, n));
-                }
-                *hi = bi - dot(arow, xp);
+            for (hi, (arow, bi)) in red.h.iter_mut().zip(ak.iter().zip(range(&data.b, z, m))) {
+                *hi = bi - dot(head(arow, n), xp);
             }
         }
         red.linear = rows_head(&red.hess, r)
             .iter()
             .all(|row| head(row, r).iter().all(|v| *v == 0.0));
+        supports(red, r, mk);
     }
 
     /// Maps the current iterate back to the caller's problem (`x`, `s`, `y` in the output) and
@@ -317,7 +509,7 @@ pub(super) fn x_from_w<const N: usize, const M: usize>(
     xt: &mut [f64],
 ) {
     let xt = head_mut(xt, n);
-    if qr.identity {
+    if qr.kind == Basis::Identity {
         for (x, wi) in xt.iter_mut().zip(w) {
             *x = wi * scale;
         }
@@ -327,6 +519,24 @@ pub(super) fn x_from_w<const N: usize, const M: usize>(
         linalg::copy(head(&qr.xp, n), xt);
     } else {
         xt.fill(0.0);
+    }
+    let w = head(w, r);
+    if qr.kind == Basis::Eliminated {
+        let k = n - r;
+        for (fj, wj) in head_usize(&qr.freecol, r).iter().zip(w) {
+            if let Some(x) = xt.get_mut(*fj) {
+                *x += wj * scale;
+            }
+        }
+        for (ct, pt) in rows_head(&qr.basis, k)
+            .iter()
+            .zip(head_usize(&qr.pivcol, k))
+        {
+            if let Some(x) = xt.get_mut(*pt) {
+                *x += scale * dot(head(ct, r), w);
+            }
+        }
+        return;
     }
     for (bj, wj) in rows_head(&qr.basis, r).iter().zip(w) {
         axpy(wj * scale, head(bj, n), xt);
@@ -357,5 +567,51 @@ pub(super) fn equality_duals<const N: usize, const M: usize>(
     yt.fill(0.0);
     for (i, val) in yb.iter().enumerate() {
         put(yt, qr.perm.get(i).copied().unwrap_or(0), *val);
+    }
+}
+
+/// `t = P̃ x̃_p + q̃` (into `scratch`) and `½ x̃_pᵀP̃x̃_p + q̃ᵀx̃_p`.
+fn offset_and_gradient<'s, const N: usize, const M: usize>(
+    data: &super::Scaled<N, M>,
+    xp: &[f64],
+    scratch: &'s mut [f64; N],
+) -> (&'s [f64], f64) {
+    let n = xp.len();
+    let t = head_mut(scratch, n);
+    for ((ti, prow), q) in t.iter_mut().zip(&data.p).zip(&data.q) {
+        *ti = dot(head(prow, n), xp) + q;
+    }
+    let offset = 0.5 * (dot(t, xp) + dot(head(&data.q, n), xp));
+    (t, offset)
+}
+
+/// `v[..n]` of an index array, or all of it.
+fn head_usize(v: &[usize], n: usize) -> &[usize] {
+    v.split_at(n.min(v.len())).0
+}
+
+/// The supports of `G`'s rows ([`Reduced::nnz`], [`Reduced::idx`]), each row its own; a row
+/// with more than half its `r` entries non-zero is marked [`DENSE`].
+fn supports<const N: usize, const M: usize>(red: &mut Reduced<N, M>, r: usize, mk: usize) {
+    let sparse_limit = r / 2;
+    for ((g, nnz), idx) in rows_head(&red.gmat, mk)
+        .iter()
+        .zip(red.nnz.iter_mut())
+        .zip(red.idx.iter_mut())
+    {
+        let mut count = 0usize;
+        for (c, v) in head(g, r).iter().enumerate() {
+            if *v != 0.0 {
+                if let Some(slot) = idx.get_mut(count) {
+                    *slot = u16::try_from(c).unwrap_or(u16::MAX);
+                }
+                count += 1;
+            }
+        }
+        *nnz = if count > sparse_limit || r > usize::from(u16::MAX) {
+            DENSE
+        } else {
+            count
+        };
     }
 }

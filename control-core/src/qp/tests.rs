@@ -434,6 +434,93 @@ fn planted_optima_are_recovered() {
     }
 }
 
+/// The eliminated null basis (the default) and the orthonormal one reach the same optimum, and
+/// the eliminated one keeps a contact force's cone rows as sparse in `w` as they are in `x`.
+#[test]
+fn both_null_space_bases_agree() {
+    let mut rng = Rng(33);
+    let mut solver = boxed::<24, 48>();
+    let mut reference = boxed::<24, 48>();
+    reference.force_orthonormal = true;
+    let mut eliminated = 0;
+    for case in 0..60 {
+        let n = 4 + rng.below(20);
+        let cones = Cones {
+            zero: 1 + rng.below(n / 2),
+            nonneg: rng.below(12),
+            soc3: rng.below(8),
+        };
+        let (prob, x_star) = testgen::planted(&mut rng, n, cones, n, 0.5);
+        let a = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        let b = reference.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(
+            (a.status, b.status),
+            (Status::Solved, Status::Solved),
+            "case {case}"
+        );
+        assert_eq!(reference.qr.kind, Basis::Orthonormal);
+        eliminated += usize::from(solver.qr.kind == Basis::Eliminated);
+        let scale = 1.0 + inf(&x_star);
+        for (x, y) in solver.x().iter().zip(reference.x()) {
+            assert!((x - y).abs() <= 1e-5 * scale, "case {case}: {x} vs {y}");
+        }
+    }
+    assert!(
+        eliminated >= 55,
+        "eliminated basis used in {eliminated} of 60"
+    );
+
+    // Equalities on the first five variables only (as the balance QP's on accelerations), a
+    // cone on the next three (a contact force), bounds on the last two: in `w` each cone and
+    // bound row keeps its single entry.
+    let n = 10;
+    let mut p = vec![0.0; n * n];
+    for i in 0..n {
+        p[i * n + i] = 1.0 + 0.1 * i as f64;
+    }
+    let q: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+    let mut a = vec![0.0; 8 * n];
+    let eq = [
+        [1.0, 0.5, 0.0, -0.3, 0.2],
+        [0.0, 1.2, 0.4, 0.1, -0.5],
+        [0.3, 0.0, -0.8, 0.9, 0.6],
+    ];
+    for (row, e) in a.chunks_exact_mut(n).zip(eq) {
+        row[..5].copy_from_slice(&e);
+    }
+    for (r, c, v) in [
+        (3, 8, -1.0),
+        (4, 9, -1.0),
+        (5, 5, -0.7),
+        (6, 6, -1.0),
+        (7, 7, -1.0),
+    ] {
+        a[r * n + c] = v;
+    }
+    let b = [0.3, -0.2, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let cones = Cones {
+        zero: 3,
+        nonneg: 2,
+        soc3: 1,
+    };
+    let prob = owned(n, &p, &q, &a, &b, cones);
+    let mut solver = boxed::<10, 8>();
+    let mut reference = boxed::<10, 8>();
+    reference.force_orthonormal = true;
+    let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+    let refinfo = reference.solve(&prob.problem(), WarmStart::Cold).unwrap();
+    assert_eq!(
+        (info.status, refinfo.status),
+        (Status::Solved, Status::Solved)
+    );
+    assert_eq!(solver.qr.kind, Basis::Eliminated);
+    assert_eq!(&solver.red.nnz[..5], &[1; 5]);
+    for (x, y) in solver.x().iter().zip(reference.x()) {
+        assert!((x - y).abs() <= 1e-6, "{x} vs {y}");
+    }
+    assert_kkt(&prob, solver.x(), solver.s(), solver.y(), &info);
+}
+
 #[test]
 fn the_balance_qp_is_solved() {
     let mut rng = Rng(5);
@@ -927,7 +1014,7 @@ proptest! {
 #[test]
 fn the_solver_size_is_as_documented() {
     let size = core::mem::size_of::<Solver<112, 176>>();
-    let formula = 8 * (5 * 112 * 112 + 2 * 112 * 176 + 25 * 112 + 40 * 176);
+    let formula = 8 * (5 * 112 * 112 + 9 * 112 * 176 / 4 + 30 * 112 + 41 * 176);
     assert!(size.abs_diff(formula) * 50 < formula, "{size} vs {formula}");
 }
 
