@@ -179,7 +179,10 @@ pub struct BalanceSettings {
     pub effort_margin: f64,
     /// Factor on the fallback torques per failed tick in a row, `[0, 1]`.
     pub fallback_decay: f64,
-    /// The QP solver's settings.
+    /// The QP solver's settings. The default is [`Settings::DEFAULT`] with one equilibration
+    /// pass instead of five: the balance QP is already scaled by its physics (accelerations,
+    /// forces of the body's weight), and on the humanoid's recorded QPs one pass takes 9.0
+    /// iterations a tick against 9.4 with five, and 14 % fewer instructions.
     pub qp: Settings,
 }
 
@@ -211,7 +214,10 @@ impl BalanceSettings {
         contact_kv: 10.0,
         effort_margin: 1e-6,
         fallback_decay: 0.9,
-        qp: Settings::DEFAULT,
+        qp: Settings {
+            equilibrate_iters: 1,
+            ..Settings::DEFAULT
+        },
     };
 
     fn check(&self) -> Result<(), BalanceError> {
