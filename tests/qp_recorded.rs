@@ -6,7 +6,9 @@
 //! The runs: `balance_push` cut to `qp_balance`, unpushed, at 22 N·s (the largest push it
 //! survives: its capture point leaves the feet's footprint and comes back) and at 26 N·s (it
 //! falls, and some ticks stall). Required, per problem:
-//! - solved by our solver: Clarabel solves it too; objectives within 1e-6 relative; the two
+//! - solved by our solver: Clarabel solves it too (or, on at most 1 % of them, reaches only its
+//!   reduced accuracy, `AlmostSolved`: counted and printed, every check below still applied;
+//!   seen on a falling body's ill-conditioned tick); objectives within 1e-6 relative; the two
 //!   answers within 1e-6 of the objective in its own metric, ½ΔxᵀPΔx (the accelerations and
 //!   forces are unique, but weakly weighted directions, how the tangential forces spread over
 //!   the soles' corners, let their ∞-norm difference reach about 2e-3 of the largest force:
@@ -220,12 +222,17 @@ fn check(log: &Path) {
     let (mut worst_objective, mut worst_x, mut worst_violation) = (0.0f64, 0.0f64, 0.0f64);
     let mut worst_metric = 0.0f64;
     let (mut ours_iterations, mut clarabel_iterations) = (0u64, 0u64);
+    let mut clarabel_reduced = 0u32;
     for line in text.lines() {
         let rec = parse(line);
         let (status, x, objective, iterations) = clarabel(&rec);
         match rec.status.as_str() {
             "Solved" => {
-                assert_eq!(status, SolverStatus::Solved, "{}", rec.run);
+                if status == SolverStatus::AlmostSolved {
+                    clarabel_reduced += 1;
+                } else {
+                    assert_eq!(status, SolverStatus::Solved, "{}", rec.run);
+                }
                 let objective_error =
                     (rec.objective - objective).abs() / 1.0f64.max(objective.abs());
                 assert!(objective_error <= 1e-6, "{}: {objective_error:e}", rec.run);
@@ -274,10 +281,14 @@ fn check(log: &Path) {
     }
     let per = |total: u64| total as f64 / f64::from(solved.max(1));
     eprintln!(
-        "qp_recorded: {solved} solved problems agree (objective within {worst_objective:.1e}, ½ΔxᵀPΔx within {worst_metric:.1e} of it, accelerations and forces within {worst_x:.1e} of their largest, cone distance {worst_violation:.1e} of the data; iterations a problem: ours {:.1} warm-started, Clarabel {:.1} cold), {infeasible} infeasible by both, {} ended otherwise: {other:?}",
+        "qp_recorded: {solved} solved problems agree (objective within {worst_objective:.1e}, ½ΔxᵀPΔx within {worst_metric:.1e} of it, accelerations and forces within {worst_x:.1e} of their largest, cone distance {worst_violation:.1e} of the data; iterations a problem: ours {:.1} warm-started, Clarabel {:.1} cold; Clarabel at its reduced accuracy on {clarabel_reduced}), {infeasible} infeasible by both, {} ended otherwise: {other:?}",
         per(ours_iterations),
         per(clarabel_iterations),
         other.len(),
     );
     assert!(solved >= 200, "{solved} solved problems recorded");
+    assert!(
+        clarabel_reduced * 100 <= solved,
+        "Clarabel at its reduced accuracy on {clarabel_reduced} of {solved}"
+    );
 }
