@@ -117,10 +117,14 @@ pub struct RunArgs {
     pub up_axis: Option<chain::scenario::UpAxis>,
     /// Lockstep `dynamo_push` runs: write every 10th `qp_balance` tick's QP (P, q, A, b, its
     /// cones, the solver's status and answer) to this file as JSON lines, to check the solver
-    /// offline against another (`tests/qp_recorded.rs` checks them with Clarabel). Replaced if
-    /// it exists.
+    /// offline against another (`tests/qp_recorded.rs` checks them with Clarabel) or replay
+    /// them (`control-core`'s example `qp_replay`). Replaced if it exists.
     #[arg(long)]
     pub record_qp: Option<PathBuf>,
+    /// With `--record-qp`: record every Nth tick instead of every 10th (1: every tick, about
+    /// 65 kB a tick for the humanoid), 1 – 1 000 000.
+    #[arg(long, value_name = "N", requires = "record_qp", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub record_qp_every: Option<u64>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {

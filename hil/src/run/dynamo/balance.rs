@@ -56,11 +56,11 @@ pub const MIN_NORMAL_N: f64 = 15.0;
 /// A contact body is planted while the plant measured more than this normal force on it, N.
 pub const PLANTED_N: f64 = 1.0;
 
-/// Every how many `qp_balance` ticks [`QpLog`] records one.
+/// Every how many `qp_balance` ticks [`QpLog`] records one, unless `--record-qp-every` says.
 pub const RECORD_EVERY: u64 = 10;
 
 /// `hil run --record-qp FILE`: the QPs of `qp_balance` ticks as JSON lines, one every
-/// [`RECORD_EVERY`] ticks of each run (lockstep only: it allocates and writes a file). Each line:
+/// [`RECORD_EVERY`] ticks of each run (or every `--record-qp-every N`) (lockstep only: it allocates and writes a file). Each line:
 /// `run`, `tick`, `time_s`, `n`, `m`, `cones` (`[zero, nonneg, soc3]`), `accelerations` and
 /// `forces` (how many of the first variables are which), `p` (the upper triangle as
 /// `[row, column, value]`), `q`, `a` (its non-zeros as `[row, column, value]`), `b`, `status`,
@@ -70,6 +70,7 @@ pub struct QpLog {
     file: std::sync::Arc<std::sync::Mutex<QpLogFile>>,
     run: String,
     ticks: u64,
+    every: u64,
 }
 
 /// The file behind a [`QpLog`], shared by every run of a scenario.
@@ -114,12 +115,17 @@ impl QpLogFile {
 }
 
 impl QpLog {
-    /// A log of the run named `run` into `file`.
-    pub fn new(file: &std::sync::Arc<std::sync::Mutex<QpLogFile>>, run: String) -> Self {
+    /// A log of the run named `run` into `file`, one tick in `every` (at least 1).
+    pub fn new(
+        file: &std::sync::Arc<std::sync::Mutex<QpLogFile>>,
+        run: String,
+        every: u64,
+    ) -> Self {
         Self {
             file: file.clone(),
             run,
             ticks: 0,
+            every: every.max(1),
         }
     }
 
@@ -127,7 +133,7 @@ impl QpLog {
         use std::io::Write;
         let tick = self.ticks;
         self.ticks += 1;
-        if !tick.is_multiple_of(RECORD_EVERY) {
+        if !tick.is_multiple_of(self.every) {
             return;
         }
         let Some((problem, dims, x)) = qp.last_qp() else {

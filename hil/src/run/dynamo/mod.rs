@@ -1454,7 +1454,8 @@ pub fn run_scenario(
             c.reach_with_hand(hand, &model)?;
         }
         if let Some(file) = &qp_log {
-            c.record_qp(balance::QpLog::new(file, run));
+            let every = args.record_qp_every.unwrap_or(balance::RECORD_EVERY);
+            c.record_qp(balance::QpLog::new(file, run, every));
         }
         Ok::<_, String>(c)
     };

@@ -1,0 +1,158 @@
+//! Replays QPs recorded by `hil run --record-qp FILE` through [`control_core::qp`], in order,
+//! each warm-started from the one before when their sizes agree (as the balance controller
+//! does tick to tick), with the balance controller's default solver settings; prints the
+//! iterations, how the solves ended, and how far the answers are from the recorded ones.
+//!
+//! ```sh
+//! cargo run --release -p hil -- run scenarios/balance_push.toml --record-qp qp.jsonl --record-qp-every 1
+//! cargo run --release -p control-core --example qp_replay -- qp.jsonl [COUNT]
+//! ```
+//!
+//! Under `valgrind --tool=callgrind`, the inclusive count of `Solver::solve` divided by the
+//! solves printed is the instructions a solve (the JSON parsing is counted apart).
+
+use std::process::ExitCode;
+
+use control_core::balance::BalanceSettings;
+use control_core::qp::{Cones, Problem, Solver, Status, WarmStart};
+use serde_json::Value;
+
+/// Enough for the humanoid's and Talos's QPs.
+type Qp = Solver<128, 200>;
+
+struct Recorded {
+    n: usize,
+    cones: Cones,
+    p: Vec<f64>,
+    q: Vec<f64>,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    x: Vec<f64>,
+}
+
+fn parse(line: &str) -> Result<Recorded, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let count = |v: &Value| v.as_u64().map(|u| u as usize).ok_or("not a count");
+    let numbers = |v: &Value| -> Result<Vec<f64>, String> {
+        v.as_array()
+            .ok_or("not an array")?
+            .iter()
+            .map(|x| x.as_f64().ok_or_else(|| "not a number".to_owned()))
+            .collect()
+    };
+    let n = count(&v["n"])?;
+    let m = count(&v["m"])?;
+    if n > 128 || m > 200 {
+        return Err(format!(
+            "{n} variables and {m} rows: more than this replay holds"
+        ));
+    }
+    let c = &v["cones"];
+    let cones = Cones {
+        zero: count(&c[0])?,
+        nonneg: count(&c[1])?,
+        soc3: count(&c[2])?,
+    };
+    let fill = |key: &str, rows: usize, symmetric: bool| -> Result<Vec<f64>, String> {
+        let mut out = vec![0.0; rows * n];
+        for t in v[key].as_array().ok_or("not an array")? {
+            let (i, j) = (count(&t[0])?, count(&t[1])?);
+            let x = t[2].as_f64().ok_or("not a number")?;
+            if i >= rows || j >= n {
+                return Err(format!("{key}: entry ({i}, {j}) outside {rows} × {n}"));
+            }
+            out[i * n + j] = x;
+            if symmetric {
+                out[j * n + i] = x;
+            }
+        }
+        Ok(out)
+    };
+    Ok(Recorded {
+        n,
+        cones,
+        p: fill("p", n, true)?,
+        a: fill("a", m, false)?,
+        q: numbers(&v["q"])?,
+        b: numbers(&v["b"])?,
+        x: numbers(&v["x"])?,
+    })
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(path) = args.next() else {
+        eprintln!("usage: qp_replay FILE [COUNT]  (FILE from `hil run --record-qp`)");
+        return ExitCode::from(2);
+    };
+    let limit = match args.next().map(|s| s.parse::<usize>()) {
+        None => usize::MAX,
+        Some(Ok(k)) => k,
+        Some(Err(e)) => {
+            eprintln!("qp_replay: COUNT: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("qp_replay: {path}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut problems = Vec::new();
+    for (k, line) in text.lines().take(limit).enumerate() {
+        match parse(line) {
+            Ok(p) => problems.push(p),
+            Err(e) => {
+                eprintln!("qp_replay: {path}: line {}: {e}", k + 1);
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut solver: Box<Qp> = Box::new(Solver::new(BalanceSettings::DEFAULT.qp));
+    let (mut iterations, mut solved, mut other) = (0u64, 0usize, Vec::new());
+    let mut worst = 0.0f64;
+    let mut last = None;
+    for (k, r) in problems.iter().enumerate() {
+        let problem = Problem {
+            p: &r.p,
+            q: &r.q,
+            a: &r.a,
+            b: &r.b,
+            cones: r.cones,
+        };
+        let key = (r.n, r.b.len(), r.cones);
+        let warm = if last == Some(key) {
+            WarmStart::Previous
+        } else {
+            WarmStart::Cold
+        };
+        let info = match solver.solve(&problem, warm) {
+            Ok(info) => info,
+            Err(e) => {
+                eprintln!("qp_replay: {path}: line {}: refused: {e}", k + 1);
+                return ExitCode::from(1);
+            }
+        };
+        iterations += u64::from(info.iterations);
+        if info.status == Status::Solved {
+            solved += 1;
+            last = Some(key);
+            let scale = r.x.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+            for (a, b) in solver.x().iter().zip(&r.x) {
+                worst = worst.max((a - b).abs() / scale);
+            }
+        } else {
+            last = None;
+            other.push((k + 1, info.status));
+        }
+    }
+    let count = problems.len().max(1);
+    println!(
+        "{} solves: {solved} solved, {:.2} iterations a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest); not solved (line, status): {other:?}",
+        problems.len(),
+        iterations as f64 / count as f64,
+    );
+    ExitCode::SUCCESS
+}
