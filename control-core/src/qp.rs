@@ -53,8 +53,10 @@
 //!    permutation and every other variable is its own coordinate of `w`. A row of `A_K` that
 //!    touches no eliminated variable keeps its sparsity in `w`: in the balance QP the
 //!    equalities bind accelerations, and the friction cones and minimum forces on the contact
-//!    forces stay one entry per row. Where elimination would be ill-conditioned (a coefficient
-//!    of `C` beyond 1e3) the orthonormal basis `Q₂` is used instead.
+//!    forces stay one entry per row. The orthonormal basis `Q₂` is used instead where the
+//!    equalities outnumber the variables they leave free (forming `Q₁ᵀ` and eliminating on it
+//!    would cost more than `Q₂`) and where elimination would be ill-conditioned (a coefficient
+//!    of `C` beyond 1e3).
 //! 3. On that reduced problem, the homogeneous self-dual embedding of Clarabel (Goulart and
 //!    Chen, 2024) for quadratic objectives, Nesterov–Todd scaling, Mehrotra's predictor-
 //!    corrector: each iteration forms the normal matrix `H + δI + Gᵀ W⁻² G` (dense,
@@ -86,14 +88,16 @@
 //!
 //! | `benches/qp.rs` (this machine, shared; instructions from callgrind) | iterations | time | instructions |
 //! |---|---|---|---|
-//! | random, 100 variables, 80 equalities, 40 inequalities, 8 cones, cold | 11 | 1.2 ms | 11.7 M |
-//! | the same one tick later, warm | 6 | 1.0 ms | 8.8 M |
-//! | balance QP, 94 variables, 62 equalities, 72 inequalities, 8 cones, cold | 10 | 1.6 ms | 16.3 M |
-//! | the same one tick later, warm | 5 | 1.2 ms | 11.1 M |
+//! | random, 100 variables, 80 equalities, 40 inequalities, 8 cones, cold | 11 | 1.3 ms | 10.8 M |
+//! | the same one tick later, warm | 6 | 1.4 ms | 8.5 M |
+//! | balance-shaped, 94 variables, 62 equalities, 72 inequalities, 8 cones, cold | 10 | 1.7 ms | 12.9 M |
+//! | the same one tick later, warm | 5 | 1.1 ms | 9.9 M |
 //!
-//! The setup (equilibration, QR, null-space products) is about 6 M instructions of the balance
-//! QP's solve and each iteration about 1 M: a solve fits a 200–500 Hz tick on this machine, not
-//! yet 1 kHz.
+//! On the humanoid's own QPs (78 variables, 20 equalities, 24 inequalities, 28 cones; 700 ticks
+//! recorded by `hil run --record-qp-every 1` and replayed by the example `qp_replay`): 9.0
+//! iterations and 8.8 M instructions a solve, about a third forming and factoring the normal
+//! matrix, a third the Newton solves, the rest the setup: a solve fits a 200–500 Hz tick on
+//! this machine, not 1 kHz in real time.
 //!
 //! # Tolerances
 //!

@@ -114,7 +114,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             self.orthonormal_basis();
             return;
         }
-        if k > 0 && !self.eliminated_basis() {
+        // Elimination pays when the equalities are fewer than the variables they leave free
+        // (forming `Q₁ᵀ` and eliminating on it costs `2k²n`, the orthonormal basis `rkn`).
+        if k > 0 && (k > n - k || !self.eliminated_basis()) {
             self.orthonormal_basis();
         }
     }
