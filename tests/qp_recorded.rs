@@ -292,3 +292,113 @@ fn check(log: &Path) {
         "Clarabel at its reduced accuracy on {clarabel_reduced} of {solved}"
     );
 }
+
+/// `--record-qp-every 1` records every tick, and solving the recorded QPs again offline, in
+/// order and warm-started as the controller does (what the example `qp_replay` does), gives the
+/// answers the control path got bit for bit: the controller's QPs are reproducible outside it.
+/// A bad `--record-qp-every` is exit 2.
+#[test]
+fn every_tick_recorded_is_replayed_bit_for_bit() {
+    use control_core::balance::BalanceSettings;
+    use control_core::qp::{Cones, Problem, Solver, WarmStart};
+
+    let out = out_dir("qp_recorded_every");
+    let file = scenario_copy(
+        out.parent().unwrap_or(&out),
+        "qp_recorded_every.toml",
+        BALANCE,
+        &[
+            (
+                "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
+                "controllers = [\"qp_balance\"]",
+            ),
+            ("impulses_ns = [0.0, 4.0,", "impulses_ns = [0.0]\n# "),
+            (
+                "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
+                "gain_scales = []",
+            ),
+            (
+                "gain_scopes = [\"upper_body\", \"all_joints\"]",
+                "gain_scopes = []",
+            ),
+        ],
+    );
+    let log = out.parent().unwrap_or(&out).join("qp_recorded_every.jsonl");
+    let path = |p: &Path| p.to_str().unwrap_or_default().to_owned();
+    for bad in ["0", "-1", "x"] {
+        let run = hil_run(
+            &[
+                &path(&file),
+                "--record-qp",
+                &path(&log),
+                "--record-qp-every",
+                bad,
+            ],
+            &out,
+        );
+        assert_eq!(run.status.code(), Some(2), "--record-qp-every {bad}");
+    }
+    let run = hil_run(&[&path(&file), "--record-qp-every", "1"], &out);
+    assert_eq!(
+        run.status.code(),
+        Some(2),
+        "--record-qp-every without --record-qp"
+    );
+    let run = hil_run(
+        &[
+            &path(&file),
+            "--record-qp",
+            &path(&log),
+            "--record-qp-every",
+            "1",
+        ],
+        &out,
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 700, "one line a tick of the 3.5 s run");
+    let mut solver = Box::new(Solver::<128, 200>::new(BalanceSettings::DEFAULT.qp));
+    let mut last = None;
+    for (k, line) in lines.iter().enumerate() {
+        let rec = parse(line);
+        let dense = |t: &[(usize, usize, f64)], rows: usize, symmetric: bool| {
+            let mut m = vec![0.0; rows * rec.n];
+            for &(i, j, v) in t {
+                m[i * rec.n + j] = v;
+                if symmetric {
+                    m[j * rec.n + i] = v;
+                }
+            }
+            m
+        };
+        let (p, a) = (dense(&rec.p, rec.n, true), dense(&rec.a, rec.m, false));
+        let [zero, nonneg, soc3] = rec.cones;
+        let cones = Cones { zero, nonneg, soc3 };
+        let problem = Problem {
+            p: &p,
+            q: &rec.q,
+            a: &a,
+            b: &rec.b,
+            cones,
+        };
+        let key = (rec.n, rec.m, rec.cones);
+        let warm = if last == Some(key) {
+            WarmStart::Previous
+        } else {
+            WarmStart::Cold
+        };
+        let info = solver
+            .solve(&problem, warm)
+            .unwrap_or_else(|e| panic!("tick {k}: refused: {e}"));
+        assert_eq!(format!("{:?}", info.status), rec.status, "tick {k}");
+        assert_eq!(u64::from(info.iterations), rec.iterations, "tick {k}");
+        assert_eq!(solver.x(), &rec.x[..], "tick {k}: the answer differs");
+        last = (rec.status == "Solved").then_some(key);
+    }
+}
