@@ -162,31 +162,43 @@ fn violation(r: &Recorded) -> (f64, f64) {
     (d, 1.0f64.max(inf(&r.b)).max(inf(&ax)))
 }
 
-#[test]
-fn the_balance_qps_of_real_runs_agree_with_clarabel() {
-    let out = out_dir("qp_recorded");
-    let file = scenario_copy(
-        out.parent().unwrap_or(&out),
-        "qp_recorded.toml",
+/// `balance_push` cut to `qp_balance`, with the given impulses and gain sweep, beside `out`.
+fn qp_balance_copy(
+    out: &Path,
+    name: &str,
+    impulses: &str,
+    gain_scales: &str,
+    gain_scopes: &str,
+) -> std::path::PathBuf {
+    let impulses = format!("{impulses}\n# ");
+    scenario_copy(
+        out.parent().unwrap_or(out),
+        name,
         BALANCE,
         &[
             (
                 "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
                 "controllers = [\"qp_balance\"]",
             ),
-            (
-                "impulses_ns = [0.0, 4.0,",
-                "impulses_ns = [0.0, 22.0, 26.0]\n# ",
-            ),
-            (
-                "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
-                "gain_scales = [1.0]",
-            ),
+            ("impulses_ns = [0.0, 4.0,", &impulses),
+            ("gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]", gain_scales),
             (
                 "gain_scopes = [\"upper_body\", \"all_joints\"]",
-                "gain_scopes = [\"all_joints\"]",
+                gain_scopes,
             ),
         ],
+    )
+}
+
+#[test]
+fn the_balance_qps_of_real_runs_agree_with_clarabel() {
+    let out = out_dir("qp_recorded");
+    let file = qp_balance_copy(
+        &out,
+        "qp_recorded.toml",
+        "impulses_ns = [0.0, 22.0, 26.0]",
+        "gain_scales = [1.0]",
+        "gain_scopes = [\"all_joints\"]",
     );
     let log = out.parent().unwrap_or(&out).join("qp_recorded.jsonl");
     let run = hil_run(
@@ -303,25 +315,12 @@ fn every_tick_recorded_is_replayed_bit_for_bit() {
     use control_core::qp::{Cones, Problem, Solver, WarmStart};
 
     let out = out_dir("qp_recorded_every");
-    let file = scenario_copy(
-        out.parent().unwrap_or(&out),
+    let file = qp_balance_copy(
+        &out,
         "qp_recorded_every.toml",
-        BALANCE,
-        &[
-            (
-                "controllers = [\"parent_space\", \"world_space\", \"world_space_root_spring\", \"qp_balance\"]",
-                "controllers = [\"qp_balance\"]",
-            ),
-            ("impulses_ns = [0.0, 4.0,", "impulses_ns = [0.0]\n# "),
-            (
-                "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
-                "gain_scales = []",
-            ),
-            (
-                "gain_scopes = [\"upper_body\", \"all_joints\"]",
-                "gain_scopes = []",
-            ),
-        ],
+        "impulses_ns = [0.0]",
+        "gain_scales = []",
+        "gain_scopes = []",
     );
     let log = out.parent().unwrap_or(&out).join("qp_recorded_every.jsonl");
     let path = |p: &Path| p.to_str().unwrap_or_default().to_owned();

@@ -387,7 +387,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                             head(gp, c + 1),
                             head_mut(linalg::row_mut(&mut kkt.chol, c), c + 1),
                         );
-                        for (arow, gpa) in rows_range_mut(&mut kkt.chol, c, r)
+                        for (arow, gpa) in linalg::rows_range_mut(&mut kkt.chol, c, r)
                             .iter_mut()
                             .zip(linalg::tail(gp, c))
                         {
@@ -1295,15 +1295,4 @@ fn lset(m: &mut [[f64; 3]; 3], a: usize, b: usize, x: f64) {
     if let Some(e) = m.get_mut(a).and_then(|r| r.get_mut(b)) {
         *e = x;
     }
-}
-
-/// Rows `from..to` mutably, clamped.
-fn rows_range_mut<const N: usize>(
-    rows: &mut [[f64; N]],
-    from: usize,
-    to: usize,
-) -> &mut [[f64; N]] {
-    let head = rows_head_mut(rows, to);
-    let from = from.min(head.len());
-    head.split_at_mut(from).1
 }

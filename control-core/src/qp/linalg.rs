@@ -86,6 +86,18 @@ pub(super) fn rows_range<const N: usize>(rows: &[[f64; N]], from: usize, to: usi
     head.split_at(from.min(head.len())).1
 }
 
+/// Rows `from..to` mutably, clamped.
+#[inline]
+pub(super) fn rows_range_mut<const N: usize>(
+    rows: &mut [[f64; N]],
+    from: usize,
+    to: usize,
+) -> &mut [[f64; N]] {
+    let head = rows_head_mut(rows, to);
+    let from = from.min(head.len());
+    head.split_at_mut(from).1
+}
+
 /// Inner product over the common length, with four accumulators.
 #[inline]
 pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
