@@ -721,14 +721,14 @@ pub enum JointKind {
 
 /// The validated free axes: the hinge's unit axis, or the two-axis joint's unit normal.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Freedom {
+pub(crate) enum Freedom {
     Ball,
     Hinge(Vector3<f64>),
     Plane(Vector3<f64>),
 }
 
 impl Freedom {
-    fn new(kind: &JointKind) -> Result<Self, DynamoError> {
+    pub(crate) fn new(kind: &JointKind) -> Result<Self, DynamoError> {
         let unit = |v: &Vector3<f64>| {
             let n = libm::sqrt(v.norm_squared());
             if v.iter().all(|c| c.is_finite()) && n > 0.0 && n.is_finite() {
@@ -752,7 +752,7 @@ impl Freedom {
     }
 
     /// (sent, absorbed): τ split into its part along the free axes and the rest.
-    fn project(
+    pub(crate) fn project(
         &self,
         parent: &UnitQuaternion<f64>,
         tau: Vector3<f64>,

@@ -65,6 +65,7 @@ pub mod servo;
 pub mod servo_f32;
 pub mod servo_fixed;
 pub mod simbicon;
+pub mod simbicon3d;
 pub mod tree;
 
 // The README's Rust examples are compiled and run as doctests of `robot-model` (which depends on

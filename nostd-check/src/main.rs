@@ -278,6 +278,7 @@ pub extern "C" fn _start() -> ! {
     }
     acc += dynamo_tick();
     acc += balance_tick();
+    acc += walk3d_tick();
     let mut torque = TorqueFrame::new(1, 1);
     let _ = torque.push_torque(acc);
     let mut tbuf = [0u8; TORQUE_FRAME_LEN];
@@ -294,6 +295,86 @@ pub extern "C" fn _start() -> ! {
     }
     black_box(acc);
     loop {}
+}
+
+/// The 3D walker (`control_core::simbicon3d`): Cartwheel's Bip walking controller on a
+/// 15-body humanoid's joints, one tick standing.
+fn walk3d_tick() -> f64 {
+    use control_core::articulated::nalgebra::Vector3;
+    use control_core::dynamo::JointKind;
+    use control_core::frames::BodyMotion;
+    use control_core::simbicon3d::{
+        BipRoles, BodyJoint, Side, SideJoints, Simbicon3d, Simbicon3dConfig, Walk3dInput,
+    };
+    let masses = [
+        12.9, 22.5, 5.2, 2.2, 1.7, 2.2, 1.7, 6.6, 3.2, 1.0, 0.2, 6.6, 3.2, 1.0, 0.2,
+    ];
+    let (ball, hy, hz) = (
+        JointKind::Ball,
+        JointKind::Hinge { axis: Vector3::y() },
+        JointKind::Hinge { axis: Vector3::z() },
+    );
+    let ankle = JointKind::TwoAxis {
+        axes: [Vector3::x(), Vector3::z()],
+    };
+    let pairs = [
+        (0, 1, ball),
+        (1, 2, ball),
+        (1, 3, ball),
+        (3, 4, hy),
+        (1, 5, ball),
+        (5, 6, hy),
+        (0, 7, ball),
+        (7, 8, hz),
+        (8, 9, ankle),
+        (9, 10, hz),
+        (0, 11, ball),
+        (11, 12, hz),
+        (12, 13, ankle),
+        (13, 14, hz),
+    ];
+    let joints = pairs.map(|(parent, child, kind)| BodyJoint {
+        parent,
+        child,
+        kind,
+        effort_nm: 400.0,
+    });
+    let side = |hip: usize, shoulder: usize, foot_body: usize| SideJoints {
+        hip,
+        knee: hip + 1,
+        ankle: hip + 2,
+        toe: Some(hip + 3),
+        shoulder: Some(shoulder),
+        elbow: Some(shoulder + 1),
+        foot_body,
+    };
+    let roles = BipRoles {
+        root_body: 0,
+        waist: 0,
+        neck: 1,
+        sides: [side(6, 2, 9), side(10, 4, 13)],
+    };
+    let Ok(config) = Simbicon3dConfig::cartwheel_bip_walking(&masses, &joints, roles, Side::Left)
+    else {
+        return 0.0;
+    };
+    let Ok(mut walker) = Simbicon3d::new(config) else {
+        return 0.0;
+    };
+    let mut bodies = [BodyMotion::default(); 15];
+    for (k, b) in bodies.iter_mut().enumerate() {
+        b.com_m[1] = black_box(0.07 * k as f64);
+    }
+    let input = Walk3dInput {
+        time_s: black_box(0.1),
+        bodies: &bodies,
+        foot_up_force_n: [black_box(600.0), 100.0],
+        desired_velocity_m_s: [0.0, black_box(0.2)],
+        desired_heading_rad: 0.0,
+    };
+    walker
+        .tick(&input)
+        .map_or(0.0, |c| c.torques_nm.iter().flatten().sum::<f64>())
 }
 
 /// The balance QP (`control_core::balance`, its conic solver `control_core::qp`): a floating
