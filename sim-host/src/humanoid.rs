@@ -142,6 +142,8 @@ pub const CONTACT_BODY_NAMES: [&str; 4] = ["left_foot", "right_foot", "left_toes
 pub const MAX_HUMANOID_JOINTS: usize = (MAX_JOINTS - 3) / 3;
 /// Coulomb friction coefficient of the ground and of every shape of the humanoid.
 pub const FRICTION: f64 = 0.8;
+/// The largest component of a scene's `initial_velocity_m_s`, m/s.
+pub const MAX_INITIAL_SPEED_M_S: f64 = 20.0;
 /// Rapier's solver substeps per step (`num_solver_iterations`).
 pub const SOLVER_ITERATIONS: usize = 4;
 /// Natural frequency of the ground contacts' softness, Hz (Rapier's
@@ -1026,6 +1028,10 @@ pub struct HumanoidScene {
     /// the joint's limits. Joints not named: 0.
     #[serde(default)]
     pub initial_joint_rotations_rad: BTreeMap<String, [f64; 3]>,
+    /// Every body's velocity at t = 0, world, m/s (default at rest; each component within
+    /// ±[`MAX_INITIAL_SPEED_M_S`]): a walk starts moving, as Cartwheel's saved walking states.
+    #[serde(default, skip_serializing_if = "is_at_rest")]
+    pub initial_velocity_m_s: [f64; 3],
     /// Forces on bodies (at most [`MAX_PUSHES`]).
     #[serde(default)]
     pub pushes: Vec<Push>,
@@ -1045,6 +1051,11 @@ fn default_dt() -> f64 {
     DEFAULT_DT_S
 }
 
+/// Whether a scene's initial velocity is zero (then left out of its JSON).
+fn is_at_rest(v: &[f64; 3]) -> bool {
+    v.iter().all(|c| *c == 0.0)
+}
+
 impl HumanoidScene {
     /// A scene of the humanoid in `urdf` under `gravity_m_s2` for `end_time_s`, standing at
     /// rest with every joint at zero, the default step, no pushes, no root torque.
@@ -1057,6 +1068,7 @@ impl HumanoidScene {
             gravity_m_s2,
             initial_pose: InitialPose::Standing,
             initial_joint_rotations_rad: BTreeMap::new(),
+            initial_velocity_m_s: [0.0; 3],
             pushes: Vec::new(),
             balls: Vec::new(),
             root_torque_limit_nm: 0.0,
@@ -1098,6 +1110,14 @@ impl HumanoidScene {
         }
         for (k, g) in self.gravity_m_s2.into_iter().enumerate() {
             c.range(&format!("gravity_m_s2[{k}]"), g, -1000.0, 1000.0);
+        }
+        for (k, v) in self.initial_velocity_m_s.into_iter().enumerate() {
+            c.range(
+                &format!("initial_velocity_m_s[{k}]"),
+                v,
+                -MAX_INITIAL_SPEED_M_S,
+                MAX_INITIAL_SPEED_M_S,
+            );
         }
         let pi = std::f64::consts::PI;
         for (name, v) in &self.initial_joint_rotations_rad {
@@ -1464,6 +1484,7 @@ impl HumanoidPlant {
             let h = world.insert_body(
                 RigidBodyBuilder::dynamic()
                     .pose(Pose::from_parts(v3(pose.com_m), rot(pose.orientation)))
+                    .linvel(v3(scene.initial_velocity_m_s))
                     .can_sleep(false)
                     .additional_mass_properties(MassProperties::new(
                         Vector::ZERO,
