@@ -37,6 +37,7 @@ pub mod report;
 pub mod scenario;
 pub mod session;
 pub mod state_check;
+pub mod walk3d;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -298,6 +299,17 @@ pub fn run(args: &RunArgs) -> ExitCode {
                     legged::RobotPush::laws,
                     legged::LeggedLaw::name,
                     legged::run_scenario,
+                );
+            }
+            ScenarioKind::Walk3d => {
+                return run_kind(
+                    args,
+                    &stop,
+                    path,
+                    walk3d::Walk3d::prepare(text, path),
+                    walk3d::Walk3d::laws,
+                    walk3d::WalkLaw::name,
+                    walk3d::run_scenario,
                 );
             }
             ScenarioKind::BallBlocking => {}

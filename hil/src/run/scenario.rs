@@ -539,14 +539,17 @@ pub enum ScenarioKind {
     Joint(super::chain::scenario::ChainTask),
     /// `"robot_push"`: a floating-base robot from its URDF, standing, pushed.
     RobotPush,
+    /// `"walk3d"`: the humanoid walking in 3D.
+    Walk3d,
 }
 
 impl ScenarioKind {
     /// Every `kind` a scenario file may give, as written.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         super::dynamo::KIND,
         super::legged::KIND,
         super::biped::KIND,
+        super::walk3d::KIND,
         "on_the_beat",
         "kenwright_reach",
         "pose_tour",
@@ -562,6 +565,7 @@ impl ScenarioKind {
             "kenwright_reach" => Some(Self::Joint(ChainTask::KenwrightReach)),
             "pose_tour" => Some(Self::Joint(ChainTask::PoseTour)),
             super::legged::KIND => Some(Self::RobotPush),
+            super::walk3d::KIND => Some(Self::Walk3d),
             _ => None,
         }
     }

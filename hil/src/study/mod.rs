@@ -57,6 +57,7 @@ pub mod cma;
 pub mod plot;
 pub mod spawn;
 pub mod sweep;
+pub mod walk3d;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -83,6 +84,14 @@ pub enum StudyCommand {
     Jobs(sweep::JobsArgs),
     /// Build study.json, the heat maps and the table from collected cells.jsonl files.
     Merge(sweep::MergeArgs),
+    /// Run ONE walk of the 3D humanoid (a `walk3d` scenario) with given group gains and print
+    /// its JSON line.
+    #[command(name = "walk3d-cell")]
+    Walk3dCell(walk3d::CellArgs),
+    /// Carensac et al.'s Algorithm 1 on the 3D humanoid: per rate, stepping down, S_min then
+    /// S_max by CMA-ES over nine joint groups' gains.
+    #[command(name = "walk3d-cmaes")]
+    Walk3dCmaes(walk3d::CmaesArgs),
 }
 
 /// Runs `hil study ...`.
@@ -93,6 +102,8 @@ pub fn run(args: &StudyArgs) -> ExitCode {
         StudyCommand::Cmaes(a) => cma::main(a),
         StudyCommand::Jobs(a) => sweep::jobs(a),
         StudyCommand::Merge(a) => sweep::merge(a),
+        StudyCommand::Walk3dCell(a) => walk3d::cell_main(a),
+        StudyCommand::Walk3dCmaes(a) => walk3d::cmaes_main(a),
     }
 }
 

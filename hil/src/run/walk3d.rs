@@ -1,0 +1,1279 @@
+//! `hil run scenarios/walk3d.toml`: the 15-body humanoid (`models/humanoid15.urdf`, after
+//! Cartwheel-3d's Bip) walking in 3D on [`control_core::simbicon3d`] (Cartwheel's SIMBICON and
+//! its Bip `Walking` controller), one plant process per (controller, control rate), the plant
+//! stepping once per control tick (dt = 1 / rate, as Carensac et al. run their low-frequency
+//! simulations), with the desired coronal (sideways) speed cycling every few steps and optional
+//! pushes.
+//!
+//! The wiring of one scenario kind (`walk3d`): the file ([`Walk3dScenario`]), the humanoid loaded
+//! once by `sim_host::humanoid::HumanoidModel::load` for the controller (the plant loads the same
+//! file with the same function), the joint roles from the file (never from joint names'
+//! substrings), the controllers ([`Walk3dController`]), the judge ([`Walk3dRecorder`]: a fall is
+//! any body but the feet and toes touching the ground, or the pelvis below `fall_height_m`) and
+//! the report. The plant, sessions, drivers, timing and fault records are the ones every kind
+//! uses.
+//!
+//! Controllers:
+//! - `simbicon3d`: Cartwheel's Bip gains as given (tuned at 2 kHz);
+//! - `simbicon3d_analytic`: the same with every PD pair that is an unstable sampled loop at the
+//!   control period moved inside the stable region by the planar walker's rule
+//!   ([`Simbicon3dConfig::stabilised`]), for the inertia each joint moves: the composite inertia
+//!   of its child's subtree about the joint in the zero pose, and for the pelvis's PD the pelvis
+//!   alone (SIMBICON's hips make up every torque its other joints put on it, so the root's PD
+//!   drives the pelvis's own inertia).
+//!
+//! On the control thread ([`Walk3dController::tick`], [`Walk3dController::safe`]): never an
+//! allocation, a block or a panic; a tick the controller refuses gives the safe state's damping
+//! for that tick, counted.
+// `!(x > 0.0)` is meant: NaN fails every check.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
+use control_core::dynamo::{BodyInertia, JointKind as CoreKind, subtree_inertia_about};
+use control_core::frames::{Event, MAX_JOINTS, StateFrame};
+use control_core::simbicon3d::{
+    BipRoles, BodyJoint, GainMoves, MAX_WALK_JOINTS, Side, SideJoints, Simbicon3d,
+    Simbicon3dConfig, Walk3dInput,
+};
+use serde::{Deserialize, Serialize};
+use sim_host::Push;
+use sim_host::humanoid::{BodyPose, HumanoidModel, HumanoidScene, JointKind};
+
+use super::dynamo::controller::HumanoidState;
+use super::recorder::LoopTimes;
+use super::report::{Faults, Percentiles, Timing};
+use super::scenario::{MAX_END_S, ScenarioError};
+use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
+use super::{Finished, Periods, RunArgs, plant, run_session, select};
+
+/// The `kind` of these scenario files.
+pub const KIND: &str = "walk3d";
+
+/// Gravity, m/s² (the humanoid's world is y up).
+const GRAVITY: [f64; 3] = [0.0, -9.81, 0.0];
+
+/// The damping of the safe state, N·m·s/rad, on each joint's relative angular velocity.
+pub const SAFE_DAMPING_NMS_PER_RAD: f64 = 10.0;
+
+/// A `walk3d` scenario file, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Walk3dScenario {
+    /// Always `"walk3d"`.
+    pub kind: String,
+    /// Name (letters, digits, `_`, `-`).
+    pub name: String,
+    /// The humanoid's URDF, relative to the scenario file.
+    pub urdf: PathBuf,
+    /// The control rates, Hz, each in [50, 5000]: one run per controller and rate; the plant
+    /// steps once per tick.
+    pub control_rates_hz: Vec<f64>,
+    /// Each run's simulated length, s.
+    pub duration_s: f64,
+    /// The controllers, in report order (default both).
+    #[serde(default = "default_laws")]
+    pub controllers: Vec<String>,
+    /// How the walk starts (default `"cartwheel"`).
+    #[serde(default)]
+    pub start: Start,
+    /// The desired coronal (rightward) speed of the centre of mass, m/s, cycled through, each
+    /// held for `steps_per_speed` steps (default `[0]`: straight ahead).
+    #[serde(default = "default_speeds")]
+    pub coronal_speeds_m_s: Vec<f64>,
+    /// Steps per entry of `coronal_speeds_m_s` (default 5).
+    #[serde(default = "default_steps_per_speed")]
+    pub steps_per_speed: u32,
+    /// The walk has fallen when the pelvis's centre of mass is below this height, m (default
+    /// 0.6), or when any body but the feet and toes touches the ground.
+    #[serde(default = "default_fall_height")]
+    pub fall_height_m: f64,
+    /// `simbicon3d_analytic`'s margin μ in (0, 1) (default 0.5).
+    #[serde(default = "default_margin")]
+    pub stability_margin: f64,
+    /// Which joint plays which part (default: `models/humanoid15.urdf`'s names).
+    #[serde(default)]
+    pub roles: RolesSpec,
+    /// Forces on bodies (the plant's pushes).
+    #[serde(default)]
+    pub pushes: Vec<Push>,
+}
+
+fn default_laws() -> Vec<String> {
+    WalkLaw::ALL.iter().map(|l| l.name().to_owned()).collect()
+}
+fn default_speeds() -> Vec<f64> {
+    vec![0.0]
+}
+fn default_steps_per_speed() -> u32 {
+    5
+}
+fn default_fall_height() -> f64 {
+    0.6
+}
+fn default_margin() -> f64 {
+    0.5
+}
+
+/// How a walk starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Start {
+    /// Cartwheel's saved walking state for Bip (`WalkingState.rs`): its joint rotations and the
+    /// pelvis's velocity (1.08 m/s forward), on the left foot.
+    #[default]
+    Cartwheel,
+    /// Standing at rest in the zero pose.
+    Stand,
+}
+
+/// Cartwheel's `WalkingState.rs` for Bip, mapped to this project's axes (a Cartwheel vector
+/// (x, y, z) is (z, y, −x) here): each joint's relative rotation as an axis-angle vector, rad,
+/// with a hinge's off-axis parts and a two-axis joint's locked part (|·| < 0.004 rad) left out.
+pub const CARTWHEEL_START_ROTATIONS: [(&str, [f64; 3]); 13] = [
+    ("waist", [0.019899, 0.073314, 0.006614]),
+    ("left_hip", [-0.030971, -0.004925, 0.424692]),
+    ("right_hip", [0.070516, -0.018680, -0.173586]),
+    ("neck", [-0.004107, -0.111173, 0.059001]),
+    ("left_shoulder", [-1.579188, 0.051598, -0.053175]),
+    ("right_shoulder", [1.545802, 0.109208, 0.118175]),
+    ("left_knee", [0.0, 0.0, -0.106422]),
+    ("left_elbow", [0.0, -0.179069, 0.0]),
+    ("right_elbow", [0.0, 0.225155, 0.0]),
+    ("left_ankle", [0.044806, 0.0, 0.282082]),
+    ("right_ankle", [-0.052866, 0.0, 0.240622]),
+    ("left_toe", [0.0, 0.0, 0.002964]),
+    ("right_toe", [0.0, 0.0, 0.054125]),
+];
+
+/// The pelvis's velocity in Cartwheel's saved walking state, here, m/s.
+pub const CARTWHEEL_START_VELOCITY_M_S: [f64; 3] = [1.078190, -0.255831, -0.095324];
+
+/// The joints of one side, by URDF joint name, and its foot link.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideSpec {
+    /// Hip (ball joint whose parent is the pelvis).
+    pub hip: String,
+    /// Knee.
+    pub knee: String,
+    /// Ankle.
+    pub ankle: String,
+    /// Toe joint.
+    pub toe: String,
+    /// Shoulder.
+    pub shoulder: String,
+    /// Elbow.
+    pub elbow: String,
+    /// The foot link (d is measured from its centre of mass; its ground force with the toes'
+    /// decides a foot strike).
+    pub foot: String,
+    /// The toes link.
+    pub toes: String,
+}
+
+impl SideSpec {
+    fn named(side: &str) -> Self {
+        Self {
+            hip: format!("{side}_hip"),
+            knee: format!("{side}_knee"),
+            ankle: format!("{side}_ankle"),
+            toe: format!("{side}_toe"),
+            shoulder: format!("{side}_shoulder"),
+            elbow: format!("{side}_elbow"),
+            foot: format!("{side}_foot"),
+            toes: format!("{side}_toes"),
+        }
+    }
+}
+
+/// Which joint plays which part (each part left out: the humanoid15 name).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RolesSpec {
+    /// The pelvis (the floating root) link.
+    pub pelvis: String,
+    /// The pelvis–torso joint.
+    pub waist: String,
+    /// The torso–head joint.
+    pub neck: String,
+    /// The left side.
+    pub left: SideSpec,
+    /// The right side.
+    pub right: SideSpec,
+}
+
+impl Default for RolesSpec {
+    fn default() -> Self {
+        Self {
+            pelvis: "pelvis".into(),
+            waist: "waist".into(),
+            neck: "neck".into(),
+            left: SideSpec::named("left"),
+            right: SideSpec::named("right"),
+        }
+    }
+}
+
+/// The controllers of a `walk3d` scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkLaw {
+    /// Cartwheel's gains as given.
+    Simbicon3d,
+    /// Cartwheel's gains made stable for the control period where they are not.
+    Simbicon3dAnalytic,
+}
+
+impl WalkLaw {
+    /// Both, in report order.
+    pub const ALL: [Self; 2] = [Self::Simbicon3d, Self::Simbicon3dAnalytic];
+
+    /// The name in scenarios and reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Simbicon3d => "simbicon3d",
+            Self::Simbicon3dAnalytic => "simbicon3d_analytic",
+        }
+    }
+
+    /// The law named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.name() == name)
+    }
+}
+
+impl Walk3dScenario {
+    /// Parses and checks a scenario file's text; a relative `urdf` is resolved against the file's
+    /// folder. The roles are checked against the URDF by [`Walk3dScenario::prepare`].
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+        let file = path.display().to_string();
+        let mut s: Self = super::scenario::from_toml(text, &file)?;
+        if s.urdf.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            s.urdf = dir.join(&s.urdf);
+        }
+        s.check().map_err(|(field, reason)| ScenarioError {
+            file,
+            field,
+            reason,
+        })?;
+        Ok(s)
+    }
+
+    fn check(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((f.to_owned(), r));
+        super::scenario::check_kind_and_name(&self.kind, KIND, &self.name)?;
+        if self.control_rates_hz.is_empty() || self.control_rates_hz.len() > 32 {
+            return bad("control_rates_hz", "give 1 to 32 rates".into());
+        }
+        for (k, &r) in self.control_rates_hz.iter().enumerate() {
+            if !(r.is_finite() && (50.0..=5000.0).contains(&r)) {
+                return bad(
+                    &format!("control_rates_hz[{k}]"),
+                    format!("{r}: must be within [50, 5000] Hz"),
+                );
+            }
+        }
+        let d = self.duration_s;
+        if !(d > 0.0 && d <= MAX_END_S) {
+            return bad("duration_s", format!("{d}: must be in (0, {MAX_END_S}] s"));
+        }
+        if self.controllers.is_empty() {
+            return bad("controllers", "name at least one controller".into());
+        }
+        for (k, c) in self.controllers.iter().enumerate() {
+            if WalkLaw::from_name(c).is_none() {
+                return bad(
+                    &format!("controllers[{k}]"),
+                    format!(
+                        "`{c}` is no controller of this kind (known: {})",
+                        default_laws().join(", ")
+                    ),
+                );
+            }
+            if self.controllers[..k].contains(c) {
+                return bad(
+                    &format!("controllers[{k}]"),
+                    format!("`{c}` is given twice"),
+                );
+            }
+        }
+        if self.coronal_speeds_m_s.is_empty() || self.coronal_speeds_m_s.len() > 64 {
+            return bad("coronal_speeds_m_s", "give 1 to 64 speeds".into());
+        }
+        for (k, &v) in self.coronal_speeds_m_s.iter().enumerate() {
+            if !(v.is_finite() && v.abs() <= 2.0) {
+                return bad(
+                    &format!("coronal_speeds_m_s[{k}]"),
+                    format!("{v}: must be within ±2 m/s"),
+                );
+            }
+        }
+        if !(1..=10_000).contains(&self.steps_per_speed) {
+            return bad(
+                "steps_per_speed",
+                format!("{}: must be in [1, 10000]", self.steps_per_speed),
+            );
+        }
+        let h = self.fall_height_m;
+        if !(h > 0.0 && h <= 10.0) {
+            return bad("fall_height_m", format!("{h}: must be in (0, 10] m"));
+        }
+        let m = self.stability_margin;
+        if !(m > 0.0 && m < 1.0) {
+            return bad("stability_margin", format!("{m}: must be in (0, 1)"));
+        }
+        Ok(())
+    }
+
+    /// The controllers named, in file order.
+    pub fn laws(&self) -> Vec<WalkLaw> {
+        self.controllers
+            .iter()
+            .filter_map(|c| WalkLaw::from_name(c))
+            .collect()
+    }
+
+    /// The plant's scene for a run at `rate_hz`.
+    pub fn scene(&self, rate_hz: f64) -> HumanoidScene {
+        let mut scene = HumanoidScene::new(self.urdf.clone(), self.duration_s, GRAVITY);
+        scene.dt_s = 1.0 / rate_hz;
+        if self.start == Start::Cartwheel {
+            scene.initial_velocity_m_s = CARTWHEEL_START_VELOCITY_M_S;
+            for (name, v) in CARTWHEEL_START_ROTATIONS {
+                scene.initial_joint_rotations_rad.insert(name.to_owned(), v);
+            }
+        }
+        scene.pushes = self.pushes.clone();
+        scene
+    }
+
+    /// Loads the humanoid, resolves the roles (each refused naming its field) and checks the
+    /// plant's scene in process, before anything runs.
+    pub fn prepare(&self, file: &str) -> Result<Prepared, ScenarioError> {
+        let error = |field: &str, reason: String| ScenarioError {
+            file: file.to_owned(),
+            field: field.to_owned(),
+            reason,
+        };
+        let model = HumanoidModel::load(&self.urdf).map_err(|e| error("urdf", e.to_string()))?;
+        let joint = |field: String, name: &str| {
+            model.joint_index(name).ok_or_else(|| {
+                error(
+                    &field,
+                    format!("`{name}` is no joint of {}", self.urdf.display()),
+                )
+            })
+        };
+        let body = |field: String, name: &str| {
+            model.body_index(name).ok_or_else(|| {
+                error(
+                    &field,
+                    format!("`{name}` is no link of {}", self.urdf.display()),
+                )
+            })
+        };
+        let side = |key: &str, s: &SideSpec| -> Result<(SideJoints, usize), ScenarioError> {
+            let f = |n: &str| format!("roles.{key}.{n}");
+            Ok((
+                SideJoints {
+                    hip: joint(f("hip"), &s.hip)?,
+                    knee: joint(f("knee"), &s.knee)?,
+                    ankle: joint(f("ankle"), &s.ankle)?,
+                    toe: Some(joint(f("toe"), &s.toe)?),
+                    shoulder: Some(joint(f("shoulder"), &s.shoulder)?),
+                    elbow: Some(joint(f("elbow"), &s.elbow)?),
+                    foot_body: body(f("foot"), &s.foot)?,
+                },
+                body(f("toes"), &s.toes)?,
+            ))
+        };
+        let (left, left_toes) = side("left", &self.roles.left)?;
+        let (right, right_toes) = side("right", &self.roles.right)?;
+        let roles = BipRoles {
+            root_body: body("roles.pelvis".into(), &self.roles.pelvis)?,
+            waist: joint("roles.waist".into(), &self.roles.waist)?,
+            neck: joint("roles.neck".into(), &self.roles.neck)?,
+            sides: [left, right],
+        };
+        // The plant reports the ground's force on the left foot, right foot, left toes and right
+        // toes, in that order: the roles' feet must be those bodies.
+        let g = model.ground_contact_bodies;
+        if [left.foot_body, right.foot_body, left_toes, right_toes] != g {
+            return Err(error(
+                "roles",
+                "the feet and toes must be the bodies the plant reports ground forces for \
+                 (left_foot, right_foot, left_toes, right_toes)"
+                    .into(),
+            ));
+        }
+        for &rate in &self.control_rates_hz {
+            sim_host::humanoid::HumanoidPlant::new(&self.scene(rate)).map_err(|e| {
+                error(
+                    &format!("(plant) {}", e.field),
+                    format!("{} (at {rate} Hz)", e.reason),
+                )
+            })?;
+        }
+        let mut controllers = Vec::new();
+        for &rate in &self.control_rates_hz {
+            for law in self.laws() {
+                let c = Walk3dController::new(law, &model, roles, self, rate, None)
+                    .map_err(|e| error("roles", format!("{}: {e}", law.name())))?;
+                controllers.push((law, rate, c));
+            }
+        }
+        Ok(Prepared {
+            model,
+            roles,
+            controllers,
+        })
+    }
+}
+
+/// A checked scenario's humanoid and controllers.
+pub struct Prepared {
+    /// The humanoid.
+    pub model: HumanoidModel,
+    /// The joints' roles.
+    pub roles: BipRoles,
+    /// One controller per (law, rate), rates in file order.
+    pub controllers: Vec<(WalkLaw, f64, Walk3dController)>,
+}
+
+/// The prepared scenario that `run_kind` runs.
+pub struct Walk3d {
+    /// The file.
+    pub s: Walk3dScenario,
+    /// Its humanoid and controllers.
+    pub p: Prepared,
+}
+
+impl Walk3d {
+    /// Parses, checks and prepares a file.
+    pub fn prepare(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+        let s = Walk3dScenario::parse(text, path)?;
+        let p = s.prepare(&path.display().to_string())?;
+        Ok(Self { s, p })
+    }
+
+    /// The controllers named.
+    pub fn laws(&self) -> Vec<WalkLaw> {
+        self.s.laws()
+    }
+}
+
+/// The inertia (world axes of the zero pose, diagonal) of `bodies` about `point`, kg·m².
+fn inertia_about(
+    model: &HumanoidModel,
+    poses: &[BodyPose],
+    point: [f64; 3],
+    bodies: &[usize],
+) -> Result<[f64; 3], String> {
+    let list: Vec<BodyInertia> = bodies
+        .iter()
+        .map(|&b| BodyInertia {
+            mass_kg: model.bodies[b].mass_kg,
+            principal_inertia_kgm2: model.bodies[b].inertia_kg_m2.into(),
+            orientation: UnitQuaternion::identity(),
+            com_m: poses[b].com_m.into(),
+        })
+        .collect();
+    let m = subtree_inertia_about(&point.into(), &list).map_err(|e| e.to_string())?;
+    Ok([m[(0, 0)], m[(1, 1)], m[(2, 2)]])
+}
+
+/// The bodies of `root`'s subtree (itself first).
+fn subtree(model: &HumanoidModel, root: usize) -> Vec<usize> {
+    let mut out = vec![root];
+    let mut k = 0;
+    while k < out.len() {
+        let b = out[k];
+        out.extend(
+            model
+                .joints
+                .iter()
+                .filter(|j| j.parent == b)
+                .map(|j| j.child),
+        );
+        k += 1;
+    }
+    out
+}
+
+/// The joint groups whose gains a study searches (Bip is mirror-symmetric: one pair per group,
+/// both sides alike).
+pub const GROUPS: [&str; 9] = [
+    "root", "waist", "neck", "hip", "knee", "ankle", "toe", "shoulder", "elbow",
+];
+
+/// [kp N·m/rad, kd N·m·s/rad] per group of [`GROUPS`], in that order.
+pub type GroupGains = [[f64; 2]; 9];
+
+/// Cartwheel's Bip gains per group (its `Walking.py`).
+pub const CARTWHEEL_GAINS: GroupGains = [
+    [3000.0, 300.0],
+    [200.0, 30.0],
+    [200.0, 20.0],
+    [300.0, 30.0],
+    [300.0, 30.0],
+    [75.0, 10.0],
+    [10.0, 0.5],
+    [20.0, 5.0],
+    [5.0, 1.0],
+];
+
+/// `config` with each group's gains replaced by `gains` (the per-axis scales kept).
+fn with_group_gains(
+    mut config: Simbicon3dConfig,
+    roles: &BipRoles,
+    gains: &GroupGains,
+) -> Simbicon3dConfig {
+    config.root.kp = gains[0][0];
+    config.root.kd = gains[0][1];
+    let mut set = |joint: Option<usize>, g: [f64; 2]| {
+        if let Some(j) = joint.and_then(|j| config.joints.get_mut(j)) {
+            j.kp = g[0];
+            j.kd = g[1];
+        }
+    };
+    set(Some(roles.waist), gains[1]);
+    set(Some(roles.neck), gains[2]);
+    for side in &roles.sides {
+        set(Some(side.hip), gains[3]);
+        set(Some(side.knee), gains[4]);
+        set(Some(side.ankle), gains[5]);
+        set(side.toe, gains[6]);
+        set(side.shoulder, gains[7]);
+        set(side.elbow, gains[8]);
+    }
+    config
+}
+
+/// One tick's command.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk3dTick {
+    /// The plant step it answers.
+    pub step: u64,
+    /// Its time, s.
+    pub time_s: f64,
+    /// The safe state's output.
+    pub safe: bool,
+    /// The controller refused its input (the safe state's damping was sent).
+    pub refused: bool,
+    /// Values sent: 3 per joint.
+    pub len: usize,
+    /// The torques, N·m.
+    pub torques_nm: [f64; MAX_JOINTS],
+    /// Joints whose torque the effort cut (bit k: joint k).
+    pub limited: u32,
+    /// Steps taken (states begun after the first).
+    pub steps: u32,
+    /// The stance side.
+    pub stance: Side,
+    /// A step began at this tick.
+    pub step_began: bool,
+    /// The desired coronal speed this tick used, m/s.
+    pub desired_coronal_m_s: f64,
+    /// The centre of mass's velocity in the character frame, m/s (forward, up, right).
+    pub v_m_s: [f64; 3],
+}
+
+impl LoopCommand for Walk3dTick {
+    fn step(&self) -> u64 {
+        self.step
+    }
+    fn is_safe(&self) -> bool {
+        self.safe
+    }
+    fn torques(&self) -> &[f64] {
+        &self.torques_nm[..self.len]
+    }
+}
+
+/// The walking controller of a run, the same object in lockstep and in real time.
+#[derive(Debug, Clone)]
+pub struct Walk3dController {
+    walker: Simbicon3d,
+    /// (parent, child, effort) per joint, for the safe state.
+    joints: Vec<(usize, usize, f64)>,
+    bodies: usize,
+    speeds: Vec<f64>,
+    steps_per_speed: u32,
+    /// What the analytic rule moved (`None` for Cartwheel's gains).
+    pub moves: Option<GainMoves>,
+}
+
+impl Walk3dController {
+    /// Builds `law`'s controller for the humanoid `model` at `rate_hz`.
+    pub fn new(
+        law: WalkLaw,
+        model: &HumanoidModel,
+        roles: BipRoles,
+        s: &Walk3dScenario,
+        rate_hz: f64,
+        gains: Option<&GroupGains>,
+    ) -> Result<Self, String> {
+        if model.joints.len() > MAX_WALK_JOINTS || 3 * model.joints.len() > MAX_JOINTS {
+            return Err(format!(
+                "{} joints: the walker drives at most {MAX_WALK_JOINTS}",
+                model.joints.len()
+            ));
+        }
+        let joints: Vec<BodyJoint> = model
+            .joints
+            .iter()
+            .map(|j| BodyJoint {
+                parent: j.parent,
+                child: j.child,
+                effort_nm: j.effort_nm,
+                kind: match &j.kind {
+                    JointKind::Ball { .. } => CoreKind::Ball,
+                    JointKind::Hinge { axis, .. } => CoreKind::Hinge {
+                        axis: (*axis).into(),
+                    },
+                    JointKind::TwoAxis { axes, .. } => CoreKind::TwoAxis {
+                        axes: [axes[0].into(), axes[1].into()],
+                    },
+                },
+            })
+            .collect();
+        let masses: Vec<f64> = model.bodies.iter().map(|b| b.mass_kg).collect();
+        let config = Simbicon3dConfig::cartwheel_bip_walking(&masses, &joints, roles, Side::Left)
+            .map_err(|e| e.to_string())?;
+        let config = match gains {
+            Some(g) => with_group_gains(config, &roles, g),
+            None => config,
+        };
+        let (config, moves) = match law {
+            WalkLaw::Simbicon3d => (config, None),
+            WalkLaw::Simbicon3dAnalytic => {
+                let upright = BodyPose {
+                    com_m: [0.0; 3],
+                    orientation: [1.0, 0.0, 0.0, 0.0],
+                };
+                let poses = model.pose(upright, &[]);
+                let mut inertias = Vec::with_capacity(model.joints.len());
+                for j in &model.joints {
+                    let (p, a) = (poses[j.parent].com_m, j.anchor_in_parent_m);
+                    let anchor = [p[0] + a[0], p[1] + a[1], p[2] + a[2]];
+                    inertias.push(inertia_about(
+                        model,
+                        &poses,
+                        anchor,
+                        &subtree(model, j.child),
+                    )?);
+                }
+                let root = roles.root_body;
+                let pelvis = inertia_about(model, &poses, poses[root].com_m, &[root])?;
+                let (c, m) = config
+                    .stabilised(1.0 / rate_hz, s.stability_margin, &inertias, pelvis)
+                    .map_err(|e| e.to_string())?;
+                (c, Some(m))
+            }
+        };
+        Ok(Self {
+            walker: Simbicon3d::new(config).map_err(|e| e.to_string())?,
+            joints: model
+                .joints
+                .iter()
+                .map(|j| (j.parent, j.child, j.effort_nm))
+                .collect(),
+            bodies: model.bodies.len(),
+            speeds: s.coronal_speeds_m_s.clone(),
+            steps_per_speed: s.steps_per_speed,
+            moves,
+        })
+    }
+
+    /// The gains the walker uses: (kp, kd) per joint, in joint order, and the pelvis's.
+    pub fn gains(&self) -> (Vec<[f64; 2]>, [f64; 2]) {
+        let c = self.walker.config();
+        (
+            c.joints.iter().map(|j| [j.kp, j.kd]).collect(),
+            [c.root.kp, c.root.kd],
+        )
+    }
+
+    fn empty(&self, s: &HumanoidState, safe: bool) -> Walk3dTick {
+        Walk3dTick {
+            step: s.step,
+            time_s: s.sim_time_s,
+            safe,
+            refused: false,
+            len: 3 * self.joints.len(),
+            torques_nm: [0.0; MAX_JOINTS],
+            limited: 0,
+            steps: self.walker.steps(),
+            stance: self.walker.stance(),
+            step_began: false,
+            desired_coronal_m_s: 0.0,
+            v_m_s: [0.0; 3],
+        }
+    }
+
+    /// One tick (never allocates, blocks or panics).
+    pub fn tick(&mut self, s: HumanoidState) -> Walk3dTick {
+        let segment = (self.walker.steps() / self.steps_per_speed) as usize;
+        let desired = self
+            .speeds
+            .get(segment % self.speeds.len().max(1))
+            .copied()
+            .unwrap_or(0.0);
+        let n = s.contact_normal_n;
+        let input = Walk3dInput {
+            time_s: s.sim_time_s,
+            bodies: s.bodies.get(..s.body_count).unwrap_or(&[]),
+            foot_up_force_n: [n[0] + n[2], n[1] + n[3]],
+            desired_velocity_m_s: [0.0, desired],
+            desired_heading_rad: 0.0,
+        };
+        match self.walker.tick(&input) {
+            Ok(c) => {
+                let mut out = self.empty(&s, false);
+                for (k, t) in c.torques_nm.iter().take(self.joints.len()).enumerate() {
+                    out.torques_nm[3 * k..3 * k + 3].copy_from_slice(t);
+                }
+                out.limited = c.limited;
+                out.steps = self.walker.steps();
+                out.stance = c.stance;
+                out.step_began = c.step_began;
+                out.desired_coronal_m_s = desired;
+                out.v_m_s = c.v_m_s;
+                out
+            }
+            Err(_) => {
+                let mut out = self.safe(s);
+                out.safe = false;
+                out.refused = true;
+                out
+            }
+        }
+    }
+
+    /// The safe state: each joint damps its relative angular velocity, within its effort.
+    pub fn safe(&self, s: HumanoidState) -> Walk3dTick {
+        let mut out = self.empty(&s, true);
+        for (k, &(p, c, effort)) in self.joints.iter().enumerate() {
+            let (Some(p), Some(c)) = (s.bodies.get(p), s.bodies.get(c)) else {
+                continue;
+            };
+            let w =
+                Vector3::from(p.angular_velocity_rad_s) - Vector3::from(c.angular_velocity_rad_s);
+            let mut t = w * SAFE_DAMPING_NMS_PER_RAD;
+            let norm = t.norm();
+            if !norm.is_finite() {
+                continue;
+            }
+            if norm > effort {
+                t *= effort * (1.0 - control_core::simbicon3d::EFFORT_MARGIN) / norm;
+            }
+            out.torques_nm[3 * k..3 * k + 3].copy_from_slice(t.as_slice());
+        }
+        out
+    }
+}
+
+impl LoopController for Walk3dController {
+    type State = HumanoidState;
+    type Command = Walk3dTick;
+
+    fn state_of(frame: &StateFrame) -> Option<HumanoidState> {
+        Some(HumanoidState::of(frame))
+    }
+
+    fn tick(&mut self, state: HumanoidState) -> Walk3dTick {
+        Self::tick(self, state)
+    }
+
+    fn safe(&self, state: HumanoidState) -> Walk3dTick {
+        Self::safe(self, state)
+    }
+
+    fn accepts(&self, state: &HumanoidState) -> Result<(), String> {
+        if state.body_count == self.bodies {
+            Ok(())
+        } else {
+            Err(format!(
+                "the plant's states carry {} bodies, the humanoid has {}: not the plant of this scenario",
+                state.body_count, self.bodies
+            ))
+        }
+    }
+}
+
+/// One step of a walk, as the report lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepOut {
+    /// When it began (the foot strike, or the state's end), s.
+    pub time_s: f64,
+    /// The new stance foot.
+    pub stance: &'static str,
+    /// The pelvis's position then, m (x forward, z right).
+    pub pelvis_m: [f64; 2],
+    /// The desired coronal speed during the step that ended, m/s.
+    pub desired_coronal_m_s: f64,
+    /// The centre of mass's mean coronal velocity over the step that ended, m/s.
+    pub coronal_m_s: f64,
+    /// Its mean forward velocity over the step that ended, m/s.
+    pub forward_m_s: f64,
+}
+
+/// What judges and records a walk.
+#[derive(Debug)]
+pub struct Walk3dRecorder {
+    feet: [usize; 4],
+    pelvis: usize,
+    fall_height_m: f64,
+    touching: Vec<u16>,
+    fell_at_s: Option<f64>,
+    fell_because: Option<String>,
+    last: Option<HumanoidState>,
+    steps: Vec<StepOut>,
+    step_v: (f64, f64, u64, f64),
+    limited: u64,
+    refused: u64,
+    times: LoopTimes,
+}
+
+impl Walk3dRecorder {
+    /// A recorder for the humanoid `model` with pelvis body `pelvis`.
+    pub fn new(model: &HumanoidModel, pelvis: usize, fall_height_m: f64) -> Self {
+        Self {
+            feet: model.ground_contact_bodies,
+            pelvis,
+            fall_height_m,
+            touching: Vec::new(),
+            fell_at_s: None,
+            fell_because: None,
+            last: None,
+            steps: Vec::new(),
+            step_v: (0.0, 0.0, 0, 0.0),
+            limited: 0,
+            refused: 0,
+            times: LoopTimes::default(),
+        }
+    }
+}
+
+impl Walk3dRecorder {
+    /// When the walk fell, s (`None`: it has not).
+    pub fn fell_at_s(&self) -> Option<f64> {
+        self.fell_at_s
+    }
+}
+
+/// One run's record.
+#[derive(Debug, Clone)]
+pub struct Walk3dRun {
+    /// When it fell, s.
+    pub fell_at_s: Option<f64>,
+    /// Why (the body that touched the ground, or the pelvis's height).
+    pub fell_because: Option<String>,
+    /// Steps before the fall (or the end).
+    pub steps: Vec<StepOut>,
+    /// Joint-ticks whose torque the effort cut.
+    pub limited: u64,
+    /// Ticks the controller refused (the safe state's damping was sent).
+    pub refused: u64,
+    /// The plant's step cost, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Timing.
+    pub timing: Timing,
+    /// Faults.
+    pub faults: Faults,
+}
+
+impl LoopRecorder<Walk3dController> for Walk3dRecorder {
+    type Finished = Walk3dRun;
+
+    fn state(&mut self, frame: &StateFrame) -> Option<HumanoidState> {
+        self.times.frame(frame);
+        for e in &frame.events {
+            match *e {
+                Event::ContactBegan { body }
+                    if !self.feet.contains(&usize::from(body.0))
+                        && !self.touching.contains(&body.0) =>
+                {
+                    self.touching.push(body.0);
+                }
+                Event::ContactEnded { body } => self.touching.retain(|b| *b != body.0),
+                _ => {}
+            }
+        }
+        let s = HumanoidState::of(frame);
+        if self.fell_at_s.is_none() {
+            let h = s.bodies.get(self.pelvis).map_or(f64::NAN, |b| b.com_m[1]);
+            if let Some(b) = self.touching.first() {
+                self.fell_at_s = Some(frame.sim_time_s);
+                self.fell_because = Some(format!("body {b} touched the ground"));
+            } else if !(h >= self.fall_height_m) {
+                self.fell_at_s = Some(frame.sim_time_s);
+                self.fell_because = Some(format!(
+                    "the pelvis came down to {h:.3} m (below {} m)",
+                    self.fall_height_m
+                ));
+            }
+        }
+        self.last = Some(s);
+        Some(s)
+    }
+
+    fn tick(&mut self, c: &Walk3dTick, compute: Option<Duration>) {
+        self.times.compute(compute);
+        if self.fell_at_s.is_some() || c.safe {
+            return;
+        }
+        self.limited += u64::from(c.limited.count_ones());
+        self.refused += u64::from(c.refused);
+        let (sum_z, sum_x, n, desired) = &mut self.step_v;
+        if c.step_began && c.time_s > 0.0 {
+            let pelvis = self
+                .last
+                .and_then(|s| s.bodies.get(self.pelvis).copied())
+                .map_or([f64::NAN; 2], |b| [b.com_m[0], b.com_m[2]]);
+            let mean = |v: f64| if *n > 0 { v / *n as f64 } else { f64::NAN };
+            self.steps.push(StepOut {
+                time_s: c.time_s,
+                stance: match c.stance {
+                    Side::Left => "left",
+                    Side::Right => "right",
+                },
+                pelvis_m: pelvis,
+                desired_coronal_m_s: *desired,
+                coronal_m_s: mean(*sum_z),
+                forward_m_s: mean(*sum_x),
+            });
+            *sum_z = 0.0;
+            *sum_x = 0.0;
+            *n = 0;
+        }
+        *sum_z += c.v_m_s[2];
+        *sum_x += c.v_m_s[0];
+        *n += 1;
+        *desired = c.desired_coronal_m_s;
+    }
+
+    fn round_trip(&mut self, d: Duration) {
+        self.times.round_trip(d);
+    }
+
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.times.wake(wake_latency_ns);
+    }
+
+    fn last_state(&self) -> Option<HumanoidState> {
+        self.last
+    }
+
+    fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> Walk3dRun {
+        let (plant_step_us, _) = self.times.close(&mut timing, &mut faults);
+        Walk3dRun {
+            fell_at_s: self.fell_at_s,
+            fell_because: self.fell_because,
+            steps: self.steps,
+            limited: self.limited,
+            refused: self.refused,
+            plant_step_us,
+            timing,
+            faults,
+        }
+    }
+}
+
+/// One (controller, rate) run in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOut {
+    /// The controller.
+    pub controller: &'static str,
+    /// The control rate (and plant rate), Hz.
+    pub control_rate_hz: f64,
+    /// Whether it walked to the end without falling (`None`: the run was cut).
+    pub walked: Option<bool>,
+    /// Steps taken before the fall (or the end).
+    pub steps: usize,
+    /// When it fell, s.
+    pub fell_at_s: Option<f64>,
+    /// Why.
+    pub fell_because: Option<String>,
+    /// Forward distance of the pelvis over the steps, m.
+    pub distance_m: f64,
+    /// Mean forward speed over the steps after the first, m/s.
+    pub mean_speed_m_s: Option<f64>,
+    /// Mean |measured − desired| coronal speed over strides (consecutive pairs of steps under
+    /// the same desired speed, after the first step: a single step's mean carries the body's
+    /// sideways sway), m/s.
+    pub coronal_speed_error_m_s: Option<f64>,
+    /// Joint-ticks whose torque the URDF effort cut (before the fall).
+    pub limited_joint_ticks: u64,
+    /// Ticks the controller refused its input.
+    pub refused_ticks: u64,
+    /// Joints whose gains the analytic rule moved, with the factor a (kp·a², kd·a), and the
+    /// root's factor.
+    pub moved_gains: Option<MovedOut>,
+    /// The gains used, [kp N·m/rad, kd N·m·s/rad], by joint name, and the pelvis's as `root`.
+    pub gains: Vec<(String, [f64; 2])>,
+    /// The controller's tick, µs.
+    pub tick_us: Option<Percentiles>,
+    /// The plant's step, µs.
+    pub plant_step_us: Option<Percentiles>,
+    /// Every step.
+    pub step_list: Vec<StepOut>,
+}
+
+/// The analytic rule's moves.
+#[derive(Debug, Clone, Serialize)]
+pub struct MovedOut {
+    /// (joint, factor) for each joint moved.
+    pub joints: Vec<(String, f64)>,
+    /// The pelvis PD's factor (1: kept).
+    pub root: f64,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Walk3dReport {
+    /// Whether every run ran to its end.
+    pub complete: bool,
+    /// Why not.
+    pub incomplete_reason: Option<String>,
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario file.
+    pub scenario_file: String,
+    /// `"walk3d"`.
+    pub kind: &'static str,
+    /// `"lockstep"` or `"realtime"`.
+    pub mode: &'static str,
+    /// The URDF.
+    pub urdf: String,
+    /// Each run's length, s.
+    pub duration_s: f64,
+    /// How the walks start.
+    pub start: Start,
+    /// The coronal speed cycle, m/s, and steps per entry.
+    pub coronal_speeds_m_s: Vec<f64>,
+    /// Steps per entry.
+    pub steps_per_speed: u32,
+    /// The runs, per controller then rate.
+    pub runs: Vec<RunOut>,
+    /// The first run's timing.
+    pub timing: Timing,
+    /// Faults, summed.
+    pub faults: Faults,
+}
+
+/// The mean over strides of |stride's mean coronal speed − desired| (see
+/// [`RunOut::coronal_speed_error_m_s`]).
+fn stride_coronal_error(steps: &[StepOut]) -> Option<f64> {
+    let errors: Vec<f64> = steps
+        .chunks_exact(2)
+        .filter(|p| p[0].desired_coronal_m_s == p[1].desired_coronal_m_s)
+        .map(|p| (0.5 * (p[0].coronal_m_s + p[1].coronal_m_s) - p[0].desired_coronal_m_s).abs())
+        .collect();
+    (!errors.is_empty()).then(|| errors.iter().sum::<f64>() / errors.len() as f64)
+}
+
+fn summarise(
+    law: WalkLaw,
+    rate: f64,
+    run: &Walk3dRun,
+    cut: bool,
+    model: &HumanoidModel,
+    controller: &Walk3dController,
+) -> RunOut {
+    let moves = controller.moves;
+    let (joint_gains, root_gains) = controller.gains();
+    let mut gains: Vec<(String, [f64; 2])> = model
+        .joints
+        .iter()
+        .zip(joint_gains)
+        .map(|(j, g)| (j.name.clone(), g))
+        .collect();
+    gains.push(("root".into(), root_gains));
+    let steps = &run.steps;
+    let later = steps.get(1..).unwrap_or(&[]);
+    let mean = |f: &dyn Fn(&StepOut) -> f64| {
+        (!later.is_empty()).then(|| later.iter().map(f).sum::<f64>() / later.len() as f64)
+    };
+    let first_x = steps.first().map_or(0.0, |s| s.pelvis_m[0]);
+    let last_x = steps.last().map_or(0.0, |s| s.pelvis_m[0]);
+    RunOut {
+        controller: law.name(),
+        control_rate_hz: rate,
+        walked: (!cut).then_some(run.fell_at_s.is_none()),
+        steps: steps.len(),
+        fell_at_s: run.fell_at_s,
+        fell_because: run.fell_because.clone(),
+        distance_m: last_x - first_x,
+        mean_speed_m_s: mean(&|s| s.forward_m_s),
+        coronal_speed_error_m_s: stride_coronal_error(later),
+        limited_joint_ticks: run.limited,
+        refused_ticks: run.refused,
+        moved_gains: moves.map(|m| MovedOut {
+            joints: (0..model.joints.len())
+                .filter(|k| m.joints & (1 << k) != 0)
+                .map(|k| (model.joints[k].name.clone(), m.factors[k]))
+                .collect(),
+            root: m.root,
+        }),
+        gains,
+        tick_us: run.timing.compute_us,
+        plant_step_us: run.plant_step_us,
+        step_list: run.steps.clone(),
+    }
+}
+
+/// Runs a prepared `walk3d` scenario: one plant process per (controller, rate).
+pub fn run_scenario(
+    args: &RunArgs,
+    w: &Walk3d,
+    file: &str,
+    staging: &Path,
+    stop: &StopFlag,
+) -> Result<Finished, Box<dyn std::error::Error>> {
+    let s = &w.s;
+    let laws = select(&args.only, &s.laws(), WalkLaw::name)?;
+    let model = &w.p.model;
+    let pelvis = model.body_index(&s.roles.pelvis).unwrap_or(0);
+    let scenes = staging.join("scenes");
+    std::fs::create_dir_all(&scenes)?;
+    let plant = plant::plant_executable()?;
+    let chosen: Vec<&(WalkLaw, f64, Walk3dController)> =
+        w.p.controllers
+            .iter()
+            .filter(|(l, _, _)| laws.contains(l))
+            .collect();
+    super::plan_runs(chosen.len());
+    let mut runs = Vec::new();
+    let mut faults = Vec::new();
+    let mut first_timing = None;
+    let mut cut: Option<(String, Cut)> = None;
+    let mut csv = String::from(
+        "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us\n",
+    );
+    let mut steps_csv = String::from(
+        "controller,control_rate_hz,step,time_s,stance,pelvis_x_m,pelvis_z_m,desired_coronal_m_s,coronal_m_s,forward_m_s\n",
+    );
+    for (law, rate, controller) in chosen {
+        let scene_file = scenes.join(format!("{}_{rate}.json", law.name()));
+        let mut scene = s.scene(*rate);
+        scene.urdf = std::fs::canonicalize(&scene.urdf).unwrap_or(scene.urdf);
+        std::fs::write(&scene_file, serde_json::to_string_pretty(&scene)?)?;
+        let (run, run_cut) = run_session(
+            args,
+            controller.clone(),
+            Walk3dRecorder::new(model, pelvis, s.fall_height_m),
+            law.name(),
+            ((&plant.0, &plant.1), &scene_file),
+            Periods {
+                control_s: 1.0 / rate,
+                state_s: 1.0 / rate,
+            },
+            stop,
+        )?;
+        if first_timing.is_none() {
+            first_timing = Some(run.timing.clone());
+        }
+        let out = summarise(*law, *rate, &run, run_cut.is_some(), model, controller);
+        let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+        csv.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            out.controller,
+            rate,
+            out.walked.map_or(String::new(), |b| b.to_string()),
+            out.steps,
+            opt(out.fell_at_s),
+            out.distance_m,
+            opt(out.mean_speed_m_s),
+            opt(out.coronal_speed_error_m_s),
+            out.limited_joint_ticks,
+            opt(out.tick_us.map(|p| p.p50)),
+        ));
+        for (k, st) in out.step_list.iter().enumerate() {
+            steps_csv.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{}\n",
+                out.controller,
+                rate,
+                k + 1,
+                st.time_s,
+                st.stance,
+                st.pelvis_m[0],
+                st.pelvis_m[1],
+                st.desired_coronal_m_s,
+                st.coronal_m_s,
+                st.forward_m_s
+            ));
+        }
+        faults.push(run.faults.clone());
+        runs.push(out);
+        if let Some(c) = run_cut {
+            cut = Some((format!("{} at {rate} Hz", law.name()), c));
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scenes);
+    let first_rate = s.control_rates_hz.first().copied().unwrap_or(300.0);
+    std::fs::write(
+        staging.join("scene.json"),
+        serde_json::to_string_pretty(&s.scene(first_rate))?,
+    )?;
+    std::fs::write(staging.join("runs.csv"), csv)?;
+    std::fs::write(staging.join("steps.csv"), steps_csv)?;
+    let report = Walk3dReport {
+        complete: cut.is_none(),
+        incomplete_reason: cut
+            .as_ref()
+            .map(|(what, c)| format!("{} while running {what}", c.describe())),
+        scenario: s.name.clone(),
+        scenario_file: file.to_owned(),
+        kind: KIND,
+        mode: args.mode.name(),
+        urdf: s.urdf.display().to_string(),
+        duration_s: s.duration_s,
+        start: s.start,
+        coronal_speeds_m_s: s.coronal_speeds_m_s.clone(),
+        steps_per_speed: s.steps_per_speed,
+        runs,
+        timing: first_timing.unwrap_or_default(),
+        faults: Faults::sum(faults.iter()),
+    };
+    std::fs::write(
+        staging.join("report.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    Ok(Finished {
+        summary: summary_table(&report),
+        incomplete_reason: report.incomplete_reason.clone(),
+        files: vec!["report.json", "runs.csv", "steps.csv", "scene.json"],
+    })
+}
+
+/// The console's table.
+pub fn summary_table(r: &Walk3dReport) -> String {
+    let mut out = format!(
+        "{}: the humanoid walking {} s per run ({}), coronal speeds {:?} m/s every {} steps:\n",
+        r.scenario, r.duration_s, r.mode, r.coronal_speeds_m_s, r.steps_per_speed
+    );
+    out.push_str(&format!(
+        "  {:<20} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
+        "controller", "rate Hz", "steps", "fell at s", "dist m", "speed", "limited", "tick µs"
+    ));
+    for run in &r.runs {
+        out.push_str(&format!(
+            "  {:<20} {:>7} {:>7} {:>10} {:>9.2} {:>9} {:>9} {:>9}\n",
+            run.controller,
+            run.control_rate_hz,
+            run.steps,
+            run.fell_at_s.map_or("–".into(), |t| format!("{t:.2}")),
+            run.distance_m,
+            run.mean_speed_m_s.map_or("–".into(), |v| format!("{v:.2}")),
+            run.limited_joint_ticks,
+            run.tick_us.map_or("–".into(), |p| format!("{:.1}", p.p50)),
+        ));
+    }
+    out
+}
