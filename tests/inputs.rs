@@ -438,7 +438,7 @@ fn a_misspelt_or_mistyped_kind_is_refused_listing_every_kind() {
             &[
                 "field `kind`",
                 says,
-                r#""dynamo_push", "robot_push", "simbicon_walk", "on_the_beat", "kenwright_reach", "pose_tour""#,
+                r#""dynamo_push", "robot_push", "simbicon_walk", "walk3d", "on_the_beat", "kenwright_reach", "pose_tour""#,
                 "none: the ball-blocking arm",
             ],
         );

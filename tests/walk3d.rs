@@ -108,6 +108,13 @@ fn cartwheels_gains_walk_at_2_khz_and_fall_at_300_hz() {
     );
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap_or_default();
     assert_eq!(runs.lines().count(), 3, "{runs}");
+    // The first rate's first 10 s as an animation.
+    let gif = std::fs::read(out.join("walk3d_simbicon3d.gif")).unwrap_or_default();
+    assert!(
+        gif.starts_with(b"GIF89a") && gif.len() > 10_000,
+        "{}",
+        gif.len()
+    );
 }
 
 /// `hil study walk3d-cell` runs the same walk in its own process, judged by the same recorder:
@@ -212,6 +219,35 @@ fn algorithm_1_runs_end_to_end() {
     let lines = std::fs::read_to_string(out.join("walk3d_cmaes.jsonl")).unwrap_or_default();
     assert_eq!(lines.lines().count(), 6, "{lines}");
     assert!(String::from_utf8_lossy(&run.stdout).contains("S_min"));
+    // S_min as a scenario's tuned gains, which a walk3d scenario accepts as written.
+    let tuned = std::fs::read_to_string(out.join("tuned_gains.toml")).unwrap_or_default();
+    assert!(
+        tuned.contains("[[tuned_gains]]\nrate_hz = 1500.0\n"),
+        "{tuned}"
+    );
+    let dir = out.parent().unwrap_or(&out).to_path_buf();
+    let file = scenario_copy(
+        &dir,
+        "walk3d_tuned_check.toml",
+        &format!("{WALK3D}\n{tuned}"),
+        &[
+            ("control_rates_hz = [300.0]", "control_rates_hz = [1500.0]"),
+            ("duration_s = 120.0", "duration_s = 0.5"),
+            ("animation_s = 10.0", "animation_s = 0.0"),
+            (
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d_tuned\"]",
+            ),
+        ],
+    );
+    let check = out_dir("walk3d_tuned_check");
+    let run = hil_run(&[file.to_str().unwrap_or_default()], &check);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 /// Bad scenario files are refused before anything runs: exit 2 naming the file, the field and
@@ -237,10 +273,18 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_bad_role.toml",
             (
-                "steps_per_speed = 5",
-                "steps_per_speed = 5\n[roles.left]\nhip = \"left_hipp\"\nknee = \"left_knee\"\nankle = \"left_ankle\"\ntoe = \"left_toe\"\nshoulder = \"left_shoulder\"\nelbow = \"left_elbow\"\nfoot = \"left_foot\"\ntoes = \"left_toes\"",
+                "animation_s = 10.0",
+                "animation_s = 10.0\n[roles.left]\nhip = \"left_hipp\"\nknee = \"left_knee\"\nankle = \"left_ankle\"\ntoe = \"left_toe\"\nshoulder = \"left_shoulder\"\nelbow = \"left_elbow\"\nfoot = \"left_foot\"\ntoes = \"left_toes\"",
             ),
             "roles.left.hip",
+        ),
+        (
+            "walk3d_untuned_rate.toml",
+            (
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d_tuned\"]",
+            ),
+            "tuned_gains",
         ),
         (
             "walk3d_bad_speed.toml",

@@ -43,6 +43,7 @@ use sim_host::Push;
 use sim_host::humanoid::{BodyPose, HumanoidModel, HumanoidScene, JointKind};
 
 use super::dynamo::controller::HumanoidState;
+use super::dynamo::{PoseSample, write_humanoid_gif};
 use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
@@ -99,6 +100,14 @@ pub struct Walk3dScenario {
     /// Forces on bodies (the plant's pushes).
     #[serde(default)]
     pub pushes: Vec<Push>,
+    /// `simbicon3d_tuned`'s gains per control rate (from `hil study walk3d-cmaes`): every rate
+    /// of `control_rates_hz` needs an entry when that controller is named.
+    #[serde(default)]
+    pub tuned_gains: Vec<TunedGains>,
+    /// The first this many seconds of each controller's run at the first rate as an animated
+    /// side view, `walk3d_<controller>.gif` (default 0: none; at most 60).
+    #[serde(default)]
+    pub animation_s: f64,
 }
 
 fn default_laws() -> Vec<String> {
@@ -115,6 +124,16 @@ fn default_fall_height() -> f64 {
 }
 fn default_margin() -> f64 {
     0.5
+}
+
+/// Gains found for one control rate.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunedGains {
+    /// The rate, Hz.
+    pub rate_hz: f64,
+    /// [kp, kd] per group of [`GROUPS`], in that order.
+    pub gains: GroupGains,
 }
 
 /// How a walk starts.
@@ -224,23 +243,39 @@ pub enum WalkLaw {
     Simbicon3d,
     /// Cartwheel's gains made stable for the control period where they are not.
     Simbicon3dAnalytic,
+    /// The gains the scenario gives for the rate (`tuned_gains`, found by Algorithm 1).
+    Simbicon3dTuned,
 }
 
 impl WalkLaw {
-    /// Both, in report order.
-    pub const ALL: [Self; 2] = [Self::Simbicon3d, Self::Simbicon3dAnalytic];
+    /// Every one, in report order.
+    pub const ALL: [Self; 3] = [
+        Self::Simbicon3d,
+        Self::Simbicon3dAnalytic,
+        Self::Simbicon3dTuned,
+    ];
 
     /// The name in scenarios and reports.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Simbicon3d => "simbicon3d",
             Self::Simbicon3dAnalytic => "simbicon3d_analytic",
+            Self::Simbicon3dTuned => "simbicon3d_tuned",
         }
     }
 
     /// The law named `name`.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|l| l.name() == name)
+    }
+
+    /// Its animation's file (the scenario's first rate).
+    pub const fn gif_name(self) -> &'static str {
+        match self {
+            Self::Simbicon3d => "walk3d_simbicon3d.gif",
+            Self::Simbicon3dAnalytic => "walk3d_simbicon3d_analytic.gif",
+            Self::Simbicon3dTuned => "walk3d_simbicon3d_tuned.gif",
+        }
     }
 }
 
@@ -322,11 +357,62 @@ impl Walk3dScenario {
         if !(h > 0.0 && h <= 10.0) {
             return bad("fall_height_m", format!("{h}: must be in (0, 10] m"));
         }
+        for (k, t) in self.tuned_gains.iter().enumerate() {
+            let f = format!("tuned_gains[{k}]");
+            if !t.rate_hz.is_finite() {
+                return bad(
+                    &format!("{f}.rate_hz"),
+                    format!("{}: not finite", t.rate_hz),
+                );
+            }
+            if self.tuned_gains[..k].iter().any(|u| u.rate_hz == t.rate_hz) {
+                return bad(
+                    &format!("{f}.rate_hz"),
+                    format!("{} Hz is given twice", t.rate_hz),
+                );
+            }
+            for (g, [kp, kd]) in t.gains.iter().enumerate() {
+                let ok = kp.is_finite() && *kp > 0.0 && *kp <= 1e6 && kd.is_finite();
+                if !(ok && *kd >= 0.0 && *kd <= 1e6) {
+                    return bad(
+                        &format!("{f}.gains[{g}]"),
+                        format!(
+                            "{} kp {kp}, kd {kd}: kp in (0, 1e6], kd in [0, 1e6]",
+                            GROUPS[g]
+                        ),
+                    );
+                }
+            }
+        }
+        if self.laws().contains(&WalkLaw::Simbicon3dTuned) {
+            for (k, r) in self.control_rates_hz.iter().enumerate() {
+                if self.tuned(*r).is_none() {
+                    return bad(
+                        "tuned_gains",
+                        format!(
+                            "simbicon3d_tuned runs at control_rates_hz[{k}] = {r} Hz: give its gains ([[tuned_gains]] rate_hz = {r})"
+                        ),
+                    );
+                }
+            }
+        }
+        let a = self.animation_s;
+        if !(0.0..=60.0).contains(&a) {
+            return bad("animation_s", format!("{a}: must be in [0, 60] s"));
+        }
         let m = self.stability_margin;
         if !(m > 0.0 && m < 1.0) {
             return bad("stability_margin", format!("{m}: must be in (0, 1)"));
         }
         Ok(())
+    }
+
+    /// The tuned gains for `rate_hz`, if given.
+    pub fn tuned(&self, rate_hz: f64) -> Option<&GroupGains> {
+        self.tuned_gains
+            .iter()
+            .find(|t| t.rate_hz == rate_hz)
+            .map(|t| &t.gains)
     }
 
     /// The controllers named, in file order.
@@ -421,7 +507,11 @@ impl Walk3dScenario {
         let mut controllers = Vec::new();
         for &rate in &self.control_rates_hz {
             for law in self.laws() {
-                let c = Walk3dController::new(law, &model, roles, self, rate, None)
+                let gains = match law {
+                    WalkLaw::Simbicon3dTuned => self.tuned(rate),
+                    _ => None,
+                };
+                let c = Walk3dController::new(law, &model, roles, self, rate, gains)
                     .map_err(|e| error("roles", format!("{}: {e}", law.name())))?;
                 controllers.push((law, rate, c));
             }
@@ -649,7 +739,7 @@ impl Walk3dController {
             None => config,
         };
         let (config, moves) = match law {
-            WalkLaw::Simbicon3d => (config, None),
+            WalkLaw::Simbicon3d | WalkLaw::Simbicon3dTuned => (config, None),
             WalkLaw::Simbicon3dAnalytic => {
                 let upright = BodyPose {
                     com_m: [0.0; 3],
@@ -837,11 +927,15 @@ pub struct Walk3dRecorder {
     limited: u64,
     refused: u64,
     times: LoopTimes,
+    animation_s: f64,
+    poses: Vec<PoseSample>,
+    next_pose_s: f64,
 }
 
 impl Walk3dRecorder {
-    /// A recorder for the humanoid `model` with pelvis body `pelvis`.
-    pub fn new(model: &HumanoidModel, pelvis: usize, fall_height_m: f64) -> Self {
+    /// A recorder for the humanoid `model` with pelvis body `pelvis`, keeping poses for an
+    /// animation of the first `animation_s` seconds (0: none).
+    pub fn new(model: &HumanoidModel, pelvis: usize, fall_height_m: f64, animation_s: f64) -> Self {
         Self {
             feet: model.ground_contact_bodies,
             pelvis,
@@ -855,6 +949,9 @@ impl Walk3dRecorder {
             limited: 0,
             refused: 0,
             times: LoopTimes::default(),
+            animation_s,
+            poses: Vec::new(),
+            next_pose_s: 0.0,
         }
     }
 }
@@ -866,9 +963,14 @@ impl Walk3dRecorder {
     }
 }
 
+/// Poses for the animation are kept this often, s.
+pub const POSE_EVERY_S: f64 = 0.02;
+
 /// One run's record.
 #[derive(Debug, Clone)]
 pub struct Walk3dRun {
+    /// The poses for the animation.
+    pub poses: Vec<PoseSample>,
     /// When it fell, s.
     pub fell_at_s: Option<f64>,
     /// Why (the body that touched the ground, or the pelvis's height).
@@ -917,6 +1019,19 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
                     self.fall_height_m
                 ));
             }
+        }
+        if frame.sim_time_s < self.animation_s && frame.sim_time_s >= self.next_pose_s {
+            self.next_pose_s = frame.sim_time_s + POSE_EVERY_S - 1e-9;
+            let mut forces = [[0.0; 3]; 4];
+            for (f, c) in forces.iter_mut().zip(&frame.contacts) {
+                *f = c.force_n;
+            }
+            self.poses.push(PoseSample {
+                time_s: frame.sim_time_s,
+                state: s,
+                forces,
+                torque_norms_nm: Vec::new(),
+            });
         }
         self.last = Some(s);
         Some(s)
@@ -972,6 +1087,7 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
     fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> Walk3dRun {
         let (plant_step_us, _) = self.times.close(&mut timing, &mut faults);
         Walk3dRun {
+            poses: self.poses,
             fell_at_s: self.fell_at_s,
             fell_because: self.fell_because,
             steps: self.steps,
@@ -1152,6 +1268,7 @@ pub fn run_scenario(
     let mut faults = Vec::new();
     let mut first_timing = None;
     let mut cut: Option<(String, Cut)> = None;
+    let mut gifs: Vec<&'static str> = Vec::new();
     let mut csv = String::from(
         "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us\n",
     );
@@ -1166,7 +1283,16 @@ pub fn run_scenario(
         let (run, run_cut) = run_session(
             args,
             controller.clone(),
-            Walk3dRecorder::new(model, pelvis, s.fall_height_m),
+            Walk3dRecorder::new(
+                model,
+                pelvis,
+                s.fall_height_m,
+                if Some(rate) == s.control_rates_hz.first() {
+                    s.animation_s
+                } else {
+                    0.0
+                },
+            ),
             law.name(),
             ((&plant.0, &plant.1), &scene_file),
             Periods {
@@ -1208,6 +1334,15 @@ pub fn run_scenario(
                 st.forward_m_s
             ));
         }
+        if !run.poses.is_empty() {
+            write_humanoid_gif(
+                &staging.join(law.gif_name()),
+                model,
+                &run.poses,
+                run.fell_at_s,
+            )?;
+            gifs.push(law.gif_name());
+        }
         faults.push(run.faults.clone());
         runs.push(out);
         if let Some(c) = run_cut {
@@ -1248,7 +1383,10 @@ pub fn run_scenario(
     Ok(Finished {
         summary: summary_table(&report),
         incomplete_reason: report.incomplete_reason.clone(),
-        files: vec!["report.json", "runs.csv", "steps.csv", "scene.json"],
+        files: ["report.json", "runs.csv", "steps.csv", "scene.json"]
+            .into_iter()
+            .chain(gifs)
+            .collect(),
     })
 }
 

@@ -23,6 +23,10 @@
 //!   `OUT/gains_by_rate.svg`.
 //! - `hil study jobs`: the `hil study cell` command lines of a sweep, one per line, not run.
 //! - `hil study merge FILES... --out DIR`: study.json, heat maps and table from collected lines.
+//! - `hil study walk3d-cell` and `hil study walk3d-cmaes`: the same for the 3D humanoid walker
+//!   ([`walk3d`]): one walk with given joint-group gains, and Algorithm 1 whole (S_min, then
+//!   S_max, per rate). Each evaluation is a `hil study walk3d-cell` command line, so it spreads
+//!   over a batch scheduler as the planar cells do (one array task per line).
 //!
 //! Exit codes: 0 done (a fall is an outcome, not a failure); 1 a cell or evaluation failed
 //! (recorded) or an output could not be written; 2 bad arguments (with a `hil: ...` message).

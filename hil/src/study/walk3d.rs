@@ -180,7 +180,7 @@ pub fn run_cell(
     let body = |name: &str| model.body_index(name).ok_or(format!("no link {name}"));
     let head = body("head")?;
     let hands = [body("left_lower_arm")?, body("right_lower_arm")?];
-    let mut recorder = Walk3dRecorder::new(model, pelvis, s.fall_height_m);
+    let mut recorder = Walk3dRecorder::new(model, pelvis, s.fall_height_m, 0.0);
     let mut plant = HumanoidPlant::new(&s.scene(rate_hz)).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut frame = plant.state_frame();
@@ -613,6 +613,27 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
         rates: &results,
         wall_s,
     };
+    // S_min of every valid rate, as a walk3d scenario's `tuned_gains`.
+    let mut toml = String::from(
+        "# S_min per rate from hil study walk3d-cmaes (paste into a walk3d scenario; groups: \
+         root, waist, neck, hip, knee, ankle, toe, shoulder, elbow; [kp, kd] each)\n",
+    );
+    for r in results.iter().filter(|r| r.valid) {
+        let pairs: Vec<String> = r
+            .s_min
+            .iter()
+            .map(|[kp, kd]| format!("[{kp:.4}, {kd:.4}]"))
+            .collect();
+        toml.push_str(&format!(
+            "\n[[tuned_gains]]\nrate_hz = {:.1}\ngains = [{}]\n",
+            r.rate_hz,
+            pairs.join(", ")
+        ));
+    }
+    let tuned = args.out.join("tuned_gains.toml");
+    if let Err(e) = std::fs::write(&tuned, toml) {
+        return fail(1, format!("cannot write {}: {e}", tuned.display()));
+    }
     let path = args.out.join("walk3d_cmaes.json");
     let written = serde_json::to_string_pretty(&json)
         .map_err(|e| e.to_string())

@@ -1745,11 +1745,11 @@ pub fn run_scenario(
         "scene.json",
     ];
     if let Some(poses) = gif.filter(|p| !p.is_empty()) {
-        write_push_gif(&staging.join("push.gif"), &model, &poses)?;
+        write_humanoid_gif(&staging.join("push.gif"), &model, &poses, None)?;
         files.push("push.gif");
     }
     if let Some(poses) = qp_gif.filter(|p| !p.is_empty()) {
-        write_push_gif(&staging.join("qp_balance.gif"), &model, &poses)?;
+        write_humanoid_gif(&staging.join("qp_balance.gif"), &model, &poses, None)?;
         files.push("qp_balance.gif");
     }
     if !replay_runs.is_empty() {
@@ -2052,10 +2052,13 @@ fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
 }
 
 /// `push.gif`: the side view (x forward, y up) of a push: each body's first shape as a bone.
-fn write_push_gif(
+/// An animated side view (x–y) of the humanoid's `poses`, the camera following its centre of
+/// mass, frames from `marker` s on (a fall) bordered red.
+pub fn write_humanoid_gif(
     path: &Path,
     model: &HumanoidModel,
     poses: &[PoseSample],
+    marker: Option<f64>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let frames: Vec<Pose> = poses
         .iter()
@@ -2149,6 +2152,7 @@ fn write_push_gif(
         &frames,
         &GifSettings {
             view_width_m: 3.2,
+            marker,
             ..GifSettings::default()
         },
     )?;
