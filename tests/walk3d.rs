@@ -13,6 +13,21 @@ fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
 
+/// `scenarios/walk3d.toml` with `edits` and `simbicon3d` alone, written beside `out` as `name`
+/// and run into `out` (exit 0 required); the scenario file and the report.
+fn run_simbicon3d(out: &Path, name: &str, edits: &[(&str, &str)]) -> (std::path::PathBuf, Value) {
+    let mut all = vec![(
+        "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+        "controllers = [\"simbicon3d\"]",
+    )];
+    all.extend_from_slice(edits);
+    let file = scenario_copy(out.parent().unwrap_or(out), name, WALK3D, &all);
+    let run = hil_run(&[file.to_str().unwrap_or_default()], out);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    (file, report(out))
+}
+
 fn run_of<'a>(r: &'a Value, controller: &str, rate: f64) -> &'a Value {
     r["runs"]
         .as_array()
@@ -31,31 +46,17 @@ fn run_of<'a>(r: &'a Value, controller: &str, rate: f64) -> &'a Value {
 #[test]
 fn cartwheels_gains_walk_at_2_khz_and_fall_at_300_hz() {
     let out = out_dir("walk3d_rates");
-    let dir = out.parent().unwrap_or(&out).to_path_buf();
-    let file = scenario_copy(
-        &dir,
+    let (_, r) = run_simbicon3d(
+        &out,
         "walk3d_rates.toml",
-        WALK3D,
         &[
             (
                 "control_rates_hz = [300.0]",
                 "control_rates_hz = [2000.0, 300.0]",
             ),
             ("duration_s = 120.0", "duration_s = 20.0"),
-            (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
-                "controllers = [\"simbicon3d\"]",
-            ),
         ],
     );
-    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let r = report(&out);
     assert_eq!(
         (&r["kind"], &r["complete"]),
         (&Value::from("walk3d"), &Value::from(true))
@@ -122,27 +123,11 @@ fn cartwheels_gains_walk_at_2_khz_and_fall_at_300_hz() {
 #[test]
 fn a_study_cell_walks_as_hil_run_does() {
     let out = out_dir("walk3d_cell");
-    let dir = out.parent().unwrap_or(&out).to_path_buf();
-    let file = scenario_copy(
-        &dir,
+    let (file, r) = run_simbicon3d(
+        &out,
         "walk3d_cell.toml",
-        WALK3D,
-        &[
-            ("duration_s = 120.0", "duration_s = 4.0"),
-            (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
-                "controllers = [\"simbicon3d\"]",
-            ),
-        ],
+        &[("duration_s = 120.0", "duration_s = 4.0")],
     );
-    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let r = report(&out);
     let ran = run_of(&r, "simbicon3d", 300.0);
     let cell = hil()
         .args([

@@ -47,8 +47,8 @@
 //! - Inputs beside the state: the desired heading (Cartwheel's `desiredHeading`, the pelvis's
 //!   target yaw) and a desired velocity of the centre of mass, which the balance feedback
 //!   subtracts from v (Cartwheel's `vTrajX`/`vTrajZ` as constants): the walk is steered
-//!   sideways or slowed through SIMBICON's own feedback. Carensac et al.'s velocity tuning of
-//!   [CPB15] (learned per-step offsets) is not reproduced.
+//!   sideways or slowed through SIMBICON's own feedback. The velocity tuning Carensac et al. use
+//!   (from their 2015 gait controller: learned per-step offsets) is not reproduced.
 
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 

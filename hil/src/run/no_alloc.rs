@@ -584,15 +584,12 @@ fn no_alloc_walk_controllers() {
 
 // ---- Dynamo's humanoid --------------------------------------------------------------------
 
-#[test]
-fn no_alloc_dynamo_controllers() {
-    use sim_host::humanoid::{BodyPose, HumanoidModel, JointKind};
-    // balance_push.toml: dynamo_push.toml's scene and Dynamo's three laws, and qp_balance.
-    let scenario =
-        DynamoScenario::load(scenario_file!("balance_push.toml")).expect("the shipped scenario");
-    let model = HumanoidModel::load(&scenario.urdf).expect("the humanoid loads");
-    let reach = scenario.reach(&model).expect("reach.joint is a joint");
-    let period = scenario.period_s();
+/// The state frame of step `step` at `t` of the humanoid `model` swaying, twisting its joints and
+/// drifting forward, with the ground's force on the feet and toes.
+fn humanoid_frame(
+    model: &sim_host::humanoid::HumanoidModel,
+) -> impl Fn(u64, f64) -> StateFrame + '_ {
+    use sim_host::humanoid::{BodyPose, JointKind};
     // Each joint's axis of motion here: its hinge, its first free axis, or a tilted one.
     let axes: Vec<Vector3<f64>> = model
         .joints
@@ -604,7 +601,7 @@ fn no_alloc_dynamo_controllers() {
         })
         .collect();
     // Forward kinematics of the humanoid swaying, twisting its joints and drifting forward.
-    let poses = |t: f64| {
+    let poses = move |t: f64| {
         let root_q = UnitQuaternion::from_scaled_axis(Vector3::new(
             0.05 * (1.7 * t).sin(),
             0.4 * t,
@@ -627,7 +624,7 @@ fn no_alloc_dynamo_controllers() {
             .collect();
         model.pose(root, &rotations)
     };
-    let frame = |step: u64, t: f64| {
+    move |step: u64, t: f64| {
         let h = 1e-4;
         let (now, next) = (poses(t), poses(t + h));
         let mut f = StateFrame::new(step + 1, step, t);
@@ -650,7 +647,19 @@ fn no_alloc_dynamo_controllers() {
         }
         add_events(&mut f, step);
         f
-    };
+    }
+}
+
+#[test]
+fn no_alloc_dynamo_controllers() {
+    use sim_host::humanoid::HumanoidModel;
+    // balance_push.toml: dynamo_push.toml's scene and Dynamo's three laws, and qp_balance.
+    let scenario =
+        DynamoScenario::load(scenario_file!("balance_push.toml")).expect("the shipped scenario");
+    let model = HumanoidModel::load(&scenario.urdf).expect("the humanoid loads");
+    let reach = scenario.reach(&model).expect("reach.joint is a joint");
+    let period = scenario.period_s();
+    let frame = humanoid_frame(&model);
     // balance_reach.toml: qp_balance with a hand task as well.
     let reaching =
         DynamoScenario::load(scenario_file!("balance_reach.toml")).expect("the shipped scenario");
@@ -681,7 +690,7 @@ fn no_alloc_dynamo_controllers() {
                 if qp { QP } else { FAST },
                 controller,
                 period,
-                frame,
+                &frame,
                 None,
                 |cmd| {
                     if !cmd.safe {
@@ -725,7 +734,7 @@ fn no_alloc_dynamo_controllers() {
         QP,
         controller,
         period,
-        frame,
+        &frame,
         None,
         |cmd| {
             hand_seen |= cmd.hand_error_m.is_some();
@@ -734,6 +743,41 @@ fn no_alloc_dynamo_controllers() {
     assert!(hand_seen, "{}: the hand's task never ran", run.name);
     runs.push(run);
     assert_eq!(runs.len(), 5);
+    assert_none_allocated(&runs);
+}
+
+/// `walk3d`'s controllers (every law of `walk3d_tuned.toml` at every rate), fed the swaying
+/// humanoid's states with its feet loaded: 0 allocations, no refused tick, steps taken.
+#[test]
+fn no_alloc_walk3d_controllers() {
+    use super::walk3d::Walk3d;
+    let path = scenario_file!("walk3d_tuned.toml");
+    let text = std::fs::read_to_string(path).expect("the shipped scenario");
+    let w = Walk3d::prepare(&text, path).expect("the shipped scenario prepares");
+    let frame = humanoid_frame(&w.p.model);
+    let runs: Vec<Probed> =
+        w.p.controllers
+            .iter()
+            .map(|(law, rate, controller)| {
+                let (mut refused, mut steps) = (0_u64, 0_u32);
+                let run = probed_run(
+                    &format!("walk3d {} at {rate} Hz", law.name()),
+                    FAST,
+                    controller.clone(),
+                    1.0 / rate,
+                    &frame,
+                    None,
+                    |cmd| {
+                        refused += u64::from(cmd.refused);
+                        steps = steps.max(cmd.steps);
+                    },
+                );
+                assert_eq!(refused, 0, "{}: refused ticks", run.name);
+                assert!(steps > 0, "{}: no step taken", run.name);
+                run
+            })
+            .collect();
+    assert_eq!(runs.len(), 8);
     assert_none_allocated(&runs);
 }
 

@@ -884,14 +884,7 @@ impl LoopController for Walk3dController {
     }
 
     fn accepts(&self, state: &HumanoidState) -> Result<(), String> {
-        if state.body_count == self.bodies {
-            Ok(())
-        } else {
-            Err(format!(
-                "the plant's states carry {} bodies, the humanoid has {}: not the plant of this scenario",
-                state.body_count, self.bodies
-            ))
-        }
+        state.fits(self.bodies)
     }
 }
 

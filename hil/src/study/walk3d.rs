@@ -280,7 +280,7 @@ pub struct CmaesArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "750,600,500,400,300,250,200"
+        default_value = "1500,1000,750,600,500,400,300,250,200"
     )]
     pub rates: Vec<f64>,
     /// The rate of the reference walk (the original gains), Hz.
@@ -295,8 +295,9 @@ pub struct CmaesArgs {
     /// Seeds CMA-ES.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Length of every evaluation's walk, s, in (0, 600].
-    #[arg(long, default_value_t = 10.0)]
+    /// Length of every evaluation's walk, s, in (0, 600] (10 s finds gains that fall in a
+    /// longer walk; 30 s is the measured setting).
+    #[arg(long, default_value_t = 30.0)]
     pub duration_s: f64,
     /// Evaluations at once (default: the available cores), 1..=1024.
     #[arg(long)]

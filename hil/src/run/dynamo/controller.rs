@@ -148,6 +148,18 @@ pub struct HumanoidState {
 }
 
 impl HumanoidState {
+    /// Whether this state comes from the plant of a humanoid with `bodies` bodies; if not, why.
+    pub fn fits(&self, bodies: usize) -> Result<(), String> {
+        if self.body_count == bodies {
+            Ok(())
+        } else {
+            Err(format!(
+                "the plant's states carry {} bodies, the humanoid has {bodies}: not the plant of this scenario",
+                self.body_count
+            ))
+        }
+    }
+
     /// The state a frame carries.
     pub fn of(frame: &StateFrame) -> Self {
         let mut bodies = [BodyMotion::default(); MAX_BODIES];
@@ -931,14 +943,7 @@ impl LoopController for DynamoController {
     }
 
     fn accepts(&self, state: &HumanoidState) -> Result<(), String> {
-        if state.body_count == self.bodies {
-            Ok(())
-        } else {
-            Err(format!(
-                "the plant's states carry {} bodies, the humanoid has {}: not the plant of this scenario",
-                state.body_count, self.bodies
-            ))
-        }
+        state.fits(self.bodies)
     }
 }
 
