@@ -197,6 +197,14 @@ impl Side {
         }
     }
 
+    /// This side's index in a `[left, right]` pair: 0 or 1.
+    pub const fn index(self) -> usize {
+        match self {
+            Self::Left => 0,
+            Self::Right => 1,
+        }
+    }
+
     /// This side's hip, knee and ankle indices in the joint arrays.
     pub const fn joints(self) -> [usize; 3] {
         match self {

@@ -54,6 +54,8 @@ use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
 use crate::dynamo::{Freedom, JointKind, axis_angle};
 use crate::frames::BodyMotion;
+/// A side of the body: the planar walker's, one type for both walkers.
+pub use crate::simbicon::Side;
 
 /// Most joints the controller drives.
 pub const MAX_WALK_JOINTS: usize = 16;
@@ -76,33 +78,6 @@ pub const UNIT_TOLERANCE: f64 = 1e-5;
 /// A vector given in Cartwheel's axes (y up, facing +z, left +x) in this project's axes.
 pub const fn from_cartwheel(c: [f64; 3]) -> [f64; 3] {
     [c[2], c[1], -c[0]]
-}
-
-/// A side of the body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// The left leg and arm.
-    Left,
-    /// The right leg and arm.
-    Right,
-}
-
-impl Side {
-    /// The other side.
-    pub const fn other(self) -> Self {
-        match self {
-            Self::Left => Self::Right,
-            Self::Right => Self::Left,
-        }
-    }
-
-    /// 0 for left, 1 for right.
-    pub const fn index(self) -> usize {
-        match self {
-            Self::Left => 0,
-            Self::Right => 1,
-        }
-    }
 }
 
 /// A spline of the phase: knots (φ, value), φ increasing; evaluated as Cartwheel's

@@ -538,6 +538,18 @@ impl HumanoidModel {
         self.bodies.iter().position(|b| b.name == name)
     }
 
+    /// `body` and every body below it, `body` first, then in joint order (each joint's parent
+    /// comes before its child, so one pass finds them all).
+    pub fn subtree(&self, body: usize) -> Vec<usize> {
+        let mut out = vec![body];
+        for j in &self.joints {
+            if out.contains(&j.parent) && !out.contains(&j.child) {
+                out.push(j.child);
+            }
+        }
+        out
+    }
+
     /// The index of the joint named `name`.
     pub fn joint_index(&self, name: &str) -> Option<usize> {
         self.joints.iter().position(|j| j.name == name)

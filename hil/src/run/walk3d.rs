@@ -576,24 +576,6 @@ fn inertia_about(
     Ok([m[(0, 0)], m[(1, 1)], m[(2, 2)]])
 }
 
-/// The bodies of `root`'s subtree (itself first).
-fn subtree(model: &HumanoidModel, root: usize) -> Vec<usize> {
-    let mut out = vec![root];
-    let mut k = 0;
-    while k < out.len() {
-        let b = out[k];
-        out.extend(
-            model
-                .joints
-                .iter()
-                .filter(|j| j.parent == b)
-                .map(|j| j.child),
-        );
-        k += 1;
-    }
-    out
-}
-
 /// The joint groups whose gains a study searches (Bip is mirror-symmetric: one pair per group,
 /// both sides alike).
 pub const GROUPS: [&str; 9] = [
@@ -754,7 +736,7 @@ impl Walk3dController {
                         model,
                         &poses,
                         anchor,
-                        &subtree(model, j.child),
+                        &model.subtree(j.child),
                     )?);
                 }
                 let root = roles.root_body;

@@ -43,17 +43,14 @@ use crate::run::walk3d::{
     CARTWHEEL_GAINS, GROUPS, GroupGains, Walk3dController, Walk3dRecorder, Walk3dScenario, WalkLaw,
 };
 
+use super::cma::{SIGMA0, SPEED_TOLERANCE};
 use super::sweep::LineSink;
 use super::{pool, prepare_out, resolve_jobs};
 
-/// CMA-ES's initial step in log-gain space (the planar study's).
-pub const SIGMA0: f64 = 0.15;
 /// Penalty for a fall (and as much again scaled by how early).
 pub const FALL_PENALTY: f64 = 100.0;
 /// Penalty for a walk more than [`SPEED_TOLERANCE`] off the reference speed.
 pub const SPEED_PENALTY: f64 = 100.0;
-/// Relative speed error tolerated (the paper's 5 %).
-pub const SPEED_TOLERANCE: f64 = 0.05;
 /// Objective of an evaluation that gave no outcome.
 pub const FAILED_PENALTY: f64 = 1000.0;
 /// Head height deviation per unit of objective, m.
@@ -181,10 +178,11 @@ pub fn run_cell(
     let head = body("head")?;
     let hands = [body("left_lower_arm")?, body("right_lower_arm")?];
     let mut recorder = Walk3dRecorder::new(model, pelvis, s.fall_height_m, 0.0);
-    let mut plant = HumanoidPlant::new(&s.scene(rate_hz)).map_err(|e| e.to_string())?;
+    let scene = s.scene(rate_hz);
+    let mut plant = HumanoidPlant::new(&scene).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut frame = plant.state_frame();
-    let end = s.scene(rate_hz).total_steps();
+    let end = scene.total_steps();
     let (mut head_sum, mut hand_sum, mut n) = (0.0, [Vector3::zeros(); 2], 0u64);
     let (mut v_sum, mut v_n, mut first_step_s) = (0.0, 0u64, None);
     let mut fell_at = None;

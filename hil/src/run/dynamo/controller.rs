@@ -514,13 +514,7 @@ impl DynamoController {
             };
             let servo =
                 DynamoJoint::new(config, arrival).map_err(|e| format!("joint {}: {e}", j.name))?;
-            // The child's subtree: the child and every body below it.
-            let mut subtree = vec![j.child];
-            for other in &model.joints {
-                if subtree.contains(&other.parent) && !subtree.contains(&other.child) {
-                    subtree.push(other.child);
-                }
-            }
+            let subtree = model.subtree(j.child);
             joints.push(Joint {
                 parent: j.parent,
                 child: j.child,
