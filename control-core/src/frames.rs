@@ -23,7 +23,7 @@
 //! assert_eq!(StateFrame::decode(&buf), Ok(frame));
 //! ```
 //!
-//! # Layout (version 4, all integers and floats little-endian)
+//! # Layout (version 5, all integers and floats little-endian)
 //! Every frame starts with an 8-byte header: magic `b"HILF"`, version (u8), kind (u8: 1 state,
 //! 2 torque), total length in bytes (u16, including header and checksum). It ends with the
 //! CRC-32 (IEEE 802.3, reflected, as zlib) of every byte before it. Unused joint, event,
@@ -32,7 +32,7 @@
 //!
 //! | state frame bytes | field |
 //! |---|---|
-//! | 0..8 | header (kind 1, length 2692) |
+//! | 0..8 | header (kind 1, length 3076) |
 //! | 8..16 | sequence (u64) |
 //! | 16..24 | plant step index (u64) |
 //! | 24..32 | simulation time, s (f64) |
@@ -47,9 +47,9 @@
 //! | 888 | contact count (u8) |
 //! | 889 | body count (u8) |
 //! | 890..896 | reserved (0) |
-//! | 896..1024 | [`MAX_CONTACTS`] × 32-byte contact: body id (u16), 6 reserved (0), world force x, y, z, N (f64 × 3) |
-//! | 1024..2688 | [`MAX_BODIES`] × 104-byte body (body k of the frame is the scene's body k): centre of mass x, y, z, m; orientation quaternion w, x, y, z; velocity of the centre of mass x, y, z, m/s; angular velocity x, y, z, rad/s (f64 × 13, world frame) |
-//! | 2688..2692 | CRC-32 |
+//! | 896..1408 | [`MAX_CONTACTS`] × 32-byte contact: body id (u16), point (u8: 0 the whole body, k ≥ 1 the body's contact point k), 5 reserved (0), world force x, y, z, N (f64 × 3) |
+//! | 1408..3072 | [`MAX_BODIES`] × 104-byte body (body k of the frame is the scene's body k): centre of mass x, y, z, m; orientation quaternion w, x, y, z; velocity of the centre of mass x, y, z, m/s; angular velocity x, y, z, rad/s (f64 × 13, world frame) |
+//! | 3072..3076 | CRC-32 |
 //!
 //! | torque frame bytes | field |
 //! |---|---|
@@ -64,7 +64,8 @@
 //!
 //! Event tags: 1 contact began, 2 contact ended, 3 plane crossed. Versions 1 (244-byte state
 //! frames, ball/weight body kinds, no plant counters), 2 (252-byte state frames, no contact
-//! forces) and 3 (388-byte state frames, no bodies) are refused as
+//! forces), 3 (388-byte state frames, no bodies) and 4 (2692-byte state frames, four contacts
+//! and no contact points) are refused as
 //! [`DecodeError::WrongVersion`]. A body's orientation must be a unit quaternion within
 //! [`UNIT_QUATERNION_TOLERANCE`] (a plant computing in f32 normalises to about 1e-7).
 //!
@@ -92,9 +93,9 @@ pub const MAX_JOINTS: usize = 48;
 /// Most events a state frame carries. A plant with more events in one step sends the rest in
 /// the following frames.
 pub const MAX_EVENTS: usize = 8;
-/// Most contact forces a state frame carries (one per body; a plant with more bodies in contact
-/// says which it leaves out).
-pub const MAX_CONTACTS: usize = 4;
+/// Most contact forces a state frame carries (whole bodies' and contact points'; a plant with
+/// more says which it leaves out).
+pub const MAX_CONTACTS: usize = 16;
 /// Most bodies whose motion a state frame carries.
 pub const MAX_BODIES: usize = 16;
 /// How far from 1 the norm of a body's orientation quaternion may be.
@@ -102,11 +103,11 @@ pub const UNIT_QUATERNION_TOLERANCE: f64 = 1e-5;
 /// The four bytes every frame starts with.
 pub const MAGIC: [u8; 4] = *b"HILF";
 /// The layout version this module writes and accepts.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 /// Length of the common header (magic, version, kind, length), bytes.
 pub const HEADER_LEN: usize = 8;
 /// Encoded length of a [`StateFrame`], bytes.
-pub const STATE_FRAME_LEN: usize = 2692;
+pub const STATE_FRAME_LEN: usize = 3076;
 /// Encoded length of a [`TorqueFrame`], bytes.
 pub const TORQUE_FRAME_LEN: usize = 420;
 /// A buffer of this many bytes holds a frame of either kind.
@@ -122,13 +123,13 @@ const STATE_CONTACTS_AT: usize = STATE_CONTACT_COUNT_AT + 2 + CONTACT_COUNT_RESE
 const STATE_BODIES_AT: usize = STATE_CONTACTS_AT + MAX_CONTACTS * CONTACT_LEN;
 const BODY_LEN: usize = 13 * 8;
 const CONTACT_LEN: usize = 32;
-const CONTACT_RESERVED: usize = 6;
+const CONTACT_RESERVED: usize = 5;
 const TORQUE_JOINTS_AT: usize = 32;
 
 // The layout tables above are the contract; these keep the constants honest.
 const _: () = assert!(STATE_CONTACT_COUNT_AT == 888 && STATE_CONTACTS_AT == 896);
-const _: () = assert!(2 + CONTACT_RESERVED + 3 * 8 == CONTACT_LEN);
-const _: () = assert!(STATE_BODIES_AT == 1024);
+const _: () = assert!(2 + 1 + CONTACT_RESERVED + 3 * 8 == CONTACT_LEN);
+const _: () = assert!(STATE_BODIES_AT == 1408);
 const _: () = assert!(STATE_BODIES_AT + MAX_BODIES * BODY_LEN + CRC_LEN == STATE_FRAME_LEN);
 const _: () = assert!(TORQUE_JOINTS_AT + MAX_JOINTS * 8 + CRC_LEN == TORQUE_FRAME_LEN);
 // Every count travels in a u8.
@@ -264,10 +265,17 @@ impl Event {
 /// frame reports: the sum over every contact between them, world frame, N, averaged over the step
 /// (the contact impulses of the step divided by its duration). Which body an id names is the
 /// scene's business (a chain plant: the link's index in URDF link order).
+///
+/// A plant may also report where on a body the force acted: entries with [`Self::point`] k ≥ 1
+/// carry the part of the body's force at its contact point k (the humanoid plant: its soles'
+/// bottom corners), each also counted in the body's own entry (point 0), which comes first.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ContactForce {
     /// The body pushed.
     pub body: BodyId,
+    /// 0: the force on the whole body; k ≥ 1: the part of it at the body's contact point k
+    /// (which point a number names is the plant's documented convention).
+    pub point: u8,
     /// The force on it, world frame, N (x, y, z).
     pub force_n: [f64; 3],
 }
@@ -477,12 +485,12 @@ impl StateFrame {
         &self.contacts
     }
 
-    /// The contact force on `body` during the step, world frame, N (the first entry naming it),
-    /// or `None` when the frame carries none for it.
+    /// The contact force on the whole of `body` during the step, world frame, N (the first
+    /// entry naming it with point 0), or `None` when the frame carries none for it.
     pub fn contact_force_on(&self, body: BodyId) -> Option<[f64; 3]> {
         self.contacts
             .iter()
-            .find(|c| c.body == body)
+            .find(|c| c.body == body && c.point == 0)
             .map(|c| c.force_n)
     }
 
@@ -514,6 +522,7 @@ impl StateFrame {
         for c in 0..MAX_CONTACTS {
             let contact = self.contacts.get(c).copied().unwrap_or_default();
             w.u16(contact.body.0);
+            w.u8(contact.point);
             w.bytes(&[0; CONTACT_RESERVED]);
             for x in contact.force_n {
                 w.f64(x);
@@ -602,13 +611,18 @@ impl StateFrame {
         let mut contacts = heapless::Vec::new();
         for index in 0..contact_count {
             let body = BodyId(r.u16());
+            let point = r.u8();
             r.zeros(CONTACT_RESERVED)?;
             let mut force_n = [0.0; 3];
             for (axis, x) in (0u8..).zip(force_n.iter_mut()) {
                 *x = finite(r.f64(), Field::ContactForce { index, axis })?;
             }
             // At most MAX_CONTACTS iterations (checked above): the push cannot fail.
-            let _ = contacts.push(ContactForce { body, force_n });
+            let _ = contacts.push(ContactForce {
+                body,
+                point,
+                force_n,
+            });
         }
         r.zeros((MAX_CONTACTS - usize::from(contact_count)) * CONTACT_LEN)?;
         let mut bodies = heapless::Vec::new();
@@ -1451,7 +1465,14 @@ mod tests {
             .unwrap();
         f.push_contact(ContactForce {
             body: BodyId(2),
+            point: 0,
             force_n: [-12.5, 0.75, 0.0],
+        })
+        .unwrap();
+        f.push_contact(ContactForce {
+            body: BodyId(2),
+            point: 3,
+            force_n: [-2.5, 0.5, 0.0],
         })
         .unwrap();
         let half = core::f64::consts::FRAC_1_SQRT_2;
@@ -1521,6 +1542,7 @@ mod tests {
             for c in 0..MAX_CONTACTS {
                 f.push_contact(ContactForce {
                     body: BodyId(u16::MAX - c as u16),
+                    point: u8::MAX - c as u8,
                     force_n: [f64::MAX, -f64::MAX, c as f64],
                 })
                 .unwrap();
@@ -1588,14 +1610,14 @@ mod tests {
             StateFrame::decode(&b),
             Err(DecodeError::BadMagic { .. })
         ));
-        for old in [1, 2, 3] {
+        for old in [1, 2, 3, 4] {
             let mut b = good;
             b[4] = old;
             assert_eq!(
                 StateFrame::decode(&b),
                 Err(DecodeError::WrongVersion {
                     found: old,
-                    expected: 4
+                    expected: 5
                 })
             );
         }
@@ -1677,18 +1699,19 @@ mod tests {
         // Contacts: a count beyond MAX_CONTACTS, the reserved bytes after the count and in a
         // slot, an unused slot.
         let mut b = good;
-        b[STATE_CONTACT_COUNT_AT] = 5;
+        b[STATE_CONTACT_COUNT_AT] = 17;
         reseal(&mut b);
         assert_eq!(
             StateFrame::decode(&b),
-            Err(DecodeError::ContactCountOutOfRange { count: 5, max: 4 })
+            Err(DecodeError::ContactCountOutOfRange { count: 17, max: 16 })
         );
         for offset in [
             STATE_CONTACT_COUNT_AT + 2,
             STATE_CONTACT_COUNT_AT + 7,
-            STATE_CONTACTS_AT + 2,
+            STATE_CONTACTS_AT + 3,
             STATE_CONTACTS_AT + 7,
-            STATE_CONTACTS_AT + CONTACT_LEN, // contact 1 is unused in the sample
+            STATE_CONTACTS_AT + 2 * CONTACT_LEN, // contact 2 is unused in the sample
+            STATE_CONTACTS_AT + 2 * CONTACT_LEN + 2,
             STATE_FRAME_LEN - CRC_LEN - 1,
         ] {
             let mut b = good;
@@ -1814,37 +1837,40 @@ mod tests {
         assert_eq!(b[48..52], 0x0102_0304u32.to_le_bytes());
         assert_eq!(b[52..56], 0x0001_0203u32.to_le_bytes());
         assert_eq!(b[6..8], (STATE_FRAME_LEN as u16).to_le_bytes());
-        assert_eq!(STATE_FRAME_LEN, 2692);
-        assert_eq!(MAX_FRAME_LEN, 2692);
-        assert_eq!(b[4], 4);
+        assert_eq!(STATE_FRAME_LEN, 3076);
+        assert_eq!(MAX_FRAME_LEN, 3076);
+        assert_eq!(b[4], 5);
         // Event 2 of the sample: plane crossed (tag 3), body 7.
         let e = STATE_EVENTS_AT + 2 * EVENT_LEN;
         assert_eq!(b[e..e + EVENT_LEN], [3, 0, 7, 0, 0, 0, 0, 0]);
-        // One contact: count at 888, one body: count at 889, then body 2 with (-12.5, 0.75, 0) N
-        // from 896.
-        assert_eq!(b[888..896], [1, 1, 0, 0, 0, 0, 0, 0]);
+        // Two contacts: count at 888, one body: count at 889, then body 2 with (-12.5, 0.75, 0) N
+        // from 896 and body 2's point 3 with (-2.5, 0.5, 0) N from 928.
+        assert_eq!(b[888..896], [2, 1, 0, 0, 0, 0, 0, 0]);
         assert_eq!(b[896..904], [2, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(b[904..912], (-12.5f64).to_le_bytes());
         assert_eq!(b[912..920], 0.75f64.to_le_bytes());
         assert_eq!(b[920..928], 0.0f64.to_le_bytes());
-        assert!(b[928..1024].iter().all(|&x| x == 0));
+        assert_eq!(b[928..936], [2, 0, 3, 0, 0, 0, 0, 0]);
+        assert_eq!(b[936..944], (-2.5f64).to_le_bytes());
+        assert!(b[960..1408].iter().all(|&x| x == 0));
         let f = StateFrame::decode(&b).unwrap();
         assert_eq!(f.contact_force_on(BodyId(2)), Some([-12.5, 0.75, 0.0]));
         assert_eq!(f.contact_force_on(BodyId(3)), None);
-        assert_eq!(f.contacts().len(), 1);
-        // The body from 1024: 13 f64, then 15 empty slots of zeros up to the checksum.
+        assert_eq!(f.contacts().len(), 2);
+        assert_eq!(f.contacts()[1].point, 3);
+        // The body from 1408: 13 f64, then 15 empty slots of zeros up to the checksum.
         let half = core::f64::consts::FRAC_1_SQRT_2;
         let expected = [
             1.5, 1.25, -0.5, half, 0.0, 0.0, half, 0.25, -2.0, 0.0, 0.0, 0.0, 3.0,
         ];
         for (k, x) in expected.iter().enumerate() {
             assert_eq!(
-                b[1024 + 8 * k..1032 + 8 * k],
+                b[1408 + 8 * k..1416 + 8 * k],
                 x.to_le_bytes(),
                 "component {k}"
             );
         }
-        assert!(b[1128..2688].iter().all(|&x| x == 0));
+        assert!(b[1512..3072].iter().all(|&x| x == 0));
         assert_eq!(f.bodies.len(), 1);
     }
 
@@ -1928,7 +1954,7 @@ mod tests {
         assert_eq!(why, Rejected::Oversize { datagram: 4096 });
         assert_eq!(
             why.to_string(),
-            "oversize datagram: 4096 bytes, no frame is longer than 2692"
+            "oversize datagram: 4096 bytes, no frame is longer than 3076"
         );
         assert_eq!(
             *g.rejected(),
@@ -2023,16 +2049,17 @@ mod tests {
             }
         }
 
-        /// The contact section, written byte by byte with any count, any body ids, any force bits
-        /// (NaN and ±∞ included), and reserved bytes and unused slots sometimes non-zero: the
+        /// The contact section, written byte by byte with any count, any body ids and points,
+        /// any force bits (NaN and ±∞ included), and reserved bytes and unused slots sometimes non-zero: the
         /// frame decodes exactly when the count is at most MAX_CONTACTS, every used force is
         /// finite and every reserved and unused byte is zero, and then re-encodes to the same
         /// bytes.
         #[test]
         fn the_contact_section_decodes_exactly_when_it_is_valid(
-            count in 0u8..=6,
+            count in 0u8..=18,
             slots in proptest::array::uniform4((
                 any::<u16>(),
+                any::<u8>(),
                 proptest::array::uniform3(any::<u64>()),
                 proptest::option::weighted(0.1, (0..CONTACT_RESERVED, 1u8..=255)),
             )),
@@ -2045,14 +2072,15 @@ mod tests {
                 b[STATE_CONTACT_COUNT_AT + 2 + at] = x;
                 valid = false;
             }
-            for (k, (id, bits, reserved)) in slots.iter().enumerate() {
+            for (k, (id, point, bits, reserved)) in slots.iter().enumerate() {
                 let at = STATE_CONTACTS_AT + k * CONTACT_LEN;
                 let used = k < usize::from(count);
                 let slot = &mut b[at..at + CONTACT_LEN];
                 slot.fill(0);
                 slot[..2].copy_from_slice(&id.to_le_bytes());
+                slot[2] = *point;
                 if let Some((r, x)) = reserved {
-                    slot[2 + r] = *x;
+                    slot[3 + r] = *x;
                     valid = false;
                 }
                 for (a, bits) in bits.iter().enumerate() {
@@ -2062,7 +2090,7 @@ mod tests {
                         valid = false;
                     }
                 }
-                if !used && *id != 0 {
+                if !used && (*id != 0 || *point != 0) {
                     valid = false;
                 }
             }
@@ -2125,7 +2153,7 @@ mod tests {
                 s.push_event(e).unwrap();
             }
             for (id, force_n) in contacts {
-                s.push_contact(ContactForce { body: BodyId(id), force_n }).unwrap();
+                s.push_contact(ContactForce { body: BodyId(id), point: 0, force_n }).unwrap();
             }
             for (com_m, q, velocity_m_s, angular_velocity_rad_s) in bodies {
                 let n = q.iter().map(|x| x * x).sum::<f64>().sqrt();

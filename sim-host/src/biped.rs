@@ -878,6 +878,7 @@ impl BipedPlant {
         for b in [LEFT_FOOT, RIGHT_FOOT].into_iter().chain(others) {
             let [fx, fy] = self.forces[b];
             let contact = ContactForce {
+                point: 0,
                 body: BodyId(b as u16),
                 force_n: [fx, fy, 0.0],
             };

@@ -200,18 +200,32 @@ fn step_of(time_s: f64, dt_s: f64) -> u64 {
 pub(crate) fn impulse_on_first(pair: &ContactPair) -> Vector {
     let mut total = Vector::ZERO;
     for m in pair.solver_manifolds() {
-        let dir1 = -m.data.normal;
-        let t1 = dir1.orthonormal_vector();
-        let t2 = dir1.cross(t1);
-        for sc in &m.data.solver_contacts {
-            let [index] = sc.contact_indices();
-            if let Some(pt) = usize::try_from(index).ok().and_then(|i| m.points.get(i)) {
-                let d = &pt.data;
-                total += dir1 * d.impulse + t1 * d.tangent_impulse.x + t2 * d.tangent_impulse.y;
-            }
-        }
+        for_each_point_impulse(m, |impulse, _, _| total += impulse);
     }
     total
+}
+
+/// Calls `f` for each solver contact of manifold `m` with the impulse the solver applied on the
+/// manifold's first collider there (world frame, as [`impulse_on_first`] sums them) and the
+/// point in the first and in the second collider's own frame.
+pub(crate) fn for_each_point_impulse(
+    m: &ContactManifold,
+    mut f: impl FnMut(Vector, Vector, Vector),
+) {
+    let dir1 = -m.data.normal;
+    let t1 = dir1.orthonormal_vector();
+    let t2 = dir1.cross(t1);
+    for sc in &m.data.solver_contacts {
+        let [index] = sc.contact_indices();
+        if let Some(pt) = usize::try_from(index).ok().and_then(|i| m.points.get(i)) {
+            let d = &pt.data;
+            f(
+                dir1 * d.impulse + t1 * d.tangent_impulse.x + t2 * d.tangent_impulse.y,
+                pt.local_p1,
+                pt.local_p2,
+            );
+        }
+    }
 }
 
 /// Sums, over every contact between a collider of `environment` and a body that `body_id`
@@ -266,6 +280,7 @@ pub(crate) fn collect_contact_forces(
         if contacts
             .push(ContactForce {
                 body: BodyId(id),
+                point: 0,
                 force_n,
             })
             .is_err()

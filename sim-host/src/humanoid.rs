@@ -12,7 +12,7 @@
 //! assert_eq!(plant.model().bodies.len(), 15);
 //! let torques = vec![0.0; plant.model().torque_len()]; // 14 joints × 3 + root 3 = 45
 //! let frame = plant.step(&torques).unwrap();
-//! assert_eq!((frame.step, frame.bodies.len(), frame.contacts.len()), (1, 15, 4));
+//! assert_eq!((frame.step, frame.bodies.len(), frame.contacts.len()), (1, 15, 12));
 //! assert!(frame.contacts[0].force_n[1] > 0.0); // the left foot stands on the ground
 //! ```
 //!
@@ -78,9 +78,11 @@
 //! - **State frame** ([`HumanoidPlant::state_frame`]): sequence = step index; no joints; the
 //!   bodies' world motion in body order ([`BodyMotion`]: Rapier's centre of mass, its rotation
 //!   as Rapier holds it in f32 converted to f64 (unit to about 1e-7), velocity, angular
-//!   velocity); contacts: always four, the ground's force on the left foot, right foot, left toes
-//!   and right toes, in that order ([`CONTACT_BODY_NAMES`], `BodyId` = body index; zero when not
-//!   touching); events: [`Event::ContactBegan`] / [`Event::ContactEnded`] when any other body
+//!   velocity); contacts: always twelve: first the ground's force on the left foot, right foot,
+//!   left toes and right toes, in that order ([`CONTACT_BODY_NAMES`], `BodyId` = body index,
+//!   point 0; zero when not touching), then the part of it at each bottom corner of the left
+//!   and then the right foot's sole box (points 1 to 4 in [`SOLE_CORNERS`] order: every solver
+//!   contact point of the box counted at the corner on its side of the box's x and z); events: [`Event::ContactBegan`] / [`Event::ContactEnded`] when any other body
 //!   starts or stops touching the ground (its normal force > 0), so a controller can tell a
 //!   fall (more than [`MAX_EVENTS`] in a step: the rest in the following frames); the step's
 //!   cost; `applied_torque_sequence` (low 32 bits; 0 when none was applied).
@@ -142,6 +144,10 @@ pub const CONTACT_BODY_NAMES: [&str; 4] = ["left_foot", "right_foot", "left_toes
 pub const MAX_HUMANOID_JOINTS: usize = (MAX_JOINTS - 3) / 3;
 /// Coulomb friction coefficient of the ground and of every shape of the humanoid.
 pub const FRICTION: f64 = 0.8;
+/// The order of a sole's bottom corners in [`HumanoidPlant::sole_corner_forces_n`] and on the
+/// wire (contact point k + 1 of the foot): by the signs of the corner's x and z in the sole
+/// box's frame (the link's axes).
+pub const SOLE_CORNERS: [[i8; 2]; 4] = [[-1, -1], [-1, 1], [1, -1], [1, 1]];
 /// The largest component of a scene's `initial_velocity_m_s`, m/s.
 pub const MAX_INITIAL_SPEED_M_S: f64 = 20.0;
 /// Rapier's solver substeps per step (`num_solver_iterations`).
@@ -1273,6 +1279,9 @@ pub struct HumanoidPlant {
     bodies: Vec<RigidBodyHandle>,
     /// Every shape's collider and its body index.
     colliders: Vec<(ColliderHandle, usize)>,
+    /// The left and right feet's sole boxes (their first box), whose contact points are read
+    /// per corner.
+    sole_colliders: [Option<ColliderHandle>; 2],
     ground: ColliderHandle,
     pushes: Vec<ActivePush>,
     /// Balls not yet thrown, in step order: (step, ball).
@@ -1285,6 +1294,9 @@ pub struct HumanoidPlant {
     total_steps: u64,
     /// The ground's force on each body during the last step, world frame, N, body order.
     forces: Vec<[f64; 3]>,
+    /// The ground's force at each bottom corner of the left and right soles during the last
+    /// step ([`SOLE_CORNERS`] order), world frame, N.
+    corner_forces: [[[f64; 3]; 4]; 2],
     /// Whether each body touched the ground during the last step (normal force > 0).
     touching: Vec<bool>,
     /// Ground-contact events not yet past a frame; the first [`MAX_EVENTS`] are the current
@@ -1492,6 +1504,7 @@ impl HumanoidPlant {
         );
         let mut bodies = Vec::with_capacity(model.bodies.len());
         let mut colliders = Vec::new();
+        let mut sole_colliders = [None; 2];
         for (b, (body, pose)) in model.bodies.iter().zip(&start).enumerate() {
             let h = world.insert_body(
                 RigidBodyBuilder::dynamic()
@@ -1527,6 +1540,14 @@ impl HumanoidPlant {
                         )),
                     Some(h),
                 );
+                if let Geometry::Box { .. } = s.geometry
+                    && let Some(k) = model.ground_contact_bodies[..2]
+                        .iter()
+                        .position(|&f| f == b)
+                    && sole_colliders[k].is_none()
+                {
+                    sole_colliders[k] = Some(c);
+                }
                 colliders.push((c, b));
             }
             bodies.push(h);
@@ -1581,6 +1602,7 @@ impl HumanoidPlant {
             world,
             bodies,
             colliders,
+            sole_colliders,
             ground,
             pushes,
             balls_due: {
@@ -1598,6 +1620,7 @@ impl HumanoidPlant {
             step: 0,
             total_steps: scene.total_steps(),
             forces: vec![[0.0; 3]; n],
+            corner_forces: [[[0.0; 3]; 4]; 2],
             touching: vec![false; n],
             pending: VecDeque::new(),
             events_left_out: 0,
@@ -1848,6 +1871,7 @@ impl HumanoidPlant {
         for f in &mut self.forces {
             *f = [0.0; 3];
         }
+        self.corner_forces = [[[0.0; 3]; 4]; 2];
         for pair in self.world.narrow_phase.contact_pairs_with(self.ground) {
             let (other, body_is_first) = if pair.collider1 == self.ground {
                 (pair.collider2, false)
@@ -1861,6 +1885,28 @@ impl HumanoidPlant {
             let sign = if body_is_first { 1.0 } else { -1.0 };
             for (f, i) in self.forces[b].iter_mut().zip(on_first.to_array()) {
                 *f += sign * f64::from(i) / self.dt_s;
+            }
+            if let Some(k) = self.sole_colliders.iter().position(|c| *c == Some(other)) {
+                let sole = &mut self.corner_forces[k];
+                for m in pair.solver_manifolds() {
+                    crate::environment::for_each_point_impulse(
+                        m,
+                        |point, local_first, local_second| {
+                            // The point in the sole box's own frame: its corner by the signs of x
+                            // (back, front) and z.
+                            let local = if body_is_first {
+                                local_first
+                            } else {
+                                local_second
+                            };
+                            let corner =
+                                2 * usize::from(local.x > 0.0) + usize::from(local.z > 0.0);
+                            for (f, i) in sole[corner].iter_mut().zip(point.to_array()) {
+                                *f += sign * f64::from(i) / self.dt_s;
+                            }
+                        },
+                    );
+                }
             }
         }
     }
@@ -1882,11 +1928,22 @@ impl HumanoidPlant {
             let _ = frame.push_body(motion);
         }
         for b in self.model.ground_contact_bodies {
-            // Four: MAX_CONTACTS.
+            // Four, then eight corners: 12 ≤ MAX_CONTACTS.
             let _ = frame.push_contact(ContactForce {
                 body: BodyId(b as u16),
+                point: 0,
                 force_n: self.forces[b],
             });
+        }
+        for (foot, corners) in self.corner_forces.iter().enumerate() {
+            let b = self.model.ground_contact_bodies[foot];
+            for (point, f) in (1u8..).zip(corners) {
+                let _ = frame.push_contact(ContactForce {
+                    body: BodyId(b as u16),
+                    point,
+                    force_n: *f,
+                });
+            }
         }
         for &e in self.pending.iter().take(MAX_EVENTS) {
             let _ = frame.push_event(e);
@@ -1898,6 +1955,12 @@ impl HumanoidPlant {
     /// frame, N, body order.
     pub fn ground_forces_n(&self) -> &[[f64; 3]] {
         &self.forces
+    }
+
+    /// The ground's force at each bottom corner of the left and right soles during the last
+    /// step ([`SOLE_CORNERS`] order; zero before the first), world frame, N.
+    pub const fn sole_corner_forces_n(&self) -> &[[[f64; 3]; 4]; 2] {
+        &self.corner_forces
     }
 
     /// Ground-contact events dropped so far: more than 256 waiting for frames (a body

@@ -122,7 +122,11 @@ fn whole_com(model: &HumanoidModel, f: &StateFrame) -> (DVec3, DVec3) {
 }
 
 fn normal_on_feet(f: &StateFrame) -> f64 {
-    f.contacts.iter().map(|c| c.force_n[1]).sum()
+    f.contacts
+        .iter()
+        .filter(|c| c.point == 0)
+        .map(|c| c.force_n[1])
+        .sum()
 }
 
 #[test]
@@ -534,8 +538,31 @@ fn frames_encode_and_decode() {
         assert_eq!(StateFrame::decode(&buf).unwrap(), f);
         assert!(f.joints.is_empty());
         assert_eq!(f.bodies.len(), 15);
-        let ids: Vec<BodyId> = f.contacts.iter().map(|c| c.body).collect();
-        assert_eq!(ids, [BodyId(9), BodyId(13), BodyId(10), BodyId(14)]);
+        let ids: Vec<(BodyId, u8)> = f.contacts.iter().map(|c| (c.body, c.point)).collect();
+        let mut expected = vec![
+            (BodyId(9), 0),
+            (BodyId(13), 0),
+            (BodyId(10), 0),
+            (BodyId(14), 0),
+        ];
+        for foot in [9, 13] {
+            expected.extend((1..=4).map(|p| (BodyId(foot), p)));
+        }
+        assert_eq!(ids, expected);
+        // The corners are the foot's force, split: their sum is the whole (to the f32 rounding
+        // of the plant's own sum).
+        for foot in 0..2 {
+            let whole = f.contacts[foot].force_n;
+            let mut sum = [0.0; 3];
+            for c in &f.contacts[4 + 4 * foot..8 + 4 * foot] {
+                for (s, x) in sum.iter_mut().zip(c.force_n) {
+                    *s += x;
+                }
+            }
+            for (s, w) in sum.iter().zip(whole) {
+                assert!((s - w).abs() <= 1e-6 * (1.0 + w.abs()), "{sum:?} {whole:?}");
+            }
+        }
         for b in &f.bodies {
             worst = worst.max((quat(b.orientation).length() - 1.0).abs());
         }

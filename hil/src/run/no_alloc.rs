@@ -427,6 +427,7 @@ fn chain_runs(path: &Path) -> Vec<Probed> {
             // The wall pushing the hand back, some of the time.
             let pressing = (0.9 * t).sin().max(0.0);
             let _ = f.push_contact(ContactForce {
+                point: 0,
                 body,
                 force_n: [-12.0 * pressing, 3.0 * pressing, 0.0],
             });
@@ -535,6 +536,7 @@ fn walk_frame(step: u64, t: f64) -> StateFrame {
     let phase = (t / 0.8).fract();
     for (foot, down) in [(LEFT_FOOT, phase < 0.55), (RIGHT_FOOT, phase >= 0.45)] {
         let _ = f.push_contact(ContactForce {
+            point: 0,
             body: BodyId(u16::try_from(foot).unwrap_or(0)),
             force_n: if down { [20.0, 450.0, 0.0] } else { [0.0; 3] },
         });
@@ -641,6 +643,7 @@ fn humanoid_frame(
         }
         for (k, &body) in model.ground_contact_bodies.iter().enumerate() {
             let _ = f.push_contact(ContactForce {
+                point: 0,
                 body: BodyId(u16::try_from(body).unwrap_or(0)),
                 force_n: [0.0, 150.0 + 20.0 * (t + k as f64).sin(), 0.0],
             });
@@ -806,6 +809,7 @@ fn no_alloc_robot_push_controllers() {
             angular_velocity_rad_s: [0.085 * (1.7 * t).cos(), 0.0, 0.3],
         });
         let _ = f.push_contact(ContactForce {
+            point: 0,
             body: BodyId(1),
             force_n: [0.0, 0.0, 24.0 + 2.0 * t.sin()],
         });
