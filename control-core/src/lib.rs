@@ -50,6 +50,7 @@ pub mod balance;
 pub mod beat;
 pub mod closed_form;
 pub mod compact;
+pub mod contact_stabiliser;
 pub mod dynamo;
 pub mod frames;
 pub mod gains;
