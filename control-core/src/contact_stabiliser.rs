@@ -128,6 +128,18 @@ pub struct SampleAxis {
     pub max_nm: f64,
 }
 
+/// A physical joint's torque vector: +τ on its child, −τ on its parent, world, N·m. Its
+/// generalized force on each of its tree joints is that joint's world axis · τ.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JointTorque {
+    /// The joint's first tree joint.
+    pub group_first: usize,
+    /// Its tree joints' count.
+    pub group_count: usize,
+    /// The torque, world, N·m.
+    pub torque_nm: [f64; 3],
+}
+
 /// The stabiliser's fixed settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StabiliserSettings {
@@ -166,8 +178,12 @@ pub struct StabiliserInput<'a, const N: usize> {
     pub q: &'a [f64; N],
     /// Velocities (the base's 6, in its frame, then the joints').
     pub v: &'a [f64; N],
-    /// The controller's generalized forces (the base's rows zero), N·m or N.
+    /// The controller's generalized forces (the base's rows zero), N·m or N, beside
+    /// `joint_torques`.
     pub tau: &'a [f64; N],
+    /// The controller's torques as a plant applies them: a world torque vector per physical
+    /// joint, +τ on its child and −τ on its parent (added to `tau`).
+    pub joint_torques: &'a [JointTorque],
     /// Gravity, world, m/s².
     pub gravity: Vector3<f64>,
     /// Tree bodies held still: the stance foot first, then any other body on the ground.
@@ -422,6 +438,21 @@ impl<const N: usize> ContactStabiliser<N> {
             .inverse_dynamics(input.v, &[0.0; N], &input.gravity)
             .map_err(model)?;
         let mut rhs = SVector::<f64, N>::from(*input.tau) - h;
+        for t in input.joint_torques {
+            let torque = Vector3::from(t.torque_nm);
+            if !torque.iter().all(|x| x.is_finite()) {
+                return Err(bad);
+            }
+            for k in t.group_first..t.group_first + t.group_count {
+                let (Some(w), Some(vi)) = (self.kin.joint_axis(k), self.tree.velocity_index(k))
+                else {
+                    return Err(bad);
+                };
+                if let Some(r) = rhs.get_mut(vi) {
+                    *r += w.dot(&torque);
+                }
+            }
+        }
         let identity = Placement::from_xyz_rpy([0.0; 3], [0.0; 3]);
         for l in input.loads {
             let pose = self.kin.body_pose(l.body).ok_or(bad)?;
@@ -814,6 +845,7 @@ mod tests {
             q: &q,
             v: &[0.0; N],
             tau: &tau,
+            joint_torques: &[],
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
@@ -863,6 +895,45 @@ mod tests {
     }
 
     #[test]
+    fn a_joint_torque_vector_counts_on_each_axis_of_its_joint() {
+        // At q = 0 the ankle's axes are z then x: a torque vector (3, 0, −25) on the ankle and
+        // 7 about the knee's z are the generalized forces (−25, 3, 7).
+        let by_axes = run(0.05, [-25.0, 3.0, 7.0], StabiliserSettings::DEFAULT);
+        let t = tree(0.05);
+        let pose = Isometry3::translation(0.0, 0.05, 0.0);
+        let q = [0.0; N];
+        let tau = holding(&t, &pose, &q);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let by_vectors = s.tick(&StabiliserInput {
+            base_pose: &pose,
+            q: &q,
+            v: &[0.0; N],
+            tau: &tau,
+            joint_torques: &[
+                JointTorque {
+                    group_first: 0,
+                    group_count: 2,
+                    torque_nm: [3.0, 0.0, -25.0],
+                },
+                JointTorque {
+                    group_first: 2,
+                    group_count: 1,
+                    torque_nm: [0.0, 0.0, 7.0],
+                },
+            ],
+            gravity: Vector3::from(G),
+            planted: &[0],
+            stance_bodies: 1,
+            sole: SOLE,
+            axes: &AXES,
+            loads: &[],
+        });
+        assert!((by_axes.initial.r_sag - by_vectors.initial.r_sag).abs() < 1e-12);
+        assert!((by_axes.initial.r_cor - by_vectors.initial.r_cor).abs() < 1e-12);
+        assert!((by_axes.initial.r_cor - 0.5).abs() > 1e-3, "{by_axes:?}");
+    }
+
+    #[test]
     fn a_foot_loaded_on_its_front_edge_is_spread_back_to_the_limit() {
         // An ankle torque of −25 N·m (on the shank; +25 on the foot) puts the centre of
         // pressure near the front edge.
@@ -889,6 +960,7 @@ mod tests {
             q: &q,
             v: &[0.0; N],
             tau: &tau,
+            joint_torques: &[],
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
@@ -945,6 +1017,7 @@ mod tests {
             q: &q,
             v: &[0.0; N],
             tau: &tau,
+            joint_torques: &[],
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
@@ -1026,6 +1099,7 @@ mod tests {
                 q: &qq,
                 v: &v,
                 tau: &tau,
+                joint_torques: &[],
                 gravity: Vector3::from(G),
                 planted: &[0],
                 stance_bodies: 1,

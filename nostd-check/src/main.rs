@@ -279,6 +279,7 @@ pub extern "C" fn _start() -> ! {
     acc += dynamo_tick();
     acc += balance_tick();
     acc += walk3d_tick();
+    acc += stabiliser_tick();
     let mut torque = TorqueFrame::new(1, 1);
     let _ = torque.push_torque(acc);
     let mut tbuf = [0u8; TORQUE_FRAME_LEN];
@@ -295,6 +296,66 @@ pub extern "C" fn _start() -> ! {
     }
     black_box(acc);
     loop {}
+}
+
+/// The ground-contact stabiliser (`control_core::contact_stabiliser`): a foot (the floating
+/// base) under a two-axis ankle and a knee, one tick with the shank leaning forward.
+fn stabiliser_tick() -> f64 {
+    use control_core::contact_stabiliser::{
+        ContactStabiliser, SampleAxis, Sole, StabiliserInput, StabiliserSettings,
+    };
+    let body = |mass_kg: f64, com_m: [f64; 3]| Inertial {
+        mass_kg,
+        com_m,
+        inertia_kgm2: [0.05 * mass_kg, 0.0, 0.0, 0.01 * mass_kg, 0.0, 0.05 * mass_kg],
+    };
+    let joint = |parent_body, origin: [f64; 3], axis, body| JointSpec {
+        parent_body,
+        kind: JointType::Revolute,
+        origin: Placement::from_xyz_rpy(origin, [0.0; 3]),
+        axis,
+        body,
+    };
+    let joints = [
+        joint(0, [0.0, 0.05, 0.0], [0.0, 0.0, 1.0], Inertial::ZERO),
+        joint(1, [0.0; 3], [1.0, 0.0, 0.0], body(10.0, [black_box(0.09), 0.25, 0.0])),
+        joint(2, [0.0, 0.5, 0.0], [0.0, 0.0, 1.0], body(20.0, [0.0, 0.25, 0.0])),
+    ];
+    let Ok(tree) = Tree::<9>::new(&TreeSpec {
+        base: BaseKind::Floating,
+        base_body: body(1.0, [0.0; 3]),
+        joints: &joints,
+    }) else {
+        return 0.0;
+    };
+    let axis = |axis_joint, group_first, group_count| SampleAxis {
+        axis_joint,
+        group_first,
+        group_count,
+        max_nm: 60.0,
+    };
+    let mut s = ContactStabiliser::new(tree, StabiliserSettings::DEFAULT);
+    let out = s.tick(&StabiliserInput {
+        base_pose: &Isometry3::translation(0.0, 0.05, 0.0),
+        q: &[0.0; 9],
+        v: &[0.0; 9],
+        tau: &[0.0; 9],
+        joint_torques: &[],
+        gravity: Vector3::new(0.0, -9.81, 0.0),
+        planted: &[0],
+        stance_bodies: 1,
+        sole: Sole {
+            body: 0,
+            centre_m: [0.0, -0.05, 0.0],
+            forward: [1.0, 0.0, 0.0],
+            left: [0.0, 0.0, -1.0],
+            half_length_m: 0.1,
+            half_width_m: 0.05,
+        },
+        axes: &[axis(0, 0, 2), axis(1, 0, 2), axis(2, 2, 1)],
+        loads: &[],
+    });
+    out.supplement_nm.iter().sum::<f64>() + out.predicted.r_sag
 }
 
 /// The 3D walker (`control_core::simbicon3d`): Cartwheel's Bip walking controller on a

@@ -36,6 +36,7 @@ pub mod recorder;
 pub mod report;
 pub mod scenario;
 pub mod session;
+pub mod stance_stabiliser;
 pub mod state_check;
 pub mod walk3d;
 

@@ -749,38 +749,48 @@ fn no_alloc_dynamo_controllers() {
     assert_none_allocated(&runs);
 }
 
-/// `walk3d`'s controllers (every law of `walk3d_tuned.toml` at every rate), fed the swaying
-/// humanoid's states with its feet loaded: 0 allocations, no refused tick, steps taken.
+/// `walk3d`'s controllers (every law of `walk3d_tuned.toml` and `walk3d_stabiliser.toml` at
+/// every rate: the stabilised ones with their reduced models), fed the swaying humanoid's
+/// states with its feet loaded: 0 allocations, no refused tick, steps taken.
 #[test]
 fn no_alloc_walk3d_controllers() {
     use super::walk3d::Walk3d;
-    let path = scenario_file!("walk3d_tuned.toml");
-    let text = std::fs::read_to_string(path).expect("the shipped scenario");
-    let w = Walk3d::prepare(&text, path).expect("the shipped scenario prepares");
-    let frame = humanoid_frame(&w.p.model);
-    let runs: Vec<Probed> =
-        w.p.controllers
-            .iter()
-            .map(|(law, rate, controller)| {
-                let (mut refused, mut steps) = (0_u64, 0_u32);
-                let run = probed_run(
-                    &format!("walk3d {} at {rate} Hz", law.name()),
-                    FAST,
-                    controller.clone(),
-                    1.0 / rate,
-                    &frame,
-                    None,
-                    |cmd| {
-                        refused += u64::from(cmd.refused);
-                        steps = steps.max(cmd.steps);
-                    },
-                );
-                assert_eq!(refused, 0, "{}: refused ticks", run.name);
-                assert!(steps > 0, "{}: no step taken", run.name);
-                run
-            })
-            .collect();
-    assert_eq!(runs.len(), 8);
+    let mut runs: Vec<Probed> = Vec::new();
+    for path in [
+        scenario_file!("walk3d_tuned.toml"),
+        scenario_file!("walk3d_stabiliser.toml"),
+    ] {
+        let text = std::fs::read_to_string(path).expect("the shipped scenario");
+        let w = Walk3d::prepare(&text, path).expect("the shipped scenario prepares");
+        let frame = humanoid_frame(&w.p.model);
+        for (law, rate, controller) in &w.p.controllers {
+            let (mut refused, mut steps, mut stabilised) = (0_u64, 0_u32, 0_u64);
+            let run = probed_run(
+                &format!("walk3d {} at {rate} Hz", law.name()),
+                FAST,
+                controller.clone(),
+                1.0 / rate,
+                &frame,
+                None,
+                |cmd| {
+                    refused += u64::from(cmd.refused);
+                    steps = steps.max(cmd.steps);
+                    stabilised += u64::from(cmd.stabiliser.is_some());
+                },
+            );
+            assert_eq!(refused, 0, "{}: refused ticks", run.name);
+            assert!(steps > 0, "{}: no step taken", run.name);
+            let named = law.name().contains("stabilised");
+            assert_eq!(
+                stabilised > 0,
+                named,
+                "{}: stabiliser ticks {stabilised}",
+                run.name
+            );
+            runs.push(run);
+        }
+    }
+    assert_eq!(runs.len(), 8 + 12);
     assert_none_allocated(&runs);
 }
 

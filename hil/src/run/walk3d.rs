@@ -32,6 +32,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
+use control_core::contact_stabiliser::{
+    Distribution, StabiliserOutput, StabiliserSettings, StabiliserStatus,
+};
 use control_core::dynamo::{BodyInertia, JointKind as CoreKind, subtree_inertia_about};
 use control_core::frames::{Event, MAX_JOINTS, StateFrame};
 use control_core::simbicon3d::{
@@ -48,6 +51,7 @@ use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
+use super::stance_stabiliser::{ReducedModel, StanceStabiliser};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 
 /// The `kind` of these scenario files.
@@ -104,6 +108,10 @@ pub struct Walk3dScenario {
     /// of `control_rates_hz` needs an entry when that controller is named.
     #[serde(default)]
     pub tuned_gains: Vec<TunedGains>,
+    /// The gains under the ground-contact stabiliser (`simbicon3d_stabilised*`): `"cartwheel"`
+    /// (default) or `"tuned"` (each rate's `tuned_gains`).
+    #[serde(default)]
+    pub stabiliser_gains: StabiliserGains,
     /// The first this many seconds of each controller's run at the first rate as an animated
     /// side view, `walk3d_<controller>.gif` (default 0: none; at most 60).
     #[serde(default)]
@@ -236,6 +244,17 @@ impl Default for RolesSpec {
     }
 }
 
+/// The gains the stabilised controllers walk on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StabiliserGains {
+    /// Cartwheel's.
+    #[default]
+    Cartwheel,
+    /// The scenario's `tuned_gains` for the rate.
+    Tuned,
+}
+
 /// The controllers of a `walk3d` scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WalkLaw {
@@ -245,14 +264,19 @@ pub enum WalkLaw {
     Simbicon3dAnalytic,
     /// The gains the scenario gives for the rate (`tuned_gains`, found by Algorithm 1).
     Simbicon3dTuned,
+    /// Cartwheel's gains with the ground-contact stabiliser predicting on a reduced model.
+    Simbicon3dStabilised(ReducedModel),
 }
 
 impl WalkLaw {
     /// Every one, in report order.
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 6] = [
         Self::Simbicon3d,
         Self::Simbicon3dAnalytic,
         Self::Simbicon3dTuned,
+        Self::Simbicon3dStabilised(ReducedModel::M5),
+        Self::Simbicon3dStabilised(ReducedModel::M3),
+        Self::Simbicon3dStabilised(ReducedModel::M0),
     ];
 
     /// The name in scenarios and reports.
@@ -261,6 +285,9 @@ impl WalkLaw {
             Self::Simbicon3d => "simbicon3d",
             Self::Simbicon3dAnalytic => "simbicon3d_analytic",
             Self::Simbicon3dTuned => "simbicon3d_tuned",
+            Self::Simbicon3dStabilised(ReducedModel::M5) => "simbicon3d_stabilised",
+            Self::Simbicon3dStabilised(ReducedModel::M3) => "simbicon3d_stabilised_m3",
+            Self::Simbicon3dStabilised(ReducedModel::M0) => "simbicon3d_stabilised_m0",
         }
     }
 
@@ -275,6 +302,9 @@ impl WalkLaw {
             Self::Simbicon3d => "walk3d_simbicon3d.gif",
             Self::Simbicon3dAnalytic => "walk3d_simbicon3d_analytic.gif",
             Self::Simbicon3dTuned => "walk3d_simbicon3d_tuned.gif",
+            Self::Simbicon3dStabilised(ReducedModel::M5) => "walk3d_simbicon3d_stabilised.gif",
+            Self::Simbicon3dStabilised(ReducedModel::M3) => "walk3d_simbicon3d_stabilised_m3.gif",
+            Self::Simbicon3dStabilised(ReducedModel::M0) => "walk3d_simbicon3d_stabilised_m0.gif",
         }
     }
 }
@@ -384,13 +414,19 @@ impl Walk3dScenario {
                 }
             }
         }
-        if self.laws().contains(&WalkLaw::Simbicon3dTuned) {
+        let tuned_law = self.laws().into_iter().find(|l| {
+            *l == WalkLaw::Simbicon3dTuned
+                || (matches!(l, WalkLaw::Simbicon3dStabilised(_))
+                    && self.stabiliser_gains == StabiliserGains::Tuned)
+        });
+        if let Some(law) = tuned_law {
             for (k, r) in self.control_rates_hz.iter().enumerate() {
                 if self.tuned(*r).is_none() {
                     return bad(
                         "tuned_gains",
                         format!(
-                            "simbicon3d_tuned runs at control_rates_hz[{k}] = {r} Hz: give its gains ([[tuned_gains]] rate_hz = {r})"
+                            "{} runs on tuned gains at control_rates_hz[{k}] = {r} Hz: give them ([[tuned_gains]] rate_hz = {r})",
+                            law.name()
                         ),
                     );
                 }
@@ -509,6 +545,11 @@ impl Walk3dScenario {
             for law in self.laws() {
                 let gains = match law {
                     WalkLaw::Simbicon3dTuned => self.tuned(rate),
+                    WalkLaw::Simbicon3dStabilised(_)
+                        if self.stabiliser_gains == StabiliserGains::Tuned =>
+                    {
+                        self.tuned(rate)
+                    }
                     _ => None,
                 };
                 let c = Walk3dController::new(law, &model, roles, self, rate, gains)
@@ -652,6 +693,9 @@ pub struct Walk3dTick {
     pub desired_coronal_m_s: f64,
     /// The centre of mass's velocity in the character frame, m/s (forward, up, right).
     pub v_m_s: [f64; 3],
+    /// What the ground-contact stabiliser did (`None`: no stabiliser, or the state could not
+    /// be mapped).
+    pub stabiliser: Option<StabiliserOutput>,
 }
 
 impl LoopCommand for Walk3dTick {
@@ -677,6 +721,8 @@ pub struct Walk3dController {
     steps_per_speed: u32,
     /// What the analytic rule moved (`None` for Cartwheel's gains).
     pub moves: Option<GainMoves>,
+    /// The ground-contact stabiliser (`simbicon3d_stabilised*`).
+    stabiliser: Option<StanceStabiliser>,
 }
 
 impl Walk3dController {
@@ -721,7 +767,9 @@ impl Walk3dController {
             None => config,
         };
         let (config, moves) = match law {
-            WalkLaw::Simbicon3d | WalkLaw::Simbicon3dTuned => (config, None),
+            WalkLaw::Simbicon3d | WalkLaw::Simbicon3dTuned | WalkLaw::Simbicon3dStabilised(_) => {
+                (config, None)
+            }
             WalkLaw::Simbicon3dAnalytic => {
                 let upright = BodyPose {
                     com_m: [0.0; 3],
@@ -747,8 +795,19 @@ impl Walk3dController {
                 (c, Some(m))
             }
         };
+        let stabiliser = match law {
+            WalkLaw::Simbicon3dStabilised(reduced) => Some(StanceStabiliser::new(
+                model,
+                &roles,
+                reduced,
+                GRAVITY,
+                StabiliserSettings::DEFAULT,
+            )?),
+            _ => None,
+        };
         Ok(Self {
             walker: Simbicon3d::new(config).map_err(|e| e.to_string())?,
+            stabiliser,
             joints: model
                 .joints
                 .iter()
@@ -784,6 +843,7 @@ impl Walk3dController {
             step_began: false,
             desired_coronal_m_s: 0.0,
             v_m_s: [0.0; 3],
+            stabiliser: None,
         }
     }
 
@@ -810,6 +870,25 @@ impl Walk3dController {
                     out.torques_nm[3 * k..3 * k + 3].copy_from_slice(t);
                 }
                 out.limited = c.limited;
+                let n = 3 * self.joints.len();
+                if let (Some(st), Some(torques)) =
+                    (self.stabiliser.as_mut(), out.torques_nm.get_mut(..n))
+                {
+                    out.stabiliser = st.tick(&s, c.stance.index(), torques);
+                    // The supplement within the efforts too: each cut reported.
+                    for (k, (t, &(_, _, effort))) in
+                        torques.chunks_exact_mut(3).zip(&self.joints).enumerate()
+                    {
+                        let norm = (t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt();
+                        let cap = effort * (1.0 - control_core::simbicon3d::EFFORT_MARGIN);
+                        if norm > cap {
+                            for x in t.iter_mut() {
+                                *x *= cap / norm;
+                            }
+                            out.limited |= 1 << k;
+                        }
+                    }
+                }
                 out.steps = self.walker.steps();
                 out.stance = c.stance;
                 out.step_began = c.step_began;
@@ -905,6 +984,52 @@ pub struct Walk3dRecorder {
     animation_s: f64,
     poses: Vec<PoseSample>,
     next_pose_s: f64,
+    contacts: ContactOut,
+    /// The stance side and loaded corners at the last tick the stance foot was on the ground.
+    last_corners: Option<(usize, u8)>,
+    /// Measured r_sag and r_cor summed over the stance ticks.
+    r_sums: [f64; 2],
+    stabiliser: Option<StabiliserOut>,
+}
+
+/// A sole corner counts as loaded above this normal force, N.
+pub const CORNER_LOADED_N: f64 = 1.0;
+
+/// The stance foot's contact over a run, as the plant measured it at its sole's four corners
+/// (Carensac et al.'s figure 2, middle).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ContactOut {
+    /// Ticks the stance foot was on the ground (its corners' normal forces above 1 N in sum).
+    pub stance_ticks: u64,
+    /// Of those, ticks with a disequilibrium: fewer than four corners loaded (above
+    /// [`CORNER_LOADED_N`]) or a change of which are since the tick before.
+    pub disequilibrium_ticks: u64,
+    /// `disequilibrium_ticks / stance_ticks`.
+    pub disequilibrium_share: Option<f64>,
+    /// Ticks with fewer than four corners loaded.
+    pub fewer_than_four_ticks: u64,
+    /// Ticks whose loaded corners changed since the tick before.
+    pub changed_ticks: u64,
+    /// Mean measured r_sag and r_cor (the less loaded side's share; 0.5 is even).
+    pub mean_r: Option<[f64; 2]>,
+}
+
+/// What the stabiliser did over a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StabiliserOut {
+    /// The reduced model it predicted with.
+    pub model: &'static str,
+    /// Ticks with a supplement predicted better than none.
+    pub improved_ticks: u64,
+    /// Ticks where nothing beat no supplement.
+    pub kept_ticks: u64,
+    /// Ticks whose input or model failed (no supplement).
+    pub failed_ticks: u64,
+    /// Over the improved ticks: the predicted (r_sag, r_cor) without and with the supplement,
+    /// summed (means in the report).
+    pub predicted_r: [[f64; 2]; 2],
+    /// Samples evaluated, summed.
+    pub evaluations: u64,
 }
 
 impl Walk3dRecorder {
@@ -927,11 +1052,48 @@ impl Walk3dRecorder {
             animation_s,
             poses: Vec::new(),
             next_pose_s: 0.0,
+            contacts: ContactOut::default(),
+            last_corners: None,
+            r_sums: [0.0; 2],
+            stabiliser: None,
         }
     }
 }
 
 impl Walk3dRecorder {
+    /// Counts the stance foot's corners at the state the tick answered.
+    fn count_corners(&mut self, stance: usize) {
+        let Some(corners) = self.last.and_then(|s| s.sole_corner_n.get(stance).copied()) else {
+            return;
+        };
+        let total: f64 = corners.iter().map(|f| f.max(0.0)).sum();
+        if !(total > CORNER_LOADED_N) {
+            self.last_corners = None;
+            return;
+        }
+        let mask = corners
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f > CORNER_LOADED_N)
+            .fold(0u8, |m, (k, _)| m | (1 << k));
+        let c = &mut self.contacts;
+        c.stance_ticks += 1;
+        let fewer = mask != 0b1111;
+        let changed = self
+            .last_corners
+            .is_some_and(|(side, m)| side == stance && m != mask);
+        c.fewer_than_four_ticks += u64::from(fewer);
+        c.changed_ticks += u64::from(changed);
+        c.disequilibrium_ticks += u64::from(fewer || changed);
+        self.last_corners = Some((stance, mask));
+        // Points 1–4 are (−x, −z), (−x, +z), (+x, −z), (+x, +z): back left, back right, front
+        // left, front right (the humanoid's left is −z).
+        let [bl, br, fl, fr] = corners;
+        let d = Distribution::of_corners([br, bl, fr, fl]);
+        self.r_sums[0] += d.r_sag;
+        self.r_sums[1] += d.r_cor;
+    }
+
     /// When the walk fell, s (`None`: it has not).
     pub fn fell_at_s(&self) -> Option<f64> {
         self.fell_at_s
@@ -962,6 +1124,10 @@ pub struct Walk3dRun {
     pub timing: Timing,
     /// Faults.
     pub faults: Faults,
+    /// The stance foot's corners.
+    pub contacts: ContactOut,
+    /// The stabiliser's work (`None`: none ran).
+    pub stabiliser: Option<StabiliserOut>,
 }
 
 impl LoopRecorder<Walk3dController> for Walk3dRecorder {
@@ -1019,6 +1185,22 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         }
         self.limited += u64::from(c.limited.count_ones());
         self.refused += u64::from(c.refused);
+        self.count_corners(c.stance.index());
+        if let Some(o) = c.stabiliser {
+            let st = self.stabiliser.get_or_insert_with(StabiliserOut::default);
+            st.evaluations += u64::from(o.evaluations);
+            match o.status {
+                StabiliserStatus::Improved => {
+                    st.improved_ticks += 1;
+                    for (sum, d) in st.predicted_r.iter_mut().zip([o.initial, o.predicted]) {
+                        sum[0] += d.r_sag;
+                        sum[1] += d.r_cor;
+                    }
+                }
+                StabiliserStatus::Kept => st.kept_ticks += 1,
+                StabiliserStatus::BadInput | StabiliserStatus::Model => st.failed_ticks += 1,
+            }
+        }
         let (sum_z, sum_x, n, desired) = &mut self.step_v;
         if c.step_began && c.time_s > 0.0 {
             let pelvis = self
@@ -1071,6 +1253,22 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
             plant_step_us,
             timing,
             faults,
+            contacts: {
+                let mut c = self.contacts;
+                if c.stance_ticks > 0 {
+                    let n = c.stance_ticks as f64;
+                    c.disequilibrium_share = Some(c.disequilibrium_ticks as f64 / n);
+                    c.mean_r = Some(self.r_sums.map(|s| s / n));
+                }
+                c
+            },
+            stabiliser: self.stabiliser.map(|mut st| {
+                if st.improved_ticks > 0 {
+                    let n = st.improved_ticks as f64;
+                    st.predicted_r = st.predicted_r.map(|r| r.map(|x| x / n));
+                }
+                st
+            }),
         }
     }
 }
@@ -1111,6 +1309,11 @@ pub struct RunOut {
     pub tick_us: Option<Percentiles>,
     /// The plant's step, µs.
     pub plant_step_us: Option<Percentiles>,
+    /// The stance foot's corners as the plant measured them.
+    pub contacts: ContactOut,
+    /// What the ground-contact stabiliser did (its `predicted_r`: means over the improved
+    /// ticks).
+    pub stabiliser: Option<StabiliserOut>,
     /// Every step.
     pub step_list: Vec<StepOut>,
 }
@@ -1149,6 +1352,8 @@ pub struct Walk3dReport {
     pub coronal_speeds_m_s: Vec<f64>,
     /// Steps per entry.
     pub steps_per_speed: u32,
+    /// The gains under the stabiliser.
+    pub stabiliser_gains: StabiliserGains,
     /// The runs, per controller then rate.
     pub runs: Vec<RunOut>,
     /// The first run's timing.
@@ -1214,6 +1419,13 @@ fn summarise(
         gains,
         tick_us: run.timing.compute_us,
         plant_step_us: run.plant_step_us,
+        contacts: run.contacts.clone(),
+        stabiliser: run.stabiliser.clone().map(|mut st| {
+            if let Some(s) = controller.stabiliser.as_ref() {
+                st.model = s.model().name();
+            }
+            st
+        }),
         step_list: run.steps.clone(),
     }
 }
@@ -1245,7 +1457,7 @@ pub fn run_scenario(
     let mut cut: Option<(String, Cut)> = None;
     let mut gifs: Vec<&'static str> = Vec::new();
     let mut csv = String::from(
-        "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us\n",
+        "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us,disequilibrium_share,stabiliser_improved_ticks\n",
     );
     let mut steps_csv = String::from(
         "controller,control_rate_hz,step,time_s,stance,pelvis_x_m,pelvis_z_m,desired_coronal_m_s,coronal_m_s,forward_m_s\n",
@@ -1282,7 +1494,7 @@ pub fn run_scenario(
         let out = summarise(*law, *rate, &run, run_cut.is_some(), model, controller);
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
         csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
             out.controller,
             rate,
             out.walked.map_or(String::new(), |b| b.to_string()),
@@ -1293,6 +1505,10 @@ pub fn run_scenario(
             opt(out.coronal_speed_error_m_s),
             out.limited_joint_ticks,
             opt(out.tick_us.map(|p| p.p50)),
+            opt(out.contacts.disequilibrium_share),
+            out.stabiliser
+                .as_ref()
+                .map_or(String::new(), |s| s.improved_ticks.to_string()),
         ));
         for (k, st) in out.step_list.iter().enumerate() {
             steps_csv.push_str(&format!(
@@ -1347,6 +1563,7 @@ pub fn run_scenario(
         start: s.start,
         coronal_speeds_m_s: s.coronal_speeds_m_s.clone(),
         steps_per_speed: s.steps_per_speed,
+        stabiliser_gains: s.stabiliser_gains,
         runs,
         timing: first_timing.unwrap_or_default(),
         faults: Faults::sum(faults.iter()),
@@ -1372,12 +1589,20 @@ pub fn summary_table(r: &Walk3dReport) -> String {
         r.scenario, r.duration_s, r.mode, r.coronal_speeds_m_s, r.steps_per_speed
     );
     out.push_str(&format!(
-        "  {:<20} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
-        "controller", "rate Hz", "steps", "fell at s", "dist m", "speed", "limited", "tick µs"
+        "  {:<24} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "controller",
+        "rate Hz",
+        "steps",
+        "fell at s",
+        "dist m",
+        "speed",
+        "limited",
+        "tick µs",
+        "diseq %"
     ));
     for run in &r.runs {
         out.push_str(&format!(
-            "  {:<20} {:>7} {:>7} {:>10} {:>9.2} {:>9} {:>9} {:>9}\n",
+            "  {:<24} {:>7} {:>7} {:>10} {:>9.2} {:>9} {:>9} {:>9} {:>9}\n",
             run.controller,
             run.control_rate_hz,
             run.steps,
@@ -1386,6 +1611,9 @@ pub fn summary_table(r: &Walk3dReport) -> String {
             run.mean_speed_m_s.map_or("–".into(), |v| format!("{v:.2}")),
             run.limited_joint_ticks,
             run.tick_us.map_or("–".into(), |p| format!("{:.1}", p.p50)),
+            run.contacts
+                .disequilibrium_share
+                .map_or("–".into(), |d| format!("{:.1}", 100.0 * d)),
         ));
     }
     out

@@ -24,16 +24,16 @@
 //! torque vector. Never on the real-time path: allocation (every buffer is sized when the
 //! controller is built), blocking, panics.
 
-use control_core::articulated::nalgebra::{
-    Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion, Vector3,
-};
+use control_core::articulated::nalgebra::{Isometry3, Quaternion, UnitQuaternion, Vector3};
 use control_core::balance::{
     Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
-    MAX_POINTS, PointTask, euler_angles, euler_rates,
+    MAX_POINTS, PointTask,
 };
 use control_core::frames::BodyMotion;
-use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
-use sim_host::humanoid::{Geometry, HumanoidModel, JointKind};
+use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeSpec};
+use sim_host::humanoid::{Geometry, HumanoidModel};
+
+use super::humanoid_tree::{HumanoidTree, v3};
 
 /// Velocity capacity (the humanoid has 34: 6 + 6 balls × 3 + 2 ankles × 2 + 6 hinges).
 pub const NV: usize = 36;
@@ -235,26 +235,6 @@ fn world_point(b: &BodyMotion, from_com: [f64; 3]) -> Option<Vector3<f64>> {
     Some(v3(b.com_m) + UnitQuaternion::from_quaternion(q) * v3(from_com))
 }
 
-/// How a humanoid joint maps to tree coordinates.
-#[derive(Debug, Clone, Copy)]
-enum Coordinates {
-    /// Euler angles about the coordinate axes `order`.
-    Ball { order: [usize; 3] },
-    /// Euler angles about `order`, the middle (locked) one left out.
-    TwoAxis { order: [usize; 3] },
-    /// The angle about `axis`.
-    Hinge { axis: Vector3<f64> },
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Mapped {
-    parent: usize,
-    child: usize,
-    /// Its first tree joint.
-    first: usize,
-    coordinates: Coordinates,
-}
-
 /// What the controller was built from: enough to build it again (a clone is a fresh controller
 /// in the same configuration, without the warm start).
 #[derive(Debug, Clone)]
@@ -271,8 +251,7 @@ struct Recipe {
 pub struct HumanoidBalance {
     recipe: Recipe,
     qp: Box<Qp>,
-    joints: Vec<Mapped>,
-    root: usize,
+    shape: HumanoidTree,
     gravity: Vector3<f64>,
     com_height_m: f64,
     /// The largest locked-axis angle of a two-axis joint seen, rad.
@@ -283,14 +262,12 @@ pub struct HumanoidBalance {
     pub log: Option<QpLog>,
     /// The hand's reach (none: no hand task).
     pub hand: Option<HandReach>,
-    /// Plant body → tree body.
-    tree_bodies: Vec<usize>,
 }
 
 impl std::fmt::Debug for HumanoidBalance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HumanoidBalance")
-            .field("joints", &self.joints.len())
+            .field("joints", &self.shape.groups.len())
             .field("settings", &self.recipe.settings)
             .finish_non_exhaustive()
     }
@@ -303,15 +280,13 @@ impl Clone for HumanoidBalance {
         Self {
             recipe: self.recipe.clone(),
             qp,
-            joints: self.joints.clone(),
-            root: self.root,
+            shape: self.shape.clone(),
             gravity: self.gravity,
             com_height_m: self.com_height_m,
             largest_locked_angle_rad: self.largest_locked_angle_rad,
             last: None,
             log: self.log.clone(),
             hand: self.hand,
-            tree_bodies: self.tree_bodies.clone(),
         }
     }
 }
@@ -337,37 +312,6 @@ fn build(recipe: &Recipe) -> Result<Box<Qp>, String> {
         .map_err(|e| format!("balance controller: cannot start its builder thread: {e}"))?
         .join()
         .map_err(|_| "balance controller: its builder thread panicked".to_string())?
-}
-
-fn v3(a: [f64; 3]) -> Vector3<f64> {
-    Vector3::new(a[0], a[1], a[2])
-}
-
-fn unit(n: usize) -> [f64; 3] {
-    let mut e = [0.0; 3];
-    if let Some(x) = e.get_mut(n) {
-        *x = 1.0;
-    }
-    e
-}
-
-fn coordinate_axis(axis: [f64; 3]) -> Option<usize> {
-    (0..3).find(|&n| unit(n) == axis)
-}
-
-/// The Euler order of a ball joint: the middle axis the one with the smallest range (ties: the
-/// later axis), the other two in x, y, z order.
-fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
-    let reach = |n: usize| limits[n][0].abs().max(limits[n][1].abs());
-    let mut middle = 0;
-    for n in 1..3 {
-        if reach(n) <= reach(middle) {
-            middle = n;
-        }
-    }
-    let mut rest = (0..3).filter(|&n| n != middle);
-    let (a, c) = (rest.next().unwrap_or(0), rest.next().unwrap_or(2));
-    [a, middle, c]
 }
 
 /// The corners a contact body stands on.
@@ -437,99 +381,10 @@ impl HumanoidBalance {
         gravity_m_s2: [f64; 3],
         gain_scale: f64,
     ) -> Result<Self, String> {
-        let root = (0..model.bodies.len())
-            .find(|b| model.joints.iter().all(|j| j.child != *b))
-            .ok_or("the model has no root")?;
-        // Each body's centre of mass in its tree frame (the root's frame is at its centre).
-        let mut com_in_frame = vec![[0.0; 3]; model.bodies.len()];
-        let mut tree_body = vec![usize::MAX; model.bodies.len()];
-        tree_body[root] = 0;
-        let inertial = |b: usize, com: [f64; 3]| {
-            let body = &model.bodies[b];
-            let [ix, iy, iz] = body.inertia_kg_m2;
-            Inertial {
-                mass_kg: body.mass_kg,
-                com_m: com,
-                inertia_kgm2: [ix, 0.0, 0.0, iy, 0.0, iz],
-            }
-        };
-        let mut joints = Vec::new();
-        let mut groups = Vec::new();
-        let mut mapped = Vec::new();
-        for j in &model.joints {
-            let parent_body = *tree_body
-                .get(j.parent)
-                .filter(|b| **b != usize::MAX)
-                .ok_or_else(|| format!("joint {}: its parent comes after it", j.name))?;
-            let pc = com_in_frame[j.parent];
-            let a = j.anchor_in_parent_m;
-            let origin = [a[0] + pc[0], a[1] + pc[1], a[2] + pc[2]];
-            let child_com = j.anchor_in_child_m.map(|x| -x);
-            com_in_frame[j.child] = child_com;
-            let first = joints.len();
-            let chain = |axes: &[usize], joints: &mut Vec<JointSpec>| {
-                for (k, &axis) in axes.iter().enumerate() {
-                    let last = k + 1 == axes.len();
-                    joints.push(JointSpec {
-                        parent_body: if k == 0 { parent_body } else { joints.len() },
-                        kind: JointType::Revolute,
-                        origin: Placement::from_xyz_rpy(
-                            if k == 0 { origin } else { [0.0; 3] },
-                            [0.0; 3],
-                        ),
-                        axis: unit(axis),
-                        body: if last {
-                            inertial(j.child, child_com)
-                        } else {
-                            Inertial::ZERO
-                        },
-                    });
-                }
-            };
-            let coordinates = match j.kind {
-                JointKind::Ball { limits_rad } => {
-                    let order = ball_order(&limits_rad);
-                    chain(&order, &mut joints);
-                    Coordinates::Ball { order }
-                }
-                JointKind::TwoAxis { axes, .. } => {
-                    let (Some(a0), Some(a1)) = (coordinate_axis(axes[0]), coordinate_axis(axes[1]))
-                    else {
-                        return Err(format!(
-                            "joint {}: two-axis joint off the coordinate axes",
-                            j.name
-                        ));
-                    };
-                    let locked = 3 - a0 - a1;
-                    chain(&[a0, a1], &mut joints);
-                    Coordinates::TwoAxis {
-                        order: [a0, locked, a1],
-                    }
-                }
-                JointKind::Hinge { axis, .. } => {
-                    joints.push(JointSpec {
-                        parent_body,
-                        kind: JointType::Revolute,
-                        origin: Placement::from_xyz_rpy(origin, [0.0; 3]),
-                        axis,
-                        body: inertial(j.child, child_com),
-                    });
-                    Coordinates::Hinge { axis: v3(axis) }
-                }
-            };
-            tree_body[j.child] = joints.len();
-            groups.push(JointGroup {
-                first,
-                count: joints.len() - first,
-                effort: j.effort_nm * (1.0 - 1e-9),
-            });
-            mapped.push(Mapped {
-                parent: j.parent,
-                child: j.child,
-                first,
-                coordinates,
-            });
-        }
+        let shape = HumanoidTree::new(model, &|_| true)?;
+        let (com_in_frame, tree_body) = (&shape.com_in_frame, &shape.tree_body);
+        let joints = shape.joints.clone();
+        let groups = shape.groups.clone();
         // Contact points: the sole box's bottom corners (the toes: the two in front).
         let mut contacts = Vec::new();
         for sole in soles(model)? {
@@ -547,7 +402,7 @@ impl HumanoidBalance {
             });
         }
         // The target height: the zero pose's centre of mass above its soles.
-        let base = inertial(root, [0.0; 3]);
+        let base = shape.base;
         let tree = Tree::<NV>::new(&TreeSpec {
             base: BaseKind::Floating,
             base_body: base,
@@ -603,15 +458,13 @@ impl HumanoidBalance {
         Ok(Self {
             recipe,
             qp,
-            joints: mapped,
-            root,
+            shape,
             gravity,
             com_height_m,
             largest_locked_angle_rad: 0.0,
             last: None,
             log: None,
             hand: None,
-            tree_bodies: tree_body,
         })
     }
 
@@ -644,7 +497,8 @@ impl HumanoidBalance {
                 spec.point_m[2] - com[2],
             ],
             tree_body: *self
-                .tree_bodies
+                .shape
+                .tree_body
                 .get(body)
                 .ok_or("hand.link: past the tree")?,
             point: spec.point_m,
@@ -726,43 +580,19 @@ impl HumanoidBalance {
                 tasks = 1;
             }
         }
-        let root = bodies.get(self.root)?;
-        let orientation = |b: &BodyMotion| {
-            let [w, x, y, z] = b.orientation;
-            let q = Quaternion::new(w, x, y, z);
-            (q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite()))
-                .then(|| UnitQuaternion::from_quaternion(q))
-        };
-        let root_rotation = orientation(root)?;
-        let base = Isometry3::from_parts(Translation3::from(v3(root.com_m)), root_rotation);
         let mut q = [0.0; NV];
         let mut v = [0.0; NV];
         let mut q_target = [0.0; NV];
-        let to_base = root_rotation.inverse();
-        let lin = to_base * v3(root.velocity_m_s);
-        let ang = to_base * v3(root.angular_velocity_rad_s);
-        v[..3].copy_from_slice(lin.as_slice());
-        v[3..6].copy_from_slice(ang.as_slice());
-        for (j, m) in self.joints.iter().enumerate() {
-            let (parent, child) = (bodies.get(m.parent)?, bodies.get(m.child)?);
-            let (rp, rc) = (orientation(parent)?, orientation(child)?);
-            let relative = rp.inverse() * rc;
-            let omega = rp.inverse()
-                * (v3(child.angular_velocity_rad_s) - v3(parent.angular_velocity_rad_s));
+        let (base, locked) = self.shape.state(bodies, &mut q, &mut v)?;
+        self.largest_locked_angle_rad = self.largest_locked_angle_rad.max(locked);
+        for j in 0..self.shape.groups.len() {
             let target = targets
                 .get(j)
                 .copied()
                 .unwrap_or_else(UnitQuaternion::identity);
-            let (angles, rates, locked) = coordinates(m, &relative, &omega)?;
-            self.largest_locked_angle_rad = self.largest_locked_angle_rad.max(locked);
-            let (goal, _, _) = coordinates(m, &target, &Vector3::zeros())?;
-            let n = self.recipe.groups.get(j)?.count;
-            for k in 0..n {
-                q[m.first + k] = angles[k];
-                v[6 + m.first + k] = rates[k];
-                q_target[m.first + k] = goal[k];
-            }
+            self.shape.pose_coordinates(j, &target, &mut q_target)?;
         }
+        let root_rotation = base.rotation;
         // Upright, heading kept: the root's forward axis turned about the vertical only.
         let up = -self.gravity.normalize();
         let forward = root_rotation * Vector3::x();
@@ -790,7 +620,7 @@ impl HumanoidBalance {
         });
         for (j, slot) in torques
             .chunks_exact_mut(3)
-            .take(self.joints.len())
+            .take(self.shape.groups.len())
             .enumerate()
         {
             slot.copy_from_slice(&out.group_torques[j]);
@@ -801,50 +631,6 @@ impl HumanoidBalance {
         let status = out.status;
         self.last = Some(out);
         Some(status)
-    }
-}
-
-/// Tree coordinates and rates of joint `m` at the relative rotation `r` and relative angular
-/// velocity `omega` (parent axes), and the |angle| about a two-axis joint's locked axis.
-fn coordinates(
-    m: &Mapped,
-    r: &UnitQuaternion<f64>,
-    omega: &Vector3<f64>,
-) -> Option<([f64; 3], [f64; 3], f64)> {
-    let matrix: Matrix3<f64> = r.to_rotation_matrix().into_inner();
-    match m.coordinates {
-        Coordinates::Ball { order } => {
-            let angles = euler_angles(&matrix, order)?;
-            let rates = euler_rates(angles, order, omega)?;
-            Some((angles, rates, 0.0))
-        }
-        Coordinates::TwoAxis { order } => {
-            let [a, locked, c] = euler_angles(&matrix, order)?;
-            // ω ≈ e_a ȧ + Rot(e_a, a) e_c ċ: orthonormal columns.
-            let ea = v3(unit(order[0]));
-            let ec = UnitQuaternion::from_axis_angle(
-                &control_core::articulated::nalgebra::Unit::new_unchecked(ea),
-                a,
-            ) * v3(unit(order[2]));
-            Some((
-                [a, c, 0.0],
-                [ea.dot(omega), ec.dot(omega), 0.0],
-                locked.abs(),
-            ))
-        }
-        Coordinates::Hinge { axis } => {
-            let q = r.quaternion();
-            let s = q.imag().dot(&axis);
-            let angle = 2.0 * s.atan2(q.w);
-            let angle = if angle > std::f64::consts::PI {
-                angle - 2.0 * std::f64::consts::PI
-            } else if angle < -std::f64::consts::PI {
-                angle + 2.0 * std::f64::consts::PI
-            } else {
-                angle
-            };
-            Some(([angle, 0.0, 0.0], [axis.dot(omega), 0.0, 0.0], 0.0))
-        }
     }
 }
 

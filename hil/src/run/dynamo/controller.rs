@@ -145,6 +145,9 @@ pub struct HumanoidState {
     /// The ground's normal (vertical) force on the left foot, right foot, left toes and right
     /// toes at the last step, N.
     pub contact_normal_n: [f64; 4],
+    /// The ground's normal force at each bottom corner of the left and the right sole at the
+    /// last step (the plant's contact points 1–4: `sim_host::humanoid::SOLE_CORNERS` order), N.
+    pub sole_corner_n: [[f64; 4]; 2],
 }
 
 impl HumanoidState {
@@ -170,12 +173,26 @@ impl HumanoidState {
         for (n, c) in contact_normal_n.iter_mut().zip(&frame.contacts) {
             *n = c.force_n[1];
         }
+        let mut sole_corner_n = [[0.0; 4]; 2];
+        let feet = [frame.contacts.first(), frame.contacts.get(1)].map(|c| c.map(|c| c.body));
+        for c in frame.contacts.iter().filter(|c| c.point >= 1) {
+            let Some(foot) = feet.iter().position(|f| *f == Some(c.body)) else {
+                continue;
+            };
+            if let Some(n) = sole_corner_n
+                .get_mut(foot)
+                .and_then(|s| s.get_mut(usize::from(c.point) - 1))
+            {
+                *n = c.force_n[1];
+            }
+        }
         Self {
             step: frame.step,
             sim_time_s: frame.sim_time_s,
             body_count: frame.bodies.len(),
             bodies,
             contact_normal_n,
+            sole_corner_n,
         }
     }
 }
@@ -969,6 +986,7 @@ mod tests {
             body_count: model.bodies.len(),
             bodies,
             contact_normal_n: [300.0, 300.0, 20.0, 20.0],
+            sole_corner_n: [[75.0; 4]; 2],
         }
     }
 

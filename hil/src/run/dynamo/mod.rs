@@ -27,6 +27,7 @@
 
 pub mod balance;
 pub mod controller;
+pub mod humanoid_tree;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

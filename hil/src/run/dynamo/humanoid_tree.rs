@@ -1,0 +1,311 @@
+//! The 15-body humanoid (`sim_host::humanoid::HumanoidModel`, the plant's own description) as
+//! a floating-base [`Tree`], whole or with body parts left out: the map both the balance QP
+//! and the walker's contact stabiliser predict with.
+//!
+//! The root (pelvis) is the base, its frame at its centre of mass; each body's frame sits at
+//! its joint, axes the link's. A ball joint is three revolute joints (Euler angles, two
+//! massless frames between), its middle axis the one with the smallest range (the farthest
+//! from gimbal lock in use: the hips' and shoulders' middle axes are their twist); a two-axis
+//! joint (the ankles) is its two free axes with the locked one between them, whose angle the
+//! plant keeps near zero; a hinge is one joint. Each is one [`JointGroup`] with the joint's
+//! effort. [`HumanoidTree::state`] maps the plant's body motions to the tree's coordinates
+//! (relative rotations to Euler angles, relative angular velocities to their rates).
+//!
+//! Never on the real-time path: allocation happens in [`HumanoidTree::new`] only.
+
+use control_core::articulated::nalgebra::{
+    Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion, Vector3,
+};
+use control_core::balance::{JointGroup, euler_angles, euler_rates};
+use control_core::frames::BodyMotion;
+use control_core::tree::{Inertial, JointSpec, JointType, Placement};
+use sim_host::humanoid::{HumanoidModel, JointKind};
+
+/// How a joint's rotation becomes tree coordinates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Coordinates {
+    /// Euler angles about the coordinate axes `order`.
+    Ball { order: [usize; 3] },
+    /// Euler angles about `order`, the middle (locked) one left out.
+    TwoAxis { order: [usize; 3] },
+    /// The angle about `axis`.
+    Hinge { axis: Vector3<f64> },
+}
+
+/// A plant joint in the tree.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mapped {
+    pub parent: usize,
+    pub child: usize,
+    /// Its first tree joint.
+    pub first: usize,
+    pub coordinates: Coordinates,
+}
+
+/// The humanoid (or the part of it kept) as a floating-base tree.
+#[derive(Debug, Clone)]
+pub struct HumanoidTree {
+    /// The tree's joints (a [`control_core::tree::TreeSpec`]'s).
+    pub joints: Vec<JointSpec>,
+    /// The base body (the root's inertia, its frame at its centre of mass).
+    pub base: Inertial,
+    /// One group per kept plant joint, in plant joint order: its tree joints and its effort.
+    pub groups: Vec<JointGroup>,
+    pub(crate) mapped: Vec<Mapped>,
+    /// The root (plant body).
+    pub root: usize,
+    /// Each plant body's centre of mass in its tree frame (bodies left out: zero).
+    pub com_in_frame: Vec<[f64; 3]>,
+    /// Plant body → tree body (`usize::MAX`: left out).
+    pub tree_body: Vec<usize>,
+    /// Plant joint → its group (`None`: left out).
+    pub joint_of: Vec<Option<usize>>,
+}
+
+impl HumanoidTree {
+    /// The tree of `model`'s bodies that `keep` keeps (a body left out takes its subtree
+    /// with it; the root is always kept).
+    pub fn new(model: &HumanoidModel, keep: &dyn Fn(usize) -> bool) -> Result<Self, String> {
+        let root = (0..model.bodies.len())
+            .find(|b| model.joints.iter().all(|j| j.child != *b))
+            .ok_or("the model has no root")?;
+        // Each body's centre of mass in its tree frame (the root's frame is at its centre).
+        let mut com_in_frame = vec![[0.0; 3]; model.bodies.len()];
+        let mut tree_body = vec![usize::MAX; model.bodies.len()];
+        tree_body[root] = 0;
+        let inertial = |b: usize, com: [f64; 3]| {
+            let body = &model.bodies[b];
+            let [ix, iy, iz] = body.inertia_kg_m2;
+            Inertial {
+                mass_kg: body.mass_kg,
+                com_m: com,
+                inertia_kgm2: [ix, 0.0, 0.0, iy, 0.0, iz],
+            }
+        };
+        let mut joints = Vec::new();
+        let mut groups = Vec::new();
+        let mut mapped = Vec::new();
+        let mut joint_of = Vec::new();
+        let mut removed = vec![false; model.bodies.len()];
+        for j in &model.joints {
+            if removed[j.parent] || !keep(j.child) {
+                removed[j.child] = true;
+                joint_of.push(None);
+                continue;
+            }
+            let parent_body = *tree_body
+                .get(j.parent)
+                .filter(|b| **b != usize::MAX)
+                .ok_or_else(|| format!("joint {}: its parent comes after it", j.name))?;
+            joint_of.push(Some(mapped.len()));
+            let pc = com_in_frame[j.parent];
+            let a = j.anchor_in_parent_m;
+            let origin = [a[0] + pc[0], a[1] + pc[1], a[2] + pc[2]];
+            let child_com = j.anchor_in_child_m.map(|x| -x);
+            com_in_frame[j.child] = child_com;
+            let first = joints.len();
+            let chain = |axes: &[usize], joints: &mut Vec<JointSpec>| {
+                for (k, &axis) in axes.iter().enumerate() {
+                    let last = k + 1 == axes.len();
+                    joints.push(JointSpec {
+                        parent_body: if k == 0 { parent_body } else { joints.len() },
+                        kind: JointType::Revolute,
+                        origin: Placement::from_xyz_rpy(
+                            if k == 0 { origin } else { [0.0; 3] },
+                            [0.0; 3],
+                        ),
+                        axis: unit(axis),
+                        body: if last {
+                            inertial(j.child, child_com)
+                        } else {
+                            Inertial::ZERO
+                        },
+                    });
+                }
+            };
+            let coordinates = match j.kind {
+                JointKind::Ball { limits_rad } => {
+                    let order = ball_order(&limits_rad);
+                    chain(&order, &mut joints);
+                    Coordinates::Ball { order }
+                }
+                JointKind::TwoAxis { axes, .. } => {
+                    let (Some(a0), Some(a1)) = (coordinate_axis(axes[0]), coordinate_axis(axes[1]))
+                    else {
+                        return Err(format!(
+                            "joint {}: two-axis joint off the coordinate axes",
+                            j.name
+                        ));
+                    };
+                    let locked = 3 - a0 - a1;
+                    chain(&[a0, a1], &mut joints);
+                    Coordinates::TwoAxis {
+                        order: [a0, locked, a1],
+                    }
+                }
+                JointKind::Hinge { axis, .. } => {
+                    joints.push(JointSpec {
+                        parent_body,
+                        kind: JointType::Revolute,
+                        origin: Placement::from_xyz_rpy(origin, [0.0; 3]),
+                        axis,
+                        body: inertial(j.child, child_com),
+                    });
+                    Coordinates::Hinge { axis: v3(axis) }
+                }
+            };
+            tree_body[j.child] = joints.len();
+            groups.push(JointGroup {
+                first,
+                count: joints.len() - first,
+                effort: j.effort_nm * (1.0 - 1e-9),
+            });
+            mapped.push(Mapped {
+                parent: j.parent,
+                child: j.child,
+                first,
+                coordinates,
+            });
+        }
+        Ok(Self {
+            base: inertial(root, [0.0; 3]),
+            joints,
+            groups,
+            mapped,
+            root,
+            com_in_frame,
+            tree_body,
+            joint_of,
+        })
+    }
+
+    /// The base pose, coordinates and velocities (base: its frame) of the plant's `bodies`,
+    /// written into `q` and `v` (length at least [`Self::nv`]), and the largest locked-axis
+    /// angle of a two-axis joint; `None` when a motion is not finite or at an Euler singularity.
+    pub fn state(
+        &self,
+        bodies: &[BodyMotion],
+        q: &mut [f64],
+        v: &mut [f64],
+    ) -> Option<(Isometry3<f64>, f64)> {
+        let root = bodies.get(self.root)?;
+        let root_rotation = orientation(root)?;
+        let base = Isometry3::from_parts(Translation3::from(v3(root.com_m)), root_rotation);
+        let to_base = root_rotation.inverse();
+        let lin = to_base * v3(root.velocity_m_s);
+        let ang = to_base * v3(root.angular_velocity_rad_s);
+        v.get_mut(..3)?.copy_from_slice(lin.as_slice());
+        v.get_mut(3..6)?.copy_from_slice(ang.as_slice());
+        let mut largest = 0.0f64;
+        for (j, m) in self.mapped.iter().enumerate() {
+            let (parent, child) = (bodies.get(m.parent)?, bodies.get(m.child)?);
+            let (rp, rc) = (orientation(parent)?, orientation(child)?);
+            let relative = rp.inverse() * rc;
+            let omega = rp.inverse()
+                * (v3(child.angular_velocity_rad_s) - v3(parent.angular_velocity_rad_s));
+            let (angles, rates, locked) = coordinates(m, &relative, &omega)?;
+            largest = largest.max(locked);
+            let n = self.groups.get(j)?.count;
+            for k in 0..n {
+                *q.get_mut(m.first + k)? = angles[k];
+                *v.get_mut(6 + m.first + k)? = rates[k];
+            }
+        }
+        Some((base, largest))
+    }
+
+    /// The tree coordinates of group `j` at the relative rotation `r` (its joint's), written
+    /// into `q`.
+    pub fn pose_coordinates(&self, j: usize, r: &UnitQuaternion<f64>, q: &mut [f64]) -> Option<()> {
+        let m = self.mapped.get(j)?;
+        let (goal, _, _) = coordinates(m, r, &Vector3::zeros())?;
+        let n = self.groups.get(j)?.count;
+        for (k, g) in goal.iter().enumerate().take(n) {
+            *q.get_mut(m.first + k)? = *g;
+        }
+        Some(())
+    }
+}
+
+/// A body's orientation, if it is a finite quaternion of about unit length.
+pub(crate) fn orientation(b: &BodyMotion) -> Option<UnitQuaternion<f64>> {
+    let [w, x, y, z] = b.orientation;
+    let q = Quaternion::new(w, x, y, z);
+    (q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite()))
+        .then(|| UnitQuaternion::from_quaternion(q))
+}
+
+pub(crate) fn v3(a: [f64; 3]) -> Vector3<f64> {
+    Vector3::new(a[0], a[1], a[2])
+}
+
+fn unit(n: usize) -> [f64; 3] {
+    let mut e = [0.0; 3];
+    if let Some(x) = e.get_mut(n) {
+        *x = 1.0;
+    }
+    e
+}
+
+fn coordinate_axis(axis: [f64; 3]) -> Option<usize> {
+    (0..3).find(|&n| unit(n) == axis)
+}
+
+/// The Euler order of a ball joint: the middle axis the one with the smallest range (ties: the
+/// later axis), the other two in x, y, z order.
+fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
+    let reach = |n: usize| limits[n][0].abs().max(limits[n][1].abs());
+    let mut middle = 0;
+    for n in 1..3 {
+        if reach(n) <= reach(middle) {
+            middle = n;
+        }
+    }
+    let mut rest = (0..3).filter(|&n| n != middle);
+    let (a, c) = (rest.next().unwrap_or(0), rest.next().unwrap_or(2));
+    [a, middle, c]
+}
+
+/// Tree coordinates and rates of joint `m` at the relative rotation `r` and relative angular
+/// velocity `omega` (parent axes), and the |angle| about a two-axis joint's locked axis.
+pub(crate) fn coordinates(
+    m: &Mapped,
+    r: &UnitQuaternion<f64>,
+    omega: &Vector3<f64>,
+) -> Option<([f64; 3], [f64; 3], f64)> {
+    let matrix: Matrix3<f64> = r.to_rotation_matrix().into_inner();
+    match m.coordinates {
+        Coordinates::Ball { order } => {
+            let angles = euler_angles(&matrix, order)?;
+            let rates = euler_rates(angles, order, omega)?;
+            Some((angles, rates, 0.0))
+        }
+        Coordinates::TwoAxis { order } => {
+            let [a, locked, c] = euler_angles(&matrix, order)?;
+            // ω ≈ e_a ȧ + Rot(e_a, a) e_c ċ: orthonormal columns.
+            let ea = v3(unit(order[0]));
+            let ec = UnitQuaternion::from_axis_angle(
+                &control_core::articulated::nalgebra::Unit::new_unchecked(ea),
+                a,
+            ) * v3(unit(order[2]));
+            Some((
+                [a, c, 0.0],
+                [ea.dot(omega), ec.dot(omega), 0.0],
+                locked.abs(),
+            ))
+        }
+        Coordinates::Hinge { axis } => {
+            let q = r.quaternion();
+            let s = q.imag().dot(&axis);
+            let angle = 2.0 * s.atan2(q.w);
+            let angle = if angle > std::f64::consts::PI {
+                angle - 2.0 * std::f64::consts::PI
+            } else if angle < -std::f64::consts::PI {
+                angle + 2.0 * std::f64::consts::PI
+            } else {
+                angle
+            };
+            Some(([angle, 0.0, 0.0], [axis.dot(omega), 0.0, 0.0], 0.0))
+        }
+    }
+}
