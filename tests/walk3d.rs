@@ -17,7 +17,7 @@ fn num(v: &Value) -> f64 {
 /// and run into `out` (exit 0 required); the scenario file and the report.
 fn run_simbicon3d(out: &Path, name: &str, edits: &[(&str, &str)]) -> (std::path::PathBuf, Value) {
     let mut all = vec![(
-        "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+        "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
         "controllers = [\"simbicon3d\"]",
     )];
     all.extend_from_slice(edits);
@@ -220,7 +220,7 @@ fn algorithm_1_runs_end_to_end() {
             ("duration_s = 120.0", "duration_s = 0.5"),
             ("animation_s = 10.0", "animation_s = 0.0"),
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
                 "controllers = [\"simbicon3d_tuned\"]",
             ),
         ],
@@ -266,7 +266,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_untuned_rate.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
                 "controllers = [\"simbicon3d_tuned\"]",
             ),
             "tuned_gains",
@@ -274,7 +274,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_stabiliser_untuned.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
                 "controllers = [\"simbicon3d_stabilised\"]\nstabiliser_gains = \"tuned\"",
             ),
             "tuned_gains",
@@ -282,7 +282,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_bad_stabiliser_gains.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
                 "controllers = [\"simbicon3d_stabilised\"]\nstabiliser_gains = \"tuneed\"",
             ),
             "stabiliser_gains",
@@ -316,7 +316,7 @@ fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
         WALK3D,
         &[
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
                 "controllers = [\"simbicon3d\", \"simbicon3d_stabilised\", \"simbicon3d_stabilised_m0\"]",
             ),
             ("control_rates_hz = [300.0]", "control_rates_hz = [1500.0]"),

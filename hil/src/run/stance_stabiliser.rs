@@ -20,7 +20,7 @@ use control_core::contact_stabiliser::{
     ContactStabiliser, JointTorque, Load, MAX_LOADS, SampleAxis, Sole, StabiliserInput,
     StabiliserOutput, StabiliserSettings,
 };
-use control_core::simbicon3d::BipRoles;
+use control_core::simbicon3d::{BipRoles, MAX_WALK_JOINTS};
 use control_core::tree::{BaseKind, Tree, TreeSpec};
 use sim_host::humanoid::HumanoidModel;
 
@@ -95,7 +95,7 @@ pub struct StanceStabiliser {
     masses: Vec<f64>,
     gravity: Vector3<f64>,
     /// Scratch: the walker's torque vectors of the joints the model has.
-    torques: Vec<JointTorque>,
+    torques: [JointTorque; MAX_WALK_JOINTS],
 }
 
 impl StanceStabiliser {
@@ -139,7 +139,7 @@ impl StanceStabiliser {
             sides,
             masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
             gravity: Vector3::from(gravity_m_s2),
-            torques: Vec::with_capacity(model.joints.len()),
+            torques: [JointTorque::default(); MAX_WALK_JOINTS],
         })
     }
 
@@ -328,24 +328,25 @@ fn predict<const N: usize>(
     torques_nm: &[f64],
     masses: &[f64],
     gravity: Vector3<f64>,
-    scratch: &mut Vec<JointTorque>,
+    scratch: &mut [JointTorque; MAX_WALK_JOINTS],
     stance: usize,
 ) -> Option<(StabiliserOutput, [usize; 2])> {
     let bodies = s.bodies.get(..s.body_count)?;
     let mut q = [0.0; N];
     let mut v = [0.0; N];
     let (base, _) = side.shape.state(bodies, &mut q, &mut v)?;
-    scratch.clear();
+    let mut used = 0;
     for (j, g) in side.shape.joint_of.iter().enumerate() {
         let (Some(g), Some(t)) = (g, torques_nm.get(3 * j..3 * j + 3)) else {
             continue;
         };
         let group = side.shape.groups.get(*g)?;
-        scratch.push(JointTorque {
+        *scratch.get_mut(used)? = JointTorque {
             group_first: group.first,
             group_count: group.count,
             torque_nm: [t[0], t[1], t[2]],
-        });
+        };
+        used += 1;
     }
     // Held still: the stance foot, its toes if loaded, the other foot and toes if loaded.
     let n = s.contact_normal_n;
@@ -388,7 +389,7 @@ fn predict<const N: usize>(
         q: &q,
         v: &v,
         tau: &[0.0; N],
-        joint_torques: scratch,
+        joint_torques: scratch.get(..used)?,
         gravity,
         planted: planted.get(..count)?,
         stance_bodies,
