@@ -16,7 +16,9 @@
 //! λ = A⁻¹ (−J̇_c q̇ − J_c M⁻¹ (τ + τ_L − h)),   A = J_c M⁻¹ J_cᵀ
 //! ```
 //!
-//! gives each planted body's ground wrench `λ` (force at its frame's origin and moment, world),
+//! gives each planted body's ground wrench `λ` (force at its frame's origin and moment, world;
+//! a joint the caller says is held at its limit adds a row `a_k = 0` to `J_c`, its `λ` the
+//! limit's torque),
 //! so the stance foot's (its toes' added when they are planted) centre of pressure on its sole.
 //! A supplement `s` on the sampled axes adds `Σ s_i c_i` to `τ`, so `λ(s) = λ(0) + B s` is
 //! linear: the factorisations are made once per tick and a sample costs a 24 × 3 product.
@@ -77,8 +79,10 @@ pub const MAX_PLANTED: usize = 4;
 pub const MAX_LOADS: usize = 8;
 /// Most samples per generation.
 pub const MAX_POPULATION: usize = 16;
+/// Most joints held at a limit.
+pub const MAX_LOCKED: usize = 8;
 /// Constraint rows.
-const ROWS: usize = 6 * MAX_PLANTED;
+const ROWS: usize = 6 * MAX_PLANTED + MAX_LOCKED;
 /// Step of the central difference that gives J̇ q̇, s.
 const JDOT_STEP_S: f64 = 1e-5;
 /// Relative regularisation of `A` (a foot and its toes held together make it singular; the
@@ -190,6 +194,9 @@ pub struct StabiliserInput<'a, const N: usize> {
     pub planted: &'a [usize],
     /// How many of `planted` (from the first) make up the stance foot (the foot, its toes).
     pub stance_bodies: usize,
+    /// Tree joints held still for the step (a joint at its limit, which the plant's limit
+    /// holds and the tree alone would let through), at most [`MAX_LOCKED`].
+    pub locked: &'a [usize],
     /// The stance foot's sole.
     pub sole: Sole,
     /// The sampled axes.
@@ -410,6 +417,7 @@ impl<const N: usize> ContactStabiliser<N> {
             || input.stance_bodies == 0
             || input.stance_bodies > planted.len()
             || input.loads.len() > MAX_LOADS
+            || input.locked.len() > MAX_LOCKED
             || !input
                 .tau
                 .iter()
@@ -473,6 +481,12 @@ impl<const N: usize> ContactStabiliser<N> {
             let jac = self.kin.frame_jacobian(*b, &identity).map_err(|_| bad)?;
             jc.fixed_rows_mut::<6>(6 * k).copy_from(&jac);
         }
+        let first_locked = 6 * planted.len();
+        for (k, joint) in input.locked.iter().enumerate() {
+            let vi = self.tree.velocity_index(*joint).ok_or(bad)?;
+            let x = jc.get_mut((first_locked + k, vi)).ok_or(bad)?;
+            *x = 1.0;
+        }
         let v = SVector::<f64, N>::from(*input.v);
         let mut bias = SVector::<f64, ROWS>::zeros();
         let base = input.base_pose;
@@ -500,7 +514,7 @@ impl<const N: usize> ContactStabiliser<N> {
         let chol = m.cholesky().ok_or(StabiliserStatus::Model)?;
         let y = chol.solve(&jc.transpose()); // M⁻¹ J_cᵀ
         let mut a = jc * y;
-        let used = 6 * planted.len();
+        let used = first_locked + input.locked.len();
         let scale = (0..used)
             .filter_map(|k| a.get((k, k)).copied())
             .fold(0.0, f64::max);
@@ -849,6 +863,7 @@ mod tests {
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
+            locked: &[],
             sole: SOLE,
             axes: &AXES,
             loads: &[],
@@ -924,6 +939,7 @@ mod tests {
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
+            locked: &[],
             sole: SOLE,
             axes: &AXES,
             loads: &[],
@@ -931,6 +947,49 @@ mod tests {
         assert!((by_axes.initial.r_sag - by_vectors.initial.r_sag).abs() < 1e-12);
         assert!((by_axes.initial.r_cor - by_vectors.initial.r_cor).abs() < 1e-12);
         assert!((by_axes.initial.r_cor - 0.5).abs() > 1e-3, "{by_axes:?}");
+    }
+
+    #[test]
+    fn a_locked_joint_takes_the_torque_about_it() {
+        // The knee held (at its limit, say): a torque about it accelerates nothing, so the foot's
+        // ground reaction is the same with or without it.
+        let t = tree(0.05);
+        let pose = Isometry3::translation(0.0, 0.05, 0.0);
+        let q = [0.0; N];
+        let tau = holding(&t, &pose, &q);
+        let mut pushed = tau;
+        pushed[8] += 50.0;
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let mut at = |tau: &[f64; N], locked: &[usize]| {
+            s.tick(&StabiliserInput {
+                base_pose: &pose,
+                q: &q,
+                v: &[0.0; N],
+                tau,
+                joint_torques: &[],
+                gravity: Vector3::from(G),
+                planted: &[0],
+                stance_bodies: 1,
+                locked,
+                sole: SOLE,
+                axes: &AXES,
+                loads: &[],
+            })
+            .initial
+        };
+        let (still, free, held) = (at(&tau, &[2]), at(&pushed, &[]), at(&pushed, &[2]));
+        assert!(
+            (still.r_sag - held.r_sag).abs() < 1e-9,
+            "{still:?} {held:?}"
+        );
+        assert!(
+            (still.normal_n - held.normal_n).abs() < 1e-6,
+            "{still:?} {held:?}"
+        );
+        assert!(
+            (still.r_sag - free.r_sag).abs() > 1e-3,
+            "{still:?} {free:?}"
+        );
     }
 
     #[test]
@@ -964,6 +1023,7 @@ mod tests {
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
+            locked: &[],
             sole: SOLE,
             axes: &AXES,
             loads: &[],
@@ -1021,6 +1081,7 @@ mod tests {
             gravity: Vector3::from(G),
             planted: &[0],
             stance_bodies: 1,
+            locked: &[],
             sole: SOLE,
             axes: &AXES,
             loads: &[Load {
@@ -1103,6 +1164,7 @@ mod tests {
                 gravity: Vector3::from(G),
                 planted: &[0],
                 stance_bodies: 1,
+                locked: &[],
                 sole: SOLE,
                 axes: &AXES,
                 loads: &[],

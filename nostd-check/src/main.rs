@@ -344,6 +344,7 @@ fn stabiliser_tick() -> f64 {
         gravity: Vector3::new(0.0, -9.81, 0.0),
         planted: &[0],
         stance_bodies: 1,
+        locked: &[],
         sole: Sole {
             body: 0,
             centre_m: [0.0, -0.05, 0.0],

@@ -17,12 +17,12 @@
 
 use control_core::articulated::nalgebra::Vector3;
 use control_core::contact_stabiliser::{
-    ContactStabiliser, JointTorque, Load, MAX_LOADS, SampleAxis, Sole, StabiliserInput,
+    ContactStabiliser, JointTorque, Load, MAX_LOADS, MAX_LOCKED, SampleAxis, Sole, StabiliserInput,
     StabiliserOutput, StabiliserSettings,
 };
 use control_core::simbicon3d::{BipRoles, MAX_WALK_JOINTS};
 use control_core::tree::{BaseKind, Tree, TreeSpec};
-use sim_host::humanoid::HumanoidModel;
+use sim_host::humanoid::{HumanoidModel, JointKind};
 
 use super::dynamo::balance::{NV, soles};
 use super::dynamo::controller::HumanoidState;
@@ -31,6 +31,11 @@ use super::dynamo::humanoid_tree::HumanoidTree;
 /// A foot or its toes count as on the ground while the plant measured more than this normal
 /// force on them, N.
 pub const PLANTED_N: f64 = 1.0;
+
+/// A hinge or two-axis coordinate this close to a limit (or past it) is held at it for the
+/// prediction, rad: the plant's limit holds it, the tree alone would let it through (the
+/// stance knee straight at 0 is the common case).
+pub const LIMIT_MARGIN_RAD: f64 = 0.01;
 
 /// The largest supplement about each sampled axis, as a fraction of its joint's effort.
 pub const SUPPLEMENT_SHARE: f64 = 0.25;
@@ -77,6 +82,8 @@ struct SideModel<const N: usize> {
     feet: [[usize; 2]; 2],
     /// Removed parts: the tree body each hangs from, its plant bodies.
     removed: Vec<(usize, Vec<usize>)>,
+    /// The hinges' and two-axis joints' tree joints with their limits, rad.
+    limits: Vec<(usize, [f64; 2])>,
 }
 
 /// Each reduced model's pair of side models, each sized to its tree.
@@ -303,6 +310,20 @@ impl Builder<'_> {
                 removed.push((p, model.subtree(j.child)));
             }
         }
+        let mut limits = Vec::new();
+        for (j, g) in model.joints.iter().zip(&shape.joint_of) {
+            let Some(group) = g.and_then(|g| shape.groups.get(g)) else {
+                continue;
+            };
+            match j.kind {
+                JointKind::Hinge { limits_rad, .. } => limits.push((group.first, limits_rad)),
+                JointKind::TwoAxis { limits_rad, .. } => {
+                    limits.push((group.first, limits_rad[0]));
+                    limits.push((group.first + 1, limits_rad[1]));
+                }
+                JointKind::Ball { .. } => {}
+            }
+        }
         if removed.len() > MAX_LOADS {
             return Err(format!(
                 "{} removed parts (at most {MAX_LOADS})",
@@ -317,6 +338,7 @@ impl Builder<'_> {
             joints: [side.ankle, side.knee],
             feet,
             removed,
+            limits,
         })
     }
 }
@@ -368,6 +390,17 @@ fn predict<const N: usize>(
             }
         }
     }
+    let mut locked = [0usize; MAX_LOCKED];
+    let mut held = 0;
+    for &(joint, [lo, hi]) in &side.limits {
+        let at = q.get(joint).copied().unwrap_or(0.0);
+        if (at <= lo + LIMIT_MARGIN_RAD || at >= hi - LIMIT_MARGIN_RAD)
+            && let Some(slot) = locked.get_mut(held)
+        {
+            *slot = joint;
+            held += 1;
+        }
+    }
     let mut loads = [Load::default(); MAX_LOADS];
     for (load, (hang, parts)) in loads.iter_mut().zip(&side.removed) {
         let (mut m, mut mx) = (0.0, Vector3::zeros());
@@ -393,6 +426,7 @@ fn predict<const N: usize>(
         gravity,
         planted: planted.get(..count)?,
         stance_bodies,
+        locked: locked.get(..held)?,
         sole: side.sole,
         axes: &side.axes,
         loads: loads.get(..side.removed.len())?,

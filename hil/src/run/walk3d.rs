@@ -989,7 +989,15 @@ pub struct Walk3dRecorder {
     last_corners: Option<(usize, u8)>,
     /// Measured r_sag and r_cor summed over the stance ticks.
     r_sums: [f64; 2],
+    /// The last stance tick's side and measured spread.
+    last_spread: Option<(usize, Distribution)>,
+    /// |Δ| sums between consecutive stance ticks.
+    change_sums: [f64; 3],
     stabiliser: Option<StabiliserOut>,
+    /// The last tick's stabiliser prediction: stance side, without and with the supplement.
+    prediction: Option<(usize, Distribution, Distribution)>,
+    /// |Δ| sums of r_sag, r_cor and relative normal force.
+    error_sums: [f64; 3],
 }
 
 /// A sole corner counts as loaded above this normal force, N.
@@ -1012,6 +1020,12 @@ pub struct ContactOut {
     pub changed_ticks: u64,
     /// Mean measured r_sag and r_cor (the less loaded side's share; 0.5 is even).
     pub mean_r: Option<[f64; 2]>,
+    /// How much the measured spread moves from one stance tick to the next: the mean |Δ| of
+    /// r_sag, r_cor and the normal force (relative), over consecutive stance ticks on the same
+    /// foot (what predicting each tick as the last would miss).
+    pub tick_to_tick_change: Option<[f64; 3]>,
+    /// Consecutive stance ticks compared for `tick_to_tick_change`.
+    pub consecutive_ticks: u64,
 }
 
 /// What the stabiliser did over a run.
@@ -1030,6 +1044,15 @@ pub struct StabiliserOut {
     pub predicted_r: [[f64; 2]; 2],
     /// Samples evaluated, summed.
     pub evaluations: u64,
+    /// The prediction against the plant: the mean |predicted − measured| r_sag, r_cor and
+    /// normal force (relative to the measured), the measured being the stance foot's corners
+    /// over the step the supplement drove (ticks with the foot on the ground).
+    pub prediction_error: Option<[f64; 3]>,
+    /// Ticks compared for `prediction_error`.
+    pub compared_ticks: u64,
+    /// The predicted (r_sag, r_cor, normal N) without the supplement, and the measured, summed
+    /// over the compared ticks (means in the report).
+    pub predicted_vs_measured: [[f64; 3]; 2],
 }
 
 impl Walk3dRecorder {
@@ -1055,7 +1078,11 @@ impl Walk3dRecorder {
             contacts: ContactOut::default(),
             last_corners: None,
             r_sums: [0.0; 2],
+            last_spread: None,
+            change_sums: [0.0; 3],
             stabiliser: None,
+            prediction: None,
+            error_sums: [0.0; 3],
         }
     }
 }
@@ -1069,6 +1096,7 @@ impl Walk3dRecorder {
         let total: f64 = corners.iter().map(|f| f.max(0.0)).sum();
         if !(total > CORNER_LOADED_N) {
             self.last_corners = None;
+            self.last_spread = None;
             return;
         }
         let mask = corners
@@ -1092,6 +1120,15 @@ impl Walk3dRecorder {
         let d = Distribution::of_corners([br, bl, fr, fl]);
         self.r_sums[0] += d.r_sag;
         self.r_sums[1] += d.r_cor;
+        if let Some((side, e)) = self.last_spread
+            && side == stance
+        {
+            c.consecutive_ticks += 1;
+            self.change_sums[0] += (d.r_sag - e.r_sag).abs();
+            self.change_sums[1] += (d.r_cor - e.r_cor).abs();
+            self.change_sums[2] += ((d.normal_n - e.normal_n) / d.normal_n).abs();
+        }
+        self.last_spread = Some((stance, d));
     }
 
     /// When the walk fell, s (`None`: it has not).
@@ -1148,6 +1185,28 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
             }
         }
         let s = HumanoidState::of(frame);
+        if let (Some((stance, initial, predicted)), Some(st)) =
+            (self.prediction.take(), self.stabiliser.as_mut())
+            && let Some(c) = s.sole_corner_n.get(stance)
+        {
+            let [bl, br, fl, fr] = *c;
+            let m = Distribution::of_corners([br, bl, fr, fl]);
+            if m.normal_n > CORNER_LOADED_N && self.fell_at_s.is_none() {
+                st.compared_ticks += 1;
+                self.error_sums[0] += (predicted.r_sag - m.r_sag).abs();
+                self.error_sums[1] += (predicted.r_cor - m.r_cor).abs();
+                self.error_sums[2] += ((predicted.normal_n - m.normal_n) / m.normal_n).abs();
+                for (k, x) in [initial.r_sag, initial.r_cor, initial.normal_n]
+                    .into_iter()
+                    .enumerate()
+                {
+                    st.predicted_vs_measured[0][k] += x;
+                }
+                for (k, x) in [m.r_sag, m.r_cor, m.normal_n].into_iter().enumerate() {
+                    st.predicted_vs_measured[1][k] += x;
+                }
+            }
+        }
         if self.fell_at_s.is_none() {
             let h = s.bodies.get(self.pelvis).map_or(f64::NAN, |b| b.com_m[1]);
             if let Some(b) = self.touching.first() {
@@ -1189,6 +1248,12 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         if let Some(o) = c.stabiliser {
             let st = self.stabiliser.get_or_insert_with(StabiliserOut::default);
             st.evaluations += u64::from(o.evaluations);
+            if matches!(
+                o.status,
+                StabiliserStatus::Improved | StabiliserStatus::Kept
+            ) {
+                self.prediction = Some((c.stance.index(), o.initial, o.predicted));
+            }
             match o.status {
                 StabiliserStatus::Improved => {
                     st.improved_ticks += 1;
@@ -1260,12 +1325,21 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
                     c.disequilibrium_share = Some(c.disequilibrium_ticks as f64 / n);
                     c.mean_r = Some(self.r_sums.map(|s| s / n));
                 }
+                if c.consecutive_ticks > 0 {
+                    let n = c.consecutive_ticks as f64;
+                    c.tick_to_tick_change = Some(self.change_sums.map(|s| s / n));
+                }
                 c
             },
             stabiliser: self.stabiliser.map(|mut st| {
                 if st.improved_ticks > 0 {
                     let n = st.improved_ticks as f64;
                     st.predicted_r = st.predicted_r.map(|r| r.map(|x| x / n));
+                }
+                if st.compared_ticks > 0 {
+                    let n = st.compared_ticks as f64;
+                    st.prediction_error = Some(self.error_sums.map(|x| x / n));
+                    st.predicted_vs_measured = st.predicted_vs_measured.map(|r| r.map(|x| x / n));
                 }
                 st
             }),
