@@ -26,6 +26,14 @@
 //! on one corner. It holds the foot flat by construction; a centre of pressure off the sole
 //! reads as a side carrying nothing (`r = 0`), the worst score.
 //!
+//! # Baselines
+//! With [`StabiliserInput::measured`] the spread without a supplement is the plant's own, from
+//! the stance foot's corner forces of the last step, and the model contributes only `G s`, the
+//! supplement's effect on the normal force and the centre of pressure. The rigid prediction
+//! of the baseline misses what a soft, iterative contact solver does within one step (on the
+//! humanoid in Rapier at 1 kHz its normal force errs by more than the force itself per tick,
+//! while agreeing on average); the measurement is one step old but is the plant's.
+//!
 //! # The evaluation (eqs. 1–3)
 //! From the stance foot's normal force `F_all` and centre of pressure, `r_front` and `r_left`
 //! are the fractions of `F_all` its front and left corners carry (a statically determinate
@@ -203,6 +211,11 @@ pub struct StabiliserInput<'a, const N: usize> {
     pub axes: &'a [SampleAxis; SAMPLE_DIMS],
     /// Removed body parts' weights.
     pub loads: &'a [Load],
+    /// The stance foot's corner normal forces the plant measured over the last step, N
+    /// (`[back right, back left, front right, front left]`): when given, the spread without a
+    /// supplement is this measurement and the model gives only the supplement's effect
+    /// (module docs, "Baselines"); when `None`, both come from the model.
+    pub measured: Option<[f64; 4]>,
 }
 
 /// How the ground's force spreads over a sole.
@@ -259,8 +272,11 @@ pub struct StabiliserOutput {
     /// Each sampled axis's world unit axis (the supplement's torque vector is
     /// `supplement_nm[i] · axis[i]`, +τ on the joint's child).
     pub axes: [[f64; 3]; SAMPLE_DIMS],
-    /// The predicted spread without a supplement.
+    /// The spread without a supplement the search started from (measured when the input
+    /// gives a measurement, the model's otherwise).
     pub initial: Distribution,
+    /// The model's own spread without a supplement.
+    pub rigid_initial: Distribution,
     /// The predicted spread with the supplement.
     pub predicted: Distribution,
     /// `f_eval` without and with the supplement.
@@ -347,7 +363,9 @@ impl<const N: usize> ContactStabiliser<N> {
                 }
             }
         }
-        let spread = |lambda: &SVector<f64, ROWS>| {
+        // The stance wrench in the sole's terms g = (F_n, M·forward, M·left) about its centre:
+        // linear in λ, so g(s) = g0 + G s.
+        let sole_terms = |lambda: &SVector<f64, ROWS>| {
             let (mut force, mut moment) = (Vector3::zeros(), Vector3::zeros());
             for (k, o) in origins.iter().enumerate().take(stance) {
                 let f = lambda.fixed_rows::<3>(6 * k).into_owned();
@@ -355,10 +373,42 @@ impl<const N: usize> ContactStabiliser<N> {
                 force += f;
                 moment += m + (o - centre).cross(&f);
             }
-            distribution(&force, &moment, &forward, &left, &input.sole)
+            Vector3::new(
+                force.dot(&forward.cross(&left)),
+                moment.dot(&forward),
+                moment.dot(&left),
+            )
         };
+        let rigid0 = sole_terms(&linear.lambda0);
+        let mut g_of_s = Matrix3::<f64>::zeros();
+        for (i, mut column) in g_of_s.column_iter_mut().enumerate() {
+            let mut unit = SVector::<f64, SAMPLE_DIMS>::zeros();
+            if let Some(u) = unit.get_mut(i) {
+                *u = 1.0;
+            }
+            column.copy_from(&sole_terms(&(linear.b * unit)));
+        }
+        out.rigid_initial = distribution(&rigid0, &input.sole);
+        let g0 = match input.measured {
+            Some(corners) => {
+                let [br, bl, fr, fl] = corners.map(|f| f.max(0.0));
+                let sole = &input.sole;
+                Vector3::new(
+                    br + bl + fr + fl,
+                    sole.half_width_m * ((bl + fl) - (br + fr)),
+                    -sole.half_length_m * ((fr + fl) - (br + bl)),
+                )
+            }
+            None => rigid0,
+        };
+        if !g0.iter().all(|x| x.is_finite()) {
+            out.status = StabiliserStatus::BadInput;
+            return out;
+        }
+        let spread =
+            |x: &[f64; SAMPLE_DIMS]| distribution(&(g0 + g_of_s * SVector::from(*x)), &input.sole);
         let s = self.settings;
-        let initial = spread(&linear.lambda0);
+        let initial = spread(&[0.0; SAMPLE_DIMS]);
         let eval = |d: &Distribution| f_eval(d, &initial, s.limit_cor, s.limit_sag);
         let e0 = eval(&initial);
         out.initial = initial;
@@ -368,7 +418,7 @@ impl<const N: usize> ContactStabiliser<N> {
         let bounds = input.axes.map(|a| a.max_nm.abs());
         let mut best = ([0.0; SAMPLE_DIMS], e0, initial);
         self.search(&bounds, &mut out.evaluations, |x| {
-            let d = spread(&(linear.lambda0 + linear.b * SVector::from(*x)));
+            let d = spread(x);
             let e = eval(&d);
             if e < best.1 {
                 best = (*x, e, d);
@@ -690,17 +740,10 @@ impl<const N: usize> ContactStabiliser<N> {
     }
 }
 
-/// The spread of the ground wrench (`force` and `moment` about the sole's centre, world) over
-/// the sole whose forward and left directions are `forward`, `left` (world).
-fn distribution(
-    force: &Vector3<f64>,
-    moment: &Vector3<f64>,
-    forward: &Vector3<f64>,
-    left: &Vector3<f64>,
-    sole: &Sole,
-) -> Distribution {
-    let normal = forward.cross(left);
-    let all = force.dot(&normal);
+/// The spread over `sole` of a ground wrench given as its normal force and its moment about
+/// the sole's centre along the sole's forward and left directions (`g`).
+fn distribution(g: &Vector3<f64>, sole: &Sole) -> Distribution {
+    let (all, m_forward, m_left) = (g.x, g.y, g.z);
     if all.is_nan() || all <= 0.0 || !all.is_finite() {
         return Distribution {
             normal_n: if all.is_finite() { all } else { 0.0 },
@@ -709,8 +752,8 @@ fn distribution(
         };
     }
     // The centre of pressure from the centre: x forward, z left (module docs).
-    let x = -moment.dot(left) / all;
-    let z = moment.dot(forward) / all;
+    let x = -m_left / all;
+    let z = m_forward / all;
     let share = |d: f64, half: f64| {
         let r = if half > 0.0 {
             (d + half) / (2.0 * half)
@@ -867,6 +910,7 @@ mod tests {
             sole: SOLE,
             axes: &AXES,
             loads: &[],
+            measured: None,
         })
     }
 
@@ -943,10 +987,46 @@ mod tests {
             sole: SOLE,
             axes: &AXES,
             loads: &[],
+            measured: None,
         });
         assert!((by_axes.initial.r_sag - by_vectors.initial.r_sag).abs() < 1e-12);
         assert!((by_axes.initial.r_cor - by_vectors.initial.r_cor).abs() < 1e-12);
         assert!((by_axes.initial.r_cor - 0.5).abs() > 1e-3, "{by_axes:?}");
+    }
+
+    #[test]
+    fn a_measured_baseline_is_searched_from_and_spread_back() {
+        // The plant says the front corners carry almost everything while the model says the
+        // foot is well spread: the search starts from the measurement, and the model's
+        // supplement effect spreads it back to the limit.
+        let t = tree(0.05);
+        let pose = Isometry3::translation(0.0, 0.05, 0.0);
+        let q = [0.0; N];
+        let tau = holding(&t, &pose, &q);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let corners = [10.0, 10.0, 150.0, 130.0];
+        let out = s.tick(&StabiliserInput {
+            base_pose: &pose,
+            q: &q,
+            v: &[0.0; N],
+            tau: &tau,
+            joint_torques: &[],
+            gravity: Vector3::from(G),
+            planted: &[0],
+            stance_bodies: 1,
+            locked: &[],
+            sole: SOLE,
+            axes: &AXES,
+            loads: &[],
+            measured: Some(corners),
+        });
+        let m = Distribution::of_corners(corners);
+        assert!((out.initial.r_sag - m.r_sag).abs() < 1e-12, "{out:?}");
+        assert!((out.initial.r_cor - m.r_cor).abs() < 1e-12, "{out:?}");
+        assert!((out.initial.normal_n - 300.0).abs() < 1e-12, "{out:?}");
+        assert!(out.rigid_initial.r_sag > 0.4, "{out:?}");
+        assert_eq!(out.status, StabiliserStatus::Improved);
+        assert!(out.predicted.r_sag >= 0.19, "{out:?}");
     }
 
     #[test]
@@ -974,6 +1054,7 @@ mod tests {
                 sole: SOLE,
                 axes: &AXES,
                 loads: &[],
+                measured: None,
             })
             .initial
         };
@@ -1027,6 +1108,7 @@ mod tests {
             sole: SOLE,
             axes: &AXES,
             loads: &[],
+            measured: None,
         };
         for input in [
             StabiliserInput {
@@ -1089,6 +1171,7 @@ mod tests {
                 point_m: [0.05, 0.9, 0.0],
                 force_n: [0.0, -98.1, 0.0],
             }],
+            measured: None,
         });
         let x = 98.1 * 0.05 / (41.0 * 9.81);
         assert!(
@@ -1168,6 +1251,7 @@ mod tests {
                 sole: SOLE,
                 axes: &AXES,
                 loads: &[],
+                measured: None,
             });
             prop_assert!(matches!(out.status, StabiliserStatus::Improved | StabiliserStatus::Kept), "{:?}", out);
             prop_assert!(out.supplement_nm.iter().all(|x| x.abs() <= 60.0));

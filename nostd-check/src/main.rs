@@ -355,6 +355,7 @@ fn stabiliser_tick() -> f64 {
         },
         axes: &[axis(0, 0, 2), axis(1, 0, 2), axis(2, 2, 1)],
         loads: &[],
+        measured: Some([100.0, 100.0, 300.0, 300.0]),
     });
     out.supplement_nm.iter().sum::<f64>() + out.predicted.r_sag
 }

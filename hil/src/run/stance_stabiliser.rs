@@ -94,10 +94,22 @@ enum Sides {
     M5([SideModel<NV_M5>; 2]),
 }
 
+/// Where the spread without a supplement comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// The model's rigid one-step prediction (the paper's).
+    Predicted,
+    /// The plant's corner forces of the last step; the model gives the supplement's effect.
+    #[default]
+    Measured,
+}
+
 /// The stabiliser of a walk: one model per stance side.
 #[derive(Debug, Clone)]
 pub struct StanceStabiliser {
     model: ReducedModel,
+    baseline: Baseline,
     sides: Sides,
     masses: Vec<f64>,
     gravity: Vector3<f64>,
@@ -111,6 +123,7 @@ impl StanceStabiliser {
         model: &HumanoidModel,
         roles: &BipRoles,
         reduced: ReducedModel,
+        baseline: Baseline,
         gravity_m_s2: [f64; 3],
         settings: StabiliserSettings,
     ) -> Result<Self, String> {
@@ -143,6 +156,7 @@ impl StanceStabiliser {
         };
         Ok(Self {
             model: reduced,
+            baseline,
             sides,
             masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
             gravity: Vector3::from(gravity_m_s2),
@@ -153,6 +167,11 @@ impl StanceStabiliser {
     /// The reduced model it predicts with.
     pub const fn model(&self) -> ReducedModel {
         self.model
+    }
+
+    /// Where its baseline comes from.
+    pub const fn baseline(&self) -> Baseline {
+        self.baseline
     }
 
     /// One tick: state `s`, stance side `stance` (0 left, 1 right), the walker's torque vectors
@@ -166,6 +185,15 @@ impl StanceStabiliser {
         torques_nm: &mut [f64],
     ) -> Option<StabiliserOutput> {
         let (masses, gravity, scratch) = (&self.masses, self.gravity, &mut self.torques);
+        // Points 1–4 are (−x, −z), (−x, +z), (+x, −z), (+x, +z): back left, back right, front
+        // left, front right (the humanoid's left is −z).
+        let measured = match self.baseline {
+            Baseline::Predicted => None,
+            Baseline::Measured => s
+                .sole_corner_n
+                .get(stance)
+                .map(|&[bl, br, fl, fr]| [br, bl, fr, fl]),
+        };
         let (out, [ankle, knee]) = match &mut self.sides {
             Sides::M0(sides) => predict(
                 sides.get_mut(stance)?,
@@ -175,6 +203,7 @@ impl StanceStabiliser {
                 gravity,
                 scratch,
                 stance,
+                measured,
             )?,
             Sides::M3(sides) => predict(
                 sides.get_mut(stance)?,
@@ -184,6 +213,7 @@ impl StanceStabiliser {
                 gravity,
                 scratch,
                 stance,
+                measured,
             )?,
             Sides::M5(sides) => predict(
                 sides.get_mut(stance)?,
@@ -193,6 +223,7 @@ impl StanceStabiliser {
                 gravity,
                 scratch,
                 stance,
+                measured,
             )?,
         };
         // The supplement: the ankle's two axes on its vector, the knee's on its own.
@@ -352,6 +383,7 @@ fn predict<const N: usize>(
     gravity: Vector3<f64>,
     scratch: &mut [JointTorque; MAX_WALK_JOINTS],
     stance: usize,
+    measured: Option<[f64; 4]>,
 ) -> Option<(StabiliserOutput, [usize; 2])> {
     let bodies = s.bodies.get(..s.body_count)?;
     let mut q = [0.0; N];
@@ -430,6 +462,7 @@ fn predict<const N: usize>(
         sole: side.sole,
         axes: &side.axes,
         loads: loads.get(..side.removed.len())?,
+        measured,
     });
     Some((out, side.joints))
 }

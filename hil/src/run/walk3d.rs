@@ -20,7 +20,16 @@
 //!   ([`Simbicon3dConfig::stabilised`]), for the inertia each joint moves: the composite inertia
 //!   of its child's subtree about the joint in the zero pose, and for the pelvis's PD the pelvis
 //!   alone (SIMBICON's hips make up every torque its other joints put on it, so the root's PD
-//!   drives the pelvis's own inertia).
+//!   drives the pelvis's own inertia);
+//! - `simbicon3d_tuned`: the scenario's `tuned_gains` for the rate (Algorithm 1's);
+//! - `simbicon3d_stabilised`, `_m3`, `_m0`: Carensac et al.'s ground-contact stabiliser
+//!   ([`super::stance_stabiliser`]) on the reduced model M5, M3 or the whole character, on
+//!   Cartwheel's or the tuned gains (`stabiliser_gains`), its baseline the plant's measured
+//!   corner forces or the model's prediction (`stabiliser_baseline`).
+//!
+//! Every run counts the stance foot's disequilibria from the plant's four sole-corner forces
+//! ([`ContactOut`]), and a stabilised run compares each prediction with the step the plant then
+//! took ([`StabiliserOut`]).
 //!
 //! On the control thread ([`Walk3dController::tick`], [`Walk3dController::safe`]): never an
 //! allocation, a block or a panic; a tick the controller refuses gives the safe state's damping
@@ -51,7 +60,7 @@ use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
-use super::stance_stabiliser::{ReducedModel, StanceStabiliser};
+use super::stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 
 /// The `kind` of these scenario files.
@@ -112,6 +121,11 @@ pub struct Walk3dScenario {
     /// (default) or `"tuned"` (each rate's `tuned_gains`).
     #[serde(default)]
     pub stabiliser_gains: StabiliserGains,
+    /// Where the stabiliser's spread without a supplement comes from: `"measured"` (default:
+    /// the plant's corner forces of the last step, the model giving the supplement's effect)
+    /// or `"predicted"` (the reduced model's rigid one-step prediction, as the paper).
+    #[serde(default)]
+    pub stabiliser_baseline: Baseline,
     /// The first this many seconds of each controller's run at the first rate as an animated
     /// side view, `walk3d_<controller>.gif` (default 0: none; at most 60).
     #[serde(default)]
@@ -800,6 +814,7 @@ impl Walk3dController {
                 model,
                 &roles,
                 reduced,
+                s.stabiliser_baseline,
                 GRAVITY,
                 StabiliserSettings::DEFAULT,
             )?),
@@ -1033,6 +1048,8 @@ pub struct ContactOut {
 pub struct StabiliserOut {
     /// The reduced model it predicted with.
     pub model: &'static str,
+    /// Where its baseline came from.
+    pub baseline: Option<Baseline>,
     /// Ticks with a supplement predicted better than none.
     pub improved_ticks: u64,
     /// Ticks where nothing beat no supplement.
@@ -1428,6 +1445,8 @@ pub struct Walk3dReport {
     pub steps_per_speed: u32,
     /// The gains under the stabiliser.
     pub stabiliser_gains: StabiliserGains,
+    /// Where the stabiliser's baseline comes from.
+    pub stabiliser_baseline: Baseline,
     /// The runs, per controller then rate.
     pub runs: Vec<RunOut>,
     /// The first run's timing.
@@ -1497,6 +1516,7 @@ fn summarise(
         stabiliser: run.stabiliser.clone().map(|mut st| {
             if let Some(s) = controller.stabiliser.as_ref() {
                 st.model = s.model().name();
+                st.baseline = Some(s.baseline());
             }
             st
         }),
@@ -1638,6 +1658,7 @@ pub fn run_scenario(
         coronal_speeds_m_s: s.coronal_speeds_m_s.clone(),
         steps_per_speed: s.steps_per_speed,
         stabiliser_gains: s.stabiliser_gains,
+        stabiliser_baseline: s.stabiliser_baseline,
         runs,
         timing: first_timing.unwrap_or_default(),
         faults: Faults::sum(faults.iter()),
