@@ -194,37 +194,18 @@ impl StanceStabiliser {
                 .get(stance)
                 .map(|&[bl, br, fl, fr]| [br, bl, fr, fl]),
         };
+        let tick = Tick {
+            s,
+            torques_nm,
+            masses,
+            gravity,
+            stance,
+            measured,
+        };
         let (out, [ankle, knee]) = match &mut self.sides {
-            Sides::M0(sides) => predict(
-                sides.get_mut(stance)?,
-                s,
-                torques_nm,
-                masses,
-                gravity,
-                scratch,
-                stance,
-                measured,
-            )?,
-            Sides::M3(sides) => predict(
-                sides.get_mut(stance)?,
-                s,
-                torques_nm,
-                masses,
-                gravity,
-                scratch,
-                stance,
-                measured,
-            )?,
-            Sides::M5(sides) => predict(
-                sides.get_mut(stance)?,
-                s,
-                torques_nm,
-                masses,
-                gravity,
-                scratch,
-                stance,
-                measured,
-            )?,
+            Sides::M0(sides) => predict(sides.get_mut(stance)?, &tick, scratch)?,
+            Sides::M3(sides) => predict(sides.get_mut(stance)?, &tick, scratch)?,
+            Sides::M5(sides) => predict(sides.get_mut(stance)?, &tick, scratch)?,
         };
         // The supplement: the ankle's two axes on its vector, the knee's on its own.
         for (i, (s, a)) in out.supplement_nm.iter().zip(out.axes).enumerate() {
@@ -374,17 +355,30 @@ impl Builder<'_> {
     }
 }
 
+/// One tick's inputs to a side model.
+struct Tick<'a> {
+    s: &'a HumanoidState,
+    torques_nm: &'a [f64],
+    masses: &'a [f64],
+    gravity: Vector3<f64>,
+    stance: usize,
+    measured: Option<[f64; 4]>,
+}
+
 /// The stabiliser's tick on one side model: its output and the (ankle, knee) plant joints.
 fn predict<const N: usize>(
     side: &mut SideModel<N>,
-    s: &HumanoidState,
-    torques_nm: &[f64],
-    masses: &[f64],
-    gravity: Vector3<f64>,
+    t: &Tick<'_>,
     scratch: &mut [JointTorque; MAX_WALK_JOINTS],
-    stance: usize,
-    measured: Option<[f64; 4]>,
 ) -> Option<(StabiliserOutput, [usize; 2])> {
+    let Tick {
+        s,
+        torques_nm,
+        masses,
+        gravity,
+        stance,
+        measured,
+    } = *t;
     let bodies = s.bodies.get(..s.body_count)?;
     let mut q = [0.0; N];
     let mut v = [0.0; N];
