@@ -1,5 +1,5 @@
 //! The 15-body humanoid (`sim_host::humanoid::HumanoidModel`, the plant's own description) as
-//! a floating-base [`Tree`], whole or with body parts left out: the map both the balance QP
+//! a floating-base [`control_core::tree::Tree`], whole or with body parts left out: the map both the balance QP
 //! and the walker's contact stabiliser predict with.
 //!
 //! The root (pelvis) is the base, its frame at its centre of mass; each body's frame sits at
@@ -180,7 +180,7 @@ impl HumanoidTree {
     }
 
     /// The base pose, coordinates and velocities (base: its frame) of the plant's `bodies`,
-    /// written into `q` and `v` (length at least [`Self::nv`]), and the largest locked-axis
+    /// written into `q` and `v` (length at least 6 + its joints), and the largest locked-axis
     /// angle of a two-axis joint; `None` when a motion is not finite or at an Euler singularity.
     pub fn state(
         &self,
