@@ -185,14 +185,9 @@ impl StanceStabiliser {
         torques_nm: &mut [f64],
     ) -> Option<StabiliserOutput> {
         let (masses, gravity, scratch) = (&self.masses, self.gravity, &mut self.torques);
-        // Points 1–4 are (−x, −z), (−x, +z), (+x, −z), (+x, +z): back left, back right, front
-        // left, front right (the humanoid's left is −z).
         let measured = match self.baseline {
             Baseline::Predicted => None,
-            Baseline::Measured => s
-                .sole_corner_n
-                .get(stance)
-                .map(|&[bl, br, fl, fr]| [br, bl, fr, fl]),
+            Baseline::Measured => s.sole_corners(stance),
         };
         let tick = Tick {
             s,

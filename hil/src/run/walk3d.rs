@@ -1107,7 +1107,12 @@ impl Walk3dRecorder {
 impl Walk3dRecorder {
     /// Counts the stance foot's corners at the state the tick answered.
     fn count_corners(&mut self, stance: usize) {
-        let Some(corners) = self.last.and_then(|s| s.sole_corner_n.get(stance).copied()) else {
+        let Some((corners, ordered)) = self.last.and_then(|s| {
+            Some((
+                s.sole_corner_n.get(stance).copied()?,
+                s.sole_corners(stance)?,
+            ))
+        }) else {
             return;
         };
         let total: f64 = corners.iter().map(|f| f.max(0.0)).sum();
@@ -1131,10 +1136,7 @@ impl Walk3dRecorder {
         c.changed_ticks += u64::from(changed);
         c.disequilibrium_ticks += u64::from(fewer || changed);
         self.last_corners = Some((stance, mask));
-        // Points 1–4 are (−x, −z), (−x, +z), (+x, −z), (+x, +z): back left, back right, front
-        // left, front right (the humanoid's left is −z).
-        let [bl, br, fl, fr] = corners;
-        let d = Distribution::of_corners([br, bl, fr, fl]);
+        let d = Distribution::of_corners(ordered);
         self.r_sums[0] += d.r_sag;
         self.r_sums[1] += d.r_cor;
         if let Some((side, e)) = self.last_spread
@@ -1204,10 +1206,9 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         let s = HumanoidState::of(frame);
         if let (Some((stance, initial, predicted)), Some(st)) =
             (self.prediction.take(), self.stabiliser.as_mut())
-            && let Some(c) = s.sole_corner_n.get(stance)
+            && let Some(c) = s.sole_corners(stance)
         {
-            let [bl, br, fl, fr] = *c;
-            let m = Distribution::of_corners([br, bl, fr, fl]);
+            let m = Distribution::of_corners(c);
             if m.normal_n > CORNER_LOADED_N && self.fell_at_s.is_none() {
                 st.compared_ticks += 1;
                 self.error_sums[0] += (predicted.r_sag - m.r_sag).abs();

@@ -163,6 +163,15 @@ impl HumanoidState {
         }
     }
 
+    /// Side `side`'s (0 left, 1 right) sole-corner normal forces in the order
+    /// `control_core::contact_stabiliser` takes them: back right, back left, front right, front
+    /// left. The plant's points 1–4 are (−x, −z), (−x, +z), (+x, −z), (+x, +z) in the sole's
+    /// axes, and the humanoid's left is −z.
+    pub fn sole_corners(&self, side: usize) -> Option<[f64; 4]> {
+        let &[bl, br, fl, fr] = self.sole_corner_n.get(side)?;
+        Some([br, bl, fr, fl])
+    }
+
     /// The state a frame carries.
     pub fn of(frame: &StateFrame) -> Self {
         let mut bodies = [BodyMotion::default(); MAX_BODIES];
