@@ -126,33 +126,138 @@ fn a_study_cell_walks_as_hil_run_does() {
     let (file, r) = run_simbicon3d(
         &out,
         "walk3d_cell.toml",
-        &[("duration_s = 120.0", "duration_s = 4.0")],
+        &[
+            ("duration_s = 120.0", "duration_s = 4.0"),
+            (
+                "controllers = [\"simbicon3d\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_stabilised\"]",
+            ),
+        ],
     );
-    let ran = run_of(&r, "simbicon3d", 300.0);
-    let cell = hil()
-        .args([
-            "study",
-            "walk3d-cell",
-            "--rate-hz",
-            "300",
-            "--duration-s",
-            "4",
-            "--scenario",
-        ])
-        .arg(&file)
-        .output()
-        .expect("run hil study walk3d-cell");
+    let cell = |controller: &str| {
+        hil()
+            .args([
+                "study",
+                "walk3d-cell",
+                "--controller",
+                controller,
+                "--rate-hz",
+                "300",
+                "--duration-s",
+                "4",
+                "--scenario",
+            ])
+            .arg(&file)
+            .output()
+            .expect("run hil study walk3d-cell")
+    };
+    // The plain walker and the one with the stabiliser in the loop.
+    for controller in ["simbicon3d", "simbicon3d_stabilised"] {
+        let ran = run_of(&r, controller, 300.0);
+        let cell = cell(controller);
+        assert!(
+            cell.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cell.stderr)
+        );
+        let line: Value = serde_json::from_slice(&cell.stdout).expect("one JSON line");
+        assert_eq!(line["controller"], controller, "{line:#}");
+        let o = &line["outcome"];
+        assert_eq!(o["fell"], true, "{line:#}");
+        assert_eq!(o["fell_at_s"], ran["fell_at_s"], "{line:#} against {ran:#}");
+        assert_eq!(o["steps"], ran["steps"]);
+        assert_eq!(o["limited_joint_ticks"], ran["limited_joint_ticks"]);
+    }
+    // A controller that picks its own gains is refused: a study sets them.
+    let refused = cell("simbicon3d_analytic");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("--controller"), "{err}");
+}
+
+/// Speed commands: Cartwheel's walk at 2 kHz goes about 0.78 m/s; told to hold 1.0 m/s through
+/// the velocity tuning, its strides after the first few steps average within 0.1 m/s of 1.0,
+/// and the desired forward velocity the feedback read rose above zero to get there.
+#[test]
+fn velocity_tuning_holds_a_commanded_forward_speed() {
+    let out = out_dir("walk3d_speed");
+    let (_, r) = run_simbicon3d(
+        &out,
+        "walk3d_speed_e2e.toml",
+        &[
+            ("control_rates_hz = [300.0]", "control_rates_hz = [2000.0]"),
+            ("duration_s = 120.0", "duration_s = 15.0"),
+            ("[0.0, 0.2, -0.2]", "[0.0]"),
+            (
+                "animation_s = 10.0",
+                "animation_s = 0.0\n[speed_tuning]\ntargets_m_s = [1.0]",
+            ),
+        ],
+    );
+    let run = run_of(&r, "simbicon3d", 2000.0);
+    assert_eq!(run["walked"], true, "{run:#}");
+    assert_eq!(num(&r["speed_tuning"]["gain"]), 0.25);
+    let steps = run["step_list"].as_array().expect("steps");
+    let late: Vec<f64> = steps
+        .iter()
+        .skip(10)
+        .map(|s| num(&s["forward_m_s"]))
+        .collect();
+    assert!(late.len() >= 10, "{steps:#?}");
+    let mean = late.iter().sum::<f64>() / late.len() as f64;
+    assert!((mean - 1.0).abs() < 0.1, "{mean} m/s over {late:?}");
     assert!(
-        cell.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cell.stderr)
+        steps
+            .iter()
+            .skip(10)
+            .all(|s| num(&s["desired_forward_m_s"]) > 0.0 && num(&s["target_forward_m_s"]) == 1.0),
+        "{steps:#?}"
     );
-    let line: Value = serde_json::from_slice(&cell.stdout).expect("one JSON line");
-    let o = &line["outcome"];
-    assert_eq!(o["fell"], true, "{line:#}");
-    assert_eq!(o["fell_at_s"], ran["fell_at_s"], "{line:#} against {ran:#}");
-    assert_eq!(o["steps"], ran["steps"]);
-    assert_eq!(o["limited_joint_ticks"], ran["limited_joint_ticks"]);
+    assert!(num(&run["forward_speed_error_m_s"]) < 0.2, "{run:#}");
+}
+
+/// The push test: a walk at 2 kHz pushed forward at the pelvis with a small impulse walks on
+/// and with a huge one falls after the push; the report gives the series' largest impulse
+/// walked through and its first fall, the phase and stance foot of the push, and pushes.csv a
+/// line per pushed walk.
+#[test]
+fn a_push_test_finds_the_largest_push_walked_through() {
+    let out = out_dir("walk3d_push");
+    let (_, r) = run_simbicon3d(
+        &out,
+        "walk3d_push_e2e.toml",
+        &[
+            ("control_rates_hz = [300.0]", "control_rates_hz = [2000.0]"),
+            ("duration_s = 120.0", "duration_s = 4.0"),
+            (
+                "animation_s = 10.0",
+                "animation_s = 0.0\n[push_test]\ndirections_world = [[2.0, 0.0, 0.0]]\nat_s = [2.0]\nduration_s = 0.1\nimpulses_ns = [5.0, 400.0]",
+            ),
+        ],
+    );
+    assert_eq!(r["complete"], true, "{r:#}");
+    assert_eq!(run_of(&r, "simbicon3d", 2000.0)["walked"], true);
+    assert_eq!(r["push_link"], "pelvis");
+    let runs = r["push_runs"].as_array().expect("push_runs");
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    assert_eq!(runs[0]["walked"], true, "{:#}", runs[0]);
+    assert_eq!(runs[1]["walked"], false, "{:#}", runs[1]);
+    assert!(num(&runs[1]["fell_at_s"]) > 2.0, "{:#}", runs[1]);
+    let summary = &r["push_summary"][0];
+    assert_eq!(num(&summary["largest_survived_ns"]), 5.0, "{summary:#}");
+    assert_eq!(num(&summary["first_fall_ns"]), 400.0, "{summary:#}");
+    assert_eq!(
+        summary["direction_world"],
+        serde_json::json!([1.0, 0.0, 0.0])
+    );
+    let phase = num(&summary["phase"]);
+    assert!((0.0..2.0).contains(&phase), "{summary:#}");
+    assert!(
+        summary["stance"] == "left" || summary["stance"] == "right",
+        "{summary:#}"
+    );
+    let csv = std::fs::read_to_string(out.join("pushes.csv")).unwrap_or_default();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
 }
 
 /// Algorithm 1 end to end in a reduced setting: the reference walk at 2 kHz, then at 1.5 kHz a
@@ -190,6 +295,23 @@ fn algorithm_1_runs_end_to_end() {
     );
     let text = std::fs::read_to_string(out.join("walk3d_cmaes.json")).unwrap_or_default();
     let j: Value = serde_json::from_str(&text).expect("walk3d_cmaes.json");
+    assert_eq!(j["controller"], "simbicon3d");
+    // Start gains that are not nine pairs, and a controller with its own gains, are refused
+    // before anything runs.
+    for (flag, value) in [
+        ("--start-gains", "[[1.0, 1.0]]"),
+        ("--controller", "simbicon3d_tuned"),
+    ] {
+        let bad = hil()
+            .args(["study", "walk3d-cmaes", flag, value, "--out"])
+            .arg(out.join("refused"))
+            .output()
+            .expect("run hil study walk3d-cmaes");
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(2), "{err}");
+        assert!(err.contains(flag), "{err}");
+        assert!(!out.join("refused").exists(), "{err}");
+    }
     let rate = &j["rates"][0];
     assert_eq!(num(&rate["rate_hz"]), 1500.0);
     assert_eq!(rate["valid"], true, "{rate:#}");
@@ -288,6 +410,46 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
             "stabiliser_gains",
         ),
         (
+            "walk3d_push_not_rising.toml",
+            (
+                "animation_s = 10.0",
+                "animation_s = 10.0\n[push_test]\ndirections_world = [[1.0, 0.0, 0.0]]\nat_s = [2.0]\nduration_s = 0.1\nimpulses_ns = [20.0, 10.0]",
+            ),
+            "push_test.impulses_ns[1]",
+        ),
+        (
+            "walk3d_push_after_the_end.toml",
+            (
+                "animation_s = 10.0",
+                "animation_s = 10.0\n[push_test]\ndirections_world = [[1.0, 0.0, 0.0]]\nat_s = [119.95]\nduration_s = 0.1\nimpulses_ns = [20.0]",
+            ),
+            "push_test.at_s[0]",
+        ),
+        (
+            "walk3d_push_no_direction.toml",
+            (
+                "animation_s = 10.0",
+                "animation_s = 10.0\n[push_test]\ndirections_world = [[0.0, 0.0, 0.0]]\nat_s = [2.0]\nduration_s = 0.1\nimpulses_ns = [20.0]",
+            ),
+            "push_test.directions_world[0]",
+        ),
+        (
+            "walk3d_push_unknown_link.toml",
+            (
+                "animation_s = 10.0",
+                "animation_s = 10.0\n[push_test]\nlink = \"pelvs\"\ndirections_world = [[1.0, 0.0, 0.0]]\nat_s = [2.0]\nduration_s = 0.1\nimpulses_ns = [20.0]",
+            ),
+            "push_test.link",
+        ),
+        (
+            "walk3d_bad_forward_speed.toml",
+            (
+                "animation_s = 10.0",
+                "animation_s = 10.0\n[speed_tuning]\ntargets_m_s = [1.0, 1e9]",
+            ),
+            "speed_tuning.targets_m_s[1]",
+        ),
+        (
             "walk3d_bad_speed.toml",
             ("[0.0, 0.2, -0.2]", "[0.0, 9.0]"),
             "coronal_speeds_m_s[1]",
@@ -366,7 +528,7 @@ fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
         csv.lines()
             .next()
             .unwrap_or("")
-            .ends_with("disequilibrium_share,stabiliser_improved_ticks"),
+            .ends_with("disequilibrium_share,stabiliser_improved_ticks,forward_speed_error_m_s"),
         "{csv}"
     );
 }

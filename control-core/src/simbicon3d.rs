@@ -48,7 +48,9 @@
 //!   target yaw) and a desired velocity of the centre of mass, which the balance feedback
 //!   subtracts from v (Cartwheel's `vTrajX`/`vTrajZ` as constants): the walk is steered
 //!   sideways or slowed through SIMBICON's own feedback. The velocity tuning Carensac et al. use
-//!   (from their 2015 gait controller: learned per-step offsets) is not reproduced.
+//!   (from their 2015 gait controller: learned per-step offsets) is not reproduced; a simpler
+//!   one is here, [`SpeedTuner`]: the desired forward velocity the feedback reads is moved once
+//!   per step, in proportion to the last step's speed error, so the walk holds a target speed.
 
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
@@ -345,6 +347,8 @@ pub enum ConfigError {
     Timing,
     /// A limb named by a trajectory is missing on a side.
     MissingLimb,
+    /// A speed tuning's target, gain or bound is not finite or out of its range.
+    SpeedTuning,
 }
 
 /// An input the tick refuses.
@@ -358,6 +362,113 @@ pub enum InputError {
     NotUnit(usize),
     /// The time or a foot force is not finite.
     Scalar,
+}
+
+/// Velocity tuning of the walk's forward speed (see [`SpeedTuner`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpeedTuning {
+    /// The forward speed of the centre of mass to hold, m/s, within ±[`MAX_TUNED_SPEED_M_S`].
+    pub target_m_s: f64,
+    /// How far one step moves the desired forward velocity per m/s of the last step's speed
+    /// error, in [0, [`MAX_TUNING_GAIN`]].
+    pub gain: f64,
+    /// The desired forward velocity is kept within ±this, m/s, in [0, [`MAX_TUNED_SPEED_M_S`]].
+    pub bound_m_s: f64,
+}
+
+/// Largest target speed and bound of a [`SpeedTuning`], m/s.
+pub const MAX_TUNED_SPEED_M_S: f64 = 5.0;
+/// Largest gain of a [`SpeedTuning`].
+pub const MAX_TUNING_GAIN: f64 = 10.0;
+
+/// Holds a walk's forward speed by moving the desired forward velocity that SIMBICON's sagittal
+/// feedback reads (`Walk3dInput::desired_velocity_m_s[0]`): at each step's start, by
+/// `gain` × (target − the mean forward velocity over the step that ended), kept within
+/// ±`bound_m_s` (each step it was held at the bound is counted). Too slow a walk raises it, so
+/// the feedback places the swing foot less far ahead and the body falls forward faster.
+///
+/// Never allocates or panics: a non-finite velocity is left out of the mean and counted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpeedTuner {
+    tuning: SpeedTuning,
+    desired_m_s: f64,
+    sum_m_s: f64,
+    ticks: u32,
+    /// Steps that ended with the desired velocity held at its bound.
+    pub bound_steps: u32,
+    /// Ticks whose velocity was not finite (left out).
+    pub skipped_ticks: u32,
+    /// The mean forward velocity of the last step that ended, m/s.
+    pub last_step_m_s: Option<f64>,
+}
+
+impl SpeedTuner {
+    /// A tuner starting from a desired forward velocity of 0 (Cartwheel's walk as given).
+    pub fn new(tuning: SpeedTuning) -> Result<Self, Walk3dError> {
+        let t = tuning;
+        let ok = t.target_m_s.is_finite()
+            && t.target_m_s.abs() <= MAX_TUNED_SPEED_M_S
+            && t.gain.is_finite()
+            && (0.0..=MAX_TUNING_GAIN).contains(&t.gain)
+            && t.bound_m_s.is_finite()
+            && (0.0..=MAX_TUNED_SPEED_M_S).contains(&t.bound_m_s);
+        if !ok {
+            return Err(Walk3dError::Config(ConfigError::SpeedTuning));
+        }
+        Ok(Self {
+            tuning,
+            desired_m_s: 0.0,
+            sum_m_s: 0.0,
+            ticks: 0,
+            bound_steps: 0,
+            skipped_ticks: 0,
+            last_step_m_s: None,
+        })
+    }
+
+    /// The desired forward velocity for the next tick, m/s.
+    pub fn desired_m_s(&self) -> f64 {
+        self.desired_m_s
+    }
+
+    /// The tuning.
+    pub fn tuning(&self) -> SpeedTuning {
+        self.tuning
+    }
+
+    /// Changes the target speed (a speed command), m/s; a target not finite or beyond
+    /// ±[`MAX_TUNED_SPEED_M_S`] is refused and the old one kept.
+    pub fn set_target(&mut self, target_m_s: f64) -> Result<(), Walk3dError> {
+        if !(target_m_s.is_finite() && target_m_s.abs() <= MAX_TUNED_SPEED_M_S) {
+            return Err(Walk3dError::Config(ConfigError::SpeedTuning));
+        }
+        self.tuning.target_m_s = target_m_s;
+        Ok(())
+    }
+
+    /// One tick's forward velocity of the centre of mass (character frame, m/s) and whether a
+    /// step began at that tick (`Walk3dCommand::step_began`): a step's start closes the step
+    /// before (this tick's velocity counts towards the new step).
+    pub fn observe(&mut self, forward_m_s: f64, step_began: bool) {
+        if step_began && self.ticks > 0 {
+            let mean = self.sum_m_s / f64::from(self.ticks);
+            let t = self.tuning;
+            let moved = self.desired_m_s + t.gain * (t.target_m_s - mean);
+            self.desired_m_s = moved.clamp(-t.bound_m_s, t.bound_m_s);
+            if moved.abs() >= t.bound_m_s && t.gain > 0.0 {
+                self.bound_steps = self.bound_steps.saturating_add(1);
+            }
+            self.last_step_m_s = Some(mean);
+            self.sum_m_s = 0.0;
+            self.ticks = 0;
+        }
+        if forward_m_s.is_finite() {
+            self.sum_m_s += forward_m_s;
+            self.ticks = self.ticks.saturating_add(1);
+        } else {
+            self.skipped_ticks = self.skipped_ticks.saturating_add(1);
+        }
+    }
 }
 
 /// Why a build or a tick failed.
@@ -1402,6 +1513,58 @@ mod tests {
             foot_up_force_n: forces,
             desired_velocity_m_s: [0.0, 0.0],
             desired_heading_rad: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_speed_tuner_moves_the_desired_velocity_once_per_step() {
+        let tuning = SpeedTuning {
+            target_m_s: 1.0,
+            gain: 0.5,
+            bound_m_s: 0.3,
+        };
+        let mut t = SpeedTuner::new(tuning).unwrap();
+        assert_eq!(t.desired_m_s(), 0.0);
+        // A first step at 0.8 m/s (a non-finite tick left out): no change until it ends.
+        t.observe(0.7, true);
+        t.observe(f64::NAN, false);
+        t.observe(0.9, false);
+        assert_eq!((t.desired_m_s(), t.skipped_ticks), (0.0, 1));
+        // The next step begins: desired += 0.5 × (1.0 − 0.8).
+        t.observe(1.2, true);
+        assert!((t.desired_m_s() - 0.1).abs() < 1e-15);
+        assert_eq!(t.last_step_m_s, Some(0.8));
+        // A step far too slow: held at the bound, counted.
+        t.observe(0.0, true);
+        t.observe(0.0, true);
+        assert_eq!((t.desired_m_s(), t.bound_steps), (0.3, 1));
+        // Too fast: it comes down (0.3 + 0.5 × (1 − 2)) once a fast step ends.
+        t.observe(2.0, true);
+        assert_eq!((t.desired_m_s(), t.bound_steps), (0.3, 2));
+        t.observe(2.0, true);
+        assert!((t.desired_m_s() + 0.2).abs() < 1e-15);
+        // A new target; a bad one is refused and the old one kept.
+        assert!(t.set_target(0.5).is_ok());
+        assert!(t.set_target(f64::INFINITY).is_err());
+        assert_eq!(t.tuning().target_m_s, 0.5);
+        for bad in [
+            SpeedTuning {
+                target_m_s: f64::NAN,
+                ..tuning
+            },
+            SpeedTuning {
+                gain: -0.1,
+                ..tuning
+            },
+            SpeedTuning {
+                bound_m_s: 1e9,
+                ..tuning
+            },
+        ] {
+            assert_eq!(
+                SpeedTuner::new(bad),
+                Err(Walk3dError::Config(ConfigError::SpeedTuning))
+            );
         }
     }
 

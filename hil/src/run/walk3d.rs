@@ -48,7 +48,7 @@ use control_core::dynamo::{BodyInertia, JointKind as CoreKind, subtree_inertia_a
 use control_core::frames::{Event, MAX_JOINTS, StateFrame};
 use control_core::simbicon3d::{
     BipRoles, BodyJoint, GainMoves, MAX_WALK_JOINTS, Side, SideJoints, Simbicon3d,
-    Simbicon3dConfig, Walk3dInput,
+    Simbicon3dConfig, SpeedTuner, SpeedTuning, Walk3dInput,
 };
 use serde::{Deserialize, Serialize};
 use sim_host::Push;
@@ -113,6 +113,14 @@ pub struct Walk3dScenario {
     /// Forces on bodies (the plant's pushes).
     #[serde(default)]
     pub pushes: Vec<Push>,
+    /// Velocity tuning: hold the forward speed at a target by moving the desired forward
+    /// velocity SIMBICON's feedback reads, once per step (default: none, Cartwheel's walk).
+    #[serde(default)]
+    pub speed_tuning: Option<SpeedTuningSpec>,
+    /// A push test: after each (controller, rate)'s walk, one more walk per direction, start
+    /// and impulse, each with that one push added (default: none).
+    #[serde(default)]
+    pub push_test: Option<PushTest>,
     /// `simbicon3d_tuned`'s gains per control rate (from `hil study walk3d-cmaes`): every rate
     /// of `control_rates_hz` needs an entry when that controller is named.
     #[serde(default)]
@@ -146,6 +154,166 @@ fn default_fall_height() -> f64 {
 }
 fn default_margin() -> f64 {
     0.5
+}
+
+/// The velocity tuning of a walk (see [`control_core::simbicon3d::SpeedTuner`]).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeedTuningSpec {
+    /// The forward speeds to hold, m/s, each within ±5: cycled through, each held for
+    /// `steps_per_speed` steps (with the coronal speeds' entries).
+    pub targets_m_s: Vec<f64>,
+    /// The desired forward velocity's move per step per m/s of the last step's speed error, in
+    /// [0, 10] (default 0.25).
+    #[serde(default = "default_tuning_gain")]
+    pub gain: f64,
+    /// The desired forward velocity stays within ±this, m/s, in [0, 5] (default 1).
+    #[serde(default = "default_tuning_bound")]
+    pub bound_m_s: f64,
+}
+
+fn default_tuning_gain() -> f64 {
+    0.25
+}
+fn default_tuning_bound() -> f64 {
+    1.0
+}
+
+impl SpeedTuningSpec {
+    fn tuning(&self) -> SpeedTuning {
+        SpeedTuning {
+            target_m_s: self.targets_m_s.first().copied().unwrap_or(0.0),
+            gain: self.gain,
+            bound_m_s: self.bound_m_s,
+        }
+    }
+
+    fn check(&self) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((format!("speed_tuning.{f}"), r));
+        let (g, b) = (self.gain, self.bound_m_s);
+        let n = self.targets_m_s.len();
+        if n == 0 || n > 64 {
+            return bad("targets_m_s", format!("{n} speeds: give 1 to 64"));
+        }
+        for (k, &t) in self.targets_m_s.iter().enumerate() {
+            if !(t.is_finite() && t.abs() <= 5.0) {
+                return bad(
+                    &format!("targets_m_s[{k}]"),
+                    format!("{t}: must be within ±5 m/s"),
+                );
+            }
+        }
+        if !(0.0..=10.0).contains(&g) {
+            return bad("gain", format!("{g}: must be in [0, 10]"));
+        }
+        if !(0.0..=5.0).contains(&b) {
+            return bad("bound_m_s", format!("{b}: must be in [0, 5] m/s"));
+        }
+        Ok(())
+    }
+}
+
+/// Pushes of rising impulse at several moments of the gait, in several directions: one walk
+/// each (see [`Walk3dScenario::push_test`]).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushTest {
+    /// The link pushed, at its body's centre of mass (default: `roles.pelvis`).
+    #[serde(default)]
+    pub link: Option<String>,
+    /// The directions, world frame (y up, x forward, z right), each normalised: 1 to 8.
+    pub directions_world: Vec<[f64; 3]>,
+    /// When each push starts, s (the moments fall at different phases of a step; the report
+    /// gives the phase): 1 to 16, each with its push ending before `duration_s`.
+    pub at_s: Vec<f64>,
+    /// Each push's length, s, in (0, 1] (the force is impulse / length).
+    pub duration_s: f64,
+    /// The impulses, N·s, rising, each > 0: 1 to 32.
+    pub impulses_ns: Vec<f64>,
+}
+
+impl PushTest {
+    /// The walks the test adds per (controller, rate).
+    pub fn runs(&self) -> usize {
+        self.directions_world.len() * self.at_s.len() * self.impulses_ns.len()
+    }
+
+    /// The push of one walk: `direction` (normalised), at `at_s`, with `impulse_ns`.
+    fn push(&self, link: &str, direction: [f64; 3], at_s: f64, impulse_ns: f64) -> Push {
+        let f = impulse_ns / self.duration_s;
+        Push {
+            body: link.to_owned(),
+            force_n: direction.map(|d| d * f),
+            start_s: at_s,
+            duration_s: self.duration_s,
+        }
+    }
+
+    fn check(&self, walk_s: f64) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((format!("push_test.{f}"), r));
+        let n = self.directions_world.len();
+        if n == 0 || n > 8 {
+            return bad("directions_world", format!("{n} directions: give 1 to 8"));
+        }
+        for (k, d) in self.directions_world.iter().enumerate() {
+            let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if !(norm.is_finite() && norm > 1e-9) {
+                return bad(
+                    &format!("directions_world[{k}]"),
+                    format!("{d:?}: not a direction (finite, not zero)"),
+                );
+            }
+        }
+        let d = self.duration_s;
+        if !(d > 0.0 && d <= 1.0) {
+            return bad("duration_s", format!("{d}: must be in (0, 1] s"));
+        }
+        let n = self.at_s.len();
+        if n == 0 || n > 16 {
+            return bad("at_s", format!("{n} start times: give 1 to 16"));
+        }
+        for (k, &t) in self.at_s.iter().enumerate() {
+            if !(t >= 0.0 && t + d < walk_s) {
+                return bad(
+                    &format!("at_s[{k}]"),
+                    format!(
+                        "{t}: the push must start at 0 s or later and end before the walk's {walk_s} s"
+                    ),
+                );
+            }
+        }
+        let n = self.impulses_ns.len();
+        if n == 0 || n > 32 {
+            return bad("impulses_ns", format!("{n} impulses: give 1 to 32"));
+        }
+        for (k, &j) in self.impulses_ns.iter().enumerate() {
+            let f = j / d;
+            if !(j > 0.0 && f <= sim_host::scene::MAX_PUSH_FORCE_N) {
+                return bad(
+                    &format!("impulses_ns[{k}]"),
+                    format!(
+                        "{j}: must be > 0 N·s, its force (impulse / duration_s) at most {} N",
+                        sim_host::scene::MAX_PUSH_FORCE_N
+                    ),
+                );
+            }
+            if k > 0 && j <= self.impulses_ns[k - 1] {
+                return bad(&format!("impulses_ns[{k}]"), format!("{j}: must rise"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The directions, normalised.
+    fn unit_directions(&self) -> Vec<[f64; 3]> {
+        self.directions_world
+            .iter()
+            .map(|d| {
+                let n = d.iter().map(|x| x * x).sum::<f64>().sqrt();
+                d.map(|x| x / n)
+            })
+            .collect()
+    }
 }
 
 /// Gains found for one control rate.
@@ -454,6 +622,12 @@ impl Walk3dScenario {
         if !(m > 0.0 && m < 1.0) {
             return bad("stability_margin", format!("{m}: must be in (0, 1)"));
         }
+        if let Some(p) = &self.push_test {
+            p.check(self.duration_s)?;
+        }
+        if let Some(t) = &self.speed_tuning {
+            t.check()?;
+        }
         Ok(())
     }
 
@@ -463,6 +637,14 @@ impl Walk3dScenario {
             .iter()
             .find(|t| t.rate_hz == rate_hz)
             .map(|t| &t.gains)
+    }
+
+    /// The link the push test pushes.
+    pub fn push_link(&self) -> &str {
+        self.push_test
+            .as_ref()
+            .and_then(|t| t.link.as_deref())
+            .unwrap_or(&self.roles.pelvis)
     }
 
     /// The controllers named, in file order.
@@ -551,6 +733,24 @@ impl Walk3dScenario {
                 error(
                     &format!("(plant) {}", e.field),
                     format!("{} (at {rate} Hz)", e.reason),
+                )
+            })?;
+        }
+        if let Some(t) = &self.push_test {
+            let link = self.push_link();
+            body("push_test.link".into(), link)?;
+            // The plant's own checks on the strongest push of the test.
+            let rate = self.control_rates_hz.first().copied().unwrap_or(300.0);
+            let mut scene = self.scene(rate);
+            let strongest = t.impulses_ns.last().copied().unwrap_or(0.0);
+            let at = t.at_s.first().copied().unwrap_or(0.0);
+            for d in t.unit_directions() {
+                scene.pushes.push(t.push(link, d, at, strongest));
+            }
+            sim_host::humanoid::HumanoidPlant::new(&scene).map_err(|e| {
+                error(
+                    &format!("push_test (plant) {}", e.field),
+                    format!("{} (the test's push added to `pushes`)", e.reason),
                 )
             })?;
         }
@@ -705,6 +905,10 @@ pub struct Walk3dTick {
     pub step_began: bool,
     /// The desired coronal speed this tick used, m/s.
     pub desired_coronal_m_s: f64,
+    /// The desired forward velocity this tick used (the velocity tuning's; 0 without), m/s.
+    pub desired_forward_m_s: f64,
+    /// The forward speed the velocity tuning held to this tick, m/s.
+    pub target_forward_m_s: Option<f64>,
     /// The centre of mass's velocity in the character frame, m/s (forward, up, right).
     pub v_m_s: [f64; 3],
     /// What the ground-contact stabiliser did (`None`: no stabiliser, or the state could not
@@ -737,6 +941,9 @@ pub struct Walk3dController {
     pub moves: Option<GainMoves>,
     /// The ground-contact stabiliser (`simbicon3d_stabilised*`).
     stabiliser: Option<StanceStabiliser>,
+    /// The velocity tuning (`speed_tuning`) and its targets, cycled as `speeds`.
+    tuner: Option<SpeedTuner>,
+    targets: Vec<f64>,
 }
 
 impl Walk3dController {
@@ -832,6 +1039,16 @@ impl Walk3dController {
             speeds: s.coronal_speeds_m_s.clone(),
             steps_per_speed: s.steps_per_speed,
             moves,
+            targets: s
+                .speed_tuning
+                .as_ref()
+                .map_or_else(Vec::new, |t| t.targets_m_s.clone()),
+            tuner: s
+                .speed_tuning
+                .as_ref()
+                .map(|t| SpeedTuner::new(t.tuning()))
+                .transpose()
+                .map_err(|e| e.to_string())?,
         })
     }
 
@@ -857,6 +1074,8 @@ impl Walk3dController {
             stance: self.walker.stance(),
             step_began: false,
             desired_coronal_m_s: 0.0,
+            desired_forward_m_s: 0.0,
+            target_forward_m_s: None,
             v_m_s: [0.0; 3],
             stabiliser: None,
         }
@@ -871,11 +1090,23 @@ impl Walk3dController {
             .copied()
             .unwrap_or(0.0);
         let n = s.contact_normal_n;
+        let target = self
+            .targets
+            .get(segment % self.targets.len().max(1))
+            .copied();
+        let forward = match (self.tuner.as_mut(), target) {
+            (Some(t), Some(v)) => {
+                // The targets were checked with the scenario: a refusal keeps the last one.
+                let _ = t.set_target(v);
+                t.desired_m_s()
+            }
+            _ => 0.0,
+        };
         let input = Walk3dInput {
             time_s: s.sim_time_s,
             bodies: s.bodies.get(..s.body_count).unwrap_or(&[]),
             foot_up_force_n: [n[0] + n[2], n[1] + n[3]],
-            desired_velocity_m_s: [0.0, desired],
+            desired_velocity_m_s: [forward, desired],
             desired_heading_rad: 0.0,
         };
         match self.walker.tick(&input) {
@@ -908,7 +1139,12 @@ impl Walk3dController {
                 out.stance = c.stance;
                 out.step_began = c.step_began;
                 out.desired_coronal_m_s = desired;
+                out.desired_forward_m_s = forward;
+                out.target_forward_m_s = target;
                 out.v_m_s = c.v_m_s;
+                if let Some(t) = self.tuner.as_mut() {
+                    t.observe(c.v_m_s[0], c.step_began);
+                }
                 out
             }
             Err(_) => {
@@ -975,6 +1211,10 @@ pub struct StepOut {
     pub pelvis_m: [f64; 2],
     /// The desired coronal speed during the step that ended, m/s.
     pub desired_coronal_m_s: f64,
+    /// The desired forward velocity during the step that ended (the velocity tuning's), m/s.
+    pub desired_forward_m_s: f64,
+    /// The forward speed the velocity tuning held to during the step that ended, m/s.
+    pub target_forward_m_s: Option<f64>,
     /// The centre of mass's mean coronal velocity over the step that ended, m/s.
     pub coronal_m_s: f64,
     /// Its mean forward velocity over the step that ended, m/s.
@@ -992,7 +1232,7 @@ pub struct Walk3dRecorder {
     fell_because: Option<String>,
     last: Option<HumanoidState>,
     steps: Vec<StepOut>,
-    step_v: (f64, f64, u64, f64),
+    step_v: (f64, f64, u64, [f64; 2], Option<f64>),
     limited: u64,
     refused: u64,
     times: LoopTimes,
@@ -1085,7 +1325,7 @@ impl Walk3dRecorder {
             fell_because: None,
             last: None,
             steps: Vec::new(),
-            step_v: (0.0, 0.0, 0, 0.0),
+            step_v: (0.0, 0.0, 0, [0.0; 2], None),
             limited: 0,
             refused: 0,
             times: LoopTimes::default(),
@@ -1284,7 +1524,7 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
                 StabiliserStatus::BadInput | StabiliserStatus::Model => st.failed_ticks += 1,
             }
         }
-        let (sum_z, sum_x, n, desired) = &mut self.step_v;
+        let (sum_z, sum_x, n, desired, target) = &mut self.step_v;
         if c.step_began && c.time_s > 0.0 {
             let pelvis = self
                 .last
@@ -1298,7 +1538,9 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
                     Side::Right => "right",
                 },
                 pelvis_m: pelvis,
-                desired_coronal_m_s: *desired,
+                desired_coronal_m_s: desired[0],
+                desired_forward_m_s: desired[1],
+                target_forward_m_s: *target,
                 coronal_m_s: mean(*sum_z),
                 forward_m_s: mean(*sum_x),
             });
@@ -1309,7 +1551,8 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         *sum_z += c.v_m_s[2];
         *sum_x += c.v_m_s[0];
         *n += 1;
-        *desired = c.desired_coronal_m_s;
+        *desired = [c.desired_coronal_m_s, c.desired_forward_m_s];
+        *target = c.target_forward_m_s;
     }
 
     fn round_trip(&mut self, d: Duration) {
@@ -1388,6 +1631,9 @@ pub struct RunOut {
     /// the same desired speed, after the first step: a single step's mean carries the body's
     /// sideways sway), m/s.
     pub coronal_speed_error_m_s: Option<f64>,
+    /// With velocity tuning: the mean |measured − target| forward speed over strides, as the
+    /// coronal one, m/s.
+    pub forward_speed_error_m_s: Option<f64>,
     /// Joint-ticks whose torque the URDF effort cut (before the fall).
     pub limited_joint_ticks: u64,
     /// Ticks the controller refused its input.
@@ -1408,6 +1654,120 @@ pub struct RunOut {
     pub stabiliser: Option<StabiliserOut>,
     /// Every step.
     pub step_list: Vec<StepOut>,
+}
+
+/// One pushed walk.
+#[derive(Debug, Clone, Serialize)]
+pub struct PushRunOut {
+    /// The controller.
+    pub controller: &'static str,
+    /// The control rate, Hz.
+    pub control_rate_hz: f64,
+    /// The push's direction, world frame (x forward, y up, z right), normalised.
+    pub direction_world: [f64; 3],
+    /// When it started, s.
+    pub at_s: f64,
+    /// The phase of the step it started in: the time since that step's foot strike over the
+    /// step before's length (`None`: before the second step).
+    pub phase: Option<f64>,
+    /// The stance foot it started on.
+    pub stance: Option<&'static str>,
+    /// The impulse, N·s.
+    pub impulse_ns: f64,
+    /// Whether it walked to the end (`None`: not run, or cut).
+    pub walked: Option<bool>,
+    /// When it fell, s.
+    pub fell_at_s: Option<f64>,
+    /// Steps begun after the push started.
+    pub steps_after_push: usize,
+    /// Why it was not run (the unpushed walk fell).
+    pub not_run: Option<String>,
+}
+
+/// One push series: a controller and rate pushed in one direction at one moment with rising
+/// impulses.
+#[derive(Debug, Clone, Serialize)]
+pub struct PushSummaryOut {
+    /// The controller.
+    pub controller: &'static str,
+    /// The control rate, Hz.
+    pub control_rate_hz: f64,
+    /// The direction, world frame, normalised.
+    pub direction_world: [f64; 3],
+    /// When the pushes started, s.
+    pub at_s: f64,
+    /// The phase of the step they started in (as [`PushRunOut::phase`]).
+    pub phase: Option<f64>,
+    /// The stance foot.
+    pub stance: Option<&'static str>,
+    /// The largest impulse walked through with every smaller one, N·s (`None`: not even the
+    /// smallest, or not run).
+    pub largest_survived_ns: Option<f64>,
+    /// The smallest impulse that felled it, N·s.
+    pub first_fall_ns: Option<f64>,
+    /// Every impulse walked through, N·s (a larger one can be survived after a fall).
+    pub survived_ns: Vec<f64>,
+    /// Whether the series ran (the unpushed walk did not fall).
+    pub ran: bool,
+}
+
+/// The phase and stance foot at `at_s` from a walk's steps (see [`PushRunOut::phase`]).
+fn phase_at(steps: &[StepOut], at_s: f64) -> (Option<f64>, Option<&'static str>) {
+    let k = steps.iter().take_while(|st| st.time_s <= at_s).count();
+    let Some(now) = k.checked_sub(1).and_then(|k| steps.get(k)) else {
+        return (None, None);
+    };
+    let phase = k
+        .checked_sub(2)
+        .and_then(|j| steps.get(j))
+        .map(|before| now.time_s - before.time_s)
+        .filter(|len| *len > 0.0)
+        .map(|len| (at_s - now.time_s) / len);
+    (phase, Some(now.stance))
+}
+
+/// The push series of `rows` (in run order: impulses rising within a series).
+fn summarise_pushes(rows: &[PushRunOut]) -> Vec<PushSummaryOut> {
+    let mut out: Vec<PushSummaryOut> = Vec::new();
+    for r in rows {
+        let same = |p: &PushSummaryOut| {
+            p.controller == r.controller
+                && p.control_rate_hz == r.control_rate_hz
+                && p.direction_world == r.direction_world
+                && p.at_s == r.at_s
+        };
+        if !out.last().is_some_and(same) {
+            out.push(PushSummaryOut {
+                controller: r.controller,
+                control_rate_hz: r.control_rate_hz,
+                direction_world: r.direction_world,
+                at_s: r.at_s,
+                phase: r.phase,
+                stance: r.stance,
+                largest_survived_ns: None,
+                first_fall_ns: None,
+                survived_ns: Vec::new(),
+                ran: r.not_run.is_none(),
+            });
+        }
+        let Some(p) = out.last_mut() else { continue };
+        if p.phase.is_none() {
+            (p.phase, p.stance) = (r.phase, r.stance);
+        }
+        match r.walked {
+            Some(true) => {
+                p.survived_ns.push(r.impulse_ns);
+                if p.first_fall_ns.is_none() {
+                    p.largest_survived_ns = Some(r.impulse_ns);
+                }
+            }
+            Some(false) => {
+                p.first_fall_ns.get_or_insert(r.impulse_ns);
+            }
+            None => {}
+        }
+    }
+    out
 }
 
 /// The analytic rule's moves.
@@ -1444,25 +1804,40 @@ pub struct Walk3dReport {
     pub coronal_speeds_m_s: Vec<f64>,
     /// Steps per entry.
     pub steps_per_speed: u32,
+    /// The velocity tuning, if any.
+    pub speed_tuning: Option<SpeedTuningSpec>,
     /// The gains under the stabiliser.
     pub stabiliser_gains: StabiliserGains,
     /// Where the stabiliser's baseline comes from.
     pub stabiliser_baseline: Baseline,
     /// The runs, per controller then rate.
     pub runs: Vec<RunOut>,
+    /// The push test, as given.
+    pub push_test: Option<PushTest>,
+    /// The link it pushed.
+    pub push_link: Option<String>,
+    /// Per (controller, rate, direction, start): the largest impulse walked through with every
+    /// smaller one.
+    pub push_summary: Vec<PushSummaryOut>,
+    /// Every pushed walk.
+    pub push_runs: Vec<PushRunOut>,
     /// The first run's timing.
     pub timing: Timing,
     /// Faults, summed.
     pub faults: Faults,
 }
 
-/// The mean over strides of |stride's mean coronal speed − desired| (see
-/// [`RunOut::coronal_speed_error_m_s`]).
-fn stride_coronal_error(steps: &[StepOut]) -> Option<f64> {
+/// The mean over strides of |stride's mean speed − desired|, the speed and the desired one
+/// read by `speed` (see [`RunOut::coronal_speed_error_m_s`]); strides without a desired speed
+/// are left out.
+fn stride_error(steps: &[StepOut], speed: fn(&StepOut) -> (f64, Option<f64>)) -> Option<f64> {
     let errors: Vec<f64> = steps
         .chunks_exact(2)
-        .filter(|p| p[0].desired_coronal_m_s == p[1].desired_coronal_m_s)
-        .map(|p| (0.5 * (p[0].coronal_m_s + p[1].coronal_m_s) - p[0].desired_coronal_m_s).abs())
+        .filter_map(|p| {
+            let ((a, want), (b, want_too)) = (speed(&p[0]), speed(&p[1]));
+            let want = want.filter(|_| want == want_too)?;
+            Some((0.5 * (a + b) - want).abs())
+        })
         .collect();
     (!errors.is_empty()).then(|| errors.iter().sum::<f64>() / errors.len() as f64)
 }
@@ -1500,7 +1875,10 @@ fn summarise(
         fell_because: run.fell_because.clone(),
         distance_m: last_x - first_x,
         mean_speed_m_s: mean(&|s| s.forward_m_s),
-        coronal_speed_error_m_s: stride_coronal_error(later),
+        coronal_speed_error_m_s: stride_error(later, |st| {
+            (st.coronal_m_s, Some(st.desired_coronal_m_s))
+        }),
+        forward_speed_error_m_s: stride_error(later, |st| (st.forward_m_s, st.target_forward_m_s)),
         limited_joint_ticks: run.limited,
         refused_ticks: run.refused,
         moved_gains: moves.map(|m| MovedOut {
@@ -1545,36 +1923,33 @@ pub fn run_scenario(
             .iter()
             .filter(|(l, _, _)| laws.contains(l))
             .collect();
-    super::plan_runs(chosen.len());
+    super::plan_runs(chosen.len() * (1 + s.push_test.as_ref().map_or(0, PushTest::runs)));
     let mut runs = Vec::new();
     let mut faults = Vec::new();
     let mut first_timing = None;
     let mut cut: Option<(String, Cut)> = None;
     let mut gifs: Vec<&'static str> = Vec::new();
     let mut csv = String::from(
-        "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us,disequilibrium_share,stabiliser_improved_ticks\n",
+        "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us,disequilibrium_share,stabiliser_improved_ticks,forward_speed_error_m_s\n",
     );
     let mut steps_csv = String::from(
-        "controller,control_rate_hz,step,time_s,stance,pelvis_x_m,pelvis_z_m,desired_coronal_m_s,coronal_m_s,forward_m_s\n",
+        "controller,control_rate_hz,step,time_s,stance,pelvis_x_m,pelvis_z_m,desired_coronal_m_s,coronal_m_s,forward_m_s,desired_forward_m_s,target_forward_m_s\n",
     );
-    for (law, rate, controller) in chosen {
-        let scene_file = scenes.join(format!("{}_{rate}.json", law.name()));
-        let mut scene = s.scene(*rate);
+    let walk = |law: WalkLaw,
+                rate: f64,
+                controller: &Walk3dController,
+                scene: HumanoidScene,
+                file: String,
+                animation_s: f64|
+     -> Result<(Walk3dRun, Option<Cut>), Box<dyn std::error::Error>> {
+        let scene_file = scenes.join(file);
+        let mut scene = scene;
         scene.urdf = std::fs::canonicalize(&scene.urdf).unwrap_or(scene.urdf);
         std::fs::write(&scene_file, serde_json::to_string_pretty(&scene)?)?;
-        let (run, run_cut) = run_session(
+        run_session(
             args,
             controller.clone(),
-            Walk3dRecorder::new(
-                model,
-                pelvis,
-                s.fall_height_m,
-                if Some(rate) == s.control_rates_hz.first() {
-                    s.animation_s
-                } else {
-                    0.0
-                },
-            ),
+            Walk3dRecorder::new(model, pelvis, s.fall_height_m, animation_s),
             law.name(),
             ((&plant.0, &plant.1), &scene_file),
             Periods {
@@ -1582,6 +1957,25 @@ pub fn run_scenario(
                 state_s: 1.0 / rate,
             },
             stop,
+        )
+    };
+    let mut push_runs = Vec::new();
+    let mut pushes_csv = String::from(
+        "controller,control_rate_hz,direction_x,direction_y,direction_z,at_s,phase,stance,impulse_ns,walked,fell_at_s,steps_after_push,not_run\n",
+    );
+    'runs: for (law, rate, controller) in chosen {
+        let animation_s = if Some(rate) == s.control_rates_hz.first() {
+            s.animation_s
+        } else {
+            0.0
+        };
+        let (run, run_cut) = walk(
+            *law,
+            *rate,
+            controller,
+            s.scene(*rate),
+            format!("{}_{rate}.json", law.name()),
+            animation_s,
         )?;
         if first_timing.is_none() {
             first_timing = Some(run.timing.clone());
@@ -1589,7 +1983,7 @@ pub fn run_scenario(
         let out = summarise(*law, *rate, &run, run_cut.is_some(), model, controller);
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
         csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             out.controller,
             rate,
             out.walked.map_or(String::new(), |b| b.to_string()),
@@ -1604,10 +1998,11 @@ pub fn run_scenario(
             out.stabiliser
                 .as_ref()
                 .map_or(String::new(), |s| s.improved_ticks.to_string()),
+            opt(out.forward_speed_error_m_s),
         ));
         for (k, st) in out.step_list.iter().enumerate() {
             steps_csv.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 out.controller,
                 rate,
                 k + 1,
@@ -1617,7 +2012,10 @@ pub fn run_scenario(
                 st.pelvis_m[1],
                 st.desired_coronal_m_s,
                 st.coronal_m_s,
-                st.forward_m_s
+                st.forward_m_s,
+                st.desired_forward_m_s,
+                st.target_forward_m_s
+                    .map_or(String::new(), |v| v.to_string())
             ));
         }
         if !run.poses.is_empty() {
@@ -1630,10 +2028,82 @@ pub fn run_scenario(
             gifs.push(law.gif_name());
         }
         faults.push(run.faults.clone());
+        let unpushed_fell = out.fell_at_s;
         runs.push(out);
         if let Some(c) = run_cut {
             cut = Some((format!("{} at {rate} Hz", law.name()), c));
             break;
+        }
+        let Some(test) = &s.push_test else { continue };
+        for (d, direction) in test.unit_directions().into_iter().enumerate() {
+            for (a, &at_s) in test.at_s.iter().enumerate() {
+                for (k, &impulse_ns) in test.impulses_ns.iter().enumerate() {
+                    let mut row = PushRunOut {
+                        controller: law.name(),
+                        control_rate_hz: *rate,
+                        direction_world: direction,
+                        at_s,
+                        phase: None,
+                        stance: None,
+                        impulse_ns,
+                        walked: None,
+                        fell_at_s: None,
+                        steps_after_push: 0,
+                        not_run: None,
+                    };
+                    if let Some(t) = unpushed_fell {
+                        row.not_run = Some(format!("the unpushed walk fell at {t:.2} s"));
+                    } else {
+                        let mut scene = s.scene(*rate);
+                        scene
+                            .pushes
+                            .push(test.push(s.push_link(), direction, at_s, impulse_ns));
+                        let (run, run_cut) = walk(
+                            *law,
+                            *rate,
+                            controller,
+                            scene,
+                            format!("{}_{rate}_push_{d}_{a}_{k}.json", law.name()),
+                            0.0,
+                        )?;
+                        (row.phase, row.stance) = phase_at(&run.steps, at_s);
+                        row.walked = run_cut.is_none().then_some(run.fell_at_s.is_none());
+                        row.fell_at_s = run.fell_at_s;
+                        row.steps_after_push =
+                            run.steps.iter().filter(|st| st.time_s > at_s).count();
+                        faults.push(run.faults.clone());
+                        if let Some(c) = run_cut {
+                            push_runs.push(row);
+                            cut = Some((
+                                format!(
+                                    "{} at {rate} Hz pushed with {impulse_ns} N·s at {at_s} s",
+                                    law.name()
+                                ),
+                                c,
+                            ));
+                            break 'runs;
+                        }
+                    }
+                    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                    pushes_csv.push_str(&format!(
+                        "{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
+                        row.controller,
+                        rate,
+                        direction[0],
+                        direction[1],
+                        direction[2],
+                        at_s,
+                        opt(row.phase),
+                        row.stance.unwrap_or(""),
+                        impulse_ns,
+                        row.walked.map_or(String::new(), |b| b.to_string()),
+                        opt(row.fell_at_s),
+                        row.steps_after_push,
+                        row.not_run.clone().unwrap_or_default(),
+                    ));
+                    push_runs.push(row);
+                }
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&scenes);
@@ -1644,6 +2114,10 @@ pub fn run_scenario(
     )?;
     std::fs::write(staging.join("runs.csv"), csv)?;
     std::fs::write(staging.join("steps.csv"), steps_csv)?;
+    if s.push_test.is_some() {
+        std::fs::write(staging.join("pushes.csv"), pushes_csv)?;
+    }
+    let push_summary = summarise_pushes(&push_runs);
     let report = Walk3dReport {
         complete: cut.is_none(),
         incomplete_reason: cut
@@ -1658,9 +2132,14 @@ pub fn run_scenario(
         start: s.start,
         coronal_speeds_m_s: s.coronal_speeds_m_s.clone(),
         steps_per_speed: s.steps_per_speed,
+        speed_tuning: s.speed_tuning.clone(),
         stabiliser_gains: s.stabiliser_gains,
         stabiliser_baseline: s.stabiliser_baseline,
         runs,
+        push_test: s.push_test.clone(),
+        push_link: s.push_test.as_ref().map(|_| s.push_link().to_owned()),
+        push_summary,
+        push_runs,
         timing: first_timing.unwrap_or_default(),
         faults: Faults::sum(faults.iter()),
     };
@@ -1673,6 +2152,7 @@ pub fn run_scenario(
         incomplete_reason: report.incomplete_reason.clone(),
         files: ["report.json", "runs.csv", "steps.csv", "scene.json"]
             .into_iter()
+            .chain(s.push_test.as_ref().map(|_| "pushes.csv"))
             .chain(gifs)
             .collect(),
     })
@@ -1711,6 +2191,40 @@ pub fn summary_table(r: &Walk3dReport) -> String {
                 .disequilibrium_share
                 .map_or("–".into(), |d| format!("{:.1}", 100.0 * d)),
         ));
+    }
+    if !r.push_summary.is_empty() {
+        out.push_str(&format!(
+            "pushes on {} ({} s each; the largest walked through with every smaller one):\n  {:<24} {:>7} {:>16} {:>6} {:>6} {:>6} {:>10} {:>10}\n",
+            r.push_link.as_deref().unwrap_or("?"),
+            r.push_test.as_ref().map_or(0.0, |t| t.duration_s),
+            "controller",
+            "rate Hz",
+            "direction",
+            "at s",
+            "phase",
+            "stance",
+            "largest",
+            "first fall"
+        ));
+        let ns = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v} N·s"));
+        for p in &r.push_summary {
+            let d = p.direction_world;
+            out.push_str(&format!(
+                "  {:<24} {:>7} {:>16} {:>6} {:>6} {:>6} {:>10} {:>10}\n",
+                p.controller,
+                p.control_rate_hz,
+                format!("[{:.2},{:.2},{:.2}]", d[0], d[1], d[2]),
+                p.at_s,
+                p.phase.map_or("–".into(), |f| format!("{f:.2}")),
+                p.stance.unwrap_or("–"),
+                if p.ran {
+                    ns(p.largest_survived_ns)
+                } else {
+                    "not run".into()
+                },
+                ns(p.first_fall_ns),
+            ));
+        }
     }
     out
 }

@@ -3,7 +3,10 @@
 //! gains that still walk like the original (S_min), then from there the largest (S_max), over
 //! the nine joint groups' (kp, kd) in log space; the next rate starts from S_min. Every
 //! evaluation is one `hil study walk3d-cell` process (a whole walk, in that process, the plant
-//! in process), so a batch scheduler can spread them as it spreads `hil study cell`.
+//! in process), so a batch scheduler can spread them as it spreads `hil study cell`. The walks
+//! are `simbicon3d`'s, or with `--controller simbicon3d_stabilised` (`_m3`, `_m0`) the same
+//! with the ground-contact stabiliser in the loop; `--start-gains` starts the step-down from a
+//! lower rate's gains.
 //!
 //! - `hil study walk3d-cell`: ONE walk of a `walk3d` scenario's humanoid at one rate with one set
 //!   of group gains; prints one JSON line (the spec, the outcome, the objective's measures).
@@ -40,7 +43,8 @@ use sim_host::humanoid::HumanoidPlant;
 
 use crate::run::session::{LoopCommand, LoopRecorder};
 use crate::run::walk3d::{
-    CARTWHEEL_GAINS, GROUPS, GroupGains, Walk3dController, Walk3dRecorder, Walk3dScenario, WalkLaw,
+    CARTWHEEL_GAINS, GROUPS, GroupGains, StabiliserGains, Walk3dController, Walk3dRecorder,
+    Walk3dScenario, WalkLaw,
 };
 
 use super::cma::{SIGMA0, SPEED_TOLERANCE};
@@ -74,6 +78,11 @@ pub struct CellArgs {
     /// hip, knee, ankle, toe, shoulder, elbow (default: Cartwheel's).
     #[arg(long)]
     pub gains: Option<String>,
+    /// The controller on those gains: `simbicon3d` or one with the ground-contact stabiliser
+    /// (`simbicon3d_stabilised`, `_m3`, `_m0`; its baseline the scenario's
+    /// `stabiliser_baseline`).
+    #[arg(long, default_value = "simbicon3d")]
+    pub controller: String,
 }
 
 /// What a walk measured.
@@ -101,6 +110,8 @@ pub struct CellOutcome {
 /// One cell's line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellLine {
+    /// The controller.
+    pub controller: String,
     /// Rate, Hz.
     pub rate_hz: f64,
     /// Length, s.
@@ -116,6 +127,18 @@ fn check_rate(r: f64) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{r}: must be in [50, 5000] Hz"))
+    }
+}
+
+/// The controller `name` if a study can set its gains: `simbicon3d` or a stabilised one
+/// (`simbicon3d_analytic` and `simbicon3d_tuned` choose their own gains).
+pub fn study_law(name: &str) -> Result<WalkLaw, String> {
+    match WalkLaw::from_name(name) {
+        Some(l @ (WalkLaw::Simbicon3d | WalkLaw::Simbicon3dStabilised(_))) => Ok(l),
+        _ => Err(format!(
+            "`{name}`: a study walks `simbicon3d`, `simbicon3d_stabilised`, \
+             `simbicon3d_stabilised_m3` or `simbicon3d_stabilised_m0` on the gains it is given"
+        )),
     }
 }
 
@@ -148,9 +171,10 @@ pub fn parse_gains(text: &str) -> Result<GroupGains, String> {
     Ok(g)
 }
 
-/// Runs one walk in this process.
+/// Runs one walk of `law` in this process.
 pub fn run_cell(
     scenario: &Path,
+    law: WalkLaw,
     rate_hz: f64,
     duration_s: f64,
     gains: &GroupGains,
@@ -161,18 +185,13 @@ pub fn run_cell(
     let mut s = Walk3dScenario::parse(&text, scenario).map_err(|e| e.to_string())?;
     s.control_rates_hz = vec![rate_hz];
     s.duration_s = duration_s;
-    s.controllers = vec![WalkLaw::Simbicon3d.name().into()];
+    s.controllers = vec![law.name().into()];
+    // The stabilised controllers walk on the gains given here, not the scenario's.
+    s.stabiliser_gains = StabiliserGains::Cartwheel;
     let file = scenario.display().to_string();
     let p = s.prepare(&file).map_err(|e| e.to_string())?;
     let model = &p.model;
-    let mut controller = Walk3dController::new(
-        WalkLaw::Simbicon3d,
-        model,
-        p.roles,
-        &s,
-        rate_hz,
-        Some(gains),
-    )?;
+    let mut controller = Walk3dController::new(law, model, p.roles, &s, rate_hz, Some(gains))?;
     let pelvis = p.roles.root_body;
     let body = |name: &str| model.body_index(name).ok_or(format!("no link {name}"));
     let head = body("head")?;
@@ -241,9 +260,17 @@ pub fn cell_main(args: &CellArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run_cell(&args.scenario, args.rate_hz, args.duration_s, &gains) {
+    let law = match study_law(&args.controller) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("hil: study walk3d-cell: --controller: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_cell(&args.scenario, law, args.rate_hz, args.duration_s, &gains) {
         Ok(outcome) => {
             let line = CellLine {
+                controller: law.name().into(),
                 rate_hz: args.rate_hz,
                 duration_s: args.duration_s,
                 gains,
@@ -303,6 +330,15 @@ pub struct CmaesArgs {
     /// Output folder.
     #[arg(long, default_value = "out/study_walk3d")]
     pub out: PathBuf,
+    /// The controller the searches walk (`simbicon3d`, or `simbicon3d_stabilised`, `_m3`,
+    /// `_m0` to search with the ground-contact stabiliser in the loop); the reference walk is
+    /// always `simbicon3d` on the original gains.
+    #[arg(long, default_value = "simbicon3d")]
+    pub controller: String,
+    /// The first rate's start gains, as `--gains` of `walk3d-cell` (default: Cartwheel's, the
+    /// original gains); give a lower rate's S_min to start the step-down there.
+    #[arg(long)]
+    pub start_gains: Option<String>,
 }
 
 /// The reference an objective compares with.
@@ -459,6 +495,7 @@ pub struct RateResult {
 fn run_cell_process(
     exe: &Path,
     scenario: &Path,
+    law: WalkLaw,
     rate: f64,
     duration: f64,
     gains: &GroupGains,
@@ -467,6 +504,8 @@ fn run_cell_process(
         .args(["study", "walk3d-cell", "--scenario"])
         .arg(scenario)
         .args([
+            "--controller",
+            law.name(),
             "--rate-hz",
             &rate.to_string(),
             "--duration-s",
@@ -502,6 +541,7 @@ fn best<'a>(evals: &'a [Evaluation], search: &str) -> Option<&'a Evaluation> {
 #[derive(Serialize)]
 struct CmaesJson<'a> {
     what: &'static str,
+    controller: &'static str,
     groups: [&'static str; 9],
     reference_rate_hz: f64,
     reference: Reference,
@@ -531,6 +571,14 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
     if let Err(e) = check_duration(args.duration_s) {
         return fail(2, format!("--duration-s: {e}"));
     }
+    let law = match study_law(&args.controller) {
+        Ok(l) => l,
+        Err(e) => return fail(2, format!("--controller: {e}")),
+    };
+    let first_start = match args.start_gains.as_deref().map(parse_gains).transpose() {
+        Ok(g) => g.unwrap_or(CARTWHEEL_GAINS),
+        Err(e) => return fail(2, e.replacen("--gains", "--start-gains", 1)),
+    };
     if !(1..=1000).contains(&args.generations) || !(2..=1000).contains(&args.population) {
         return fail(
             2,
@@ -561,6 +609,7 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
     let reference = match run_cell_process(
         &exe,
         &args.scenario,
+        WalkLaw::Simbicon3d,
         args.reference_rate_hz,
         duration,
         &CARTWHEEL_GAINS,
@@ -585,9 +634,11 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
         args.reference_rate_hz, reference.outcome.mean_speed_m_s, reference.outcome.head_height_m
     );
     let mut results: Vec<RateResult> = Vec::new();
-    let mut start = CARTWHEEL_GAINS;
+    let mut start = first_start;
     for (index, &rate) in rates.iter().enumerate() {
-        let r = search_rate(args, &exe, &sink, &pool, &reference, index, rate, start);
+        let r = search_rate(
+            args, law, &exe, &sink, &pool, &reference, index, rate, start,
+        );
         let valid = r.valid;
         start = r.s_min;
         results.push(r);
@@ -602,6 +653,7 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
                walk3d-cmaes): per rate, stepping down, CMA-ES over ln kp, ln kd of nine joint \
                groups, first minimising the normalised gains (S_min), then maximising them \
                from S_min (S_max), under head, hands, speed and balance terms",
+        controller: law.name(),
         groups: GROUPS,
         reference_rate_hz: args.reference_rate_hz,
         reference,
@@ -683,6 +735,7 @@ pub fn table(results: &[RateResult]) -> String {
 #[allow(clippy::too_many_arguments)]
 fn search_rate(
     args: &CmaesArgs,
+    law: WalkLaw,
     exe: &Path,
     sink: &LineSink,
     pool: &rayon::ThreadPool,
@@ -696,7 +749,7 @@ fn search_rate(
     let evals: Mutex<Vec<Evaluation>> = Mutex::new(Vec::new());
     let generation = AtomicUsize::new(0);
     let evaluate = |gains: GroupGains, search: &'static str| -> f64 {
-        let r = run_cell_process(exe, &args.scenario, rate, duration, &gains);
+        let r = run_cell_process(exe, &args.scenario, law, rate, duration, &gains);
         let (outcome, error) = match r {
             Ok(o) => (Some(o), None),
             Err(e) => (None, Some(e)),
