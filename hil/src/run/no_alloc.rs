@@ -758,9 +758,11 @@ fn no_alloc_dynamo_controllers() {
 }
 
 /// `walk3d`'s controllers (every law of `walk3d_tuned.toml` at every rate, and of
-/// `walk3d_stabiliser.toml` at its first rate: the stabilised ones with their reduced models,
-/// at a slower pace), fed the swaying humanoid's states with its feet loaded: 0 allocations, no
-/// refused tick, steps taken, the stabiliser ticking exactly in the stabilised ones.
+/// `walk3d_stabiliser.toml` and `walk3d_speed.toml` at their first rate: the stabilised ones
+/// with their reduced models, at a slower pace; the speed file's with the velocity tuning), fed
+/// the swaying humanoid's states with its feet loaded: 0 allocations, no refused tick, steps
+/// taken, the stabiliser ticking exactly in the stabilised ones, the tuning moving the desired
+/// forward velocity exactly in the speed file's.
 #[test]
 fn no_alloc_walk3d_controllers() {
     use super::walk3d::Walk3d;
@@ -768,6 +770,7 @@ fn no_alloc_walk3d_controllers() {
     for (path, pace, rates) in [
         (scenario_file!("walk3d_tuned.toml"), FAST, usize::MAX),
         (scenario_file!("walk3d_stabiliser.toml"), STABILISED, 1),
+        (scenario_file!("walk3d_speed.toml"), STABILISED, 1),
     ] {
         let text = std::fs::read_to_string(path).expect("the shipped scenario");
         let w = Walk3d::prepare(&text, path).expect("the shipped scenario prepares");
@@ -778,6 +781,7 @@ fn no_alloc_walk3d_controllers() {
                 continue;
             }
             let (mut refused, mut steps, mut stabilised) = (0_u64, 0_u32, 0_u64);
+            let mut tuned = false;
             let run = probed_run(
                 &format!("walk3d {} at {rate} Hz", law.name()),
                 pace,
@@ -789,7 +793,14 @@ fn no_alloc_walk3d_controllers() {
                     refused += u64::from(cmd.refused);
                     steps = steps.max(cmd.steps);
                     stabilised += u64::from(cmd.stabiliser.is_some());
+                    tuned |= cmd.desired_forward_m_s != 0.0;
                 },
+            );
+            assert_eq!(
+                tuned,
+                w.s.speed_tuning.is_some(),
+                "{}: the desired forward velocity moved: {tuned}",
+                run.name
             );
             assert_eq!(refused, 0, "{}: refused ticks", run.name);
             assert!(steps > 0, "{}: no step taken", run.name);
@@ -803,7 +814,7 @@ fn no_alloc_walk3d_controllers() {
             runs.push(run);
         }
     }
-    assert_eq!(runs.len(), 8 + 4);
+    assert_eq!(runs.len(), 8 + 4 + 2);
     assert_none_allocated(&runs);
 }
 

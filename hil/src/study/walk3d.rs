@@ -335,6 +335,10 @@ pub struct CmaesArgs {
     /// always `simbicon3d` on the original gains.
     #[arg(long, default_value = "simbicon3d")]
     pub controller: String,
+    /// The relative distance from the reference speed beyond which a walk is invalid (the
+    /// paper's 5 %: 0.05), in [0, 10].
+    #[arg(long, default_value_t = SPEED_TOLERANCE)]
+    pub speed_tolerance: f64,
     /// The first rate's start gains, as `--gains` of `walk3d-cell` (default: Cartwheel's, the
     /// original gains); give a lower rate's S_min to start the step-down there.
     #[arg(long)]
@@ -369,13 +373,16 @@ pub struct Objective {
     pub valid: bool,
 }
 
-/// The paper's eq. 4 (module docs) for `gains` whose walk of `duration_s` gave `outcome`.
+/// The paper's eq. 4 (module docs) for `gains` whose walk of `duration_s` gave `outcome`; a
+/// walk further off the reference speed than `speed_tolerance` (relative; the paper's is
+/// [`SPEED_TOLERANCE`], 5 %) takes [`SPEED_PENALTY`] and is invalid.
 pub fn objective(
     gains: &GroupGains,
     reference: &Reference,
     outcome: Option<&CellOutcome>,
     duration_s: f64,
     maximise: bool,
+    speed_tolerance: f64,
 ) -> Objective {
     let mut g = 0.0;
     for (s, s0) in gains.iter().zip(&reference.gains) {
@@ -405,7 +412,7 @@ pub fn objective(
         / 2.0
         / HANDS_UNIT_M;
     let off = (o.mean_speed_m_s - r.mean_speed_m_s).abs() / r.mean_speed_m_s.abs().max(1e-9);
-    let speed = if off > SPEED_TOLERANCE {
+    let speed = if off > speed_tolerance {
         SPEED_PENALTY
     } else {
         0.0
@@ -542,6 +549,7 @@ fn best<'a>(evals: &'a [Evaluation], search: &str) -> Option<&'a Evaluation> {
 struct CmaesJson<'a> {
     what: &'static str,
     controller: &'static str,
+    speed_tolerance: f64,
     groups: [&'static str; 9],
     reference_rate_hz: f64,
     reference: Reference,
@@ -575,6 +583,15 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(2, format!("--controller: {e}")),
     };
+    if !(0.0..=10.0).contains(&args.speed_tolerance) {
+        return fail(
+            2,
+            format!(
+                "--speed-tolerance: {}: must be in [0, 10]",
+                args.speed_tolerance
+            ),
+        );
+    }
     let first_start = match args.start_gains.as_deref().map(parse_gains).transpose() {
         Ok(g) => g.unwrap_or(CARTWHEEL_GAINS),
         Err(e) => return fail(2, e.replacen("--gains", "--start-gains", 1)),
@@ -654,6 +671,7 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
                groups, first minimising the normalised gains (S_min), then maximising them \
                from S_min (S_max), under head, hands, speed and balance terms",
         controller: law.name(),
+        speed_tolerance: args.speed_tolerance,
         groups: GROUPS,
         reference_rate_hz: args.reference_rate_hz,
         reference,
@@ -673,7 +691,7 @@ pub fn cmaes_main(args: &CmaesArgs) -> ExitCode {
         let pairs: Vec<String> = r
             .s_min
             .iter()
-            .map(|[kp, kd]| format!("[{kp:.4}, {kd:.4}]"))
+            .map(|[kp, kd]| format!("[{kp:?}, {kd:?}]"))
             .collect();
         toml.push_str(&format!(
             "\n[[tuned_gains]]\nrate_hz = {:.1}\ngains = [{}]\n",
@@ -760,6 +778,7 @@ fn search_rate(
             outcome.as_ref(),
             duration,
             search == "max",
+            args.speed_tolerance,
         );
         let e = Evaluation {
             rate_hz: rate,
@@ -823,7 +842,14 @@ fn search_rate(
         best(&evals, search).map_or(
             (
                 start,
-                objective(&start, reference, None, duration, search == "max"),
+                objective(
+                    &start,
+                    reference,
+                    None,
+                    duration,
+                    search == "max",
+                    args.speed_tolerance,
+                ),
             ),
             |e| (e.gains, e.objective),
         )
@@ -867,24 +893,43 @@ mod tests {
             gains: CARTWHEEL_GAINS,
             outcome: walked(1.0),
         };
-        let o = objective(&CARTWHEEL_GAINS, &r, Some(&walked(1.0)), 10.0, false);
+        let o = objective(
+            &CARTWHEEL_GAINS,
+            &r,
+            Some(&walked(1.0)),
+            10.0,
+            false,
+            SPEED_TOLERANCE,
+        );
         assert_eq!((o.total, o.gains, o.valid), (1.0, 1.0, true));
         // Half the gains: half the gain term; the max search sees its negative.
         let half = CARTWHEEL_GAINS.map(|[kp, kd]| [kp / 2.0, kd / 2.0]);
-        assert!((objective(&half, &r, Some(&walked(1.0)), 10.0, false).total - 0.5).abs() < 1e-12);
-        assert!((objective(&half, &r, Some(&walked(1.0)), 10.0, true).total + 0.5).abs() < 1e-12);
+        assert!(
+            (objective(&half, &r, Some(&walked(1.0)), 10.0, false, SPEED_TOLERANCE).total - 0.5)
+                .abs()
+                < 1e-12
+        );
+        assert!(
+            (objective(&half, &r, Some(&walked(1.0)), 10.0, true, SPEED_TOLERANCE).total + 0.5)
+                .abs()
+                < 1e-12
+        );
         // 4 % slow is free, 6 % is discarded.
         assert_eq!(
-            objective(&half, &r, Some(&walked(0.96)), 10.0, false).speed,
+            objective(&half, &r, Some(&walked(0.96)), 10.0, false, SPEED_TOLERANCE).speed,
             0.0
         );
-        let slow = objective(&half, &r, Some(&walked(0.94)), 10.0, false);
+        let slow = objective(&half, &r, Some(&walked(0.94)), 10.0, false, SPEED_TOLERANCE);
+        // A wider tolerance takes the slower walk.
+        let wide = objective(&half, &r, Some(&walked(0.5)), 10.0, false, 0.6);
+        assert!(wide.valid && wide.speed == 0.0, "{wide:?}");
+        assert!(!objective(&half, &r, Some(&walked(0.3)), 10.0, false, 0.6).valid);
         assert_eq!((slow.speed, slow.valid), (SPEED_PENALTY, false));
         // 2 cm lower head: 2; hands 5 cm off on one side: 0.5.
         let mut o = walked(1.0);
         o.head_height_m -= 0.02;
         o.hands_m[0][0] += 0.05;
-        let t = objective(&CARTWHEEL_GAINS, &r, Some(&o), 10.0, false);
+        let t = objective(&CARTWHEEL_GAINS, &r, Some(&o), 10.0, false, SPEED_TOLERANCE);
         assert!(
             (t.head - 2.0).abs() < 1e-9 && (t.hands - 0.5).abs() < 1e-9,
             "{t:?}"
@@ -896,14 +941,14 @@ mod tests {
             ..walked(1.0)
         };
         assert_eq!(
-            objective(&half, &r, Some(&fell(0.0)), 10.0, false).balance,
+            objective(&half, &r, Some(&fell(0.0)), 10.0, false, SPEED_TOLERANCE).balance,
             200.0
         );
         assert_eq!(
-            objective(&half, &r, Some(&fell(10.0)), 10.0, false).balance,
+            objective(&half, &r, Some(&fell(10.0)), 10.0, false, SPEED_TOLERANCE).balance,
             100.0
         );
-        assert!(objective(&half, &r, None, 10.0, false).total > 500.0);
+        assert!(objective(&half, &r, None, 10.0, false, SPEED_TOLERANCE).total > 500.0);
     }
 
     #[test]
