@@ -1656,9 +1656,9 @@ pub struct RunOut {
     pub step_list: Vec<StepOut>,
 }
 
-/// One pushed walk.
+/// Which walk a push struck, and when: the fields a pushed walk and its series share.
 #[derive(Debug, Clone, Serialize)]
-pub struct PushRunOut {
+pub struct PushedWalk {
     /// The controller.
     pub controller: &'static str,
     /// The control rate, Hz.
@@ -1672,6 +1672,24 @@ pub struct PushRunOut {
     pub phase: Option<f64>,
     /// The stance foot it started on.
     pub stance: Option<&'static str>,
+}
+
+impl PushedWalk {
+    /// The same controller, rate, direction and start.
+    fn same_series(&self, other: &Self) -> bool {
+        self.controller == other.controller
+            && self.control_rate_hz == other.control_rate_hz
+            && self.direction_world == other.direction_world
+            && self.at_s == other.at_s
+    }
+}
+
+/// One pushed walk.
+#[derive(Debug, Clone, Serialize)]
+pub struct PushRunOut {
+    /// The walk and the push's moment.
+    #[serde(flatten)]
+    pub walk: PushedWalk,
     /// The impulse, N·s.
     pub impulse_ns: f64,
     /// Whether it walked to the end (`None`: not run, or cut).
@@ -1688,18 +1706,9 @@ pub struct PushRunOut {
 /// impulses.
 #[derive(Debug, Clone, Serialize)]
 pub struct PushSummaryOut {
-    /// The controller.
-    pub controller: &'static str,
-    /// The control rate, Hz.
-    pub control_rate_hz: f64,
-    /// The direction, world frame, normalised.
-    pub direction_world: [f64; 3],
-    /// When the pushes started, s.
-    pub at_s: f64,
-    /// The phase of the step they started in (as [`PushRunOut::phase`]).
-    pub phase: Option<f64>,
-    /// The stance foot.
-    pub stance: Option<&'static str>,
+    /// The walk and the pushes' moment (the phase and stance of the first pushed walk that ran).
+    #[serde(flatten)]
+    pub walk: PushedWalk,
     /// The largest impulse walked through with every smaller one, N·s (`None`: not even the
     /// smallest, or not run).
     pub largest_survived_ns: Option<f64>,
@@ -1730,20 +1739,9 @@ fn phase_at(steps: &[StepOut], at_s: f64) -> (Option<f64>, Option<&'static str>)
 fn summarise_pushes(rows: &[PushRunOut]) -> Vec<PushSummaryOut> {
     let mut out: Vec<PushSummaryOut> = Vec::new();
     for r in rows {
-        let same = |p: &PushSummaryOut| {
-            p.controller == r.controller
-                && p.control_rate_hz == r.control_rate_hz
-                && p.direction_world == r.direction_world
-                && p.at_s == r.at_s
-        };
-        if !out.last().is_some_and(same) {
+        if !out.last().is_some_and(|p| p.walk.same_series(&r.walk)) {
             out.push(PushSummaryOut {
-                controller: r.controller,
-                control_rate_hz: r.control_rate_hz,
-                direction_world: r.direction_world,
-                at_s: r.at_s,
-                phase: r.phase,
-                stance: r.stance,
+                walk: r.walk.clone(),
                 largest_survived_ns: None,
                 first_fall_ns: None,
                 survived_ns: Vec::new(),
@@ -1751,8 +1749,8 @@ fn summarise_pushes(rows: &[PushRunOut]) -> Vec<PushSummaryOut> {
             });
         }
         let Some(p) = out.last_mut() else { continue };
-        if p.phase.is_none() {
-            (p.phase, p.stance) = (r.phase, r.stance);
+        if p.walk.phase.is_none() {
+            (p.walk.phase, p.walk.stance) = (r.walk.phase, r.walk.stance);
         }
         match r.walked {
             Some(true) => {
@@ -2039,12 +2037,14 @@ pub fn run_scenario(
             for (a, &at_s) in test.at_s.iter().enumerate() {
                 for (k, &impulse_ns) in test.impulses_ns.iter().enumerate() {
                     let mut row = PushRunOut {
-                        controller: law.name(),
-                        control_rate_hz: *rate,
-                        direction_world: direction,
-                        at_s,
-                        phase: None,
-                        stance: None,
+                        walk: PushedWalk {
+                            controller: law.name(),
+                            control_rate_hz: *rate,
+                            direction_world: direction,
+                            at_s,
+                            phase: None,
+                            stance: None,
+                        },
                         impulse_ns,
                         walked: None,
                         fell_at_s: None,
@@ -2066,7 +2066,7 @@ pub fn run_scenario(
                             format!("{}_{rate}_push_{d}_{a}_{k}.json", law.name()),
                             0.0,
                         )?;
-                        (row.phase, row.stance) = phase_at(&run.steps, at_s);
+                        (row.walk.phase, row.walk.stance) = phase_at(&run.steps, at_s);
                         row.walked = run_cut.is_none().then_some(run.fell_at_s.is_none());
                         row.fell_at_s = run.fell_at_s;
                         row.steps_after_push =
@@ -2087,14 +2087,14 @@ pub fn run_scenario(
                     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
                     pushes_csv.push_str(&format!(
                         "{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
-                        row.controller,
+                        row.walk.controller,
                         rate,
                         direction[0],
                         direction[1],
                         direction[2],
                         at_s,
-                        opt(row.phase),
-                        row.stance.unwrap_or(""),
+                        opt(row.walk.phase),
+                        row.walk.stance.unwrap_or(""),
                         impulse_ns,
                         row.walked.map_or(String::new(), |b| b.to_string()),
                         opt(row.fell_at_s),
@@ -2208,15 +2208,15 @@ pub fn summary_table(r: &Walk3dReport) -> String {
         ));
         let ns = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v} N·s"));
         for p in &r.push_summary {
-            let d = p.direction_world;
+            let d = p.walk.direction_world;
             out.push_str(&format!(
                 "  {:<24} {:>7} {:>16} {:>6} {:>6} {:>6} {:>10} {:>10}\n",
-                p.controller,
-                p.control_rate_hz,
+                p.walk.controller,
+                p.walk.control_rate_hz,
                 format!("[{:.2},{:.2},{:.2}]", d[0], d[1], d[2]),
-                p.at_s,
-                p.phase.map_or("–".into(), |f| format!("{f:.2}")),
-                p.stance.unwrap_or("–"),
+                p.walk.at_s,
+                p.walk.phase.map_or("–".into(), |f| format!("{f:.2}")),
+                p.walk.stance.unwrap_or("–"),
                 if p.ran {
                     ns(p.largest_survived_ns)
                 } else {
