@@ -741,18 +741,21 @@ impl Walk3dScenario {
             body("push_test.link".into(), link)?;
             // The plant's own checks on the strongest push of the test.
             let rate = self.control_rates_hz.first().copied().unwrap_or(300.0);
-            let mut scene = self.scene(rate);
             let strongest = t.impulses_ns.last().copied().unwrap_or(0.0);
             let at = t.at_s.first().copied().unwrap_or(0.0);
-            for d in t.unit_directions() {
+            for (k, d) in t.unit_directions().into_iter().enumerate() {
+                let mut scene = self.scene(rate);
                 scene.pushes.push(t.push(link, d, at, strongest));
+                sim_host::humanoid::HumanoidPlant::new(&scene).map_err(|e| {
+                    error(
+                        &format!("push_test (plant) {}", e.field),
+                        format!(
+                            "{} (the test's strongest push in directions_world[{k}] added to `pushes`)",
+                            e.reason
+                        ),
+                    )
+                })?;
             }
-            sim_host::humanoid::HumanoidPlant::new(&scene).map_err(|e| {
-                error(
-                    &format!("push_test (plant) {}", e.field),
-                    format!("{} (the test's push added to `pushes`)", e.reason),
-                )
-            })?;
         }
         let mut controllers = Vec::new();
         for &rate in &self.control_rates_hz {
