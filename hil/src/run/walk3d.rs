@@ -1723,7 +1723,7 @@ pub struct PushSummaryOut {
     pub ran: bool,
 }
 
-/// The phase and stance foot at `at_s` from a walk's steps (see [`PushRunOut::phase`]).
+/// The phase and stance foot at `at_s` from a walk's steps (see [`PushedWalk::phase`]).
 fn phase_at(steps: &[StepOut], at_s: f64) -> (Option<f64>, Option<&'static str>) {
     let k = steps.iter().take_while(|st| st.time_s <= at_s).count();
     let Some(now) = k.checked_sub(1).and_then(|k| steps.get(k)) else {
