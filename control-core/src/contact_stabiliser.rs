@@ -888,20 +888,20 @@ mod tests {
         tau
     }
 
-    fn run(lean: f64, tau_extra: [f64; 3], settings: StabiliserSettings) -> StabiliserOutput {
-        let t = tree(lean);
-        let pose = Isometry3::translation(0.0, 0.05, 0.0);
-        let q = [0.0; N];
-        let mut tau = holding(&t, &pose, &q);
-        for (x, e) in tau[6..].iter_mut().zip(tau_extra) {
-            *x += e;
-        }
-        let mut s = ContactStabiliser::new(t, settings);
-        s.tick(&StabiliserInput {
-            base_pose: &pose,
-            q: &q,
-            v: &[0.0; N],
-            tau: &tau,
+    const STILL: [f64; N] = [0.0; N];
+
+    /// The test leg's input: at rest on its foot (body 0), no joint torque vectors, nothing
+    /// locked, no loads, no measurement; a test changes what it exercises with `..`.
+    fn input<'a>(
+        pose: &'a Isometry3<f64>,
+        q: &'a [f64; N],
+        tau: &'a [f64; N],
+    ) -> StabiliserInput<'a, N> {
+        StabiliserInput {
+            base_pose: pose,
+            q,
+            v: &STILL,
+            tau,
             joint_torques: &[],
             gravity: Vector3::from(G),
             planted: &[0],
@@ -911,7 +911,19 @@ mod tests {
             axes: &AXES,
             loads: &[],
             measured: None,
-        })
+        }
+    }
+
+    fn run(lean: f64, tau_extra: [f64; 3], settings: StabiliserSettings) -> StabiliserOutput {
+        let t = tree(lean);
+        let pose = Isometry3::translation(0.0, 0.05, 0.0);
+        let q = [0.0; N];
+        let mut tau = holding(&t, &pose, &q);
+        for (x, e) in tau[6..].iter_mut().zip(tau_extra) {
+            *x += e;
+        }
+        let mut s = ContactStabiliser::new(t, settings);
+        s.tick(&input(&pose, &q, &tau))
     }
 
     #[test]
@@ -964,10 +976,6 @@ mod tests {
         let tau = holding(&t, &pose, &q);
         let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
         let by_vectors = s.tick(&StabiliserInput {
-            base_pose: &pose,
-            q: &q,
-            v: &[0.0; N],
-            tau: &tau,
             joint_torques: &[
                 JointTorque {
                     group_first: 0,
@@ -980,14 +988,7 @@ mod tests {
                     torque_nm: [0.0, 0.0, 7.0],
                 },
             ],
-            gravity: Vector3::from(G),
-            planted: &[0],
-            stance_bodies: 1,
-            locked: &[],
-            sole: SOLE,
-            axes: &AXES,
-            loads: &[],
-            measured: None,
+            ..input(&pose, &q, &tau)
         });
         assert!((by_axes.initial.r_sag - by_vectors.initial.r_sag).abs() < 1e-12);
         assert!((by_axes.initial.r_cor - by_vectors.initial.r_cor).abs() < 1e-12);
@@ -1006,19 +1007,8 @@ mod tests {
         let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
         let corners = [10.0, 10.0, 150.0, 130.0];
         let out = s.tick(&StabiliserInput {
-            base_pose: &pose,
-            q: &q,
-            v: &[0.0; N],
-            tau: &tau,
-            joint_torques: &[],
-            gravity: Vector3::from(G),
-            planted: &[0],
-            stance_bodies: 1,
-            locked: &[],
-            sole: SOLE,
-            axes: &AXES,
-            loads: &[],
             measured: Some(corners),
+            ..input(&pose, &q, &tau)
         });
         let m = Distribution::of_corners(corners);
         assert!((out.initial.r_sag - m.r_sag).abs() < 1e-12, "{out:?}");
@@ -1042,19 +1032,8 @@ mod tests {
         let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
         let mut at = |tau: &[f64; N], locked: &[usize]| {
             s.tick(&StabiliserInput {
-                base_pose: &pose,
-                q: &q,
-                v: &[0.0; N],
-                tau,
-                joint_torques: &[],
-                gravity: Vector3::from(G),
-                planted: &[0],
-                stance_bodies: 1,
                 locked,
-                sole: SOLE,
-                axes: &AXES,
-                loads: &[],
-                measured: None,
+                ..input(&pose, &q, tau)
             })
             .initial
         };
@@ -1095,21 +1074,7 @@ mod tests {
         let q = [0.0; N];
         let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
         let tau = [0.0; N];
-        let base = StabiliserInput {
-            base_pose: &pose,
-            q: &q,
-            v: &[0.0; N],
-            tau: &tau,
-            joint_torques: &[],
-            gravity: Vector3::from(G),
-            planted: &[0],
-            stance_bodies: 1,
-            locked: &[],
-            sole: SOLE,
-            axes: &AXES,
-            loads: &[],
-            measured: None,
-        };
+        let base = input(&pose, &q, &tau);
         for input in [
             StabiliserInput {
                 planted: &[],
@@ -1155,23 +1120,12 @@ mod tests {
         tau[8] += 98.1 * 0.05;
         let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
         let out = s.tick(&StabiliserInput {
-            base_pose: &pose,
-            q: &q,
-            v: &[0.0; N],
-            tau: &tau,
-            joint_torques: &[],
-            gravity: Vector3::from(G),
-            planted: &[0],
-            stance_bodies: 1,
-            locked: &[],
-            sole: SOLE,
-            axes: &AXES,
             loads: &[Load {
                 body: 3,
                 point_m: [0.05, 0.9, 0.0],
                 force_n: [0.0, -98.1, 0.0],
             }],
-            measured: None,
+            ..input(&pose, &q, &tau)
         });
         let x = 98.1 * 0.05 / (41.0 * 9.81);
         assert!(
@@ -1239,19 +1193,8 @@ mod tests {
             }
             let mut s = ContactStabiliser::new(t, StabiliserSettings { seed, ..StabiliserSettings::DEFAULT });
             let out = s.tick(&StabiliserInput {
-                base_pose: &pose,
-                q: &qq,
                 v: &v,
-                tau: &tau,
-                joint_torques: &[],
-                gravity: Vector3::from(G),
-                planted: &[0],
-                stance_bodies: 1,
-                locked: &[],
-                sole: SOLE,
-                axes: &AXES,
-                loads: &[],
-                measured: None,
+                ..input(&pose, &qq, &tau)
             });
             prop_assert!(matches!(out.status, StabiliserStatus::Improved | StabiliserStatus::Kept), "{:?}", out);
             prop_assert!(out.supplement_nm.iter().all(|x| x.abs() <= 60.0));
