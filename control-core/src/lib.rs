@@ -20,6 +20,8 @@
 //!   a keyframe's segment and n time constants, on the composite or the single-link inertia).
 //! - [`reach`]: Kenwright's joint-torque control of a chain's hand (Jᵀ F, a null-space posture
 //!   torque with the plain or the dynamically consistent projector) and CCD IK.
+//! - [`stable_pd`]: stable PD (Tan, Liu and Turk) for any controller of joint torques between
+//!   rigid bodies: the torques of the state one period ahead, stable at low control rates.
 //! - [`simbicon`]: SIMBICON's basic planar walk (state machine, balance feedback, torso PD), with
 //!   fixed or analytic gains.
 //! - [`dynamo`]: Dynamo's world-space servos for a floating-base humanoid with ball joints
@@ -67,6 +69,7 @@ pub mod servo_f32;
 pub mod servo_fixed;
 pub mod simbicon;
 pub mod simbicon3d;
+pub mod stable_pd;
 pub mod tree;
 
 // The README's Rust examples are compiled and run as doctests of `robot-model` (which depends on

@@ -58,6 +58,7 @@ use crate::dynamo::{Freedom, JointKind, axis_angle};
 use crate::frames::BodyMotion;
 /// A side of the body: the planar walker's, one type for both walkers.
 pub use crate::simbicon::Side;
+use crate::stable_pd::{StablePd, StablePdError, StablePdReport};
 
 /// Most joints the controller drives.
 pub const MAX_WALK_JOINTS: usize = 16;
@@ -551,6 +552,20 @@ pub struct Simbicon3d {
     limited_total: u64,
 }
 
+/// What a tick would do, before the effort cut and the commit.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    /// Each joint's torque on its free axes, not cut to its effort, N·m.
+    torques: [[f64; 3]; MAX_WALK_JOINTS],
+    stance: Side,
+    phase: f64,
+    step_began: bool,
+    state_start: f64,
+    share: f64,
+    d: Vector3<f64>,
+    v: Vector3<f64>,
+}
+
 fn unit3(v: [f64; 3]) -> Option<Vector3<f64>> {
     let v = Vector3::from(v);
     let n = libm::sqrt(v.norm_squared());
@@ -683,6 +698,54 @@ impl Simbicon3d {
 
     /// One control tick (see the module docs). On an error nothing changed.
     pub fn tick(&mut self, input: &Walk3dInput<'_>) -> Result<Walk3dCommand, Walk3dError> {
+        let plan = self.plan(input)?;
+        Ok(self.finish(input.time_s, &plan, &plan.torques))
+    }
+
+    /// One control tick whose torques are those of `spd` ([`StablePd`]: the walker evaluated on
+    /// the state one period ahead, its damping acting on the accelerations its torques cause),
+    /// then cut to the efforts as [`Simbicon3d::tick`] cuts them. The second value is what
+    /// `spd` did; where it failed, the tick's own torques were sent (a fallback the caller
+    /// should count). `spd` remembers the torques as cut: whatever the caller adds to them
+    /// afterwards (the ground-contact stabiliser's supplement) its observer takes for a
+    /// disturbance, which the damping resists. On an error nothing changed.
+    pub fn tick_stable_pd(
+        &mut self,
+        input: &Walk3dInput<'_>,
+        spd: &mut StablePd,
+    ) -> Result<(Walk3dCommand, Result<StablePdReport, StablePdError>), Walk3dError> {
+        let plan = self.plan(input)?;
+        let nj = self.config.joints.len();
+        let mut torques = [[0.0; 3]; MAX_WALK_JOINTS];
+        let report = spd.torques(
+            input.time_s,
+            input.bodies,
+            |bodies, out| {
+                let probe = Walk3dInput { bodies, ..*input };
+                match (self.plan(&probe), out.get_mut(..nj)) {
+                    (Ok(p), Some(out)) => {
+                        out.copy_from_slice(&p.torques[..nj]);
+                        true
+                    }
+                    _ => false,
+                }
+            },
+            &mut torques[..nj],
+        );
+        let sent = if report.is_ok() {
+            &torques
+        } else {
+            &plan.torques
+        };
+        let command = self.finish(input.time_s, &plan, sent);
+        // The observer's last torques are those sent, as cut.
+        spd.set_applied(command.torques_nm.get(..nj).unwrap_or(&[]));
+        Ok((command, report))
+    }
+
+    /// What a tick at `input` would do, projected onto the joints' free axes but not yet cut
+    /// to the efforts; changes nothing.
+    fn plan(&self, input: &Walk3dInput<'_>) -> Result<Plan, Walk3dError> {
         let bodies = self.checked_bodies(input)?;
         let n = self.config.body_masses_kg.len();
         let bodies = &bodies[..n];
@@ -817,12 +880,36 @@ impl Simbicon3d {
             torques[st.hip] += w * (cfg.stance_hip_damping * len);
         }
 
-        // Projection onto the free axes, the effort, and the output.
+        // Projection onto the free axes.
+        let mut projected = [[0.0; 3]; MAX_WALK_JOINTS];
+        for (k, (j, f)) in cfg.joints.iter().zip(&self.freedoms).enumerate() {
+            let (sent, _) = f.project(&bodies[j.parent].0, torques[k]);
+            projected[k] = [sent.x, sent.y, sent.z];
+        }
+        Ok(Plan {
+            torques: projected,
+            stance,
+            phase,
+            step_began,
+            state_start,
+            share,
+            d,
+            v,
+        })
+    }
+
+    /// The effort cut of `torques` and the output, and the commit of `plan`'s state.
+    fn finish(
+        &mut self,
+        time_s: f64,
+        plan: &Plan,
+        torques: &[[f64; 3]; MAX_WALK_JOINTS],
+    ) -> Walk3dCommand {
         let mut out = [[0.0; 3]; MAX_WALK_JOINTS];
         let mut limited = 0u32;
         let mut asked = [0.0; MAX_WALK_JOINTS];
-        for (k, (j, f)) in cfg.joints.iter().zip(&self.freedoms).enumerate() {
-            let (sent, _) = f.project(&bodies[j.parent].0, torques[k]);
+        for (k, j) in self.config.joints.iter().enumerate() {
+            let sent = Vector3::from(torques[k]);
             let norm = libm::sqrt(sent.norm_squared());
             asked[k] = norm;
             let sent = if !norm.is_finite() {
@@ -838,26 +925,27 @@ impl Simbicon3d {
             out[k] = [sent.x, sent.y, sent.z];
         }
         // Commit.
+        let (stance, d, v) = (plan.stance, plan.d, plan.v);
         if stance != self.stance {
             self.steps = self.steps.saturating_add(1);
         }
         self.stance = stance;
-        self.state_start_s = Some(state_start);
-        self.last_time_s = Some(input.time_s);
+        self.state_start_s = Some(plan.state_start);
+        self.last_time_s = Some(time_s);
         self.limited_total = self
             .limited_total
             .saturating_add(u64::from(limited.count_ones()));
-        Ok(Walk3dCommand {
+        Walk3dCommand {
             torques_nm: out,
             stance,
-            phase,
-            step_began,
+            phase: plan.phase,
+            step_began: plan.step_began,
             limited,
             asked_nm: asked,
-            stance_share: share,
+            stance_share: plan.share,
             d_m: [d.x, d.y, d.z],
             v_m_s: [v.x, v.y, v.z],
-        })
+        }
     }
 
     /// The bodies as (orientation, centre of mass, velocity, angular velocity), checked.

@@ -361,7 +361,7 @@ fn stabiliser_tick() -> f64 {
 }
 
 /// The 3D walker (`control_core::simbicon3d`): Cartwheel's Bip walking controller on a
-/// 15-body humanoid's joints, one tick standing.
+/// 15-body humanoid's joints, one tick standing, then one through stable PD.
 fn walk3d_tick() -> f64 {
     use control_core::articulated::nalgebra::Vector3;
     use control_core::dynamo::JointKind;
@@ -369,6 +369,7 @@ fn walk3d_tick() -> f64 {
     use control_core::simbicon3d::{
         BipRoles, BodyJoint, Side, SideJoints, Simbicon3d, Simbicon3dConfig, Walk3dInput,
     };
+    use control_core::stable_pd::{SpdJoint, StablePd};
     let masses = [
         12.9, 22.5, 5.2, 2.2, 1.7, 2.2, 1.7, 6.6, 3.2, 1.0, 0.2, 6.6, 3.2, 1.0, 0.2,
     ];
@@ -435,9 +436,23 @@ fn walk3d_tick() -> f64 {
         desired_velocity_m_s: [0.0, black_box(0.2)],
         desired_heading_rad: 0.0,
     };
-    walker
+    let plain = walker
         .tick(&input)
-        .map_or(0.0, |c| c.torques_nm.iter().flatten().sum::<f64>())
+        .map_or(0.0, |c| c.torques_nm.iter().flatten().sum::<f64>());
+    // The same walker through stable PD (`control_core::stable_pd`), one tick later.
+    let inertia = [[black_box(0.1); 3]; 15];
+    let spd_joints = pairs.map(|(parent, child, _)| SpdJoint { parent, child });
+    let Ok(mut spd) = StablePd::new(&inertia, &spd_joints, black_box(1.0 / 300.0)) else {
+        return plain;
+    };
+    let later = Walk3dInput {
+        time_s: black_box(0.1 + 1.0 / 300.0),
+        ..input
+    };
+    plain
+        + walker
+            .tick_stable_pd(&later, &mut spd)
+            .map_or(0.0, |(c, _)| c.torques_nm.iter().flatten().sum::<f64>())
 }
 
 /// The balance QP (`control_core::balance`, its conic solver `control_core::qp`): a floating

@@ -50,6 +50,7 @@ use control_core::simbicon3d::{
     BipRoles, BodyJoint, GainMoves, MAX_WALK_JOINTS, Side, SideJoints, Simbicon3d,
     Simbicon3dConfig, SpeedTuner, SpeedTuning, Walk3dInput,
 };
+use control_core::stable_pd::{SpdJoint, StablePd};
 use serde::{Deserialize, Serialize};
 use sim_host::Push;
 use sim_host::humanoid::{BodyPose, HumanoidModel, HumanoidScene, JointKind};
@@ -448,17 +449,25 @@ pub enum WalkLaw {
     Simbicon3dTuned,
     /// Cartwheel's gains with the ground-contact stabiliser predicting on a reduced model.
     Simbicon3dStabilised(ReducedModel),
+    /// Cartwheel's gains through stable PD ([`control_core::stable_pd`]).
+    Simbicon3dStablePd,
+    /// Cartwheel's gains through stable PD, with the ground-contact stabiliser.
+    Simbicon3dStablePdStabilised(ReducedModel),
 }
 
 impl WalkLaw {
     /// Every one, in report order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 10] = [
         Self::Simbicon3d,
         Self::Simbicon3dAnalytic,
         Self::Simbicon3dTuned,
         Self::Simbicon3dStabilised(ReducedModel::M5),
         Self::Simbicon3dStabilised(ReducedModel::M3),
         Self::Simbicon3dStabilised(ReducedModel::M0),
+        Self::Simbicon3dStablePd,
+        Self::Simbicon3dStablePdStabilised(ReducedModel::M5),
+        Self::Simbicon3dStablePdStabilised(ReducedModel::M3),
+        Self::Simbicon3dStablePdStabilised(ReducedModel::M0),
     ];
 
     /// The name in scenarios and reports.
@@ -470,7 +479,33 @@ impl WalkLaw {
             Self::Simbicon3dStabilised(ReducedModel::M5) => "simbicon3d_stabilised",
             Self::Simbicon3dStabilised(ReducedModel::M3) => "simbicon3d_stabilised_m3",
             Self::Simbicon3dStabilised(ReducedModel::M0) => "simbicon3d_stabilised_m0",
+            Self::Simbicon3dStablePd => "simbicon3d_stable_pd",
+            Self::Simbicon3dStablePdStabilised(ReducedModel::M5) => {
+                "simbicon3d_stable_pd_stabilised"
+            }
+            Self::Simbicon3dStablePdStabilised(ReducedModel::M3) => {
+                "simbicon3d_stable_pd_stabilised_m3"
+            }
+            Self::Simbicon3dStablePdStabilised(ReducedModel::M0) => {
+                "simbicon3d_stable_pd_stabilised_m0"
+            }
         }
+    }
+
+    /// The ground-contact stabiliser's reduced model (`None`: no stabiliser).
+    pub const fn stabiliser(self) -> Option<ReducedModel> {
+        match self {
+            Self::Simbicon3dStabilised(m) | Self::Simbicon3dStablePdStabilised(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Whether the torques go through stable PD.
+    pub const fn stable_pd(self) -> bool {
+        matches!(
+            self,
+            Self::Simbicon3dStablePd | Self::Simbicon3dStablePdStabilised(_)
+        )
     }
 
     /// The law named `name`.
@@ -487,6 +522,16 @@ impl WalkLaw {
             Self::Simbicon3dStabilised(ReducedModel::M5) => "walk3d_simbicon3d_stabilised.gif",
             Self::Simbicon3dStabilised(ReducedModel::M3) => "walk3d_simbicon3d_stabilised_m3.gif",
             Self::Simbicon3dStabilised(ReducedModel::M0) => "walk3d_simbicon3d_stabilised_m0.gif",
+            Self::Simbicon3dStablePd => "walk3d_simbicon3d_stable_pd.gif",
+            Self::Simbicon3dStablePdStabilised(ReducedModel::M5) => {
+                "walk3d_simbicon3d_stable_pd_stabilised.gif"
+            }
+            Self::Simbicon3dStablePdStabilised(ReducedModel::M3) => {
+                "walk3d_simbicon3d_stable_pd_stabilised_m3.gif"
+            }
+            Self::Simbicon3dStablePdStabilised(ReducedModel::M0) => {
+                "walk3d_simbicon3d_stable_pd_stabilised_m0.gif"
+            }
         }
     }
 }
@@ -914,6 +959,9 @@ pub struct Walk3dTick {
     pub target_forward_m_s: Option<f64>,
     /// The centre of mass's velocity in the character frame, m/s (forward, up, right).
     pub v_m_s: [f64; 3],
+    /// Stable PD's outcome (`None`: not used; `Some(true)`: its torques were sent;
+    /// `Some(false)`: it failed and the walker's own torques were sent).
+    pub stable_pd: Option<bool>,
     /// What the ground-contact stabiliser did (`None`: no stabiliser, or the state could not
     /// be mapped).
     pub stabiliser: Option<StabiliserOutput>,
@@ -942,8 +990,10 @@ pub struct Walk3dController {
     steps_per_speed: u32,
     /// What the analytic rule moved (`None` for Cartwheel's gains).
     pub moves: Option<GainMoves>,
-    /// The ground-contact stabiliser (`simbicon3d_stabilised*`).
+    /// The ground-contact stabiliser (`simbicon3d_stabilised*`, `simbicon3d_stable_pd_stabilised*`).
     stabiliser: Option<StanceStabiliser>,
+    /// Stable PD (`simbicon3d_stable_pd*`), boxed: its matrices take about 55 KB.
+    stable_pd: Option<Box<StablePd>>,
     /// The velocity tuning (`speed_tuning`) and its targets, cycled as `speeds`.
     tuner: Option<SpeedTuner>,
     targets: Vec<f64>,
@@ -991,9 +1041,11 @@ impl Walk3dController {
             None => config,
         };
         let (config, moves) = match law {
-            WalkLaw::Simbicon3d | WalkLaw::Simbicon3dTuned | WalkLaw::Simbicon3dStabilised(_) => {
-                (config, None)
-            }
+            WalkLaw::Simbicon3d
+            | WalkLaw::Simbicon3dTuned
+            | WalkLaw::Simbicon3dStabilised(_)
+            | WalkLaw::Simbicon3dStablePd
+            | WalkLaw::Simbicon3dStablePdStabilised(_) => (config, None),
             WalkLaw::Simbicon3dAnalytic => {
                 let upright = BodyPose {
                     com_m: [0.0; 3],
@@ -1019,8 +1071,25 @@ impl Walk3dController {
                 (c, Some(m))
             }
         };
-        let stabiliser = match law {
-            WalkLaw::Simbicon3dStabilised(reduced) => Some(StanceStabiliser::new(
+        let stable_pd = if law.stable_pd() {
+            let inertia: Vec<[f64; 3]> = model.bodies.iter().map(|b| b.inertia_kg_m2).collect();
+            let joints: Vec<SpdJoint> = model
+                .joints
+                .iter()
+                .map(|j| SpdJoint {
+                    parent: j.parent,
+                    child: j.child,
+                })
+                .collect();
+            Some(Box::new(
+                StablePd::new(&inertia, &joints, 1.0 / rate_hz)
+                    .map_err(|e| format!("stable PD: {e:?}"))?,
+            ))
+        } else {
+            None
+        };
+        let stabiliser = match law.stabiliser() {
+            Some(reduced) => Some(StanceStabiliser::new(
                 model,
                 &roles,
                 reduced,
@@ -1028,11 +1097,12 @@ impl Walk3dController {
                 GRAVITY,
                 StabiliserSettings::DEFAULT,
             )?),
-            _ => None,
+            None => None,
         };
         Ok(Self {
             walker: Simbicon3d::new(config).map_err(|e| e.to_string())?,
             stabiliser,
+            stable_pd,
             joints: model
                 .joints
                 .iter()
@@ -1080,6 +1150,7 @@ impl Walk3dController {
             desired_forward_m_s: 0.0,
             target_forward_m_s: None,
             v_m_s: [0.0; 3],
+            stable_pd: None,
             stabiliser: None,
         }
     }
@@ -1112,9 +1183,17 @@ impl Walk3dController {
             desired_velocity_m_s: [forward, desired],
             desired_heading_rad: 0.0,
         };
-        match self.walker.tick(&input) {
-            Ok(c) => {
+        let ticked = match self.stable_pd.as_deref_mut() {
+            Some(spd) => self
+                .walker
+                .tick_stable_pd(&input, spd)
+                .map(|(c, r)| (c, Some(r.is_ok()))),
+            None => self.walker.tick(&input).map(|c| (c, None)),
+        };
+        match ticked {
+            Ok((c, stable_pd)) => {
                 let mut out = self.empty(&s, false);
+                out.stable_pd = stable_pd;
                 for (k, t) in c.torques_nm.iter().take(self.joints.len()).enumerate() {
                     out.torques_nm[3 * k..3 * k + 3].copy_from_slice(t);
                 }
@@ -1252,6 +1331,7 @@ pub struct Walk3dRecorder {
     /// |Δ| sums between consecutive stance ticks.
     change_sums: [f64; 3],
     stabiliser: Option<StabiliserOut>,
+    stable_pd: Option<StablePdOut>,
     /// The last tick's stabiliser prediction: stance side, without and with the supplement.
     prediction: Option<(usize, Distribution, Distribution)>,
     /// |Δ| sums of r_sag, r_cor and relative normal force.
@@ -1341,6 +1421,7 @@ impl Walk3dRecorder {
             last_spread: None,
             change_sums: [0.0; 3],
             stabiliser: None,
+            stable_pd: None,
             prediction: None,
             error_sums: [0.0; 3],
         }
@@ -1427,6 +1508,17 @@ pub struct Walk3dRun {
     pub contacts: ContactOut,
     /// The stabiliser's work (`None`: none ran).
     pub stabiliser: Option<StabiliserOut>,
+    /// Stable PD's work (`None`: not used).
+    pub stable_pd: Option<StablePdOut>,
+}
+
+/// What stable PD did over a run.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct StablePdOut {
+    /// Ticks it ran (until a fall).
+    pub ticks: u64,
+    /// Ticks it failed on (the walker's own torques were sent instead).
+    pub fallback_ticks: u64,
 }
 
 impl LoopRecorder<Walk3dController> for Walk3dRecorder {
@@ -1506,6 +1598,11 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         self.limited += u64::from(c.limited.count_ones());
         self.refused += u64::from(c.refused);
         self.count_corners(c.stance.index());
+        if let Some(ok) = c.stable_pd {
+            let sp = self.stable_pd.get_or_insert_with(StablePdOut::default);
+            sp.ticks += 1;
+            sp.fallback_ticks += u64::from(!ok);
+        }
         if let Some(o) = c.stabiliser {
             let st = self.stabiliser.get_or_insert_with(StabiliserOut::default);
             st.evaluations += u64::from(o.evaluations);
@@ -1595,6 +1692,7 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
                 }
                 c
             },
+            stable_pd: self.stable_pd,
             stabiliser: self.stabiliser.map(|mut st| {
                 if st.improved_ticks > 0 {
                     let n = st.improved_ticks as f64;
@@ -1655,6 +1753,9 @@ pub struct RunOut {
     /// What the ground-contact stabiliser did (its `predicted_r`: means over the improved
     /// ticks).
     pub stabiliser: Option<StabiliserOut>,
+    /// What stable PD did (`simbicon3d_stable_pd*`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stable_pd: Option<StablePdOut>,
     /// Every step.
     pub step_list: Vec<StepOut>,
 }
@@ -1900,6 +2001,7 @@ fn summarise(
             }
             st
         }),
+        stable_pd: run.stable_pd,
         step_list: run.steps.clone(),
     }
 }

@@ -134,7 +134,12 @@ fn check_rate(r: f64) -> Result<(), String> {
 /// (`simbicon3d_analytic` and `simbicon3d_tuned` choose their own gains).
 pub fn study_law(name: &str) -> Result<WalkLaw, String> {
     match WalkLaw::from_name(name) {
-        Some(l @ (WalkLaw::Simbicon3d | WalkLaw::Simbicon3dStabilised(_))) => Ok(l),
+        Some(
+            l @ (WalkLaw::Simbicon3d
+            | WalkLaw::Simbicon3dStabilised(_)
+            | WalkLaw::Simbicon3dStablePd
+            | WalkLaw::Simbicon3dStablePdStabilised(_)),
+        ) => Ok(l),
         _ => Err(format!(
             "`{name}`: a study walks `simbicon3d`, `simbicon3d_stabilised`, \
              `simbicon3d_stabilised_m3` or `simbicon3d_stabilised_m0` on the gains it is given"
