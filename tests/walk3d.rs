@@ -17,7 +17,7 @@ fn num(v: &Value) -> f64 {
 /// and run into `out` (exit 0 required); the scenario file and the report.
 fn run_simbicon3d(out: &Path, name: &str, edits: &[(&str, &str)]) -> (std::path::PathBuf, Value) {
     let mut all = vec![(
-        "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
+        "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
         "controllers = [\"simbicon3d\"]",
     )];
     all.extend_from_slice(edits);
@@ -342,7 +342,7 @@ fn algorithm_1_runs_end_to_end() {
             ("duration_s = 120.0", "duration_s = 0.5"),
             ("animation_s = 10.0", "animation_s = 0.0"),
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
                 "controllers = [\"simbicon3d_tuned\"]",
             ),
         ],
@@ -388,7 +388,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_untuned_rate.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
                 "controllers = [\"simbicon3d_tuned\"]",
             ),
             "tuned_gains",
@@ -396,7 +396,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_stabiliser_untuned.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
                 "controllers = [\"simbicon3d_stabilised\"]\nstabiliser_gains = \"tuned\"",
             ),
             "tuned_gains",
@@ -404,7 +404,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_bad_stabiliser_gains.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
                 "controllers = [\"simbicon3d_stabilised\"]\nstabiliser_gains = \"tuneed\"",
             ),
             "stabiliser_gains",
@@ -478,7 +478,7 @@ fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
         WALK3D,
         &[
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
                 "controllers = [\"simbicon3d\", \"simbicon3d_stabilised\", \"simbicon3d_stabilised_m0\"]",
             ),
             ("control_rates_hz = [300.0]", "control_rates_hz = [1500.0]"),
@@ -530,5 +530,67 @@ fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
             .unwrap_or("")
             .ends_with("disequilibrium_share,stabiliser_improved_ticks,forward_speed_error_m_s"),
         "{csv}"
+    );
+}
+
+/// The low rate: at 300 Hz, the plant stepping once per control tick, Cartwheel's gains
+/// through stable PD walk the whole 200-step perturbed walk (120 s) with and without the
+/// ground-contact stabiliser, every tick's stable PD solved, no torque cut; the stabiliser
+/// lowers the share of stance ticks whose sole corners are in disequilibrium by at least a
+/// fifth; Cartwheel's gains without stable PD fall within seconds.
+#[test]
+fn stable_pd_walks_200_steps_at_300_hz_with_the_stabiliser_cutting_disequilibria() {
+    let out = out_dir("walk3d_stable_pd");
+    let file = scenario_copy(
+        out.parent().unwrap_or(&out),
+        "walk3d_stable_pd_e2e.toml",
+        WALK3D,
+        &[
+            (
+                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
+                "controllers = [\"simbicon3d\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
+            ),
+            ("animation_s = 10.0", "animation_s = 0.0"),
+        ],
+    );
+    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&out);
+    assert_eq!(r["complete"], true);
+    let plain = run_of(&r, "simbicon3d", 300.0);
+    assert_eq!(plain["walked"], false, "{plain:#}");
+    assert!(num(&plain["fell_at_s"]) < 5.0, "{plain:#}");
+    assert!(plain.get("stable_pd").is_none(), "{plain:#}");
+    let mut shares = Vec::new();
+    for name in ["simbicon3d_stable_pd", "simbicon3d_stable_pd_stabilised"] {
+        let x = run_of(&r, name, 300.0);
+        assert_eq!(x["walked"], true, "{name}: {x:#}");
+        assert!(x["steps"].as_u64().unwrap_or(0) >= 200, "{name}: {x:#}");
+        let v = num(&x["mean_speed_m_s"]);
+        assert!((0.6..1.0).contains(&v), "{name}: {x:#}");
+        assert_eq!(x["limited_joint_ticks"], 0, "{name}: {x:#}");
+        let sp = &x["stable_pd"];
+        assert!(
+            (num(&sp["ticks"]) - 120.0 * 300.0).abs() <= 1.0,
+            "{name}: {sp:#}"
+        );
+        assert_eq!(sp["fallback_ticks"], 0, "{name}: {sp:#}");
+        let share = num(&x["contacts"]["disequilibrium_share"]);
+        assert!((0.0..=1.0).contains(&share), "{name}: {x:#}");
+        shares.push(share);
+    }
+    let st = &run_of(&r, "simbicon3d_stable_pd_stabilised", 300.0)["stabiliser"];
+    assert_eq!(st["failed_ticks"], 0, "{st:#}");
+    assert!(num(&st["improved_ticks"]) > 0.0, "{st:#}");
+    assert!(
+        shares[1] <= 0.8 * shares[0],
+        "disequilibrium without the stabiliser {} and with it {}",
+        shares[0],
+        shares[1]
     );
 }

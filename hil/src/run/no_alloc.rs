@@ -758,11 +758,12 @@ fn no_alloc_dynamo_controllers() {
 }
 
 /// `walk3d`'s controllers (every law of `walk3d_tuned.toml` at every rate, and of
-/// `walk3d_stabiliser.toml` and `walk3d_speed.toml` at their first rate: the stabilised ones
-/// with their reduced models, at a slower pace; the speed file's with the velocity tuning), fed
-/// the swaying humanoid's states with its feet loaded: 0 allocations, no refused tick, steps
-/// taken, the stabiliser ticking exactly in the stabilised ones, the tuning moving the desired
-/// forward velocity exactly in the speed file's.
+/// `walk3d_stabiliser.toml`, `walk3d_speed.toml` and `walk3d_stable_pd_stabiliser.toml` at
+/// their first rate: the stabilised ones with their reduced models, at a slower pace; the speed
+/// file's with the velocity tuning; the last through stable PD), fed the swaying humanoid's
+/// states with its feet loaded: 0 allocations, no refused tick, steps taken, the stabiliser
+/// ticking exactly in the stabilised ones, the tuning moving the desired forward velocity
+/// exactly in the speed file's, stable PD solving every tick exactly in its controllers.
 #[test]
 fn no_alloc_walk3d_controllers() {
     use super::walk3d::Walk3d;
@@ -771,6 +772,11 @@ fn no_alloc_walk3d_controllers() {
         (scenario_file!("walk3d_tuned.toml"), FAST, usize::MAX),
         (scenario_file!("walk3d_stabiliser.toml"), STABILISED, 1),
         (scenario_file!("walk3d_speed.toml"), STABILISED, 1),
+        (
+            scenario_file!("walk3d_stable_pd_stabiliser.toml"),
+            STABILISED,
+            1,
+        ),
     ] {
         let text = std::fs::read_to_string(path).expect("the shipped scenario");
         let w = Walk3d::prepare(&text, path).expect("the shipped scenario prepares");
@@ -781,7 +787,7 @@ fn no_alloc_walk3d_controllers() {
                 continue;
             }
             let (mut refused, mut steps, mut stabilised) = (0_u64, 0_u32, 0_u64);
-            let mut tuned = false;
+            let (mut tuned, mut stable, mut fallbacks) = (false, 0_u64, 0_u64);
             let run = probed_run(
                 &format!("walk3d {} at {rate} Hz", law.name()),
                 pace,
@@ -794,8 +800,17 @@ fn no_alloc_walk3d_controllers() {
                     steps = steps.max(cmd.steps);
                     stabilised += u64::from(cmd.stabiliser.is_some());
                     tuned |= cmd.desired_forward_m_s != 0.0;
+                    stable += u64::from(cmd.stable_pd.is_some());
+                    fallbacks += u64::from(cmd.stable_pd == Some(false));
                 },
             );
+            assert_eq!(
+                stable > 0,
+                law.stable_pd(),
+                "{}: stable PD ticks {stable}",
+                run.name
+            );
+            assert_eq!(fallbacks, 0, "{}: stable PD fallbacks", run.name);
             assert_eq!(
                 tuned,
                 w.s.speed_tuning.is_some(),
@@ -814,7 +829,7 @@ fn no_alloc_walk3d_controllers() {
             runs.push(run);
         }
     }
-    assert_eq!(runs.len(), 8 + 4 + 2);
+    assert_eq!(runs.len(), 8 + 4 + 2 + 4);
     assert_none_allocated(&runs);
 }
 

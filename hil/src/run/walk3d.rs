@@ -25,7 +25,13 @@
 //! - `simbicon3d_stabilised`, `_m3`, `_m0`: Carensac et al.'s ground-contact stabiliser
 //!   ([`super::stance_stabiliser`]) on the reduced model M5, M3 or the whole character, on
 //!   Cartwheel's or the tuned gains (`stabiliser_gains`), its baseline the plant's measured
-//!   corner forces or the model's prediction (`stabiliser_baseline`).
+//!   corner forces or the model's prediction (`stabiliser_baseline`);
+//! - `simbicon3d_stable_pd`: Cartwheel's gains through stable PD
+//!   ([`control_core::stable_pd`], [`Simbicon3d::tick_stable_pd`]): the walker's torques from the
+//!   state one control period ahead, its damping acting on the accelerations they cause, each
+//!   body's own inertia; `simbicon3d_stable_pd_stabilised`, `_m3`, `_m0`: the same with the
+//!   ground-contact stabiliser (on Cartwheel's gains), whose supplement stable PD's observer
+//!   takes for a disturbance.
 //!
 //! Every run counts the stance foot's disequilibria from the plant's four sole-corner forces
 //! ([`ContactOut`]), and a stabilised run compares each prediction with the step the plant then

@@ -5,8 +5,9 @@
 //! evaluation is one `hil study walk3d-cell` process (a whole walk, in that process, the plant
 //! in process), so a batch scheduler can spread them as it spreads `hil study cell`. The walks
 //! are `simbicon3d`'s, or with `--controller simbicon3d_stabilised` (`_m3`, `_m0`) the same
-//! with the ground-contact stabiliser in the loop; `--start-gains` starts the step-down from a
-//! lower rate's gains.
+//! with the ground-contact stabiliser in the loop, or with `simbicon3d_stable_pd` (and its
+//! stabilised variants) through stable PD; `--start-gains` starts the step-down from a lower
+//! rate's gains.
 //!
 //! - `hil study walk3d-cell`: ONE walk of a `walk3d` scenario's humanoid at one rate with one set
 //!   of group gains; prints one JSON line (the spec, the outcome, the objective's measures).
@@ -130,8 +131,8 @@ fn check_rate(r: f64) -> Result<(), String> {
     }
 }
 
-/// The controller `name` if a study can set its gains: `simbicon3d` or a stabilised one
-/// (`simbicon3d_analytic` and `simbicon3d_tuned` choose their own gains).
+/// The controller `name` if a study can set its gains: `simbicon3d`, a stabilised one, or one
+/// through stable PD (`simbicon3d_analytic` and `simbicon3d_tuned` choose their own gains).
 pub fn study_law(name: &str) -> Result<WalkLaw, String> {
     match WalkLaw::from_name(name) {
         Some(
@@ -142,7 +143,9 @@ pub fn study_law(name: &str) -> Result<WalkLaw, String> {
         ) => Ok(l),
         _ => Err(format!(
             "`{name}`: a study walks `simbicon3d`, `simbicon3d_stabilised`, \
-             `simbicon3d_stabilised_m3` or `simbicon3d_stabilised_m0` on the gains it is given"
+             `simbicon3d_stabilised_m3`, `simbicon3d_stabilised_m0`, `simbicon3d_stable_pd`, \
+             `simbicon3d_stable_pd_stabilised`, `simbicon3d_stable_pd_stabilised_m3` or \
+             `simbicon3d_stable_pd_stabilised_m0` on the gains it is given"
         )),
     }
 }
