@@ -8,24 +8,28 @@ use e2e::{hil, hil_run, out_dir, report, scenario_copy};
 use serde_json::Value;
 
 const WALK3D: &str = include_str!("../scenarios/walk3d.toml");
+/// `scenarios/walk3d.toml`'s controllers line.
+const CONTROLLERS: &str = "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]";
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
 
-/// `scenarios/walk3d.toml` with `edits` and `simbicon3d` alone, written beside `out` as `name`
-/// and run into `out` (exit 0 required); the scenario file and the report.
-fn run_simbicon3d(out: &Path, name: &str, edits: &[(&str, &str)]) -> (std::path::PathBuf, Value) {
-    let mut all = vec![(
-        "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
-        "controllers = [\"simbicon3d\"]",
-    )];
-    all.extend_from_slice(edits);
-    let file = scenario_copy(out.parent().unwrap_or(out), name, WALK3D, &all);
+/// `scenarios/walk3d.toml` with `edits`, written beside `out` as `name` and run into `out`
+/// (exit 0 required); the scenario file and the report.
+fn run_walk3d(out: &Path, name: &str, edits: &[(&str, &str)]) -> (std::path::PathBuf, Value) {
+    let file = scenario_copy(out.parent().unwrap_or(out), name, WALK3D, edits);
     let run = hil_run(&[file.to_str().unwrap_or_default()], out);
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{err}");
     (file, report(out))
+}
+
+/// `scenarios/walk3d.toml` with `edits` and `simbicon3d` alone (see [`run_walk3d`]).
+fn run_simbicon3d(out: &Path, name: &str, edits: &[(&str, &str)]) -> (std::path::PathBuf, Value) {
+    let mut all = vec![(CONTROLLERS, "controllers = [\"simbicon3d\"]")];
+    all.extend_from_slice(edits);
+    run_walk3d(out, name, &all)
 }
 
 fn run_of<'a>(r: &'a Value, controller: &str, rate: f64) -> &'a Value {
@@ -472,13 +476,12 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
 #[test]
 fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
     let out = out_dir("walk3d_stabiliser");
-    let file = scenario_copy(
-        out.parent().unwrap_or(&out),
+    let (_, r) = run_walk3d(
+        &out,
         "walk3d_stabiliser_e2e.toml",
-        WALK3D,
         &[
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
+                CONTROLLERS,
                 "controllers = [\"simbicon3d\", \"simbicon3d_stabilised\", \"simbicon3d_stabilised_m0\"]",
             ),
             ("control_rates_hz = [300.0]", "control_rates_hz = [1500.0]"),
@@ -486,14 +489,6 @@ fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
             ("animation_s = 10.0", "animation_s = 0.0"),
         ],
     );
-    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let r = report(&out);
     let ticks = 6.0 * 1500.0;
     for name in [
         "simbicon3d",
@@ -541,26 +536,17 @@ fn the_contact_stabiliser_acts_on_every_tick_of_a_walk() {
 #[test]
 fn stable_pd_walks_200_steps_at_300_hz_with_the_stabiliser_cutting_disequilibria() {
     let out = out_dir("walk3d_stable_pd");
-    let file = scenario_copy(
-        out.parent().unwrap_or(&out),
+    let (_, r) = run_walk3d(
+        &out,
         "walk3d_stable_pd_e2e.toml",
-        WALK3D,
         &[
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
+                CONTROLLERS,
                 "controllers = [\"simbicon3d\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
             ),
             ("animation_s = 10.0", "animation_s = 0.0"),
         ],
     );
-    let run = hil_run(&[file.to_str().unwrap_or_default()], &out);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let r = report(&out);
     assert_eq!(r["complete"], true);
     let plain = run_of(&r, "simbicon3d", 300.0);
     assert_eq!(plain["walked"], false, "{plain:#}");

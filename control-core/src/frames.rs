@@ -308,6 +308,11 @@ impl Default for BodyMotion {
 }
 
 impl BodyMotion {
+    /// Whether all 13 values are finite.
+    pub fn is_finite(&self) -> bool {
+        self.to_array().iter().all(|v| v.is_finite())
+    }
+
     /// The 13 values in wire order: centre of mass, orientation, velocity, angular velocity.
     const fn to_array(self) -> [f64; 13] {
         let [x, y, z] = self.com_m;

@@ -983,14 +983,7 @@ impl Simbicon3d {
             Vector3::zeros(),
         ); MAX_WALK_BODIES];
         for (k, (b, o)) in input.bodies.iter().zip(out.iter_mut()).enumerate() {
-            let finite = b
-                .com_m
-                .iter()
-                .chain(&b.orientation)
-                .chain(&b.velocity_m_s)
-                .chain(&b.angular_velocity_rad_s)
-                .all(|v| v.is_finite());
-            if !finite {
+            if !b.is_finite() {
                 return Err(Walk3dError::Input(InputError::NonFinite(k)));
             }
             let [w, x, y, z] = b.orientation;

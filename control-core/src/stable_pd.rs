@@ -205,13 +205,7 @@ impl StablePd {
         let mut now = [BodyMotion::default(); MAX_SPD_BODIES];
         let mut rot = [Matrix3::<f64>::identity(); MAX_SPD_BODIES];
         for (k, b) in bodies.iter().enumerate() {
-            let ok = b
-                .com_m
-                .iter()
-                .chain(&b.orientation)
-                .chain(&b.velocity_m_s)
-                .chain(&b.angular_velocity_rad_s)
-                .all(|v| v.is_finite());
+            let ok = b.is_finite();
             let [w, x, y, z] = b.orientation;
             let q = Quaternion::new(w, x, y, z);
             let norm = libm::sqrt(q.norm_squared());

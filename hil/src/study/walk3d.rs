@@ -79,9 +79,10 @@ pub struct CellArgs {
     /// hip, knee, ankle, toe, shoulder, elbow (default: Cartwheel's).
     #[arg(long)]
     pub gains: Option<String>,
-    /// The controller on those gains: `simbicon3d` or one with the ground-contact stabiliser
+    /// The controller on those gains: `simbicon3d`, one with the ground-contact stabiliser
     /// (`simbicon3d_stabilised`, `_m3`, `_m0`; its baseline the scenario's
-    /// `stabiliser_baseline`).
+    /// `stabiliser_baseline`), or one through stable PD (`simbicon3d_stable_pd`,
+    /// `simbicon3d_stable_pd_stabilised`, `_m3`, `_m0`).
     #[arg(long, default_value = "simbicon3d")]
     pub controller: String,
 }
@@ -339,8 +340,9 @@ pub struct CmaesArgs {
     #[arg(long, default_value = "out/study_walk3d")]
     pub out: PathBuf,
     /// The controller the searches walk (`simbicon3d`, or `simbicon3d_stabilised`, `_m3`,
-    /// `_m0` to search with the ground-contact stabiliser in the loop); the reference walk is
-    /// always `simbicon3d` on the original gains.
+    /// `_m0` to search with the ground-contact stabiliser in the loop, or
+    /// `simbicon3d_stable_pd` and its stabilised variants through stable PD); the reference
+    /// walk is always `simbicon3d` on the original gains.
     #[arg(long, default_value = "simbicon3d")]
     pub controller: String,
     /// The relative distance from the reference speed beyond which a walk is invalid (the
