@@ -345,10 +345,7 @@ fn algorithm_1_runs_end_to_end() {
             ("control_rates_hz = [300.0]", "control_rates_hz = [1500.0]"),
             ("duration_s = 120.0", "duration_s = 0.5"),
             ("animation_s = 10.0", "animation_s = 0.0"),
-            (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
-                "controllers = [\"simbicon3d_tuned\"]",
-            ),
+            (CONTROLLERS, "controllers = [\"simbicon3d_tuned\"]"),
         ],
     );
     let check = out_dir("walk3d_tuned_check");
@@ -391,16 +388,13 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         ),
         (
             "walk3d_untuned_rate.toml",
-            (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
-                "controllers = [\"simbicon3d_tuned\"]",
-            ),
+            (CONTROLLERS, "controllers = [\"simbicon3d_tuned\"]"),
             "tuned_gains",
         ),
         (
             "walk3d_stabiliser_untuned.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
+                CONTROLLERS,
                 "controllers = [\"simbicon3d_stabilised\"]\nstabiliser_gains = \"tuned\"",
             ),
             "tuned_gains",
@@ -408,7 +402,7 @@ fn bad_walk3d_scenarios_are_refused_by_field() {
         (
             "walk3d_bad_stabiliser_gains.toml",
             (
-                "controllers = [\"simbicon3d\", \"simbicon3d_analytic\", \"simbicon3d_stabilised\", \"simbicon3d_stable_pd\", \"simbicon3d_stable_pd_stabilised\"]",
+                CONTROLLERS,
                 "controllers = [\"simbicon3d_stabilised\"]\nstabiliser_gains = \"tuneed\"",
             ),
             "stabiliser_gains",
