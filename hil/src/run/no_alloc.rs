@@ -69,6 +69,9 @@ const STABILISED: Pace = Pace {
 
 /// Ticks without a fresh state before the safe output.
 const WATCHDOG_TICKS: u64 = 10;
+/// Safe outputs a run must give after its last fresh state: the unfed tail is 600 ticks or
+/// more, so this leaves the feeding thread 400 ticks of lag.
+const MIN_SAFE_TAIL: u64 = 200;
 /// SCHED_FIFO where permitted (the runtime falls back to normal scheduling and says so).
 const PRIORITY: u8 = 80;
 /// As [`super::realtime::drive`]'s record channel.
@@ -88,6 +91,12 @@ struct AllocationProbe<C> {
     inject_at: Option<u64>,
     fresh_states: u64,
     safe_outputs: u64,
+    /// Ticks seen (normal and safe).
+    ticks_seen: u64,
+    /// The ordinal (1-based, in `ticks_seen`) of the last tick with a fresh state.
+    last_fresh_tick: u64,
+    /// Safe outputs since that tick.
+    safe_since_fresh: u64,
 }
 
 impl<C> AllocationProbe<C> {
@@ -99,6 +108,9 @@ impl<C> AllocationProbe<C> {
             inject_at,
             fresh_states: 0,
             safe_outputs: 0,
+            ticks_seen: 0,
+            last_fresh_tick: 0,
+            safe_since_fresh: 0,
         }
     }
 
@@ -123,15 +135,20 @@ impl<C: LoopController> Controller for AllocationProbe<C> {
 
     fn tick(&mut self, tick: &TickInfo, state: Option<StateSample<C::State>>) -> C::Command {
         self.probe(tick);
+        self.ticks_seen += 1;
         if state.as_ref().is_some_and(StateSample::is_fresh) {
             self.fresh_states += 1;
+            self.last_fresh_tick = self.ticks_seen;
+            self.safe_since_fresh = 0;
         }
         self.inner.tick(tick, state)
     }
 
     fn safe_output(&mut self, tick: &TickInfo, last: Option<StateSample<C::State>>) -> C::Command {
         self.probe(tick);
+        self.ticks_seen += 1;
         self.safe_outputs += 1;
+        self.safe_since_fresh += 1;
         self.inner.safe_output(tick, last)
     }
 }
@@ -145,6 +162,10 @@ struct Probed {
     ticked: bool,
     fresh_states: u64,
     safe_outputs: u64,
+    /// Ticks after the last one with a fresh state (the unfed tail).
+    tail_ticks: u64,
+    /// Safe outputs in that tail.
+    safe_in_tail: u64,
     outputs_received: u64,
     safe_received: u64,
     records_received: u64,
@@ -155,12 +176,14 @@ impl Probed {
     fn line(&self) -> String {
         let c = &self.report.counters;
         format!(
-            "{:<32} ticks {} fresh states {} safe outputs {} (received {}) outputs {} dropped {} telemetry {} sched_fifo {} allocations after the first tick {}",
+            "{:<32} ticks {} fresh states {} safe outputs {} (received {}; {} in the unfed tail of {}) outputs {} dropped {} telemetry {} sched_fifo {} allocations after the first tick {}",
             self.name,
             c.ticks,
             self.fresh_states,
             self.safe_outputs,
             self.safe_received,
+            self.safe_in_tail,
+            self.tail_ticks,
             self.outputs_received,
             c.outputs_dropped,
             self.records_received,
@@ -183,10 +206,23 @@ impl Probed {
             "{name}: the exchange was exercised: {} fresh states",
             self.fresh_states
         );
+        // The unfed tail starts when the feeding thread, a normal thread behind the
+        // real-time one, has published its last state: under load it lags the release index
+        // `feed_until` by as much as the output queue holds. The tail is then exact: normal
+        // ticks while fewer than `WATCHDOG_TICKS` have passed without a fresh state, safe
+        // outputs from then on.
+        assert_eq!(
+            self.safe_in_tail,
+            self.tail_ticks.saturating_sub(WATCHDOG_TICKS - 1),
+            "{name}: safe outputs in the unfed tail of {} ticks",
+            self.tail_ticks
+        );
         assert!(
-            self.safe_outputs > ticks - feed_until - 10 * WATCHDOG_TICKS,
-            "{name}: the safe path was exercised: {} safe outputs",
-            self.safe_outputs
+            self.safe_in_tail >= MIN_SAFE_TAIL,
+            "{name}: the safe path was exercised: {} safe outputs after the last fresh state \
+             (the feeding thread lagged {} ticks behind the release it stops at)",
+            self.safe_in_tail,
+            (ticks - feed_until).saturating_sub(self.tail_ticks)
         );
         assert_eq!(self.safe_outputs, c.safe_ticks, "{name}");
         assert!(c.watchdog_trips >= 1, "{name}: {c:?}");
@@ -268,6 +304,8 @@ fn probed_run<C: LoopController>(
         ticked: probe.at_first_tick.is_some(),
         fresh_states: probe.fresh_states,
         safe_outputs: probe.safe_outputs,
+        tail_ticks: probe.ticks_seen - probe.last_fresh_tick,
+        safe_in_tail: probe.safe_since_fresh,
         outputs_received,
         safe_received,
         records_received,
