@@ -438,8 +438,8 @@ fn a_misspelt_or_mistyped_kind_is_refused_listing_every_kind() {
             &[
                 "field `kind`",
                 says,
-                r#""dynamo_push", "robot_push", "simbicon_walk", "walk3d", "on_the_beat", "kenwright_reach", "pose_tour""#,
-                "none: the ball-blocking arm",
+                r#""ball_blocking", "dynamo_push", "robot_push", "simbicon_walk", "walk3d", "on_the_beat", "kenwright_reach", "pose_tour""#,
+                r#"none: "ball_blocking""#,
             ],
         );
     }

@@ -316,10 +316,10 @@ pub fn data(
     });
     json!({
         "format": "hil replay 1",
-        "scenario": report.scenario,
-        "scenario_file": report.scenario_file,
-        "kind": report.kind,
-        "mode": report.mode,
+        "scenario": report.header.scenario,
+        "scenario_file": report.header.scenario_file,
+        "kind": report.header.kind,
+        "mode": report.header.mode,
         "robot": robot.name,
         "urdf": report.urdf,
         "gravity": scene.gravity_m_s2,
@@ -352,7 +352,7 @@ pub fn write(
     runs: &[ChainRun],
 ) -> Result<(), String> {
     let data = data(scenario, robot, model, hand, report, runs);
-    let title = format!("{} — {} — hil replay", report.scenario, robot.name);
+    let title = format!("{} — {} — hil replay", report.header.scenario, robot.name);
     std::fs::write(path, super::page(&title, &data))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

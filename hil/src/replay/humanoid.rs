@@ -181,10 +181,10 @@ pub fn data(
     }
     json!({
         "format": "hil replay 1",
-        "scenario": report.scenario,
-        "scenario_file": report.scenario_file,
-        "kind": report.kind,
-        "mode": report.mode,
+        "scenario": report.header.scenario,
+        "scenario_file": report.header.scenario_file,
+        "kind": report.header.kind,
+        "mode": report.header.mode,
         "robot": model.name,
         "floating_base": true,
         "urdf": report.urdf,
@@ -213,7 +213,7 @@ pub fn write(
     runs: &[Run],
 ) -> Result<(), String> {
     let data = data(scenario, model, report, runs);
-    let title = format!("{} — {} — hil replay", report.scenario, model.name);
+    let title = format!("{} — {} — hil replay", report.header.scenario, model.name);
     std::fs::write(path, super::page(&title, &data))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

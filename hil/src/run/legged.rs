@@ -37,7 +37,7 @@ use sim_host::{Mode, Push};
 
 use super::dynamo::{QpOut, support_margin};
 use super::recorder::LoopTimes;
-use super::report::{Faults, Percentiles, Timing};
+use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, LoopState, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -1430,18 +1430,9 @@ pub struct RobotControllerOut {
 /// `report.json` of a `robot_push` run.
 #[derive(Debug, Clone, Serialize)]
 pub struct RobotPushReport {
-    /// Whether every run ran to its end.
-    pub complete: bool,
-    /// Why not.
-    pub incomplete_reason: Option<String>,
-    /// Scenario name.
-    pub scenario: String,
-    /// Scenario file.
-    pub scenario_file: String,
-    /// `"robot_push"`.
-    pub kind: &'static str,
-    /// `"lockstep"` or `"realtime"`.
-    pub mode: &'static str,
+    /// Completeness, scenario, kind and mode.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Control rate, Hz.
     pub control_rate_hz: f64,
     /// The URDF.
@@ -1806,14 +1797,14 @@ pub fn run_scenario(
     )?;
     std::fs::write(staging.join("runs.csv"), csv)?;
     let report = RobotPushReport {
-        complete: cut.is_none(),
-        incomplete_reason: cut
-            .as_ref()
-            .map(|(what, c)| format!("{} while running {what}", c.describe())),
-        scenario: s.name.clone(),
-        scenario_file: file.to_owned(),
-        kind: KIND,
-        mode: args.mode.name(),
+        header: ReportHeader::new(
+            cut.as_ref()
+                .map(|(what, c)| format!("{} while running {what}", c.describe())),
+            &s.name,
+            file,
+            KIND,
+            args.mode,
+        ),
         control_rate_hz: s.control_rate_hz,
         urdf: urdf.display().to_string(),
         robot: robot.name.clone(),
@@ -1849,7 +1840,7 @@ pub fn run_scenario(
     }
     Ok(Finished {
         summary: summary_table(&report),
-        incomplete_reason: report.incomplete_reason.clone(),
+        incomplete_reason: report.header.incomplete_reason.clone(),
         files,
     })
 }
@@ -1878,12 +1869,12 @@ fn summarise(
 pub fn summary_table(r: &RobotPushReport) -> String {
     let mut out = format!(
         "{} ({}, {:.1} kg, {} DoF, floating base) at {} Hz, {}; the feet alone stop {}:\n",
-        r.scenario,
+        r.header.scenario,
         r.robot,
         r.mass_kg,
         r.dof,
         r.control_rate_hz,
-        r.mode,
+        r.header.mode,
         r.ankle_bound_ns
             .map_or("-".to_owned(), |j| format!("{j:.1} N·s"))
     );

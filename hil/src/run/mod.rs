@@ -50,7 +50,7 @@ use transport::FrameLink;
 use controller::{ArmController, ControllerKind};
 use plant::PlantProcess;
 use recorder::{Recorder, TrajectoryCsv};
-use report::{ControllerRun, Faults, Report};
+use report::{ControllerRun, Faults, Report, ReportHeader};
 use scenario::{Scenario, ScenarioKind};
 use session::{Cut, Session, StopFlag};
 
@@ -375,7 +375,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         let report = run_scenario(args, &scenario, &file, staging, &stop, image.as_deref())?;
         Ok(Finished {
             summary: report::summary_table(&report),
-            incomplete_reason: report.incomplete_reason,
+            incomplete_reason: report.header.incomplete_reason,
             files: OUTPUT_FILES.to_vec(),
         })
     })
@@ -823,17 +823,19 @@ fn build_report(
         .unwrap_or_default();
     let faults = Faults::sum(runs.iter().map(|(r, _)| &r.faults));
     Report {
-        complete: cut.is_none(),
-        incomplete_reason: cut.map(|(kind, c)| {
-            format!(
-                "{} while running the {} controller",
-                c.describe(),
-                kind.name()
-            )
-        }),
-        scenario: scenario.name.clone(),
-        scenario_file: file.to_string(),
-        mode: mode.name(),
+        header: ReportHeader::new(
+            cut.map(|(kind, c)| {
+                format!(
+                    "{} while running the {} controller",
+                    c.describe(),
+                    kind.name()
+                )
+            }),
+            &scenario.name,
+            file,
+            scenario::BALL_BLOCKING,
+            mode,
+        ),
         control_rate_hz: scenario.control_rate_hz,
         physics_dt_s: scenario.physics_dt_s,
         seed: scenario.seed,
@@ -861,11 +863,11 @@ fn write_outputs(
     let runs: Vec<&ControllerRun> = runs.iter().map(|(r, _)| r).collect();
     let title = format!(
         "{} ({} mode, {} Hz): shoulder angle and target poses",
-        scenario.name, report.mode, scenario.control_rate_hz
+        scenario.name, report.header.mode, scenario.control_rate_hz
     );
     plot::angle_plot(&dir.join("angle.svg"), &title, &runs, &scenario.targets)
         .map_err(|e| format!("cannot plot angle.svg: {e}"))?;
-    let what = if report.mode == Mode::Realtime.name() {
+    let what = if report.header.mode == Mode::Realtime.name() {
         "control-thread wake-up latency"
     } else {
         "round trip (lockstep: no wall-clock schedule)"
@@ -873,7 +875,7 @@ fn write_outputs(
     let latency: Vec<_> = runs.iter().map(|r| (r.name, &r.latency)).collect();
     plot::latency_histogram(
         &dir.join("latency.svg"),
-        &format!("{} ({} mode): {what}", scenario.name, report.mode),
+        &format!("{} ({} mode): {what}", scenario.name, report.header.mode),
         &latency,
     )
     .map_err(|e| format!("cannot plot latency.svg: {e}"))?;

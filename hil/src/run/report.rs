@@ -288,11 +288,12 @@ impl ControllerRun {
     }
 }
 
-/// `report.json`.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    /// Whether every controller ran to the scene's end. A run cut short (plant lost, SIGINT,
-    /// SIGTERM) says `false` and why in `incomplete_reason`.
+/// What every kind's `report.json` opens with (flattened into it): whether the run is complete
+/// and why not, the scenario, its kind and the mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportHeader {
+    /// Whether every run ran to the scene's end. A run cut short (plant lost, SIGINT, SIGTERM)
+    /// says `false` and why in `incomplete_reason`.
     pub complete: bool,
     /// Why the run is incomplete.
     pub incomplete_reason: Option<String>,
@@ -300,8 +301,39 @@ pub struct Report {
     pub scenario: String,
     /// The file it came from.
     pub scenario_file: String,
-    /// "lockstep" or "realtime".
+    /// The scenario's kind, as a file writes it (`"ball_blocking"` for the arm, whose files may
+    /// leave it out).
+    pub kind: &'static str,
+    /// `"lockstep"` or `"realtime"`.
     pub mode: &'static str,
+}
+
+impl ReportHeader {
+    /// A header: complete when there is no `incomplete_reason`.
+    pub fn new(
+        incomplete_reason: Option<String>,
+        scenario: &str,
+        scenario_file: &str,
+        kind: &'static str,
+        mode: sim_host::Mode,
+    ) -> Self {
+        Self {
+            complete: incomplete_reason.is_none(),
+            incomplete_reason,
+            scenario: scenario.to_owned(),
+            scenario_file: scenario_file.to_owned(),
+            kind,
+            mode: mode.name(),
+        }
+    }
+}
+
+/// `report.json` of the ball-blocking arm.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Completeness, scenario, kind and mode.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Control rate, Hz.
     pub control_rate_hz: f64,
     /// Physics step, s.
@@ -330,13 +362,13 @@ pub fn summary_table(report: &Report) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "scenario {} ({}), {} mode, control {} Hz, physics dt {} s, weights {}{}\n",
-        report.scenario,
-        report.scenario_file,
-        report.mode,
+        report.header.scenario,
+        report.header.scenario_file,
+        report.header.mode,
         report.control_rate_hz,
         report.physics_dt_s,
         if report.weights { "on" } else { "off" },
-        if report.complete {
+        if report.header.complete {
             ""
         } else {
             " — INCOMPLETE"

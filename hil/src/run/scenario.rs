@@ -25,6 +25,8 @@ use sim_host::{ArmSpec, BallSpawn, Scene, WeightDrop, WeightShape};
 
 /// The built-in scenario: `hil run` with no file.
 pub const BUILT_IN: &str = include_str!("../../../scenarios/ball_blocking.toml");
+/// The ball-blocking arm's `kind`: what its reports say; its files may give it or leave it out.
+pub const BALL_BLOCKING: &str = "ball_blocking";
 /// The name shown for the built-in scenario's "file".
 pub const BUILT_IN_NAME: &str = "<built-in scenarios/ball_blocking.toml>";
 /// Slowest control rate accepted, Hz.
@@ -53,6 +55,9 @@ pub const MAX_END_S: f64 = 86_400.0;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// `"ball_blocking"`, or left out.
+    #[serde(default)]
+    pub kind: Option<String>,
     /// Name of the scenario (reports and plot titles; the default output folder is named after
     /// the scenario file, see `output::default_out_dir`).
     pub name: String,
@@ -223,6 +228,14 @@ impl Scenario {
 
     /// Semantic checks: (field, reason) of the first failure.
     fn check(&self) -> Result<(), (String, String)> {
+        if let Some(kind) = &self.kind
+            && kind != BALL_BLOCKING
+        {
+            return Err((
+                "kind".into(),
+                format!("must be \"{BALL_BLOCKING}\" (or left out) in this file"),
+            ));
+        }
         fn positive(field: &str, v: f64) -> Result<(), (String, String)> {
             if v.is_finite() && v > 0.0 {
                 Ok(())
@@ -545,7 +558,8 @@ pub enum ScenarioKind {
 
 impl ScenarioKind {
     /// Every `kind` a scenario file may give, as written.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
+        BALL_BLOCKING,
         super::dynamo::KIND,
         super::legged::KIND,
         super::biped::KIND,
@@ -559,6 +573,7 @@ impl ScenarioKind {
     fn of(name: &str) -> Option<Self> {
         use super::chain::scenario::ChainTask;
         match name {
+            BALL_BLOCKING => Some(Self::BallBlocking),
             super::dynamo::KIND => Some(Self::DynamoPush),
             super::biped::KIND => Some(Self::SimbiconWalk),
             "on_the_beat" => Some(Self::Joint(ChainTask::OnTheBeat)),
@@ -587,7 +602,7 @@ pub fn read_scenario(path: &Path) -> Result<(String, ScenarioKind), ScenarioErro
         .map_err(|e: toml::de::Error| error("-", format!("not valid TOML: {}", e.message())))?;
     let kinds = || {
         format!(
-            "one of {} (none: the ball-blocking arm)",
+            "one of {} (none: \"{BALL_BLOCKING}\")",
             ScenarioKind::NAMES
                 .iter()
                 .map(|k| format!("\"{k}\""))
@@ -801,6 +816,13 @@ mod tests {
             let e = Scenario::parse(&BUILT_IN.replace(from, to), "f.toml").unwrap_err();
             assert_eq!(e.field, field, "{to}: {e}");
         }
+
+        // The arm's kind may be given, and only as itself.
+        let named = format!("kind = \"ball_blocking\"\n{BUILT_IN}");
+        assert!(Scenario::parse(&named, "f.toml").is_ok());
+        let other = format!("kind = \"walk3d\"\n{BUILT_IN}");
+        let e = Scenario::parse(&other, "f.toml").unwrap_err();
+        assert_eq!(e.field, "kind", "{e}");
 
         let unknown = BUILT_IN.replace("length_m = 1.0", "length_m = 1.0\nlenght_m = 1.0");
         let e = Scenario::parse(&unknown, "f.toml").unwrap_err();

@@ -64,7 +64,7 @@ use sim_host::humanoid::{BodyPose, HumanoidModel, HumanoidScene, JointKind};
 use super::dynamo::controller::HumanoidState;
 use super::dynamo::{PoseSample, write_humanoid_gif};
 use super::recorder::LoopTimes;
-use super::report::{Faults, Percentiles, Timing};
+use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
 use super::stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
@@ -1890,18 +1890,9 @@ pub struct MovedOut {
 /// The report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Walk3dReport {
-    /// Whether every run ran to its end.
-    pub complete: bool,
-    /// Why not.
-    pub incomplete_reason: Option<String>,
-    /// Scenario name.
-    pub scenario: String,
-    /// Scenario file.
-    pub scenario_file: String,
-    /// `"walk3d"`.
-    pub kind: &'static str,
-    /// `"lockstep"` or `"realtime"`.
-    pub mode: &'static str,
+    /// Completeness, scenario, kind and mode.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// The URDF.
     pub urdf: String,
     /// Each run's length, s.
@@ -2230,14 +2221,14 @@ pub fn run_scenario(
     }
     let push_summary = summarise_pushes(&push_runs);
     let report = Walk3dReport {
-        complete: cut.is_none(),
-        incomplete_reason: cut
-            .as_ref()
-            .map(|(what, c)| format!("{} while running {what}", c.describe())),
-        scenario: s.name.clone(),
-        scenario_file: file.to_owned(),
-        kind: KIND,
-        mode: args.mode.name(),
+        header: ReportHeader::new(
+            cut.as_ref()
+                .map(|(what, c)| format!("{} while running {what}", c.describe())),
+            &s.name,
+            file,
+            KIND,
+            args.mode,
+        ),
         urdf: s.urdf.display().to_string(),
         duration_s: s.duration_s,
         start: s.start,
@@ -2260,7 +2251,7 @@ pub fn run_scenario(
     )?;
     Ok(Finished {
         summary: summary_table(&report),
-        incomplete_reason: report.incomplete_reason.clone(),
+        incomplete_reason: report.header.incomplete_reason.clone(),
         files: ["report.json", "runs.csv", "steps.csv", "scene.json"]
             .into_iter()
             .chain(s.push_test.as_ref().map(|_| "pushes.csv"))
@@ -2273,7 +2264,7 @@ pub fn run_scenario(
 pub fn summary_table(r: &Walk3dReport) -> String {
     let mut out = format!(
         "{}: the humanoid walking {} s per run ({}), coronal speeds {:?} m/s every {} steps:\n",
-        r.scenario, r.duration_s, r.mode, r.coronal_speeds_m_s, r.steps_per_speed
+        r.header.scenario, r.duration_s, r.header.mode, r.coronal_speeds_m_s, r.steps_per_speed
     );
     out.push_str(&format!(
         "  {:<24} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",

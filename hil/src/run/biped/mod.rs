@@ -32,7 +32,7 @@ use sim_host::walk::{FALL_TORSO_HEIGHT_M, jsimbicon_start};
 use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
-use super::report::{Faults, Timing};
+use super::report::{Faults, ReportHeader, Timing};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -210,18 +210,9 @@ impl WalkScenario {
 /// `report.json` of a walk run.
 #[derive(Debug, Clone, Serialize)]
 pub struct WalkReport {
-    /// Whether every controller ran to the plant's final state.
-    pub complete: bool,
-    /// Why not.
-    pub incomplete_reason: Option<String>,
-    /// Scenario name.
-    pub scenario: String,
-    /// Scenario file.
-    pub scenario_file: String,
-    /// `"simbicon_walk"`.
-    pub kind: &'static str,
-    /// `"lockstep"` or `"realtime"`.
-    pub mode: &'static str,
+    /// Completeness, scenario, kind and mode.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Control rate, Hz (= 1 / physics step).
     pub control_rate_hz: f64,
     /// Physics step, s.
@@ -380,18 +371,19 @@ pub fn run_scenario(
             .map_err(|e| format!("cannot write trajectory.csv: {e}"))?;
     }
     let report = WalkReport {
-        complete: cut.is_none(),
-        incomplete_reason: cut.as_ref().map(|(law, c)| {
-            format!(
-                "{} while running the {} controller",
-                c.describe(),
-                law.name()
-            )
-        }),
-        scenario: scenario.name.clone(),
-        scenario_file: file.to_owned(),
-        kind: KIND,
-        mode: args.mode.name(),
+        header: ReportHeader::new(
+            cut.as_ref().map(|(law, c)| {
+                format!(
+                    "{} while running the {} controller",
+                    c.describe(),
+                    law.name()
+                )
+            }),
+            &scenario.name,
+            file,
+            KIND,
+            args.mode,
+        ),
         control_rate_hz: scenario.control_rate_hz,
         physics_dt_s: scenario.control_period_s(),
         duration_s: scenario.duration_s,
@@ -434,7 +426,7 @@ pub fn run_scenario(
     )?;
     Ok(Finished {
         summary: summary_table(&report),
-        incomplete_reason: report.incomplete_reason.clone(),
+        incomplete_reason: report.header.incomplete_reason.clone(),
         files,
     })
 }
@@ -443,7 +435,7 @@ pub fn run_scenario(
 pub fn summary_table(report: &WalkReport) -> String {
     let mut out = format!(
         "{} ({} Hz, {} s, {}):\n| controller | fell | fell at s | distance m | mean speed m/s | steps | limited | tick µs (median) | plant step µs (median) | × real time |\n|---|---|---|---|---|---|---|---|---|---|\n",
-        report.scenario, report.control_rate_hz, report.duration_s, report.mode
+        report.header.scenario, report.control_rate_hz, report.duration_s, report.header.mode
     );
     for c in &report.controllers {
         out.push_str(&format!(

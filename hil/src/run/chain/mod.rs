@@ -28,7 +28,7 @@ use sim_host::{Mode, Push, Wall};
 
 pub use scenario::ChainScenario;
 
-use super::report::{Faults, Timing};
+use super::report::{Faults, ReportHeader, Timing};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -107,18 +107,9 @@ pub struct KeyframeOut {
 /// `report.json` of a chain run.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChainReport {
-    /// Whether every controller ran to the plant's final state.
-    pub complete: bool,
-    /// Why not.
-    pub incomplete_reason: Option<String>,
-    /// Scenario name.
-    pub scenario: String,
-    /// Scenario file.
-    pub scenario_file: String,
-    /// `"on_the_beat"` or `"kenwright_reach"`.
-    pub kind: &'static str,
-    /// `"lockstep"` or `"realtime"`.
-    pub mode: &'static str,
+    /// Completeness, scenario, kind and mode.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Control rate, Hz.
     pub control_rate_hz: f64,
     /// Physics step, s.
@@ -384,18 +375,19 @@ pub fn run_scenario(
     let inertia_check = inertia_check(&runs, &model, &mut replica, plant_joints.len());
     let joints = plant_joints.len();
     let report = ChainReport {
-        complete: cut.is_none(),
-        incomplete_reason: cut.as_ref().map(|(law, c)| {
-            format!(
-                "{} while running the {} controller",
-                c.describe(),
-                law.name()
-            )
-        }),
-        scenario: scenario.name.clone(),
-        scenario_file: file.to_owned(),
-        kind: scenario.kind.name(),
-        mode: args.mode.name(),
+        header: ReportHeader::new(
+            cut.as_ref().map(|(law, c)| {
+                format!(
+                    "{} while running the {} controller",
+                    c.describe(),
+                    law.name()
+                )
+            }),
+            &scenario.name,
+            file,
+            scenario.kind.name(),
+            args.mode,
+        ),
         control_rate_hz: scenario.control_rate_hz,
         physics_dt_s: scenario.physics_dt_s,
         urdf: urdf.display().to_string(),
@@ -438,7 +430,7 @@ pub fn run_scenario(
     )?;
     Ok(Finished {
         summary: summary_table(&report),
-        incomplete_reason: report.incomplete_reason.clone(),
+        incomplete_reason: report.header.incomplete_reason.clone(),
         files: match scenario.kind {
             ChainTask::OnTheBeat | ChainTask::PoseTour => BEAT_FILES.to_vec(),
             ChainTask::KenwrightReach => REACH_FILES.to_vec(),
@@ -506,9 +498,9 @@ fn or_na(v: Option<f64>) -> String {
 pub fn summary_table(report: &ChainReport) -> String {
     let mut s = format!(
         "scenario {} ({}), {} mode, control {} Hz, physics dt {} s, {}, joints {}{}\n",
-        report.scenario,
-        report.scenario_file,
-        report.mode,
+        report.header.scenario,
+        report.header.scenario_file,
+        report.header.mode,
         report.control_rate_hz,
         report.physics_dt_s,
         if report.hand_targets.is_empty() {
@@ -517,13 +509,13 @@ pub fn summary_table(report: &ChainReport) -> String {
             format!("{} hand targets", report.hand_targets.len())
         },
         report.joints.join(", "),
-        if report.complete {
+        if report.header.complete {
             ""
         } else {
             " — INCOMPLETE"
         }
     );
-    if report.kind == ChainTask::KenwrightReach.name() {
+    if report.header.kind == ChainTask::KenwrightReach.name() {
         s.push_str(&format!(
             "{:<22} {:>16} {:>18} {:>14}  {}\n",
             "controller",

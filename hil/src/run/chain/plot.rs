@@ -24,11 +24,11 @@ pub fn write_all(
 ) -> PlotResult {
     let heading = format!(
         "{} ({} mode, {} Hz)",
-        scenario.name, report.mode, scenario.control_rate_hz
+        scenario.name, report.header.mode, scenario.control_rate_hz
     );
     angles(&dir.join("angles.svg"), &heading, scenario, report, runs)
         .map_err(|e| format!("cannot plot angles.svg: {e}"))?;
-    if report.kind == ChainTask::KenwrightReach.name() {
+    if report.header.kind == ChainTask::KenwrightReach.name() {
         hand(&dir.join("hand.svg"), &heading, report, runs)
             .map_err(|e| format!("cannot plot hand.svg: {e}"))?;
     } else {
@@ -42,7 +42,7 @@ pub fn write_all(
         &report.joints,
     )
     .map_err(|e| format!("cannot plot inertia.svg: {e}"))?;
-    let what = if report.mode == Mode::Realtime.name() {
+    let what = if report.header.mode == Mode::Realtime.name() {
         "control-thread wake-up latency"
     } else {
         "round trip (lockstep: no wall-clock schedule)"

@@ -44,7 +44,7 @@ use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::{LatencyHistogram, LoopTimes};
-use super::report::{Faults, Percentiles, Timing};
+use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::ScenarioError;
 use super::session::{Cut, LoopRecorder, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -1378,18 +1378,9 @@ pub struct SweepOut {
 /// `report.json` of a Dynamo run.
 #[derive(Debug, Clone, Serialize)]
 pub struct DynamoReport {
-    /// Whether every run reached the plant's final state.
-    pub complete: bool,
-    /// Why not.
-    pub incomplete_reason: Option<String>,
-    /// Scenario name.
-    pub scenario: String,
-    /// Scenario file.
-    pub scenario_file: String,
-    /// `"dynamo_push"`.
-    pub kind: &'static str,
-    /// Mode.
-    pub mode: &'static str,
+    /// Completeness, scenario, kind and mode.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Control rate, Hz.
     pub control_rate_hz: f64,
     /// The URDF.
@@ -1700,14 +1691,14 @@ pub fn run_scenario(
     std::fs::write(staging.join("runs.csv"), csv)?;
     let d = scenario.push_direction;
     let report = DynamoReport {
-        complete: cut.is_none(),
-        incomplete_reason: cut
-            .as_ref()
-            .map(|(what, c)| format!("{} while running {what}", c.describe())),
-        scenario: scenario.name.clone(),
-        scenario_file: file.to_owned(),
-        kind: KIND,
-        mode: args.mode.name(),
+        header: ReportHeader::new(
+            cut.as_ref()
+                .map(|(what, c)| format!("{} while running {what}", c.describe())),
+            &scenario.name,
+            file,
+            KIND,
+            args.mode,
+        ),
         control_rate_hz: scenario.control_rate_hz,
         urdf: scenario.urdf.display().to_string(),
         mass_kg: model.total_mass_kg(),
@@ -1765,7 +1756,7 @@ pub fn run_scenario(
     }
     Ok(Finished {
         summary: summary_table(&report),
-        incomplete_reason: report.incomplete_reason.clone(),
+        incomplete_reason: report.header.incomplete_reason.clone(),
         files,
     })
 }
@@ -1812,7 +1803,7 @@ fn survived_cell(c: &ControllerOut) -> String {
 pub fn summary_table(r: &DynamoReport) -> String {
     let mut out = format!(
         "{} ({} Hz, {}):\n| controller | max push survived N·s | pose error rad | reach error at arrival rad | root torque N·m·s | spring broke at N·s | tick µs | plant step µs |\n|---|---|---|---|---|---|---|---|\n",
-        r.scenario, r.control_rate_hz, r.mode
+        r.header.scenario, r.control_rate_hz, r.header.mode
     );
     for c in &r.controllers {
         out.push_str(&format!(
