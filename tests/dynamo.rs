@@ -660,6 +660,24 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
             "reach.joint",
             "missing field",
         ),
+        (
+            "role_no_joint",
+            (
+                "[root_spring]",
+                "[roles]\nwaist = \"wiast\"\n\n[root_spring]",
+            ),
+            "roles.waist",
+            "`wiast` is no joint",
+        ),
+        (
+            "role_twice",
+            (
+                "[root_spring]",
+                "[roles]\nneck = \"waist\"\n\n[root_spring]",
+            ),
+            "roles",
+            "joint `waist` plays two parts",
+        ),
     ] {
         let err = refused(&out, name, edit, field);
         assert!(err.contains(says), "{name}: {err}");

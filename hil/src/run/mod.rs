@@ -34,6 +34,7 @@ pub mod plot;
 pub mod realtime;
 pub mod recorder;
 pub mod report;
+pub mod roles;
 pub mod scenario;
 pub mod session;
 pub mod stance_stabiliser;

@@ -706,6 +706,9 @@ fn no_alloc_dynamo_controllers() {
     let scenario =
         DynamoScenario::load(scenario_file!("balance_push.toml")).expect("the shipped scenario");
     let model = HumanoidModel::load(&scenario.urdf).expect("the humanoid loads");
+    let roles = scenario
+        .joint_roles(&model)
+        .expect("every joint plays a part");
     let reach = scenario.reach(&model).expect("reach.joint is a joint");
     let period = scenario.period_s();
     let frame = humanoid_frame(&model);
@@ -717,7 +720,7 @@ fn no_alloc_dynamo_controllers() {
     let build = |law: DynamoLaw| {
         DynamoController::new(
             law,
-            &model,
+            (&model, &roles),
             (1.0, GainScope::AllJoints),
             Some(reach),
             scenario.root_spring.into(),

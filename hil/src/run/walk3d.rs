@@ -53,8 +53,8 @@ use control_core::contact_stabiliser::{
 use control_core::dynamo::{BodyInertia, JointKind as CoreKind, subtree_inertia_about};
 use control_core::frames::{Event, MAX_JOINTS, StateFrame};
 use control_core::simbicon3d::{
-    BipRoles, BodyJoint, GainMoves, MAX_WALK_JOINTS, Side, SideJoints, Simbicon3d,
-    Simbicon3dConfig, SpeedTuner, SpeedTuning, Walk3dInput,
+    BipRoles, BodyJoint, GainMoves, MAX_WALK_JOINTS, Side, Simbicon3d, Simbicon3dConfig,
+    SpeedTuner, SpeedTuning, Walk3dInput,
 };
 use control_core::stable_pd::{SpdJoint, StablePd};
 use serde::{Deserialize, Serialize};
@@ -65,6 +65,7 @@ use super::dynamo::controller::HumanoidState;
 use super::dynamo::{PoseSample, write_humanoid_gif};
 use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
+use super::roles::RolesSpec;
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
 use super::stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
@@ -367,72 +368,6 @@ pub const CARTWHEEL_START_ROTATIONS: [(&str, [f64; 3]); 13] = [
 /// The pelvis's velocity in Cartwheel's saved walking state, here, m/s.
 pub const CARTWHEEL_START_VELOCITY_M_S: [f64; 3] = [1.078190, -0.255831, -0.095324];
 
-/// The joints of one side, by URDF joint name, and its foot link.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct SideSpec {
-    /// Hip (ball joint whose parent is the pelvis).
-    pub hip: String,
-    /// Knee.
-    pub knee: String,
-    /// Ankle.
-    pub ankle: String,
-    /// Toe joint.
-    pub toe: String,
-    /// Shoulder.
-    pub shoulder: String,
-    /// Elbow.
-    pub elbow: String,
-    /// The foot link (d is measured from its centre of mass; its ground force with the toes'
-    /// decides a foot strike).
-    pub foot: String,
-    /// The toes link.
-    pub toes: String,
-}
-
-impl SideSpec {
-    fn named(side: &str) -> Self {
-        Self {
-            hip: format!("{side}_hip"),
-            knee: format!("{side}_knee"),
-            ankle: format!("{side}_ankle"),
-            toe: format!("{side}_toe"),
-            shoulder: format!("{side}_shoulder"),
-            elbow: format!("{side}_elbow"),
-            foot: format!("{side}_foot"),
-            toes: format!("{side}_toes"),
-        }
-    }
-}
-
-/// Which joint plays which part (each part left out: the humanoid15 name).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RolesSpec {
-    /// The pelvis (the floating root) link.
-    pub pelvis: String,
-    /// The pelvis–torso joint.
-    pub waist: String,
-    /// The torso–head joint.
-    pub neck: String,
-    /// The left side.
-    pub left: SideSpec,
-    /// The right side.
-    pub right: SideSpec,
-}
-
-impl Default for RolesSpec {
-    fn default() -> Self {
-        Self {
-            pelvis: "pelvis".into(),
-            waist: "waist".into(),
-            neck: "neck".into(),
-            left: SideSpec::named("left"),
-            right: SideSpec::named("right"),
-        }
-    }
-}
-
 /// The gains the stabilised controllers walk on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -729,14 +664,6 @@ impl Walk3dScenario {
             reason,
         };
         let model = HumanoidModel::load(&self.urdf).map_err(|e| error("urdf", e.to_string()))?;
-        let joint = |field: String, name: &str| {
-            model.joint_index(name).ok_or_else(|| {
-                error(
-                    &field,
-                    format!("`{name}` is no joint of {}", self.urdf.display()),
-                )
-            })
-        };
         let body = |field: String, name: &str| {
             model.body_index(name).ok_or_else(|| {
                 error(
@@ -745,40 +672,10 @@ impl Walk3dScenario {
                 )
             })
         };
-        let side = |key: &str, s: &SideSpec| -> Result<(SideJoints, usize), ScenarioError> {
-            let f = |n: &str| format!("roles.{key}.{n}");
-            Ok((
-                SideJoints {
-                    hip: joint(f("hip"), &s.hip)?,
-                    knee: joint(f("knee"), &s.knee)?,
-                    ankle: joint(f("ankle"), &s.ankle)?,
-                    toe: Some(joint(f("toe"), &s.toe)?),
-                    shoulder: Some(joint(f("shoulder"), &s.shoulder)?),
-                    elbow: Some(joint(f("elbow"), &s.elbow)?),
-                    foot_body: body(f("foot"), &s.foot)?,
-                },
-                body(f("toes"), &s.toes)?,
-            ))
-        };
-        let (left, left_toes) = side("left", &self.roles.left)?;
-        let (right, right_toes) = side("right", &self.roles.right)?;
-        let roles = BipRoles {
-            root_body: body("roles.pelvis".into(), &self.roles.pelvis)?,
-            waist: joint("roles.waist".into(), &self.roles.waist)?,
-            neck: joint("roles.neck".into(), &self.roles.neck)?,
-            sides: [left, right],
-        };
-        // The plant reports the ground's force on the left foot, right foot, left toes and right
-        // toes, in that order: the roles' feet must be those bodies.
-        let g = model.ground_contact_bodies;
-        if [left.foot_body, right.foot_body, left_toes, right_toes] != g {
-            return Err(error(
-                "roles",
-                "the feet and toes must be the bodies the plant reports ground forces for \
-                 (left_foot, right_foot, left_toes, right_toes)"
-                    .into(),
-            ));
-        }
+        let roles = self
+            .roles
+            .resolve(&model, &self.urdf)
+            .map_err(|(field, reason)| error(&field, reason))?;
         for &rate in &self.control_rates_hz {
             sim_host::humanoid::HumanoidPlant::new(&self.scene(rate)).map_err(|e| {
                 error(

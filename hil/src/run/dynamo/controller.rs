@@ -38,8 +38,10 @@ use control_core::dynamo::{
     TargetSpace, gravity_torque_about, heading, subtree_inertia_about,
 };
 use control_core::frames::{BodyMotion, MAX_BODIES, MAX_JOINTS, StateFrame};
+use control_core::simbicon3d::{Limb, Side};
 use sim_host::humanoid::{HumanoidModel, JointKind};
 
+use super::super::roles::JointRole;
 use super::super::session::{LoopCommand, LoopController, LoopState};
 
 /// Which joints a gain scale (the gain sweep) applies to.
@@ -48,7 +50,7 @@ pub enum GainScope {
     /// Every joint, the ankles' lean damping too.
     AllJoints,
     /// The joints whose law differs between the controllers: the waist, neck, shoulders and
-    /// elbows ([`is_support_joint`]: not the legs). The legs keep their nominal gains.
+    /// elbows ([`JointRole::is_support`]: not the legs). The legs keep their nominal gains.
     UpperBody,
 }
 
@@ -69,11 +71,11 @@ impl GainScope {
         Self::ALL.into_iter().find(|s| s.name() == name)
     }
 
-    /// Whether the scale applies to joint `name`.
-    pub fn scales(self, name: &str) -> bool {
+    /// Whether the scale applies to a joint playing `role`.
+    pub fn scales(self, role: JointRole) -> bool {
         match self {
             Self::AllJoints => true,
-            Self::UpperBody => !is_support_joint(name),
+            Self::UpperBody => !role.is_support(),
         }
     }
 }
@@ -319,7 +321,7 @@ struct Joint {
     shares: Vector3<f64>,
     /// Bodies the joint moves (its child's subtree), body indices.
     subtree: Vec<usize>,
-    /// Whether its gains are per unit inertia ([`is_limb_joint`]).
+    /// Whether its gains are per unit inertia ([`JointRole::is_upper_limb`]).
     scaled: bool,
 }
 
@@ -358,7 +360,8 @@ pub struct DynamoController {
 /// effort can have a norm a rounding above it, which the plant's check refuses.
 const EFFORT_MARGIN: f64 = 1.0 - 1e-9;
 
-/// Nominal gains of a joint by name, before the scale. Limb joints ([`is_limb_joint`]): per
+/// Nominal gains of a joint by its part, before the scale. Upper limb joints
+/// ([`JointRole::is_upper_limb`]): per
 /// unit inertia (k_p 1/s², k_d 1/s), critically damped at [`LIMB_NATURAL_FREQ_RAD_S`], with
 /// gravity's torque on the limb as feed-forward. The rest (legs, waist, toes): N·m/rad and
 /// N·m·s/rad, with the share of them each of the parent's x, y, z axes gets ([`axis_shares`]):
@@ -366,15 +369,16 @@ const EFFORT_MARGIN: f64 = 1.0 - 1e-9;
 /// rests (legs, waist), light on the toes, and little damping (an explicit PD at 5 ms is stable
 /// only for kd·h/I < 2 and ωn·h < 2 on the body it turns: the toes' 0.0007 kg·m² allow 0.14
 /// N·m·s/rad; raising the ankles' k_d to 20 made the humanoid fall at 1.2 s).
-pub fn nominal_gains(name: &str) -> (f64, f64) {
-    let has = |s: &str| name.contains(s);
-    if is_limb_joint(name) {
-        let wn = LIMB_NATURAL_FREQ_RAD_S;
-        (wn * wn, 2.0 * wn)
-    } else if has("knee") || has("ankle") || has("waist") || has("hip") {
-        (1000.0, 2.0)
-    } else {
-        (20.0, 0.1)
+pub fn nominal_gains(role: JointRole) -> (f64, f64) {
+    match role {
+        r if r.is_upper_limb() => {
+            let wn = LIMB_NATURAL_FREQ_RAD_S;
+            (wn * wn, 2.0 * wn)
+        }
+        JointRole::Waist | JointRole::Limb(_, Limb::Hip | Limb::Knee | Limb::Ankle) => {
+            (1000.0, 2.0)
+        }
+        _ => (20.0, 0.1),
     }
 }
 
@@ -394,25 +398,6 @@ pub const LEAN_DAMPING_NMS_PER_RAD: f64 = 400.0;
 /// 8 rad/s does not.
 pub const LIMB_NATURAL_FREQ_RAD_S: f64 = 8.0;
 
-/// Whether joint `name` is a limb joint of the upper body (neck, shoulders, elbows): a light
-/// subtree hanging from the heavy torso, driven with gains per unit inertia
-/// ([`control_core::dynamo::DynamoJoint::tick_scaled`] with its subtree's inertia about the
-/// joint), so the swing and the twist of an arm (about 0.6 and 0.007 kg·m²) get the same
-/// natural frequency whichever way the arm points.
-pub fn is_limb_joint(name: &str) -> bool {
-    ["neck", "shoulder", "elbow"]
-        .iter()
-        .any(|n| name.contains(n))
-}
-
-/// Whether joint `name` is on a leg (hip, knee, ankle, toe): the support chain, which holds
-/// parent-space targets under every law.
-pub fn is_support_joint(name: &str) -> bool {
-    ["hip", "knee", "ankle", "toe"]
-        .iter()
-        .any(|n| name.contains(n))
-}
-
 /// The share of the nominal gains about each of the parent's x, y, z axes of a leg or waist
 /// joint (a servo's torque is scaled by it component by component in the parent's frame, after
 /// the torque limit, the same for every law): the plant test's per-axis gains. Not
@@ -424,21 +409,22 @@ pub fn is_support_joint(name: &str) -> bool {
 /// 1 elsewhere. Limb joints get none: fixed parent axes are wrong for a limb that moves (an
 /// arm's twist axis becomes a swing axis when it reaches forward), so they scale by their
 /// inertia instead.
-pub fn axis_shares(name: &str) -> [f64; 3] {
-    let has = |s: &str| name.contains(s);
-    if has("waist") || has("hip") {
-        [0.3, 1.0 / 3.0, 1.0]
-    } else if has("ankle") {
-        [0.3, 1.0, 1.0]
-    } else {
-        [1.0; 3]
+pub fn axis_shares(role: JointRole) -> [f64; 3] {
+    match role {
+        JointRole::Waist | JointRole::Limb(_, Limb::Hip) => [0.3, 1.0 / 3.0, 1.0],
+        JointRole::Limb(_, Limb::Ankle) => [0.3, 1.0, 1.0],
+        _ => [1.0; 3],
     }
 }
 
 /// The forward lean about the ankles (rad, about +z, negative: forward) that puts the centre
 /// of mass of the pose `joint_rotations` (relative rotations w, x, y, z in joint order, missing:
 /// the identity; `&[]`: the zero pose) above the ankles, so the pose stands.
-pub fn standing_lean_rad(model: &HumanoidModel, joint_rotations: &[[f64; 4]]) -> f64 {
+pub fn standing_lean_rad(
+    model: &HumanoidModel,
+    roles: &[JointRole],
+    joint_rotations: &[[f64; 4]],
+) -> f64 {
     let up = sim_host::humanoid::BodyPose {
         com_m: [0.0; 3],
         orientation: [1.0, 0.0, 0.0, 0.0],
@@ -450,10 +436,10 @@ pub fn standing_lean_rad(model: &HumanoidModel, joint_rotations: &[[f64; 4]]) ->
         com[0] += b.mass_kg * p.com_m[0] / m;
         com[1] += b.mass_kg * p.com_m[1] / m;
     }
-    let ankle = model
-        .joints
+    let ankle = roles
         .iter()
-        .find(|j| j.name.contains("ankle"))
+        .position(|r| r.is_ankle())
+        .and_then(|j| model.joints.get(j))
         .and_then(|j| {
             poses.get(j.parent).map(|p| {
                 [
@@ -467,9 +453,6 @@ pub fn standing_lean_rad(model: &HumanoidModel, joint_rotations: &[[f64; 4]]) ->
 }
 
 impl DynamoController {
-    /// The controller of `law` for `model`, gains of the joints in `scope` scaled by
-    /// `gain_scale`, `reach` the timed target, `spring` the root spring (used by
-    /// `world_space_root_spring` only), `period_s` the control period.
     /// `qp_balance`: reach with a hand as `hand` says (on `model`, the one this controller was
     /// built from). An error for the other laws, which have no hand task.
     pub fn reach_with_hand(
@@ -491,9 +474,13 @@ impl DynamoController {
         }
     }
 
+    /// The controller of `law` for `model`, whose joints play the parts `roles` (joint order:
+    /// the gains and the ankles' lean damping go by part), gains of the joints in `scope` scaled
+    /// by `gain_scale`, `reach` the timed target, `spring` the root spring (used by
+    /// `world_space_root_spring` only), `period_s` the control period.
     pub fn new(
         law: DynamoLaw,
-        model: &HumanoidModel,
+        (model, roles): (&HumanoidModel, &[JointRole]),
         (gain_scale, scope): (f64, GainScope),
         reach: Option<Reach>,
         spring: RootSpringConfig,
@@ -513,13 +500,16 @@ impl DynamoController {
         };
         let v = |a: [f64; 3]| Vector3::new(a[0], a[1], a[2]);
         let mut joints = Vec::with_capacity(model.joints.len());
-        for j in &model.joints {
-            let (kp, kd) = nominal_gains(&j.name);
-            let gain_scale = if scope.scales(&j.name) {
-                gain_scale
-            } else {
-                1.0
-            };
+        if roles.len() != model.joints.len() {
+            return Err(format!(
+                "{} roles for {} joints",
+                roles.len(),
+                model.joints.len()
+            ));
+        }
+        for (j, &role) in model.joints.iter().zip(roles) {
+            let (kp, kd) = nominal_gains(role);
+            let gain_scale = if scope.scales(role) { gain_scale } else { 1.0 };
             let kind = match j.kind {
                 JointKind::Ball { .. } => ServoKind::Ball,
                 JointKind::Hinge { axis, .. } => ServoKind::Hinge { axis: v(axis) },
@@ -547,9 +537,9 @@ impl DynamoController {
                 servo,
                 anchor: v(j.anchor_in_parent_m),
                 effort_nm: j.effort_nm * EFFORT_MARGIN,
-                shares: v(axis_shares(&j.name)),
+                shares: v(axis_shares(role)),
                 subtree,
-                scaled: is_limb_joint(&j.name),
+                scaled: role.is_upper_limb(),
             });
         }
         let root = (0..model.bodies.len())
@@ -561,7 +551,7 @@ impl DynamoController {
             }
             _ => None,
         };
-        let lean = standing_lean_rad(model, &[]);
+        let lean = standing_lean_rad(model, roles, &[]);
         // The reach's pose moves the centre of mass (the arm forward: about 2 cm): its own lean.
         let reach_lean = reach.map_or(lean, |r| {
             let mut rotations = vec![[1.0, 0.0, 0.0, 0.0]; model.joints.len()];
@@ -569,9 +559,9 @@ impl DynamoController {
                 let r = r.rotation.quaternion();
                 *q = [r.w, r.i, r.j, r.k];
             }
-            standing_lean_rad(model, &rotations)
+            standing_lean_rad(model, roles, &rotations)
         });
-        let lean_scale = if scope.scales("ankle") {
+        let lean_scale = if scope.scales(JointRole::Limb(Side::Left, Limb::Ankle)) {
             gain_scale
         } else {
             1.0
@@ -589,11 +579,7 @@ impl DynamoController {
             lean_damping: LEAN_DAMPING_NMS_PER_RAD * lean_scale,
             mass_kg: model.total_mass_kg(),
             gravity: v(gravity_m_s2),
-            ankles: model
-                .joints
-                .iter()
-                .map(|j| j.name.contains("ankle"))
-                .collect(),
+            ankles: roles.iter().map(|r| r.is_ankle()).collect(),
             lean_rad: (lean, reach_lean),
             law,
             joints,
@@ -607,11 +593,7 @@ impl DynamoController {
             reach,
             spring,
             safe_damping: 0.5 * gain_scale.min(1.0),
-            support: model
-                .joints
-                .iter()
-                .map(|j| is_support_joint(&j.name))
-                .collect(),
+            support: roles.iter().map(|r| r.is_support()).collect(),
         })
     }
 
@@ -977,6 +959,16 @@ mod tests {
         HumanoidModel::load(&urdf).expect("the shipped humanoid loads")
     }
 
+    /// The humanoid's joints' parts by the default `[roles]`.
+    fn roles(model: &HumanoidModel) -> Vec<JointRole> {
+        let urdf =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/humanoid15.urdf");
+        let roles = super::super::super::roles::RolesSpec::default()
+            .resolve(model, &urdf)
+            .expect("the default roles resolve");
+        super::super::super::roles::joint_roles(&roles, model).expect("every joint plays a part")
+    }
+
     /// The zero pose standing, every body moving at `velocity_m_s`, no rotation.
     fn state(model: &HumanoidModel, velocity_m_s: [f64; 3]) -> HumanoidState {
         let up = sim_host::humanoid::BodyPose {
@@ -1052,8 +1044,16 @@ mod tests {
             break_torque_nm: Some(138.0),
             ..RootSpringConfig::default()
         };
-        DynamoController::new(law, model, gains, None, spring, 0.005, [0.0, -9.81, 0.0])
-            .expect("the controller builds")
+        DynamoController::new(
+            law,
+            (model, &roles(model)),
+            gains,
+            None,
+            spring,
+            0.005,
+            [0.0, -9.81, 0.0],
+        )
+        .expect("the controller builds")
     }
 
     /// The ankles' torque (+ on the foot, − on the leg) about z, the pitch axis, per ankle.
@@ -1063,7 +1063,7 @@ mod tests {
             .joints
             .iter()
             .enumerate()
-            .filter(|(_, j)| j.name.contains("ankle"))
+            .filter(|&(i, _)| roles(model)[i].is_ankle())
             .map(|(i, _)| out.torques_nm[3 * i + 2])
             .collect()
     }
@@ -1117,10 +1117,12 @@ mod tests {
         );
         assert_eq!(nominal, upper);
         assert_ne!(nominal, all);
-        assert!(GainScope::UpperBody.scales("waist") && GainScope::UpperBody.scales("right_elbow"));
+        let knee = JointRole::Limb(Side::Left, Limb::Knee);
         assert!(
-            !GainScope::UpperBody.scales("left_knee") && GainScope::AllJoints.scales("left_knee")
+            GainScope::UpperBody.scales(JointRole::Waist)
+                && GainScope::UpperBody.scales(JointRole::Limb(Side::Right, Limb::Elbow))
         );
+        assert!(!GainScope::UpperBody.scales(knee) && GainScope::AllJoints.scales(knee));
         assert_eq!(
             GainScope::from_name("upper_body"),
             Some(GainScope::UpperBody)

@@ -45,6 +45,7 @@ use sim_host::{Mode, SceneError};
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::{LatencyHistogram, LoopTimes};
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
+use super::roles::{JointRole, RolesSpec, joint_roles};
 use super::scenario::ScenarioError;
 use super::session::{Cut, LoopRecorder, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -339,9 +340,19 @@ pub struct DynamoScenario {
     pub pelt: Option<PeltSpec>,
     /// The root spring.
     pub root_spring: SpringSpec,
+    /// Which joint plays which part (the gains and the ankles' lean damping go by part): each
+    /// entry left out is the humanoid15 name. Every joint must play exactly one part.
+    #[serde(default)]
+    pub roles: RolesSpec,
 }
 
 impl DynamoScenario {
+    /// Each of `model`'s joints' part under [`Self::roles`], or (field, reason).
+    pub fn joint_roles(&self, model: &HumanoidModel) -> Result<Vec<JointRole>, (String, String)> {
+        let roles = self.roles.resolve(model, &self.urdf)?;
+        joint_roles(&roles, model)
+    }
+
     /// Read and check a scenario file.
     #[cfg(test)]
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
@@ -396,6 +407,7 @@ impl DynamoScenario {
         }
         let model =
             HumanoidModel::load(&self.urdf).map_err(|e| ("urdf".to_owned(), e.to_string()))?;
+        self.joint_roles(&model)?;
         if model.body_index(&self.push_body).is_none() {
             return bad(
                 "push_body",
@@ -1411,6 +1423,9 @@ pub fn run_scenario(
 ) -> Result<Finished, Box<dyn std::error::Error>> {
     let laws = select(&args.only, &scenario.laws(), DynamoLaw::name)?;
     let model = HumanoidModel::load(&scenario.urdf).map_err(|e| e.to_string())?;
+    let roles = scenario
+        .joint_roles(&model)
+        .map_err(|(field, reason)| format!("{field}: {reason}"))?;
     let reach = scenario.reach(&model).ok_or("reach.joint is no joint")?;
     let period = scenario.period_s();
     let scopes: Vec<GainScope> = scenario
@@ -1421,7 +1436,7 @@ pub fn run_scenario(
     let build = |law: DynamoLaw, scale: f64, scope: GainScope| {
         DynamoController::new(
             law,
-            &model,
+            (&model, &roles),
             (scale, scope),
             Some(reach),
             scenario.root_spring.into(),
