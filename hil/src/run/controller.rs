@@ -1,7 +1,7 @@
 //! The controller of the ball-blocking arm, the same in lockstep and in real time: it sequences
 //! the targets (each plan is set while the arm still moves from the last), feeds gravity forward
 //! from the model, and runs one of the three servos. Each tick returns an [`ArmCommand`]: the
-//! torque for the plant and a [`TickRecord`] of what the tick saw and did; turning records into
+//! torque for the plant and a [`ArmTick`] of what the tick saw and did; turning records into
 //! report rows is the recorder's job, not the controller's.
 //!
 //! [`ArmController::tick`] runs on the control thread in real-time mode: it never allocates,
@@ -95,9 +95,10 @@ impl LoopState for ArmState {
     }
 }
 
-/// What one tick saw and did, raw (the recorder turns it into report rows).
+/// What one tick of the arm's controller saw and did, raw (the recorder turns it into report
+/// rows; the runtime's `TickRecord` is the tick's timing).
 #[derive(Debug, Clone, Copy)]
-pub struct TickRecord {
+pub struct ArmTick {
     /// The state the tick answered.
     pub state: ArmState,
     /// The servo's output (for the safe state: the damping-only torque, zero gains).
@@ -116,7 +117,7 @@ pub struct ArmCommand {
     /// Whether this is the safe state's output.
     pub safe: bool,
     /// The tick as recorded.
-    pub record: TickRecord,
+    pub record: ArmTick,
 }
 
 impl LoopCommand for ArmCommand {
@@ -239,7 +240,7 @@ pub fn command(state: ArmState, output: ServoOutput, safe: bool) -> ArmCommand {
         step: state.step,
         torque_nm: output.torque_nm,
         safe,
-        record: TickRecord {
+        record: ArmTick {
             state,
             output,
             safe,

@@ -36,7 +36,7 @@ use control_core::servo::ServoOutput;
 use serde::Serialize;
 
 use super::controller::{ArmCommand, ArmController, ArmState, command};
-use super::recorder::LatencyHistogram;
+use super::recorder::{LatencyHistogram, LatencyUs};
 use super::report::Percentiles;
 use super::session::LoopController;
 
@@ -622,7 +622,7 @@ fn exchange_state(s: &mut Shared, state: ArmState, safe: bool) -> Result<ServoOu
             )));
         }
     };
-    s.exchange.record(started.elapsed());
+    s.exchange.record_duration(started.elapsed());
     if command.sequence != s.sequence || command.step != step || command.safe != safe {
         return Err(Lost(format!(
             "the firmware answered sequence {} step {} for sequence {} step {step}",

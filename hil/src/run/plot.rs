@@ -7,7 +7,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::recorder::LatencyHistogram;
+use super::recorder::{LatencyHistogram, LatencyUs};
 use super::report::ControllerRun;
 use super::scenario::Target;
 

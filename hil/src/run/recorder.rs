@@ -2,7 +2,7 @@
 //! round trips, the control thread's timing records) into the report's figures, streams one CSV
 //! row per tick to `trajectory.csv`, and keeps a decimated trajectory for the plot.
 //!
-//! Memory stays bounded whatever the run's length: figures are histograms (`hdrhistogram`, fixed
+//! Memory stays bounded whatever the run's length: figures are histograms (`runtime`'s, fixed
 //! range) and running counts, the plotted trajectory is decimated to at most
 //! [`MAX_PLOT_POINTS`] points, and per-tick rows go straight to the CSV writer. It never runs on
 //! the control thread: in real time the I/O threads hand it records over a bounded channel that
@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use control_core::frames::{Event, StateFrame};
 use control_core::servo::ServoStatus;
-use hdrhistogram::Histogram;
 
-use super::controller::{ArmCommand, ArmState, TickRecord};
+use super::controller::{ArmCommand, ArmState, ArmTick};
 use super::report::{BallOutcome, ControllerRun, Faults, Percentiles, Timing};
 use super::scenario::Target;
 use super::session::{LoopController, LoopRecorder};
@@ -27,7 +26,7 @@ pub const MAX_PLOT_POINTS: usize = 4096;
 pub const MAX_CONTACT_TIMES: usize = 1024;
 
 /// Short names of servo statuses, for the CSV and the counts.
-pub fn status_name(record: &TickRecord) -> &'static str {
+pub fn status_name(record: &ArmTick) -> &'static str {
     if record.safe {
         return "safe";
     }
@@ -97,7 +96,7 @@ impl TrajectoryCsv {
         CsvFile::create(path, CSV_HEADER).map(Self)
     }
 
-    fn row(&mut self, controller: &str, r: &TickRecord) {
+    fn row(&mut self, controller: &str, r: &ArmTick) {
         let s = &r.state;
         let o = &r.output;
         // `{:?}` prints the shortest representation that round-trips: bit-exact CSV.
@@ -121,74 +120,46 @@ impl TrajectoryCsv {
     }
 }
 
-/// A latency histogram in ns (1 ns to 100 s, 3 significant digits; larger values saturate into
-/// the top and are counted).
-#[derive(Debug, Clone)]
-pub struct LatencyHistogram {
-    hist: Histogram<u64>,
-    saturated: u64,
-}
+pub use runtime::LatencyHistogram;
 
-impl Default for LatencyHistogram {
-    fn default() -> Self {
-        Self {
-            // 1 ns .. 100 s at 3 significant digits: a fixed allocation made here, never grown.
-            hist: Histogram::new_with_bounds(1, 100_000_000_000, 3)
-                .expect("constant, valid histogram bounds"),
-            saturated: 0,
-        }
-    }
-}
-
-impl LatencyHistogram {
-    /// Record one value, ns.
-    pub fn record_ns(&mut self, ns: u64) {
-        let v = ns.clamp(1, self.hist.high());
-        if v != ns.max(1) {
-            self.saturated += 1;
-        }
-        let _ = self.hist.record(v);
-    }
-
+/// What the reports and plots read of a [`LatencyHistogram`] (the runtime's: one histogram type
+/// for the control thread, `hil jitter` and the recorders), in µs.
+pub trait LatencyUs {
     /// Record one duration.
-    pub fn record(&mut self, d: Duration) {
-        self.record_ns(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    }
-
-    /// Whether no value was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.hist.is_empty()
-    }
-
+    fn record_duration(&mut self, d: Duration);
     /// min/p50/p99/p99.9/max in µs, or `None` for no samples.
-    pub fn percentiles_us(&self) -> Option<Percentiles> {
-        if self.hist.is_empty() {
-            return None;
-        }
-        let us = |ns: u64| ns as f64 / 1e3;
-        Some(Percentiles {
-            min: us(self.hist.min()),
-            p50: us(self.hist.value_at_quantile(0.5)),
-            p99: us(self.hist.value_at_quantile(0.99)),
-            p999: us(self.hist.value_at_quantile(0.999)),
-            max: us(self.hist.max()),
-            count: self.hist.len(),
-            saturated: self.saturated,
+    fn percentiles_us(&self) -> Option<Percentiles>;
+    /// (bucket lower edge µs, count) over `buckets` equal buckets from 0 to `top_us`, the last
+    /// one also holding everything above it.
+    fn buckets_us(&self, top_us: f64, buckets: usize) -> Vec<(f64, u64)>;
+}
+
+impl LatencyUs for LatencyHistogram {
+    fn record_duration(&mut self, d: Duration) {
+        self.record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    fn percentiles_us(&self) -> Option<Percentiles> {
+        (self.count() > 0).then(|| {
+            let s = self.summary();
+            Percentiles {
+                min: s.min,
+                p50: s.p50,
+                p99: s.p99,
+                p999: s.p999,
+                max: s.max,
+                count: s.count,
+                saturated: s.above_range,
+            }
         })
     }
 
-    /// (bucket lower edge µs, count) over `buckets` equal buckets from 0 to `top_us`.
-    pub fn buckets_us(&self, top_us: f64, buckets: usize) -> Vec<(f64, u64)> {
-        let width = top_us / buckets.max(1) as f64;
-        let mut out: Vec<(f64, u64)> = (0..buckets).map(|i| (i as f64 * width, 0)).collect();
-        for v in self.hist.iter_recorded() {
-            let x = v.value_iterated_to() as f64 / 1e3;
-            let i = ((x / width) as usize).min(buckets.saturating_sub(1));
-            if let Some(b) = out.get_mut(i) {
-                b.1 += v.count_at_value();
-            }
-        }
-        out
+    fn buckets_us(&self, top_us: f64, buckets: usize) -> Vec<(f64, u64)> {
+        let width_ns = (top_us * 1e3 / buckets.max(1) as f64).max(1.0) as u64;
+        self.buckets_ns(width_ns, buckets)
+            .into_iter()
+            .map(|(edge, count)| (edge as f64 / 1e3, count))
+            .collect()
     }
 }
 
@@ -209,25 +180,25 @@ impl LoopTimes {
     pub fn frame(&mut self, frame: &StateFrame) {
         self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
         if frame.step > 0 {
-            self.step_cost.record_ns(frame.step_cost_ns);
+            self.step_cost.record(frame.step_cost_ns);
         }
     }
 
     /// Note a tick's compute time, when measured on this thread.
     pub fn compute(&mut self, d: Option<Duration>) {
         if let Some(d) = d {
-            self.compute.record(d);
+            self.compute.record_duration(d);
         }
     }
 
     /// Note a round trip.
     pub fn round_trip(&mut self, d: Duration) {
-        self.round_trip.record(d);
+        self.round_trip.record_duration(d);
     }
 
     /// Note a control-thread wake-up latency.
     pub fn wake(&mut self, ns: u64) {
-        self.wake.record_ns(ns);
+        self.wake.record(ns);
     }
 
     /// Close: the round trip and (unless the driver measured it) the compute time into
@@ -244,7 +215,7 @@ impl LoopTimes {
         }
         faults.plant_rejected_frames = u64::from(self.plant_counts.0);
         faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
-        let latency = if self.wake.is_empty() {
+        let latency = if self.wake.count() == 0 {
             self.round_trip
         } else {
             self.wake
@@ -402,7 +373,7 @@ impl Recorder {
             }
         }
         if frame.step > 0 {
-            self.step_cost.record_ns(frame.step_cost_ns);
+            self.step_cost.record(frame.step_cost_ns);
         }
         self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
         let state = ArmState::of(frame)?;
@@ -439,7 +410,7 @@ impl Recorder {
     }
 
     /// Note one tick.
-    pub fn tick(&mut self, record: &TickRecord, compute: Option<Duration>) {
+    pub fn tick(&mut self, record: &ArmTick, compute: Option<Duration>) {
         self.ticks += 1;
         if record.output.torque_limited {
             self.torque_limited_ticks += 1;
@@ -453,7 +424,7 @@ impl Recorder {
             None => self.status_counts.push((name, 1)),
         }
         if let Some(c) = compute {
-            self.compute.record(c);
+            self.compute.record_duration(c);
         }
         if let Some(csv) = &mut self.csv {
             csv.row(self.name, record);
@@ -462,7 +433,7 @@ impl Recorder {
 
     /// Note one round trip.
     pub fn round_trip(&mut self, d: Duration) {
-        self.round_trip.record(d);
+        self.round_trip.record_duration(d);
     }
 
     /// Close the record: figures, faults. Returns the run and the CSV writer for the next one.
@@ -494,7 +465,7 @@ impl Recorder {
             plant_step_us: self.step_cost.percentiles_us(),
             wall_s: wall.as_secs_f64(),
             trajectory: self.trajectory.points,
-            latency: if self.wake.is_empty() {
+            latency: if self.wake.count() == 0 {
                 self.round_trip
             } else {
                 self.wake
@@ -521,7 +492,7 @@ impl<C: LoopController<State = ArmState, Command = ArmCommand>> LoopRecorder<C> 
     }
 
     fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.wake.record_ns(wake_latency_ns);
+        self.wake.record(wake_latency_ns);
     }
 
     fn last_state(&self) -> Option<ArmState> {
@@ -585,7 +556,7 @@ mod tests {
     fn an_empty_histogram_has_no_percentiles() {
         assert!(LatencyHistogram::default().percentiles_us().is_none());
         let mut h = LatencyHistogram::default();
-        h.record_ns(u64::MAX);
+        h.record(u64::MAX);
         let p = h.percentiles_us().unwrap_or_default();
         assert_eq!((p.count, p.saturated), (1, 1));
     }

@@ -156,7 +156,8 @@ impl Faults {
     }
 }
 
-/// min/p50/p99/p99.9/max of a sample set (µs), from a histogram at 3 significant digits.
+/// min/p50/p99/p99.9/max of a sample set (µs), from a histogram at 3 significant digits (min
+/// and max exact).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Percentiles {
     /// Smallest.
@@ -171,7 +172,8 @@ pub struct Percentiles {
     pub max: f64,
     /// How many samples.
     pub count: u64,
-    /// Samples beyond the histogram's range (100 s), counted at its top.
+    /// Samples beyond the histogram's range (`runtime::LatencyHistogram::MAX_NS`, 1000 s),
+    /// counted at its top.
     pub saturated: u64,
 }
 
