@@ -21,7 +21,7 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use control_core::tree::{BaseKind, Placement, Tree};
+use control_core::tree::{BaseKind, Placement, Tree, TreeKinematics};
 use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::{
     Isometry3, Matrix3, Quaternion, Rotation3, SMatrix, Translation3, UnitQuaternion, Vector3,
@@ -137,6 +137,33 @@ fn bench_robot<const N: usize>(c: &mut Criterion, robots: &Path, robot: &str) {
                 .expect("kinematics");
             kin.mass_matrix_into(&mut m).expect("mass matrix");
             black_box(&m);
+        })
+    });
+    // The same with the kinematics kept in one buffer, as a control loop keeps it (and as
+    // Pinocchio keeps its `Data`): no copy of what `kinematics` returns.
+    let mut kin = TreeKinematics::<N>::default();
+    let mut i = 0;
+    group.bench_function(format!("crba_kept_n{N}"), |b| {
+        b.iter(|| {
+            i = (i + 1) % states.len();
+            let s = &states[i];
+            tree.kinematics_into(&mut kin, black_box(&s.pose), black_box(&s.q))
+                .expect("kinematics");
+            kin.mass_matrix_into(&mut m).expect("mass matrix");
+            black_box(&m);
+        })
+    });
+    let mut i = 0;
+    group.bench_function(format!("rnea_kept_n{N}"), |b| {
+        b.iter(|| {
+            i = (i + 1) % states.len();
+            let s = &states[i];
+            tree.kinematics_into(&mut kin, black_box(&s.pose), black_box(&s.q))
+                .expect("kinematics");
+            black_box(
+                kin.inverse_dynamics(black_box(&s.v), black_box(&s.a), &gravity)
+                    .expect("inverse dynamics"),
+            )
         })
     });
     let mut i = 0;
