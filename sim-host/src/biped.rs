@@ -122,6 +122,7 @@ use control_core::frames::{BodyId, BodyMotion, ContactForce, JointState, StateFr
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::environment::{ActivePush, apply_pushes};
 use crate::scene::{Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, SceneError, steps_for};
 
 /// Number of joints: hips, knees, ankles, left then right.
@@ -436,14 +437,6 @@ pub struct BipedState {
     pub non_foot_ground_contact: bool,
 }
 
-/// A push resolved to steps.
-#[derive(Debug, Clone, Copy)]
-struct ActivePush {
-    force: Vector,
-    first_step: u64,
-    end_step: u64,
-}
-
 /// The biped of a [`BipedScene`], ready to step.
 pub struct BipedPlant {
     world: PhysicsWorld,
@@ -564,11 +557,6 @@ fn v2(a: [f64; 2]) -> Vector {
     Vector::new(a[0] as Real, a[1] as Real, 0.0)
 }
 
-fn step_of(time_s: f64, dt_s: f64) -> u64 {
-    // Validated finite and non-negative.
-    (time_s / dt_s).round() as u64
-}
-
 impl BipedPlant {
     /// Builds the biped of `scene`: checks it ([`BipedScene::validate`]), poses the bodies
     /// (forward kinematics from the torso), refuses a pose that puts a body more than 1 mm into
@@ -677,12 +665,15 @@ impl BipedPlant {
             .pushes
             .iter()
             .map(|p| {
-                let first_step = step_of(p.start_s, scene.dt_s);
-                ActivePush {
-                    force: v2(p.force_n),
-                    first_step,
-                    end_step: first_step + step_of(p.duration_s, scene.dt_s),
-                }
+                // In the plane: the force's z is 0.
+                let [x, y] = p.force_n;
+                ActivePush::new(
+                    bodies[TORSO],
+                    [x, y, 0.0],
+                    p.start_s,
+                    p.duration_s,
+                    scene.dt_s,
+                )
             })
             .collect();
         let mut plant = Self {
@@ -753,13 +744,7 @@ impl BipedPlant {
                 }
             }
         }
-        for p in &self.pushes {
-            if (p.first_step..p.end_step).contains(&self.step)
-                && let Some(rb) = self.world.bodies.get_mut(self.bodies[TORSO])
-            {
-                rb.add_force(p.force, true);
-            }
-        }
+        apply_pushes(&self.pushes, &mut self.world.bodies, self.step);
         self.world.step();
         self.step += 1;
         self.forces = self.ground_forces();

@@ -185,7 +185,8 @@ fn to_f64(v: Vector) -> [f64; 3] {
     [f64::from(v.x), f64::from(v.y), f64::from(v.z)]
 }
 
-fn step_of(time_s: f64, dt_s: f64) -> u64 {
+/// The physics step nearest `time_s` at step `dt_s` (both validated finite, `time_s` ≥ 0).
+pub(crate) fn step_of(time_s: f64, dt_s: f64) -> u64 {
     // Validated finite and non-negative.
     (time_s / dt_s).round() as u64
 }

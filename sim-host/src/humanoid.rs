@@ -132,7 +132,7 @@ use rapier3d::parry::glamx::glam::{DQuat, DVec3};
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::environment::Push;
+use crate::environment::{ActivePush, Push, apply_pushes, step_of};
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{
     BallSpawn, Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
@@ -1247,15 +1247,6 @@ impl fmt::Display for TorqueRefused {
 
 impl std::error::Error for TorqueRefused {}
 
-/// A push resolved to steps.
-#[derive(Debug, Clone, Copy)]
-struct ActivePush {
-    body: usize,
-    force: Vector,
-    first_step: u64,
-    end_step: u64,
-}
-
 /// Queues `body`'s contact beginning (`began`) or ending for the next frames; beyond
 /// [`MAX_PENDING_EVENTS`] it is counted in `left_out` instead.
 fn queue_contact(pending: &mut VecDeque<Event>, left_out: &mut u64, body: BodyId, began: bool) {
@@ -1322,11 +1313,6 @@ fn v3(a: [f64; 3]) -> Vector {
 
 fn rot(q: [f64; 4]) -> Rotation {
     Rotation::from_xyzw(q[1] as Real, q[2] as Real, q[3] as Real, q[0] as Real).normalize()
-}
-
-fn step_of(time_s: f64, dt_s: f64) -> u64 {
-    // Validated finite and non-negative.
-    (time_s / dt_s).round() as u64
 }
 
 const ANG_AXES: [JointAxis; 3] = [JointAxis::AngX, JointAxis::AngY, JointAxis::AngZ];
@@ -1458,13 +1444,7 @@ impl HumanoidPlant {
                     ),
                 ));
             };
-            let first_step = step_of(p.start_s, scene.dt_s);
-            pushes.push(ActivePush {
-                body,
-                force: v3(p.force_n),
-                first_step,
-                end_step: first_step + step_of(p.duration_s, scene.dt_s),
-            });
+            pushes.push((body, p));
         }
         let upright = BodyPose {
             com_m: [0.0; 3],
@@ -1597,6 +1577,13 @@ impl HumanoidPlant {
             }
         }
         let n = model.bodies.len();
+        // Each push on its body's handle.
+        let pushes = pushes
+            .into_iter()
+            .map(|(b, p)| {
+                ActivePush::new(bodies[b], p.force_n, p.start_s, p.duration_s, scene.dt_s)
+            })
+            .collect();
         Ok(Self {
             model,
             world,
@@ -1778,13 +1765,7 @@ impl HumanoidPlant {
         {
             rb.add_torque(root_tau, true);
         }
-        for p in &self.pushes {
-            if (p.first_step..p.end_step).contains(&self.step)
-                && let Some(rb) = self.world.bodies.get_mut(self.bodies[p.body])
-            {
-                rb.add_force(p.force, true);
-            }
-        }
+        apply_pushes(&self.pushes, &mut self.world.bodies, self.step);
         while self
             .balls_due
             .front()
