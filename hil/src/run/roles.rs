@@ -219,6 +219,31 @@ pub fn joint_roles(
         .collect()
 }
 
+/// Each of `model`'s bodies' side under `roles`: the side of the limb joint whose child it is
+/// (`None` for the rest: pelvis, torso, head). What the animations colour by.
+pub fn body_sides(roles: &BipRoles, model: &HumanoidModel) -> Vec<Option<Side>> {
+    let mut sides = vec![None; model.bodies.len()];
+    for (side, joints) in [Side::Left, Side::Right].into_iter().zip(&roles.sides) {
+        for limb in [
+            Limb::Hip,
+            Limb::Knee,
+            Limb::Ankle,
+            Limb::Toe,
+            Limb::Shoulder,
+            Limb::Elbow,
+        ] {
+            if let Some(slot) = joints
+                .limb(limb)
+                .and_then(|j| model.joints.get(j))
+                .and_then(|j| sides.get_mut(j.child))
+            {
+                *slot = Some(side);
+            }
+        }
+    }
+    sides
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +291,17 @@ mod tests {
         assert_eq!(parts.iter().filter(|r| r.is_ankle()).count(), 2);
         assert_eq!(parts.iter().filter(|r| r.is_support()).count(), 8);
         assert_eq!(parts.iter().filter(|r| r.is_upper_limb()).count(), 5);
+        // Each limb body is on the side its name says; pelvis, torso and head on none.
+        for (body, side) in model.bodies.iter().zip(body_sides(&roles, &model)) {
+            let expected = if body.name.starts_with("left_") {
+                Some(Side::Left)
+            } else if body.name.starts_with("right_") {
+                Some(Side::Right)
+            } else {
+                None
+            };
+            assert_eq!(side, expected, "{}", body.name);
+        }
     }
 
     #[test]

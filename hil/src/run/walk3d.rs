@@ -65,7 +65,7 @@ use super::dynamo::controller::HumanoidState;
 use super::dynamo::{PoseSample, write_humanoid_gif};
 use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
-use super::roles::RolesSpec;
+use super::roles::{RolesSpec, body_sides};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
 use super::stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
@@ -1911,6 +1911,7 @@ pub fn run_scenario(
     let s = &w.s;
     let laws = select(&args.only, &s.laws(), WalkLaw::name)?;
     let model = &w.p.model;
+    let sides = body_sides(&w.p.roles, model);
     let pelvis = model.body_index(&s.roles.pelvis).unwrap_or(0);
     let scenes = staging.join("scenes");
     std::fs::create_dir_all(&scenes)?;
@@ -2018,7 +2019,7 @@ pub fn run_scenario(
         if !run.poses.is_empty() {
             write_humanoid_gif(
                 &staging.join(law.gif_name()),
-                model,
+                (model, &sides),
                 &run.poses,
                 run.fell_at_s,
             )?;

@@ -45,11 +45,12 @@ use sim_host::{Mode, SceneError};
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::{LatencyHistogram, LoopTimes};
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
-use super::roles::{JointRole, RolesSpec, joint_roles};
+use super::roles::{JointRole, RolesSpec, body_sides, joint_roles};
 use super::scenario::ScenarioError;
 use super::session::{Cut, LoopRecorder, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use crate::anim::{Bone, BoneKind, ForceArrow, GifSettings, Pose, write_gif};
+use control_core::simbicon3d::Side;
 use controller::{DynamoController, DynamoLaw, DynamoTick, GainScope, HumanoidState, Reach};
 
 /// The `kind` of a Dynamo scenario.
@@ -1426,6 +1427,11 @@ pub fn run_scenario(
     let roles = scenario
         .joint_roles(&model)
         .map_err(|(field, reason)| format!("{field}: {reason}"))?;
+    let sides = scenario
+        .roles
+        .resolve(&model, &scenario.urdf)
+        .map(|r| body_sides(&r, &model))
+        .map_err(|(field, reason)| format!("{field}: {reason}"))?;
     let reach = scenario.reach(&model).ok_or("reach.joint is no joint")?;
     let period = scenario.period_s();
     let scopes: Vec<GainScope> = scenario
@@ -1752,11 +1758,16 @@ pub fn run_scenario(
         "scene.json",
     ];
     if let Some(poses) = gif.filter(|p| !p.is_empty()) {
-        write_humanoid_gif(&staging.join("push.gif"), &model, &poses, None)?;
+        write_humanoid_gif(&staging.join("push.gif"), (&model, &sides), &poses, None)?;
         files.push("push.gif");
     }
     if let Some(poses) = qp_gif.filter(|p| !p.is_empty()) {
-        write_humanoid_gif(&staging.join("qp_balance.gif"), &model, &poses, None)?;
+        write_humanoid_gif(
+            &staging.join("qp_balance.gif"),
+            (&model, &sides),
+            &poses,
+            None,
+        )?;
         files.push("qp_balance.gif");
     }
     if !replay_runs.is_empty() {
@@ -2063,7 +2074,7 @@ fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
 /// mass, frames from `marker` s on (a fall) bordered red.
 pub fn write_humanoid_gif(
     path: &Path,
-    model: &HumanoidModel,
+    (model, sides): (&HumanoidModel, &[Option<Side>]),
     poses: &[PoseSample],
     marker: Option<f64>,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -2115,12 +2126,10 @@ pub fn write_humanoid_gif(
                         from_m: [c.x + h.x, c.y + h.y],
                         to_m: [c.x - h.x, c.y - h.y],
                         width_m: width,
-                        kind: if body.name.starts_with("left") {
-                            BoneKind::Left
-                        } else if body.name.starts_with("right") {
-                            BoneKind::Right
-                        } else {
-                            BoneKind::Torso
+                        kind: match sides.get(b).copied().flatten() {
+                            Some(Side::Left) => BoneKind::Left,
+                            Some(Side::Right) => BoneKind::Right,
+                            None => BoneKind::Torso,
                         },
                     });
                 }
