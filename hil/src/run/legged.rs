@@ -1798,8 +1798,7 @@ pub fn run_scenario(
     std::fs::write(staging.join("runs.csv"), csv)?;
     let report = RobotPushReport {
         header: ReportHeader::new(
-            cut.as_ref()
-                .map(|(what, c)| format!("{} while running {what}", c.describe())),
+            cut.as_ref().map(|(what, c)| (what.clone(), c)),
             &s.name,
             file,
             KIND,

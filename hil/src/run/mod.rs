@@ -825,13 +825,7 @@ fn build_report(
     let faults = Faults::sum(runs.iter().map(|(r, _)| &r.faults));
     Report {
         header: ReportHeader::new(
-            cut.map(|(kind, c)| {
-                format!(
-                    "{} while running the {} controller",
-                    c.describe(),
-                    kind.name()
-                )
-            }),
+            cut.map(|(kind, c)| (format!("the {} controller", kind.name()), c)),
             &scenario.name,
             file,
             scenario::BALL_BLOCKING,

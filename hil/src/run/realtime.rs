@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, Sender};
 use runtime::exchange::StateSample;
 use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
 
-use super::report::{Faults, Timing};
+use super::report::{Faults, Percentiles, Timing};
 use super::session::{
     Admitted, Cut, LoopCommand, LoopController, LoopRecorder, LoopState, Session, admit,
     torque_frame,
@@ -381,8 +381,8 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     faults.records_dropped += dropped.load(Ordering::Relaxed) + counters.telemetry_dropped;
     let mut timing = timing_of(settings);
     // Over every tick, whatever the telemetry channel dropped.
-    timing.wake_latency_us = Some(percentiles(&report.wake_latency_us));
-    timing.compute_us = Some(percentiles(&report.compute_us));
+    timing.wake_latency_us = Some(Percentiles::from(&report.wake_latency_us));
+    timing.compute_us = Some(Percentiles::from(&report.compute_us));
     timing.deadline_misses = Some(counters.deadline_misses);
     timing.skipped_releases = Some(counters.skipped_releases);
     timing.sched_fifo = Some(report.sched_fifo);
@@ -401,18 +401,6 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
         other => other,
     };
     Ok((cut, timing))
-}
-
-fn percentiles(s: &runtime::LatencySummary) -> super::report::Percentiles {
-    super::report::Percentiles {
-        min: s.min,
-        p50: s.p50,
-        p99: s.p99,
-        p999: s.p999,
-        max: s.max,
-        count: s.count,
-        saturated: s.above_range,
-    }
 }
 
 fn timing_of(settings: Settings) -> Timing {

@@ -140,18 +140,7 @@ impl LatencyUs for LatencyHistogram {
     }
 
     fn percentiles_us(&self) -> Option<Percentiles> {
-        (self.count() > 0).then(|| {
-            let s = self.summary();
-            Percentiles {
-                min: s.min,
-                p50: s.p50,
-                p99: s.p99,
-                p999: s.p999,
-                max: s.max,
-                count: s.count,
-                saturated: s.above_range,
-            }
-        })
+        (self.count() > 0).then(|| Percentiles::from(&self.summary()))
     }
 
     fn buckets_us(&self, top_us: f64, buckets: usize) -> Vec<(f64, u64)> {

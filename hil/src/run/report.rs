@@ -311,14 +311,17 @@ pub struct ReportHeader {
 }
 
 impl ReportHeader {
-    /// A header: complete when there is no `incomplete_reason`.
+    /// A header: complete unless `cut` says what was running when the run was cut short, and
+    /// why (`incomplete_reason`: "plant lost: … while running the arrival controller").
     pub fn new(
-        incomplete_reason: Option<String>,
+        cut: Option<(String, &super::session::Cut)>,
         scenario: &str,
         scenario_file: &str,
         kind: &'static str,
         mode: sim_host::Mode,
     ) -> Self {
+        let incomplete_reason =
+            cut.map(|(what, c)| format!("{} while running {what}", c.describe()));
         Self {
             complete: incomplete_reason.is_none(),
             incomplete_reason,
@@ -353,6 +356,20 @@ pub struct Report {
     pub timing: Timing,
     /// Faults over the whole run (any controller).
     pub faults: Faults,
+}
+
+impl From<&runtime::LatencySummary> for Percentiles {
+    fn from(s: &runtime::LatencySummary) -> Self {
+        Self {
+            min: s.min,
+            p50: s.p50,
+            p99: s.p99,
+            p999: s.p999,
+            max: s.max,
+            count: s.count,
+            saturated: s.above_range,
+        }
+    }
 }
 
 fn or_na(v: Option<f64>, f: impl Fn(f64) -> String) -> String {

@@ -134,6 +134,16 @@ impl RolesSpec {
     }
 }
 
+/// A side's limbs, hip to elbow.
+const LIMBS: [Limb; 6] = [
+    Limb::Hip,
+    Limb::Knee,
+    Limb::Ankle,
+    Limb::Toe,
+    Limb::Shoulder,
+    Limb::Elbow,
+];
+
 /// The part a joint plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JointRole {
@@ -193,14 +203,7 @@ pub fn joint_roles(
     assign(roles.waist, JointRole::Waist)?;
     assign(roles.neck, JointRole::Neck)?;
     for (side, joints) in [Side::Left, Side::Right].into_iter().zip(&roles.sides) {
-        for limb in [
-            Limb::Hip,
-            Limb::Knee,
-            Limb::Ankle,
-            Limb::Toe,
-            Limb::Shoulder,
-            Limb::Elbow,
-        ] {
+        for limb in LIMBS {
             if let Some(j) = joints.limb(limb) {
                 assign(j, JointRole::Limb(side, limb))?;
             }
@@ -224,14 +227,7 @@ pub fn joint_roles(
 pub fn body_sides(roles: &BipRoles, model: &HumanoidModel) -> Vec<Option<Side>> {
     let mut sides = vec![None; model.bodies.len()];
     for (side, joints) in [Side::Left, Side::Right].into_iter().zip(&roles.sides) {
-        for limb in [
-            Limb::Hip,
-            Limb::Knee,
-            Limb::Ankle,
-            Limb::Toe,
-            Limb::Shoulder,
-            Limb::Elbow,
-        ] {
+        for limb in LIMBS {
             if let Some(slot) = joints
                 .limb(limb)
                 .and_then(|j| model.joints.get(j))

@@ -2120,8 +2120,7 @@ pub fn run_scenario(
     let push_summary = summarise_pushes(&push_runs);
     let report = Walk3dReport {
         header: ReportHeader::new(
-            cut.as_ref()
-                .map(|(what, c)| format!("{} while running {what}", c.describe())),
+            cut.as_ref().map(|(what, c)| (what.clone(), c)),
             &s.name,
             file,
             KIND,

@@ -372,13 +372,8 @@ pub fn run_scenario(
     }
     let report = WalkReport {
         header: ReportHeader::new(
-            cut.as_ref().map(|(law, c)| {
-                format!(
-                    "{} while running the {} controller",
-                    c.describe(),
-                    law.name()
-                )
-            }),
+            cut.as_ref()
+                .map(|(law, c)| (format!("the {} controller", law.name()), c)),
             &scenario.name,
             file,
             KIND,

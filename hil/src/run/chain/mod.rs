@@ -376,13 +376,8 @@ pub fn run_scenario(
     let joints = plant_joints.len();
     let report = ChainReport {
         header: ReportHeader::new(
-            cut.as_ref().map(|(law, c)| {
-                format!(
-                    "{} while running the {} controller",
-                    c.describe(),
-                    law.name()
-                )
-            }),
+            cut.as_ref()
+                .map(|(law, c)| (format!("the {} controller", law.name()), c)),
             &scenario.name,
             file,
             scenario.kind.name(),

@@ -1713,8 +1713,7 @@ pub fn run_scenario(
     let d = scenario.push_direction;
     let report = DynamoReport {
         header: ReportHeader::new(
-            cut.as_ref()
-                .map(|(what, c)| format!("{} while running {what}", c.describe())),
+            cut.as_ref().map(|(what, c)| (what.clone(), c)),
             &scenario.name,
             file,
             KIND,
