@@ -1,6 +1,6 @@
 //! Which joint of a humanoid plays which part: a scenario's `[roles]` table (each entry left
 //! out is the name `models/humanoid15.urdf` uses), resolved once against the model by exact
-//! names. The humanoid's controllers (the 3D walker, Dynamo's laws, the balance QP) take their
+//! names. The humanoid's controllers (the 3D walker, Dynamo's laws) and its animations take their
 //! roles from here, never from substrings of joint names.
 
 use std::path::Path;
