@@ -179,6 +179,31 @@ impl JointRole {
     }
 }
 
+impl std::fmt::Display for JointRole {
+    /// As `[roles]` names it: `waist`, `neck`, `left.knee`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Waist => f.write_str("waist"),
+            Self::Neck => f.write_str("neck"),
+            Self::Limb(side, limb) => {
+                let side = match side {
+                    Side::Left => "left",
+                    Side::Right => "right",
+                };
+                let limb = match limb {
+                    Limb::Hip => "hip",
+                    Limb::Knee => "knee",
+                    Limb::Ankle => "ankle",
+                    Limb::Toe => "toe",
+                    Limb::Shoulder => "shoulder",
+                    Limb::Elbow => "elbow",
+                };
+                write!(f, "{side}.{limb}")
+            }
+        }
+    }
+}
+
 /// Each of `model`'s joints' role under `roles`, in joint order; (field, reason) when a joint
 /// plays no part or two (a controller that drives every joint by its role needs each once).
 pub fn joint_roles(
@@ -195,7 +220,7 @@ pub fn joint_roles(
             }
             Some(Some(first)) => Err((
                 "roles".into(),
-                format!("joint `{name}` plays two parts: {first:?} and {role:?}"),
+                format!("joint `{name}` plays two parts: `{first}` and `{role}`"),
             )),
             None => Err(("roles".into(), format!("joint {joint} is out of range"))),
         }
@@ -316,6 +341,9 @@ mod tests {
         let roles = spec.resolve(&model, &urdf).expect("names resolve");
         let (field, reason) = joint_roles(&roles, &model).unwrap_err();
         assert_eq!(field, "roles");
-        assert!(reason.contains("`waist` plays two parts"), "{reason}");
+        assert!(
+            reason.contains("`waist` plays two parts: `waist` and `neck`"),
+            "{reason}"
+        );
     }
 }
