@@ -347,11 +347,23 @@ pub struct DynamoScenario {
     pub roles: RolesSpec,
 }
 
+/// Each body's side (`None`: pelvis, torso, head).
+type BodySides = Vec<Option<Side>>;
+
 impl DynamoScenario {
     /// Each of `model`'s joints' part under [`Self::roles`], or (field, reason).
     pub fn joint_roles(&self, model: &HumanoidModel) -> Result<Vec<JointRole>, (String, String)> {
+        self.parts(model).map(|(parts, _)| parts)
+    }
+
+    /// [`Self::joint_roles`] and each body's side (what the animations colour by), from one
+    /// resolution of [`Self::roles`].
+    fn parts(
+        &self,
+        model: &HumanoidModel,
+    ) -> Result<(Vec<JointRole>, BodySides), (String, String)> {
         let roles = self.roles.resolve(model, &self.urdf)?;
-        joint_roles(&roles, model)
+        Ok((joint_roles(&roles, model)?, body_sides(&roles, model)))
     }
 
     /// Read and check a scenario file.
@@ -1424,13 +1436,8 @@ pub fn run_scenario(
 ) -> Result<Finished, Box<dyn std::error::Error>> {
     let laws = select(&args.only, &scenario.laws(), DynamoLaw::name)?;
     let model = HumanoidModel::load(&scenario.urdf).map_err(|e| e.to_string())?;
-    let roles = scenario
-        .joint_roles(&model)
-        .map_err(|(field, reason)| format!("{field}: {reason}"))?;
-    let sides = scenario
-        .roles
-        .resolve(&model, &scenario.urdf)
-        .map(|r| body_sides(&r, &model))
+    let (roles, sides) = scenario
+        .parts(&model)
         .map_err(|(field, reason)| format!("{field}: {reason}"))?;
     let reach = scenario.reach(&model).ok_or("reach.joint is no joint")?;
     let period = scenario.period_s();
