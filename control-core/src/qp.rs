@@ -59,20 +59,25 @@
 //!    of `C` beyond 1e3).
 //! 3. On that reduced problem, the homogeneous self-dual embedding of Clarabel (Goulart and
 //!    Chen, 2024) for quadratic objectives, Nesterov–Todd scaling, Mehrotra's predictor-
-//!    corrector: each iteration forms the normal matrix `H + δI + Gᵀ W⁻² G` (dense,
-//!    `n − rank`-sized; `W⁻¹` from its closed form, so that the cone block needs no
-//!    regularisation however close to the boundary the iterate is; `G`'s sparse rows added on
+//!    corrector: each iteration forms the normal matrix `H + δI + Gᵀ (W² + δI)⁻¹ G` (dense,
+//!    `n − rank`-sized; `(W² + δI)⁻¹` from `W`'s closed form, without forming `W²`; `G`'s sparse rows added on
 //!    their supports, the dense ones four at a time, and a cone's dense rows once each through
 //!    a 3 × 3 factor of its `W⁻²` block, the sparse and zero rows of the cone apart), factors it by Cholesky
 //!    (pivots below `1e-14 ·` its largest diagonal entry are replaced: dynamic regularisation),
 //!    and solves three right-hand sides with iterative refinement on the unregularised system.
+//!    `δ` is [`Settings::static_reg`] (0 by default) until a solve stays inaccurate after
+//!    refinement (relative residual above 1e-9): near the cone's boundary some of `W⁻²` grow
+//!    without bound and their rows swamp the rest of the normal matrix in rounding. The step is
+//!    then solved again with `δ = 1e-8` on both blocks, which bounds those rows' weight by
+//!    `1/δ`, and `δ` is kept for the rest of the solve.
 //!    The slack step is taken from the primal equation, so that the primal residual falls with
 //!    the step whatever the accuracy of the solve. The embedding gives the infeasibility
 //!    certificates; a direction that neither the objective nor any row bounds (`H d = 0`,
 //!    `G d = 0`, which makes the Newton system singular) is looked for when the first normal
 //!    matrix is nearly singular, and is a certificate if `gᵀd < 0`.
 //! 4. An iteration that does not converge returns its best iterate (smallest ratio of residual
-//!    to tolerance), not its last.
+//!    to tolerance), not its last; if that iterate meets the tolerances in the caller's units
+//!    (the scaled gate can be stricter), the solve is [`Status::Solved`].
 //!
 //! Work per solve is bounded: the setup is `O(n³ + m n²)` once (the check that `P` is
 //! semidefinite, `n³/6`, is skipped when `P` is bit-identical to the last one accepted), then at
@@ -219,12 +224,12 @@ pub struct Settings {
     pub eps_inf_rel: f64,
     /// Equilibration passes, 0 – 100.
     pub equilibrate_iters: u32,
-    /// Static regularisation `δ` added to the diagonal of the normal matrix (scaled units),
-    /// in `[0, 1e-2]`; iterative refinement removes its effect. The default is 0: the normal
-    /// matrix is positive semidefinite, and the factorisation's own pivot replacement (dynamic
-    /// regularisation) covers a singular one; a positive `δ` costs a refinement step on most
-    /// Newton solves (the humanoid's balance QPs: 16 % more instructions with `1e-8`, the same
-    /// iterations).
+    /// Static regularisation `δ` of the Newton system's two blocks (`H + δI` and `W² + δI`,
+    /// scaled units) from the first iteration, in `[0, 1e-2]`; iterative refinement removes its
+    /// effect. The default is 0: the solver regularises with `1e-8` by itself from the first
+    /// step whose solve stays inaccurate (module doc), and a positive `δ` from the start costs
+    /// a refinement step on most Newton solves (the humanoid's balance QPs: 34 % more
+    /// instructions with `1e-8`, the same iterations).
     pub static_reg: f64,
     /// Most iterative-refinement steps per Newton solve, 0 – 100.
     pub refine_steps: u32,
@@ -330,15 +335,16 @@ pub enum WarmStart<'a> {
 pub enum Status {
     /// Converged: residuals and gap within the tolerances (module doc, "Tolerances").
     Solved,
-    /// Stopped at [`Settings::max_iter`]; the returned iterate and its residuals are the last
-    /// reached.
+    /// Stopped at [`Settings::max_iter`]; the returned iterate and its residuals are the best
+    /// reached (smallest ratio of residual to tolerance).
     MaxIterations,
     /// The constraints cannot be met: [`Solver::y`] is a certificate (module doc).
     PrimalInfeasible,
     /// The objective is unbounded below on the constraints: [`Solver::x`] is a certificate.
     DualInfeasible,
     /// No further progress: a step too short, a non-finite intermediate or a factorisation that
-    /// broke down. The returned iterate is the last finite one, with its residuals.
+    /// broke down, even regularised. The returned iterate is the best finite one, with its
+    /// residuals.
     Stalled,
 }
 
@@ -351,7 +357,8 @@ pub struct SolveInfo {
     /// Interior-point iterations taken.
     pub iterations: u32,
     /// Cholesky factorisations of the Newton system: one per iteration, plus one for a cold
-    /// start and three when free directions were looked for.
+    /// start, three when free directions were looked for, and one for the step whose solve was
+    /// first found inaccurate (factored again, regularised).
     pub factorizations: u32,
     /// Whether the iteration started from a previous or given solution.
     pub warm_started: bool,
@@ -597,6 +604,8 @@ struct Kkt<const N: usize, const M: usize> {
     cx: [f64; N],
     cz: [f64; M],
     delta: f64,
+    /// The largest relative residual any Newton solve of the current step ended with.
+    worst: f64,
 }
 
 /// The interior-point iterate and directions, in reduced scaled variables.
@@ -771,6 +780,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 cx: [0.0; N],
                 cz: [0.0; M],
                 delta: 0.0,
+                worst: 0.0,
             },
             it: Iterate {
                 w: [0.0; N],
@@ -928,7 +938,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 info.gap_tolerance = check.gtol;
                 info.primal_objective = check.pobj;
                 info.dual_objective = check.dobj;
-                if status != Status::Solved && check.ok() && status != Status::Stalled {
+                if status != Status::Solved && check.ok() {
                     info.status = Status::Solved;
                 }
             }
