@@ -396,7 +396,8 @@ fn balance_reach_puts_the_hand_on_its_target_while_standing() {
 
 /// `balance_pelted`: eight balls thrown at the torso, each faster than the last. Every
 /// controller is hit (ball touches are events, never ground contacts or falls) and the order
-/// is as measured: `qp_balance` falls after the 7th ball, each Dynamo law after the 5th.
+/// is as measured: `qp_balance` takes seven balls and stands, each Dynamo law falls after the
+/// 5th.
 #[test]
 fn balance_pelted_orders_the_balls_each_controller_takes() {
     let (_, r) = run("balance_pelted", PELTED);
