@@ -935,6 +935,20 @@ fn psd_check_is_skipped_only_for_the_same_p() {
 /// The solver can live in a `static` (built at compile time).
 const _: Solver<2, 2> = Solver::new(Settings::DEFAULT);
 
+/// A random feasible problem of the balance QP's shape from `seed`: 2–15 variables, equalities,
+/// up to nine inequalities and four cones, `P` of any rank with or without a ridge.
+fn random_feasible(seed: u64) -> Owned {
+    let mut rng = Rng(seed);
+    let n = 2 + rng.below(14);
+    let cones = Cones {
+        zero: rng.below(n),
+        nonneg: rng.below(10),
+        soc3: rng.below(5),
+    };
+    let (rank, ridge) = (rng.below(n + 1), if rng.below(2) == 0 { 0.0 } else { 0.1 });
+    testgen::feasible(&mut rng, n, cones, rank, ridge)
+}
+
 /// A value spanning many magnitudes, including zero.
 fn wild() -> impl Strategy<Value = f64> {
     (-1.0f64..1.0, -40i32..40, 0u8..10)
@@ -999,11 +1013,7 @@ proptest! {
     /// check from scratch.
     #[test]
     fn random_feasible_problems_are_solved(seed in any::<u64>()) {
-        let mut rng = Rng(seed);
-        let n = 2 + rng.below(14);
-        let cones = Cones { zero: rng.below(n), nonneg: rng.below(10), soc3: rng.below(5) };
-        let (rank, ridge) = (rng.below(n + 1), if rng.below(2) == 0 { 0.0 } else { 0.1 });
-        let prob = testgen::feasible(&mut rng, n, cones, rank, ridge);
+        let prob = random_feasible(seed);
         let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
         let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
         prop_assert_eq!(info.status, Status::Solved, "{:?}", info);
@@ -1113,15 +1123,7 @@ fn hard_random_problems_are_solved() {
         2205385363551424117,
         6684047916185611827,
     ] {
-        let mut rng = Rng(seed);
-        let n = 2 + rng.below(14);
-        let cones = Cones {
-            zero: rng.below(n),
-            nonneg: rng.below(10),
-            soc3: rng.below(5),
-        };
-        let (rank, ridge) = (rng.below(n + 1), if rng.below(2) == 0 { 0.0 } else { 0.1 });
-        let prob = testgen::feasible(&mut rng, n, cones, rank, ridge);
+        let prob = random_feasible(seed);
         let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
         let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
         assert_eq!(info.status, Status::Solved, "seed {seed}: {info:?}");
@@ -1192,15 +1194,7 @@ fn sweep_random_feasible_problems() {
     let mut others = std::vec::Vec::new();
     for k in 0..count {
         let seed = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x3ADE_68B1;
-        let mut rng = Rng(seed);
-        let n = 2 + rng.below(14);
-        let cones = Cones {
-            zero: rng.below(n),
-            nonneg: rng.below(10),
-            soc3: rng.below(5),
-        };
-        let (rank, ridge) = (rng.below(n + 1), if rng.below(2) == 0 { 0.0 } else { 0.1 });
-        let prob = testgen::feasible(&mut rng, n, cones, rank, ridge);
+        let prob = random_feasible(seed);
         let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
         let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
         iterations += u64::from(info.iterations);
