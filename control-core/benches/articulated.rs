@@ -23,7 +23,7 @@
 use std::hint::black_box;
 
 use control_core::articulated::{
-    ArrivalConfig, Chain, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
+    ArrivalSettings, Chain, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::gains::{
@@ -172,7 +172,8 @@ fn census<const N: usize>(
 }
 
 fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) {
-    let arrival = ChainArrival::new(ArrivalConfig::default()).expect("valid config");
+    let arrival =
+        ChainArrival::new(ArrivalSettings::default(), Coupling::default()).expect("valid config");
     let g = Vector3::new(0.0, 0.0, -9.81);
     let mut group = c.benchmark_group("articulated");
     for (label, mixed) in [("tick", true), ("tick_feasible", false)] {
@@ -194,11 +195,8 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
         });
     }
     // The arrival tick with the inverse-dynamics coupling, on the mixed states.
-    let exact = ChainArrival::new(ArrivalConfig {
-        coupling: Coupling::InverseDynamics,
-        ..ArrivalConfig::default()
-    })
-    .expect("valid config");
+    let exact = ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics)
+        .expect("valid config");
     let states_mixed = states::<N>(true);
     let mut i = 0;
     group.bench_function(BenchmarkId::new("tick_inverse_dynamics", name), |b| {
@@ -309,11 +307,8 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
         ("tree_tick_inverse_dynamics", Coupling::InverseDynamics),
         ("tree_tick", Coupling::ParentFeedforward),
     ] {
-        let arrival = ChainArrival::new(ArrivalConfig {
-            coupling,
-            ..ArrivalConfig::default()
-        })
-        .expect("valid config");
+        let arrival =
+            ChainArrival::new(ArrivalSettings::default(), coupling).expect("valid config");
         let mut i = 0;
         group.bench_function(BenchmarkId::new(label, name), |b| {
             b.iter(|| {
@@ -377,7 +372,7 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
         })
     });
     // The arrival solves alone, as `ChainArrival` makes them (the default config).
-    let config = ArrivalConfig::default();
+    let config = ArrivalSettings::default();
     let problems: Vec<Vec<ArrivalProblem>> = states
         .iter()
         .zip(&kin)

@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use control_core::articulated::nalgebra::Vector3;
-//! use control_core::articulated::{ArrivalConfig, Chain, ChainArrival, JointTarget, LinkSpec};
+//! use control_core::articulated::{ArrivalSettings, Chain, ChainArrival, Coupling, JointTarget, LinkSpec};
 //! // Two 1 m, 2 kg rods about +z, the second hinged at the tip of the first.
 //! let rod = LinkSpec {
 //!     origin_xyz_m: [0.0; 3],
@@ -32,7 +32,7 @@
 //! let composite = kin.composite()?;
 //! assert!((composite.axis_inertia()[0] - m[(0, 0)]).abs() < 1e-12);
 //! // One control tick: both joints to 1 rad in 0.5 s.
-//! let arrival = ChainArrival::new(ArrivalConfig::default())?;
+//! let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::ParentFeedforward)?;
 //! let target = JointTarget { pose_rad: 1.0, time_to_go_s: 0.5 };
 //! let gravity = Vector3::new(0.0, -9.81, 0.0);
 //! let command = arrival.tick(&chain, &q, &[0.0; 4], &[target; 4], &gravity)?;
@@ -361,17 +361,17 @@ pub enum Input {
     Point,
 }
 
-/// A field of an [`ArrivalConfig`] or a [`crate::beat::BeatConfig`].
+/// A field of an [`ArrivalSettings`] or a [`crate::beat::BeatConfig`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigField {
-    /// [`ArrivalConfig::period_s`].
+    /// [`ArrivalSettings::period_s`].
     Period,
-    /// [`ArrivalConfig::stability_margin`].
+    /// [`ArrivalSettings::stability_margin`].
     Margin,
-    /// [`ArrivalConfig::hold_natural_freq_rad_s`].
+    /// [`ArrivalSettings::hold_natural_freq_rad_s`].
     HoldFrequency,
-    /// [`ArrivalConfig::pose_tolerance_rad`].
+    /// [`ArrivalSettings::pose_tolerance_rad`].
     PoseTolerance,
     /// [`crate::beat::BeatConfig::time_constants`].
     TimeConstants,
@@ -393,7 +393,7 @@ pub enum ModelError {
     /// A result is not a finite f64: the chain's dimensions, masses and inputs are too far apart
     /// for f64 (for example positions of 1e200 m).
     OutOfRange,
-    /// An [`ArrivalConfig`] or [`crate::beat::BeatConfig`] field is not finite or outside its
+    /// An [`ArrivalSettings`] or [`crate::beat::BeatConfig`] field is not finite or outside its
     /// range.
     Config(ConfigField),
     /// A joint's stable gain limit could not be formed from its composite inertia.
@@ -1246,29 +1246,29 @@ pub enum Coupling {
     InverseDynamics,
 }
 
-/// Configuration of [`ChainArrival`].
+/// What the arrival gains need: the one configuration of every arrival controller
+/// ([`ChainArrival`] on a chain or a tree, [`crate::dynamo::DynamoJoint`] on a character's
+/// joints).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ArrivalConfig {
+pub struct ArrivalSettings {
     /// The period the gains must be stable for (the state period: the slower of the control
-    /// period and the physics step), s.
+    /// period and the physics step), s (finite, > 0).
     pub period_s: f64,
     /// How the plant integrates between samples: sets the stable gain limit.
     pub integrator: Integrator,
     /// Fraction of the stable gain limit the gains may use, in (0, 1].
     pub stability_margin: f64,
-    /// Natural frequency of the critically damped hold once a target's time is up, rad/s.
+    /// Natural frequency of the critically damped hold once a target's time is up, rad/s
+    /// (finite, > 0).
     pub hold_natural_freq_rad_s: f64,
     /// The PD setpoint is re-aimed this far beyond the pose every tick, as seen from where the
     /// joint is (a critically damped motion never reaches its own setpoint in finite time), rad
-    /// (> 0).
+    /// (finite, > 0).
     pub pose_tolerance_rad: f64,
-    /// How the coupling between the joints is compensated.
-    pub coupling: Coupling,
 }
 
-impl Default for ArrivalConfig {
-    /// 200 Hz, Rapier's integrator, 0.8 of the stable limit, 10 rad/s hold, 0.05 rad tolerance,
-    /// the slides' parent feed-forward.
+impl Default for ArrivalSettings {
+    /// 200 Hz, Rapier's integrator, 0.8 of the stable limit, 10 rad/s hold, 0.05 rad tolerance.
     fn default() -> Self {
         Self {
             period_s: 0.005,
@@ -1276,8 +1276,27 @@ impl Default for ArrivalConfig {
             stability_margin: 0.8,
             hold_natural_freq_rad_s: 10.0,
             pose_tolerance_rad: 0.05,
-            coupling: Coupling::ParentFeedforward,
         }
+    }
+}
+
+impl ArrivalSettings {
+    /// Refuse a field out of its range, naming it.
+    pub fn validate(&self) -> Result<(), ConfigField> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(self.period_s) {
+            return Err(ConfigField::Period);
+        }
+        if !(positive(self.stability_margin) && self.stability_margin <= 1.0) {
+            return Err(ConfigField::Margin);
+        }
+        if !positive(self.hold_natural_freq_rad_s) {
+            return Err(ConfigField::HoldFrequency);
+        }
+        if !positive(self.pose_tolerance_rad) {
+            return Err(ConfigField::PoseTolerance);
+        }
+        Ok(())
     }
 }
 
@@ -1383,31 +1402,25 @@ impl<const N: usize> ChainCommand<N> {
 /// ([`Coupling`]) plus gravity. Stateless: a configuration, validated once.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChainArrival {
-    config: ArrivalConfig,
+    settings: ArrivalSettings,
+    coupling: Coupling,
 }
 
 impl ChainArrival {
-    /// Validate `config`.
-    pub fn new(config: ArrivalConfig) -> Result<Self, ModelError> {
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(config.period_s) {
-            return Err(ModelError::Config(ConfigField::Period));
-        }
-        if !(positive(config.stability_margin) && config.stability_margin <= 1.0) {
-            return Err(ModelError::Config(ConfigField::Margin));
-        }
-        if !positive(config.hold_natural_freq_rad_s) {
-            return Err(ModelError::Config(ConfigField::HoldFrequency));
-        }
-        if !positive(config.pose_tolerance_rad) {
-            return Err(ModelError::Config(ConfigField::PoseTolerance));
-        }
-        Ok(Self { config })
+    /// Validate `settings`; `coupling` says how the joints' coupling is compensated.
+    pub fn new(settings: ArrivalSettings, coupling: Coupling) -> Result<Self, ModelError> {
+        settings.validate().map_err(ModelError::Config)?;
+        Ok(Self { settings, coupling })
     }
 
-    /// The configuration.
-    pub fn config(&self) -> ArrivalConfig {
-        self.config
+    /// The arrival settings.
+    pub fn settings(&self) -> ArrivalSettings {
+        self.settings
+    }
+
+    /// How the joints' coupling is compensated.
+    pub fn coupling(&self) -> Coupling {
+        self.coupling
     }
 
     /// One tick: forward kinematics at `q`, the composite inertia of every joint, gravity, and
@@ -1415,13 +1428,13 @@ impl ChainArrival {
     /// to go has elapsed), its PD drive torque, its coupling compensation, and its total torque.
     /// Only the first [`Chain::len`] entries of `q`, `velocities` and `targets` are read.
     ///
-    /// The coupling ([`ArrivalConfig::coupling`]): [`Coupling::ParentFeedforward`] adds the
+    /// The coupling ([`ChainArrival::coupling`]): [`Coupling::ParentFeedforward`] adds the
     /// slides' m_i(a_i·s_i), joint by joint; [`Coupling::InverseDynamics`] turns every drive
     /// into the acceleration q̈_i = drive_i/m_i and returns τ = M(q)q̈ + c(q, q̇) + τ_g(q)
     /// ([`Kinematics::inverse_dynamics`], one more O(n) pass).
     ///
     /// Per joint, as [`crate::servo::ArrivalServo`] does for one: the setpoint is re-aimed
-    /// [`ArrivalConfig::pose_tolerance_rad`] beyond the pose as seen from θ; an exact solve is
+    /// [`ArrivalSettings::pose_tolerance_rad`] beyond the pose as seen from θ; an exact solve is
     /// clamped to the limit; a refused one falls back to [`closest_arrival_gains`]; a target
     /// whose time is up is held. Any non-finite input, or a torque that is not a finite f64, is
     /// an error for the whole tick (the caller's safe state takes over): no NaN is ever returned.
@@ -1463,7 +1476,7 @@ impl ChainArrival {
             let (gains, setpoint, status) = self.joint_gains(joint, m, theta, omega, target)?;
             let drive =
                 gains.stiffness_nm_per_rad * (setpoint - theta) - gains.damping_nms_per_rad * omega;
-            let parent_feedforward = match self.config.coupling {
+            let parent_feedforward = match self.coupling {
                 Coupling::ParentFeedforward => sub.feedforward_step(&mut acceleration, drive),
                 Coupling::InverseDynamics => {
                     *qdd = drive / m;
@@ -1489,7 +1502,7 @@ impl ChainArrival {
                 torque_nm: torque,
             };
         }
-        if self.config.coupling == Coupling::InverseDynamics {
+        if self.coupling == Coupling::InverseDynamics {
             let tau = kin.inverse_dynamics(velocities, &desired, gravity)?;
             for (out, &torque) in command.joints.iter_mut().zip(tau.iter()).take(command.len) {
                 let coupling = torque - out.drive_nm - out.gravity_nm;
@@ -1549,7 +1562,7 @@ impl ChainArrival {
             let (gains, setpoint, status) = self.joint_gains(joint, m, theta, omega, target)?;
             let drive =
                 gains.stiffness_nm_per_rad * (setpoint - theta) - gains.damping_nms_per_rad * omega;
-            let parent_feedforward = match self.config.coupling {
+            let parent_feedforward = match self.coupling {
                 Coupling::ParentFeedforward => tick.feedforward_step(joint, drive, m)?,
                 Coupling::InverseDynamics => {
                     *qdd = drive / m;
@@ -1574,7 +1587,7 @@ impl ChainArrival {
                 torque_nm: torque,
             };
         }
-        if self.config.coupling == Coupling::InverseDynamics {
+        if self.coupling == Coupling::InverseDynamics {
             let tau = tick
                 .kin
                 .inverse_dynamics(velocities, &desired, gravity)
@@ -1600,7 +1613,7 @@ impl ChainArrival {
         omega: f64,
         target: &JointTarget,
     ) -> Result<(CriticalGains, f64, JointStatus), ModelError> {
-        let c = &self.config;
+        let c = &self.settings;
         let limit = GainLimit::new(m, c.period_s, c.integrator, c.stability_margin)
             .map_err(|error| ModelError::GainLimit { joint, error })?;
         let hold = || {
@@ -2050,8 +2063,8 @@ pub(crate) mod tests {
             poses in prop::array::uniform6(-PI..PI),
             times in prop::array::uniform6(-0.1..2.0f64),
         ) {
-            let arrival = ChainArrival::new(ArrivalConfig::default()).unwrap();
-            let config = arrival.config();
+            let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+            let config = arrival.settings();
             let targets = core::array::from_fn(|i| JointTarget {
                 pose_rad: poses[i],
                 time_to_go_s: times[i],
@@ -2249,12 +2262,9 @@ pub(crate) mod tests {
             poses in prop::array::uniform6(-PI..PI),
             times in prop::array::uniform6(-0.1..2.0f64),
         ) {
-            let plain = ChainArrival::new(ArrivalConfig::default()).unwrap();
-            let exact = ChainArrival::new(ArrivalConfig {
-                coupling: Coupling::InverseDynamics,
-                ..ArrivalConfig::default()
-            })
-            .unwrap();
+            let plain = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+            let exact =
+                ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
             let targets = core::array::from_fn(|i| JointTarget {
                 pose_rad: poses[i],
                 time_to_go_s: times[i],
@@ -2303,12 +2313,14 @@ pub(crate) mod tests {
         ])
         .unwrap();
         let dt = 0.001;
-        let arrival = ChainArrival::new(ArrivalConfig {
-            period_s: dt,
+        let arrival = ChainArrival::new(
+            ArrivalSettings {
+                period_s: dt,
+                stability_margin,
+                ..ArrivalSettings::default()
+            },
             coupling,
-            stability_margin,
-            ..ArrivalConfig::default()
-        })
+        )
         .unwrap();
         let g = Vector3::new(0.0, -9.81, 0.0);
         // Keyframes 0.5 s (500 steps) apart, moves of up to 3.5 rad.
@@ -2366,7 +2378,7 @@ pub(crate) mod tests {
     fn inverse_dynamics_coupling_arrives_on_every_keyframe() {
         let worst =
             |errors: &[[f64; 3]], joint: usize| errors.iter().map(|e| e[joint]).fold(0.0, f64::max);
-        for margin in [ArrivalConfig::default().stability_margin, 0.3] {
+        for margin in [ArrivalSettings::default().stability_margin, 0.3] {
             let exact = simulated_arrival_errors(Coupling::InverseDynamics, margin);
             let slides = simulated_arrival_errors(Coupling::ParentFeedforward, margin);
             println!("margin {margin}: inverse dynamics {exact:?}");
@@ -2433,8 +2445,8 @@ pub(crate) mod tests {
     #[test]
     fn one_link_arrival_tick_is_the_arrival_servo() {
         let chain = arm_chain();
-        let config = ArrivalConfig::default();
-        let arrival = ChainArrival::new(config).unwrap();
+        let config = ArrivalSettings::default();
+        let arrival = ChainArrival::new(config, Coupling::default()).unwrap();
         let mut servo = ArrivalServo::new(ServoConfig {
             inertia_kgm2: ARM.inertia_about_hinge_kgm2(),
             period_s: config.period_s,
@@ -2787,7 +2799,7 @@ pub(crate) mod tests {
             kin.inverse_dynamics(&[0.0, 0.0, f64::NAN], &[0.0, 0.0, f64::NAN], &g)
                 .is_ok()
         );
-        let arrival = ChainArrival::new(ArrivalConfig::default()).unwrap();
+        let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let t = JointTarget {
             pose_rad: 1.0,
             time_to_go_s: 1.0,
@@ -2884,60 +2896,61 @@ pub(crate) mod tests {
 
     #[test]
     fn arrival_configs_are_checked() {
-        let ok = ArrivalConfig::default();
+        let ok = ArrivalSettings::default();
         for (config, field) in [
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     period_s: 0.0,
                     ..ok
                 },
                 ConfigField::Period,
             ),
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     period_s: f64::NAN,
                     ..ok
                 },
                 ConfigField::Period,
             ),
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     stability_margin: 1.5,
                     ..ok
                 },
                 ConfigField::Margin,
             ),
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     stability_margin: 0.0,
                     ..ok
                 },
                 ConfigField::Margin,
             ),
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     hold_natural_freq_rad_s: -1.0,
                     ..ok
                 },
                 ConfigField::HoldFrequency,
             ),
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     pose_tolerance_rad: 0.0,
                     ..ok
                 },
                 ConfigField::PoseTolerance,
             ),
             (
-                ArrivalConfig {
+                ArrivalSettings {
                     pose_tolerance_rad: f64::INFINITY,
                     ..ok
                 },
                 ConfigField::PoseTolerance,
             ),
         ] {
+            assert_eq!(config.validate(), Err(field));
             assert_eq!(
-                ChainArrival::new(config).unwrap_err(),
+                ChainArrival::new(config, Coupling::default()).unwrap_err(),
                 ModelError::Config(field)
             );
         }
@@ -2955,7 +2968,7 @@ pub(crate) mod tests {
             [0.3, 0.05, 0.05],
         );
         let chain = Chain::<3>::new(&[link, link, link]).unwrap();
-        let arrival = ChainArrival::new(ArrivalConfig::default()).unwrap();
+        let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let target = JointTarget {
             pose_rad: 0.5,
             time_to_go_s: 0.006,
@@ -2971,7 +2984,7 @@ pub(crate) mod tests {
             .unwrap();
         for j in command.joints() {
             assert_eq!(j.status, JointStatus::GainClamped);
-            let c = ArrivalConfig::default();
+            let c = ArrivalSettings::default();
             let limit =
                 GainLimit::new(j.inertia_kgm2, c.period_s, c.integrator, c.stability_margin)
                     .unwrap();
@@ -3092,12 +3105,12 @@ pub(crate) mod tests {
                 time_to_go_s: times[i],
             });
             let (period_s, stability_margin, hold_natural_freq_rad_s, pose_tolerance_rad) = config;
-            for config in [
-                ArrivalConfig::default(),
-                ArrivalConfig { coupling: Coupling::InverseDynamics, ..ArrivalConfig::default() },
-                ArrivalConfig { period_s, stability_margin, hold_natural_freq_rad_s, pose_tolerance_rad, ..ArrivalConfig::default() },
+            for (settings, coupling) in [
+                (ArrivalSettings::default(), Coupling::ParentFeedforward),
+                (ArrivalSettings::default(), Coupling::InverseDynamics),
+                (ArrivalSettings { period_s, stability_margin, hold_natural_freq_rad_s, pose_tolerance_rad, ..ArrivalSettings::default() }, Coupling::ParentFeedforward),
             ] {
-                let Ok(arrival) = ChainArrival::new(config) else { continue };
+                let Ok(arrival) = ChainArrival::new(settings, coupling) else { continue };
                 if let Ok(command) = arrival.tick(&chain, &q, &qd, &targets, &g) {
                     for j in command.joints() {
                         prop_assert!(all_finite_slice(&[j.inertia_kgm2, j.setpoint_rad, j.drive_nm,

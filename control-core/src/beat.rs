@@ -138,7 +138,7 @@ pub struct BeatConfig {
 impl Default for BeatConfig {
     /// Composite inertia, with feed-forward, n = 5, 200 Hz, Rapier's integrator, 0.8 of the
     /// stable limit (the period, integrator and margin of
-    /// [`crate::articulated::ArrivalConfig::default`]).
+    /// [`crate::articulated::ArrivalSettings::default`]).
     fn default() -> Self {
         Self {
             inertia: InertiaModel::Composite,
@@ -747,7 +747,7 @@ mod tests {
             poses in prop::array::uniform6(-PI..PI),
             segment in 0.05..2.0f64,
         ) {
-            use crate::articulated::{ArrivalConfig, ChainArrival, Coupling, JointTarget};
+            use crate::articulated::{ArrivalSettings, ChainArrival, Coupling, JointTarget};
             let chain = Chain::<CAP>::new(&specs).unwrap();
             let tree = tree_of(&specs);
             let g = Vector3::new(0.3, -9.81, 0.2);
@@ -781,7 +781,7 @@ mod tests {
                 time_to_go_s: segment,
             });
             for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
-                let s = ChainArrival::new(ArrivalConfig { coupling, ..ArrivalConfig::default() }).unwrap();
+                let s = ChainArrival::new(ArrivalSettings::default(), coupling).unwrap();
                 let a = s.tick(&chain, &q, &w, &jt, &g).unwrap();
                 let b = s.tick_tree(&tree, &base, &q, &w, &jt, &g).unwrap();
                 same(&a, &b)?;

@@ -183,9 +183,10 @@ use core::fmt;
 
 use nalgebra::{Matrix3, Quaternion, UnitQuaternion, Vector3};
 
+pub use crate::articulated::ArrivalSettings;
 use crate::frames::UNIT_QUATERNION_TOLERANCE;
 use crate::gains::{
-    ArrivalProblem, Branch, CriticalGains, GainError, GainLimit, Integrator, closest_arrival_gains,
+    ArrivalProblem, Branch, CriticalGains, GainError, GainLimit, closest_arrival_gains,
     solve_arrival_gains,
 };
 
@@ -270,14 +271,8 @@ pub enum ConfigField {
     Axis,
     /// A factor of [`JointConfig::axis_gains`] (finite, ≥ 0).
     AxisGains,
-    /// [`ArrivalSettings::period_s`] (finite, > 0).
-    Period,
-    /// [`ArrivalSettings::stability_margin`] (in (0, 1]).
-    Margin,
-    /// [`ArrivalSettings::hold_natural_freq_rad_s`] (finite, > 0).
-    HoldFrequency,
-    /// [`ArrivalSettings::pose_tolerance_rad`] (finite, > 0).
-    PoseTolerance,
+    /// A field of the joint's [`ArrivalSettings`] (the field named).
+    Arrival(crate::articulated::ConfigField),
     /// [`RootSpringConfig::stiffness_nm_per_rad`] (finite, ≥ 0).
     RootStiffness,
     /// [`RootSpringConfig::damping_nms_per_rad`] (finite, ≥ 0).
@@ -805,56 +800,6 @@ impl JointConfig {
     }
 }
 
-/// What the arrival gains need (shared by the joints of a character).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ArrivalSettings {
-    /// Control period, s (finite, > 0).
-    pub period_s: f64,
-    /// How the plant integrates: sets the stable gain limit.
-    pub integrator: Integrator,
-    /// Fraction of the stable gain limit usable, in (0, 1].
-    pub stability_margin: f64,
-    /// Natural frequency of the critically damped hold once a target's time is up, rad/s
-    /// (finite, > 0).
-    pub hold_natural_freq_rad_s: f64,
-    /// The setpoint is re-aimed this far beyond the target along v, rad (finite, > 0).
-    pub pose_tolerance_rad: f64,
-}
-
-impl Default for ArrivalSettings {
-    /// As [`crate::articulated::ArrivalConfig`]'s: 200 Hz, Rapier's integrator, 0.8 of the
-    /// stable limit, a 10 rad/s hold, 0.05 rad tolerance.
-    fn default() -> Self {
-        Self {
-            period_s: 0.005,
-            integrator: Integrator::SemiImplicitEuler,
-            stability_margin: 0.8,
-            hold_natural_freq_rad_s: 10.0,
-            pose_tolerance_rad: 0.05,
-        }
-    }
-}
-
-impl ArrivalSettings {
-    /// Refuse a field out of range.
-    pub fn validate(&self) -> Result<(), DynamoError> {
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(self.period_s) {
-            return Err(DynamoError::Config(ConfigField::Period));
-        }
-        if !(positive(self.stability_margin) && self.stability_margin <= 1.0) {
-            return Err(DynamoError::Config(ConfigField::Margin));
-        }
-        if !positive(self.hold_natural_freq_rad_s) {
-            return Err(DynamoError::Config(ConfigField::HoldFrequency));
-        }
-        if !positive(self.pose_tolerance_rad) {
-            return Err(DynamoError::Config(ConfigField::PoseTolerance));
-        }
-        Ok(())
-    }
-}
-
 /// Where a tick's gains came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
@@ -926,7 +871,9 @@ impl DynamoJoint {
         if !config.axis_gains.iter().all(|a| non_negative(*a)) {
             return Err(DynamoError::Config(ConfigField::AxisGains));
         }
-        arrival.validate()?;
+        arrival
+            .validate()
+            .map_err(|field| DynamoError::Config(ConfigField::Arrival(field)))?;
         Ok(Self {
             freedom: Freedom::new(&config.kind)?,
             config,
@@ -1644,6 +1591,8 @@ const PLACEHOLDER_OUTPUT: JointOutput = JointOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::articulated::ConfigField as ArrivalField;
+    use crate::gains::Integrator;
     use core::f64::consts::{FRAC_PI_2, PI};
     use nalgebra::Unit;
     use proptest::prelude::*;
@@ -3075,7 +3024,7 @@ mod tests {
         );
         assert_eq!(
             refused(ok, ArrivalSettings { period_s: 0.0, ..a }),
-            f(ConfigField::Period)
+            f(ConfigField::Arrival(ArrivalField::Period))
         );
         assert_eq!(
             refused(
@@ -3085,7 +3034,7 @@ mod tests {
                     ..a
                 }
             ),
-            f(ConfigField::Margin)
+            f(ConfigField::Arrival(ArrivalField::Margin))
         );
         assert_eq!(
             refused(
@@ -3095,7 +3044,7 @@ mod tests {
                     ..a
                 }
             ),
-            f(ConfigField::HoldFrequency)
+            f(ConfigField::Arrival(ArrivalField::HoldFrequency))
         );
         assert_eq!(
             refused(
@@ -3105,7 +3054,7 @@ mod tests {
                     ..a
                 }
             ),
-            f(ConfigField::PoseTolerance)
+            f(ConfigField::Arrival(ArrivalField::PoseTolerance))
         );
         assert!(DynamoJoint::new(JointConfig::ball(0.0, 0.0, 1.0), a).is_ok());
     }

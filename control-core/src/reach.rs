@@ -1031,7 +1031,7 @@ fn all_finite(values: &[f64]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::articulated::{ArrivalConfig, ChainArrival, JointTarget, LinkSpec};
+    use crate::articulated::{ArrivalSettings, ChainArrival, Coupling, JointTarget, LinkSpec};
     use core::f64::consts::PI;
     use proptest::prelude::*;
 
@@ -1676,7 +1676,7 @@ mod tests {
         let (mut q, mut qd) = ([0.2, 0.3, 0.2], [0.0; 3]);
         let ik = ccd_ik(&chain, &q, 2, &planar_hand(), &target, 100, 1e-5).unwrap();
         assert!(ik.converged());
-        let servo = ChainArrival::new(ArrivalConfig::default()).unwrap();
+        let servo = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let gravity = Vector3::new(0.0, -9.81, 0.0);
         let dt = 1e-3;
         for k in 0..3000 {

@@ -8,11 +8,11 @@ use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalConfig, Chain, ChainArrival, Coupling, JointTarget, LinkSpec,
+    ArrivalSettings, Chain, ChainArrival, Coupling, JointTarget, LinkSpec,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::dynamo::{
-    Arrival, ArrivalSettings, BodyInertia, BodyMotion, JointConfig, JointInertia, JointKind,
+    Arrival, BodyInertia, BodyMotion, JointConfig, JointInertia, JointKind,
     PoseJointSpec, PoseServo, RootSpring, RootSpringConfig, Target, TargetSpace, heading,
     subtree_inertia_about,
 };
@@ -120,10 +120,7 @@ pub extern "C" fn _start() -> ! {
         // And one control tick of the chain: arrival gains on the composite inertia, with each
         // coupling compensation.
         for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
-            if let Ok(arrival) = ChainArrival::new(ArrivalConfig {
-                coupling,
-                ..ArrivalConfig::default()
-            }) {
+            if let Ok(arrival) = ChainArrival::new(ArrivalSettings::default(), coupling) {
                 let target = JointTarget {
                     pose_rad: black_box(0.5),
                     time_to_go_s: black_box(0.4),
@@ -210,7 +207,7 @@ pub extern "C" fn _start() -> ! {
                 acc += kin.composite().map_or(0.0, |c| c.axis_inertia().sum());
                 acc += kin.own_axis_inertia(0).unwrap_or(0.0);
             }
-            if let Ok(arrival) = ChainArrival::new(ArrivalConfig::default()) {
+            if let Ok(arrival) = ChainArrival::new(ArrivalSettings::default(), Coupling::default()) {
                 let target = JointTarget {
                     pose_rad: black_box(0.5),
                     time_to_go_s: black_box(0.4),

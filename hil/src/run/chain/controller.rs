@@ -20,7 +20,7 @@
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalConfig, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
+    ArrivalSettings, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::StateFrame;
@@ -398,14 +398,16 @@ impl ChainController {
             .map(Law::Beat)
             .map_err(|e| e.to_string())
         };
-        let arrival = ChainArrival::new(ArrivalConfig {
-            period_s: state_period_s,
-            integrator: Integrator::SemiImplicitEuler,
-            stability_margin: c.stability_margin,
-            hold_natural_freq_rad_s: c.hold_natural_freq_rad_s,
-            pose_tolerance_rad: c.tolerance_rad,
-            coupling: Coupling::InverseDynamics,
-        })
+        let arrival = ChainArrival::new(
+            ArrivalSettings {
+                period_s: state_period_s,
+                integrator: Integrator::SemiImplicitEuler,
+                stability_margin: c.stability_margin,
+                hold_natural_freq_rad_s: c.hold_natural_freq_rad_s,
+                pose_tolerance_rad: c.tolerance_rad,
+            },
+            Coupling::InverseDynamics,
+        )
         .map_err(|e| e.to_string());
         let reach_task = match (&scenario.posture, &c.reach, hand) {
             (Some(posture), Some(r), Some(hand)) => {
