@@ -21,15 +21,15 @@ use control_core::frames::{BodyId, BodyMotion, ContactForce, Event, JointState, 
 use runtime::alloc_count::{CountingAllocator, allocations_on_this_thread};
 use runtime::{Controller, PeriodicBuilder, RunReport, StateSample, TickInfo, channels, telemetry};
 
+use super::arm::controller::ArmController;
+use super::arm::scenario::Scenario;
 use super::biped::WalkScenario;
 use super::biped::controller::WalkController;
 use super::chain::ChainScenario;
 use super::chain::controller::{ChainController, ChainLaw};
-use super::controller::ArmController;
 use super::dynamo::controller::{DynamoController, DynamoLaw, GainScope};
 use super::dynamo::{DynamoScenario, GRAVITY_M_S2};
 use super::realtime::OnThread;
-use super::scenario::Scenario;
 use super::session::{LoopCommand, LoopController};
 
 #[global_allocator]
@@ -384,7 +384,7 @@ fn arm_frame(step: u64, t: f64) -> StateFrame {
 /// The arm's controllers of one ball-blocking scenario file, built as `run_one` builds them.
 fn arm_runs(path: &Path, inject_at: Option<u64>, only_first: bool) -> Vec<Probed> {
     let (scenario, file) = Scenario::load(Some(path)).expect("the shipped scenario loads");
-    let state_period = super::state_period_s(&scenario);
+    let state_period = super::arm::state_period_s(&scenario);
     let mut kinds = scenario.controller_kinds();
     if only_first {
         kinds.truncate(1);

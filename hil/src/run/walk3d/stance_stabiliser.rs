@@ -24,9 +24,9 @@ use control_core::simbicon3d::{BipRoles, MAX_WALK_JOINTS};
 use control_core::tree::{BaseKind, Tree, TreeSpec};
 use sim_host::humanoid::{HumanoidModel, JointKind};
 
-use super::dynamo::balance::{NV, soles};
-use super::dynamo::controller::HumanoidState;
-use super::dynamo::humanoid_tree::HumanoidTree;
+use crate::run::dynamo::balance::{NV, soles};
+use crate::run::dynamo::controller::HumanoidState;
+use crate::run::dynamo::humanoid_tree::HumanoidTree;
 
 /// A foot or its toes count as on the ground while the plant measured more than this normal
 /// force on them, N.
@@ -223,7 +223,7 @@ struct Builder<'a> {
     legs: &'a [Vec<usize>; 2],
     waist_child: usize,
     root: usize,
-    soles: &'a [super::dynamo::balance::Sole],
+    soles: &'a [crate::run::dynamo::balance::Sole],
     settings: StabiliserSettings,
 }
 

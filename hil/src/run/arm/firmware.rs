@@ -36,9 +36,9 @@ use control_core::servo::ServoOutput;
 use serde::Serialize;
 
 use super::controller::{ArmCommand, ArmController, ArmState, command};
-use super::recorder::{LatencyHistogram, LatencyUs};
-use super::report::Percentiles;
-use super::session::LoopController;
+use crate::run::recorder::{LatencyHistogram, LatencyUs};
+use crate::run::report::Percentiles;
+use crate::run::session::LoopController;
 
 /// The QEMU machine the firmware runs on by default (Cortex-M4F).
 pub const MACHINE: &str = "mps2-an386";

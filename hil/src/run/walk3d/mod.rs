@@ -23,7 +23,7 @@
 //!   drives the pelvis's own inertia);
 //! - `simbicon3d_tuned`: the scenario's `tuned_gains` for the rate (Algorithm 1's);
 //! - `simbicon3d_stabilised`, `_m3`, `_m0`: Carensac et al.'s ground-contact stabiliser
-//!   ([`super::stance_stabiliser`]) on the reduced model M5, M3 or the whole character, on
+//!   ([`stance_stabiliser`]) on the reduced model M5, M3 or the whole character, on
 //!   Cartwheel's or the tuned gains (`stabiliser_gains`), its baseline the plant's measured
 //!   corner forces or the model's prediction (`stabiliser_baseline`);
 //! - `simbicon3d_stable_pd`: Cartwheel's gains through stable PD
@@ -42,6 +42,8 @@
 //! for that tick, counted.
 // `!(x > 0.0)` is meant: NaN fails every check.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+pub mod stance_stabiliser;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,8 +70,8 @@ use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::roles::{RolesSpec, body_sides};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
-use super::stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
+use stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
 
 /// The `kind` of these scenario files.
 pub const KIND: &str = "walk3d";

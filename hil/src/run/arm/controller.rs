@@ -14,7 +14,7 @@ use control_core::servo::{ArrivalPlan, ConfigError, JointState, ServoOutput};
 use control_core::servo_fixed::DEFAULT_GAIN_DECIMATION;
 
 use super::scenario::Scenario;
-use super::session::{LoopCommand, LoopController, LoopState};
+use crate::run::session::{LoopCommand, LoopController, LoopState};
 
 /// Which controller drives the arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
