@@ -13,6 +13,7 @@
 // The f32-only build leaves the other servos' imports and the plan's inputs unused.
 #![cfg_attr(feature = "arm-f32-only", allow(unused_imports, unused_variables))]
 
+use crate::controller::{Controller, Limits};
 use core::fmt;
 
 use crate::gains::{CriticalGains, GainLimit};
@@ -315,6 +316,35 @@ impl ArmController {
         if set.is_ok() {
             self.current = Some(next);
         }
+    }
+}
+
+/// What [`ArmController::tick`] reads, as one value for [`Controller`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArmInput<'a> {
+    /// The targets, in increasing time order (the same slice every tick).
+    pub targets: &'a [ArmTarget],
+    /// Now, s.
+    pub now_s: f64,
+    /// The measured joint.
+    pub joint: JointState,
+}
+
+impl Controller<ArmInput<'_>> for ArmController {
+    type Command = ServoOutput;
+    type Error = core::convert::Infallible;
+
+    fn tick(&mut self, input: &ArmInput<'_>) -> Result<ServoOutput, Self::Error> {
+        Ok(ArmController::tick(
+            self,
+            input.targets,
+            input.now_s,
+            input.joint,
+        ))
+    }
+
+    fn limits(command: &ServoOutput) -> Limits {
+        command.limits()
     }
 }
 

@@ -1778,6 +1778,53 @@ impl<'a, const N: usize> TreeTick<'a, N> {
     }
 }
 
+/// What a joint-space controller reads from a fixed-base tree each tick, as one value for
+/// [`crate::controller::Controller`]: [`ChainArrival::tick_tree`] with `T` = [`JointTarget`],
+/// [`crate::beat::BeatServo::tick_tree`] with `T` = [`crate::beat::BeatTarget`].
+#[derive(Debug, Clone, Copy)]
+pub struct TreeInput<'a, const N: usize, T> {
+    /// The robot's tree.
+    pub tree: &'a Tree<N>,
+    /// The base's pose in the world.
+    pub base_pose: &'a Isometry3<f64>,
+    /// Joint positions, rad or m.
+    pub q: &'a [f64; N],
+    /// Joint velocities.
+    pub velocities: &'a [f64; N],
+    /// One target per joint.
+    pub targets: &'a [T; N],
+    /// Gravity, world, m/s².
+    pub gravity: &'a Vector3<f64>,
+}
+
+impl<const N: usize> ChainCommand<N> {
+    /// What held the command back: joints whose gains were clamped, or whose target no stable
+    /// gain reaches on time (no torque limit is applied here).
+    pub fn limits(&self) -> crate::controller::Limits {
+        let n = |f: fn(&JointStatus) -> bool| {
+            crate::controller::count(self.joints().iter().filter(|j| f(&j.status)).count())
+        };
+        crate::controller::Limits {
+            gain_clamped: n(|s| matches!(s, JointStatus::GainClamped)),
+            infeasible: n(|s| matches!(s, JointStatus::Infeasible(_))),
+            ..Default::default()
+        }
+    }
+}
+
+impl<const N: usize> crate::controller::Controller<TreeInput<'_, N, JointTarget>> for ChainArrival {
+    type Command = ChainCommand<N>;
+    type Error = ModelError;
+
+    fn tick(&mut self, i: &TreeInput<'_, N, JointTarget>) -> Result<ChainCommand<N>, ModelError> {
+        self.tick_tree(i.tree, i.base_pose, i.q, i.velocities, i.targets, i.gravity)
+    }
+
+    fn limits(command: &ChainCommand<N>) -> crate::controller::Limits {
+        command.limits()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -1464,6 +1464,27 @@ pub fn euler_rates(angles: [f64; 3], order: [usize; 3], omega: &Vector3<f64>) ->
     Some([rates[0], rates[1], rates[2]])
 }
 
+impl<const NV: usize, const NX: usize, const NR: usize>
+    crate::controller::Controller<BalanceInput<'_, NV>> for Balance<NV, NX, NR>
+{
+    type Command = BalanceOutput<NV>;
+    type Error = core::convert::Infallible;
+
+    fn tick(&mut self, input: &BalanceInput<'_, NV>) -> Result<BalanceOutput<NV>, Self::Error> {
+        Ok(Balance::tick(self, input))
+    }
+
+    /// Groups scaled back to their effort; anything but a solved QP is a fallback (the last
+    /// torques damped).
+    fn limits(command: &BalanceOutput<NV>) -> crate::controller::Limits {
+        crate::controller::Limits {
+            torque_limited: command.limited,
+            fallback: command.status != BalanceStatus::Solved,
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

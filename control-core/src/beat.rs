@@ -376,6 +376,24 @@ fn check_joint(joint: usize, omega: f64, target: &BeatTarget) -> Result<(), Mode
     Ok(())
 }
 
+impl<const N: usize> crate::controller::Controller<crate::articulated::TreeInput<'_, N, BeatTarget>>
+    for BeatServo
+{
+    type Command = ChainCommand<N>;
+    type Error = ModelError;
+
+    fn tick(
+        &mut self,
+        i: &crate::articulated::TreeInput<'_, N, BeatTarget>,
+    ) -> Result<ChainCommand<N>, ModelError> {
+        self.tick_tree(i.tree, i.base_pose, i.q, i.velocities, i.targets, i.gravity)
+    }
+
+    fn limits(command: &ChainCommand<N>) -> crate::controller::Limits {
+        command.limits()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

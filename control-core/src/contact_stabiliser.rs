@@ -789,6 +789,28 @@ fn sq(x: f64) -> f64 {
     x * x
 }
 
+impl<const N: usize> crate::controller::Controller<StabiliserInput<'_, N>>
+    for ContactStabiliser<N>
+{
+    type Command = StabiliserOutput;
+    type Error = core::convert::Infallible;
+
+    fn tick(&mut self, input: &StabiliserInput<'_, N>) -> Result<StabiliserOutput, Self::Error> {
+        Ok(ContactStabiliser::tick(self, input))
+    }
+
+    /// A refused input or model gives no supplement: a fallback.
+    fn limits(command: &StabiliserOutput) -> crate::controller::Limits {
+        crate::controller::Limits {
+            fallback: matches!(
+                command.status,
+                StabiliserStatus::BadInput | StabiliserStatus::Model
+            ),
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

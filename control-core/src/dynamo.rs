@@ -1588,6 +1588,73 @@ const PLACEHOLDER_OUTPUT: JointOutput = JointOutput {
     status: GainStatus::Fixed,
 };
 
+/// What [`PoseServo::tick`] reads each tick, as one value for
+/// [`crate::controller::Controller`].
+#[derive(Debug, Clone, Copy)]
+pub struct PoseInput<'a, const N: usize> {
+    /// Every body's world motion (at least as many as the servo was built for).
+    pub bodies: &'a [BodyMotion],
+    /// One target per joint.
+    pub targets: &'a [Target; N],
+}
+
+impl<const N: usize> PoseCommand<N> {
+    /// What held the command back: joints whose torque the limit cut, and whose arrival gains
+    /// were clamped or infeasible.
+    pub fn limits(&self) -> crate::controller::Limits {
+        use crate::controller::count;
+        let status =
+            |f: fn(&GainStatus) -> bool| count(self.joints.iter().filter(|j| f(&j.status)).count());
+        crate::controller::Limits {
+            gain_clamped: status(|s| matches!(s, GainStatus::GainClamped)),
+            infeasible: status(|s| matches!(s, GainStatus::Infeasible(_))),
+            torque_limited: count(self.limited),
+            ..Default::default()
+        }
+    }
+}
+
+impl<const N: usize> crate::controller::Controller<PoseInput<'_, N>> for PoseServo<N> {
+    type Command = PoseCommand<N>;
+    type Error = PoseError;
+
+    fn tick(&mut self, i: &PoseInput<'_, N>) -> Result<PoseCommand<N>, PoseError> {
+        PoseServo::tick(self, i.bodies, i.targets)
+    }
+
+    fn limits(command: &PoseCommand<N>) -> crate::controller::Limits {
+        command.limits()
+    }
+}
+
+/// What [`RootSpring::tick`] reads each tick, as one value for
+/// [`crate::controller::Controller`].
+#[derive(Debug, Clone, Copy)]
+pub struct RootSpringInput<'a> {
+    /// The root's orientation, world.
+    pub root_orientation: &'a UnitQuaternion<f64>,
+    /// The root's angular velocity, world, rad/s.
+    pub root_angular_velocity_rad_s: &'a Vector3<f64>,
+}
+
+impl crate::controller::Controller<RootSpringInput<'_>> for RootSpring {
+    type Command = RootSpringOut;
+    type Error = DynamoError;
+
+    fn tick(&mut self, i: &RootSpringInput<'_>) -> Result<RootSpringOut, DynamoError> {
+        RootSpring::tick(self, i.root_orientation, i.root_angular_velocity_rad_s)
+    }
+
+    /// A saturated spring is a bound that acted; a broken one applies nothing (a fallback).
+    fn limits(command: &RootSpringOut) -> crate::controller::Limits {
+        crate::controller::Limits {
+            bounded: u32::from(command.state == SpringState::Saturated),
+            fallback: command.state == SpringState::Broken,
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,7 @@ pub mod beat;
 pub mod closed_form;
 pub mod compact;
 pub mod contact_stabiliser;
+pub mod controller;
 pub mod dynamo;
 pub mod frames;
 pub mod gains;

@@ -1028,6 +1028,54 @@ fn all_finite(values: &[f64]) -> bool {
     values.iter().fold(true, |ok, v| ok & v.is_finite())
 }
 
+/// What [`Reach::tick_tree`] reads each tick, as one value for
+/// [`crate::controller::Controller`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReachTick<'a, const N: usize> {
+    /// The robot's fixed-base tree.
+    pub tree: &'a Tree<N>,
+    /// The base's pose in the world.
+    pub base_pose: &'a Isometry3<f64>,
+    /// The body whose point is the hand.
+    pub hand_body: usize,
+    /// Joint positions, rad.
+    pub q: &'a [f64; N],
+    /// Joint velocities, rad/s.
+    pub qd: &'a [f64; N],
+    /// Where the hand must be, world, m.
+    pub hand_target_m: &'a Vector3<f64>,
+    /// The target's velocity, world, m/s.
+    pub hand_target_velocity: &'a Vector3<f64>,
+    /// The posture the null space is pulled towards, rad.
+    pub posture_rad: &'a [f64; N],
+    /// Gravity, world, m/s².
+    pub gravity: &'a Vector3<f64>,
+}
+
+impl<const N: usize> crate::controller::Controller<ReachTick<'_, N>> for Reach {
+    type Command = ReachCommand<N>;
+    type Error = ReachError;
+
+    fn tick(&mut self, i: &ReachTick<'_, N>) -> Result<ReachCommand<N>, ReachError> {
+        self.tick_tree(
+            i.tree,
+            i.base_pose,
+            i.hand_body,
+            i.q,
+            i.qd,
+            i.hand_target_m,
+            i.hand_target_velocity,
+            i.posture_rad,
+            i.gravity,
+        )
+    }
+
+    /// The reach law applies no clamp or limit of its own: always clear.
+    fn limits(_: &ReachCommand<N>) -> crate::controller::Limits {
+        crate::controller::Limits::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

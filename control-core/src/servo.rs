@@ -137,6 +137,24 @@ impl Default for ServoConfig {
     }
 }
 
+impl ServoOutput {
+    /// What held this output back ([`crate::controller::Limits`]).
+    pub fn limits(&self) -> crate::controller::Limits {
+        let mut l = crate::controller::Limits {
+            torque_limited: u32::from(self.torque_limited),
+            ..Default::default()
+        };
+        match self.status {
+            ServoStatus::GainClamped => l.gain_clamped = 1,
+            ServoStatus::Infeasible(_) => l.infeasible = 1,
+            ServoStatus::Saturated(_) => l.bounded = 1,
+            ServoStatus::BadState => l.fallback = true,
+            ServoStatus::Idle | ServoStatus::Tracking | ServoStatus::Holding => {}
+        }
+        l
+    }
+}
+
 /// What the servo did this tick.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]

@@ -1032,6 +1032,26 @@ fn validate(walker: &WalkerState) -> Result<(), SimbiconError> {
     check(walker.com_velocity_m_s, Input::ComVelocity)
 }
 
+impl crate::controller::Controller<WalkerState> for Simbicon {
+    type Command = WalkCommand;
+    type Error = SimbiconError;
+
+    fn tick(&mut self, walker: &WalkerState) -> Result<WalkCommand, SimbiconError> {
+        Simbicon::tick(self, walker)
+    }
+
+    /// Joints whose torque was cut, and the swing hip's target when it was bounded.
+    fn limits(command: &WalkCommand) -> crate::controller::Limits {
+        crate::controller::Limits {
+            torque_limited: crate::controller::count(
+                command.limited.iter().filter(|l| **l).count(),
+            ),
+            bounded: u32::from(command.swing_hip_target_bounded),
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1498,6 +1498,23 @@ impl Simbicon3dConfig {
     }
 }
 
+impl crate::controller::Controller<Walk3dInput<'_>> for Simbicon3d {
+    type Command = Walk3dCommand;
+    type Error = Walk3dError;
+
+    fn tick(&mut self, input: &Walk3dInput<'_>) -> Result<Walk3dCommand, Walk3dError> {
+        Simbicon3d::tick(self, input)
+    }
+
+    /// Joints whose torque norm was cut to the effort.
+    fn limits(command: &Walk3dCommand) -> crate::controller::Limits {
+        crate::controller::Limits {
+            torque_limited: command.limited.count_ones(),
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
