@@ -20,6 +20,24 @@ pub const COLOURS: [RGBColor; 4] = [
     RGBColor(150, 60, 170),
 ];
 
+/// Every plot's legend: the series' labels in a box at `position`, on a translucent white
+/// ground with a black border.
+pub fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> PlotResult
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 /// A plot that has nothing to draw: its title and "no samples".
 pub fn no_samples(path: &Path, size: (u32, u32), title: &str, why: &str) -> PlotResult {
     let root = SVGBackend::new(path, size).into_drawing_area();
@@ -118,12 +136,7 @@ pub fn latency_histogram(
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present()?;
     Ok(())
 }

@@ -101,12 +101,7 @@ pub fn angle_plot(
         )?
         .label("target pose (ball crossing)")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    crate::run::plot::legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present()?;
     Ok(())
 }

@@ -516,12 +516,7 @@ fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> Plot
             chart.draw_series([Cross::new((t, v), 8, colour.stroke_width(3))])?;
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    crate::run::plot::legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present()?;
     Ok(())
 }

@@ -164,12 +164,7 @@ fn angles(
                         )
                     });
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()?;
+            crate::run::plot::legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
     }
     root.present()?;
@@ -231,12 +226,7 @@ fn arrival(path: &Path, heading: &str, report: &ChainReport) -> PlotResult {
             .label(c.name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    crate::run::plot::legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present()?;
     Ok(())
 }
@@ -313,12 +303,7 @@ fn inertia(
             .label(format!("{name}: M_ii (Rapier)"))
             .legend(move |(x, y)| Circle::new((x + 10, y), 3, colour));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::MiddleRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    crate::run::plot::legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
     root.present()?;
     Ok(())
 }
@@ -401,12 +386,7 @@ fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> 
                     PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
+        crate::run::plot::legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
 
     // Posture error and wall force, linear.

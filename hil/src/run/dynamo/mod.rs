@@ -1982,12 +1982,7 @@ fn tilt_plot(path: &Path, r: &DynamoReport) -> PlotResult {
                 }),
         )?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    crate::run::plot::legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present()?;
     Ok(())
 }
@@ -2065,12 +2060,7 @@ fn pose_error_plot(path: &Path, r: &DynamoReport) -> PlotResult {
             )?;
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    crate::run::plot::legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present()?;
     Ok(())
 }
