@@ -569,6 +569,40 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
             ),
             "fall_tilt_deg",
         ),
+        // [qp_balance]: qp_balance's settings, checked like the others (the weight before
+        // whether qp_balance runs).
+        (
+            "qp_balance_without_it",
+            (
+                "[root_spring]",
+                "[qp_balance]\ncom_weight = 20.0\n\n[root_spring]",
+            ),
+            "qp_balance",
+        ),
+        (
+            "qp_balance_weight_zero",
+            (
+                "[root_spring]",
+                "[qp_balance]\ncom_weight = 0.0\n\n[root_spring]",
+            ),
+            "qp_balance.com_weight",
+        ),
+        (
+            "qp_balance_weight_nan",
+            (
+                "[root_spring]",
+                "[qp_balance]\ncom_weight = nan\n\n[root_spring]",
+            ),
+            "qp_balance.com_weight",
+        ),
+        (
+            "qp_balance_unknown",
+            (
+                "[root_spring]",
+                "[qp_balance]\ncom_kp = 3.0\n\n[root_spring]",
+            ),
+            "qp_balance.com_kp",
+        ),
     ] {
         refused(&out, name, edit, field);
     }

@@ -512,6 +512,19 @@ impl HumanoidBalance {
         Ok(())
     }
 
+    /// Weigh the horizontal centre-of-mass objective by `weight` instead of the library's
+    /// default (the QP is built again). Refused unless finite and positive.
+    pub fn set_com_weight(&mut self, weight: f64) -> Result<(), String> {
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(format!(
+                "qp_balance.com_weight: {weight}: not finite and positive"
+            ));
+        }
+        self.recipe.settings.com_weight = weight;
+        self.qp = build(&self.recipe)?;
+        Ok(())
+    }
+
     /// The hand's distance from its final target now, m (`None` before the reach starts or
     /// without a hand).
     pub fn hand_error_m(&self, bodies: &[BodyMotion]) -> Option<f64> {

@@ -466,6 +466,15 @@ impl DynamoController {
         }
     }
 
+    /// `qp_balance`: the settings of a scenario's `[qp_balance]` table. An error for the other
+    /// laws, which solve no QP.
+    pub fn qp_settings(&mut self, spec: &super::QpBalanceSpec) -> Result<(), String> {
+        match self.balance.as_mut() {
+            Some(b) => b.set_com_weight(spec.com_weight),
+            None => Err("qp_balance: only qp_balance solves a QP".into()),
+        }
+    }
+
     /// `--record-qp`: records this controller's QPs into `log` (`qp_balance` only; the other
     /// laws solve none).
     pub fn record_qp(&mut self, log: super::balance::QpLog) {

@@ -296,6 +296,24 @@ pub struct SpringSpec {
     pub break_torque_nm: f64,
 }
 
+/// Largest `[qp_balance]` weight accepted (the library's weights run from 1e-6 to 10).
+pub const MAX_QP_WEIGHT: f64 = 1e6;
+
+/// `[qp_balance]`: `qp_balance`'s settings beside its defaults.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QpBalanceSpec {
+    /// Weight of the horizontal centre-of-mass objective, against the pose's 0.1 and the
+    /// upright pelvis's 1 (default 10, the library's `BalanceSettings::DEFAULT`), in
+    /// (0, [`MAX_QP_WEIGHT`]].
+    #[serde(default = "default_com_weight")]
+    pub com_weight: f64,
+}
+
+fn default_com_weight() -> f64 {
+    control_core::balance::BalanceSettings::DEFAULT.com_weight
+}
+
 /// A Dynamo scenario file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -339,6 +357,9 @@ pub struct DynamoScenario {
     /// Balls thrown at `push_body` in every run (none: no balls).
     #[serde(default)]
     pub pelt: Option<PeltSpec>,
+    /// `[qp_balance]`: `qp_balance`'s settings beside its defaults (`None`: the defaults).
+    #[serde(default)]
+    pub qp_balance: Option<QpBalanceSpec>,
     /// The root spring.
     pub root_spring: SpringSpec,
     /// Which joint plays which part (the gains and the ankles' lean damping go by part): each
@@ -582,6 +603,21 @@ impl DynamoScenario {
         self.root_spring.check()?;
         if let Some(pelt) = &self.pelt {
             pelt.check(self.push_at_s + self.after_push_s)?;
+        }
+        if let Some(qp) = &self.qp_balance {
+            if !(qp.com_weight.is_finite() && qp.com_weight > 0.0 && qp.com_weight <= MAX_QP_WEIGHT)
+            {
+                return bad(
+                    "qp_balance.com_weight",
+                    format!("{}: not in (0, {MAX_QP_WEIGHT:e}]", qp.com_weight),
+                );
+            }
+            if !self.controllers.iter().any(|c| c == "qp_balance") {
+                return bad(
+                    "qp_balance",
+                    "a [qp_balance] table, but no qp_balance controller runs".into(),
+                );
+            }
         }
         if let Some(hand) = &self.hand {
             hand.check(&model, self.push_at_s)?;
@@ -1416,6 +1452,9 @@ pub struct DynamoReport {
     pub push: (String, [f64; 3], f64, f64),
     /// The root spring.
     pub root_spring: SpringSpec,
+    /// The scenario's `[qp_balance]` settings, when it has the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qp_balance: Option<QpBalanceSpec>,
     /// Per controller.
     pub controllers: Vec<ControllerOut>,
     /// The gain sweep.
@@ -1472,6 +1511,9 @@ pub fn run_scenario(
         let mut c = build(law, scale, scope)?;
         if let Some(hand) = &scenario.hand {
             c.reach_with_hand(hand, &model)?;
+        }
+        if let (Some(spec), DynamoLaw::QpBalance) = (&scenario.qp_balance, law) {
+            c.qp_settings(spec)?;
         }
         if let Some(file) = &qp_log {
             let every = args.record_qp_every.unwrap_or(balance::RECORD_EVERY);
@@ -1736,6 +1778,7 @@ pub fn run_scenario(
             scenario.push_duration_s,
         ),
         root_spring: scenario.root_spring,
+        qp_balance: scenario.qp_balance,
         controllers,
         gain_sweep: sweep,
         timing: first_timing.unwrap_or_default(),
