@@ -135,6 +135,12 @@ pub fn check_kind_and_name(kind: &str, expected: &str, name: &str) -> Result<(),
     if kind != expected {
         return Err(("kind".into(), format!("must be \"{expected}\"")));
     }
+    check_name(name)
+}
+
+/// Every kind's check of `name`: non-empty ASCII letters, digits, `_` or `-` (it names the
+/// output folder). The failure as (field, reason).
+pub fn check_name(name: &str) -> Result<(), (String, String)> {
     if name.is_empty()
         || !name
             .chars()
@@ -142,7 +148,8 @@ pub fn check_kind_and_name(kind: &str, expected: &str, name: &str) -> Result<(),
     {
         return Err((
             "name".into(),
-            "letters, digits, '_' or '-' (it names the output folder)".into(),
+            "must be non-empty ASCII letters, digits, '_' or '-' (it names the output folder)"
+                .into(),
         ));
     }
     Ok(())

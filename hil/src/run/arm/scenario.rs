@@ -24,7 +24,7 @@ use std::path::Path;
 
 use crate::run::scenario::{
     MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ, ScenarioError,
-    SplitMix64, from_toml, read_scenario_file, too_many,
+    SplitMix64, check_name, from_toml, read_scenario_file, too_many,
 };
 
 /// The built-in scenario: `hil run` with no file.
@@ -250,18 +250,7 @@ impl Scenario {
                 too_many(run.len(), MAX_RUN_CONTROLLERS),
             ));
         }
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err((
-                "name".into(),
-                "must be non-empty ASCII letters, digits, '_' or '-' (it names the output folder)"
-                    .into(),
-            ));
-        }
+        check_name(&self.name)?;
         let rate = self.control_rate_hz;
         if !(MIN_CONTROL_RATE_HZ..=MAX_CONTROL_RATE_HZ).contains(&rate) {
             return Err((

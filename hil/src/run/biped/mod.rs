@@ -123,20 +123,7 @@ impl WalkScenario {
     }
 
     fn check(&self) -> Result<(), (String, String)> {
-        if self.kind != KIND {
-            return Err(("kind".into(), format!("must be \"{KIND}\"")));
-        }
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err((
-                "name".into(),
-                "must be non-empty letters, digits, '_' or '-' (it names the output folder)".into(),
-            ));
-        }
+        super::scenario::check_kind_and_name(&self.kind, KIND, &self.name)?;
         let r = self.control_rate_hz;
         if !(r.is_finite() && (50.0..=20_000.0).contains(&r)) {
             return Err((

@@ -430,18 +430,7 @@ impl ChainScenario {
     /// Semantic checks: (field, reason) of the first failure.
     fn check(&self) -> Result<(), (String, String)> {
         let fail = |field: &str, reason: String| Err((field.to_owned(), reason));
-        if self.name.is_empty()
-            || !self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return fail(
-                "name",
-                "must be non-empty ASCII letters, digits, '_' or '-' (it names the output folder)"
-                    .into(),
-            );
-        }
+        super::super::scenario::check_name(&self.name)?;
         let rate = self.control_rate_hz;
         if !(MIN_CONTROL_RATE_HZ..=MAX_CONTROL_RATE_HZ).contains(&rate) {
             return fail(
