@@ -723,7 +723,7 @@ fn no_alloc_dynamo_controllers() {
             (&model, &roles),
             (1.0, GainScope::AllJoints),
             Some(reach),
-            scenario.root_spring.into(),
+            (scenario.root_spring.into(), scenario.qp_balance),
             period,
             GRAVITY_M_S2,
         )

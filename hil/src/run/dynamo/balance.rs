@@ -375,11 +375,13 @@ pub fn soles(model: &HumanoidModel) -> Result<Vec<Sole>, String> {
 
 impl HumanoidBalance {
     /// The controller for `model` under `gravity_m_s2`, its pose gains scaled by `gain_scale`
-    /// (stiffness × s, damping × √s).
+    /// (stiffness × s, damping × √s), with a scenario's `[qp_balance]` settings (`None`: the
+    /// defaults).
     pub fn new(
         model: &HumanoidModel,
         gravity_m_s2: [f64; 3],
         gain_scale: f64,
+        qp: Option<super::QpBalanceSpec>,
     ) -> Result<Self, String> {
         let shape = HumanoidTree::new(model, &|_| true)?;
         let (com_in_frame, tree_body) = (&shape.com_in_frame, &shape.tree_body);
@@ -445,6 +447,7 @@ impl HumanoidBalance {
             pose_kd: s.pose_kd * gain_scale.sqrt(),
             upright_kp: s.upright_kp * gain_scale,
             upright_kd: s.upright_kd * gain_scale.sqrt(),
+            com_weight: qp.map_or(s.com_weight, |q| q.com_weight),
             ..s
         };
         let recipe = Recipe {
@@ -509,19 +512,6 @@ impl HumanoidBalance {
             arrive_s: spec.arrive_s,
             path: None,
         });
-        Ok(())
-    }
-
-    /// Weigh the horizontal centre-of-mass objective by `weight` instead of the library's
-    /// default (the QP is built again). Refused unless finite and positive.
-    pub fn set_com_weight(&mut self, weight: f64) -> Result<(), String> {
-        if !(weight.is_finite() && weight > 0.0) {
-            return Err(format!(
-                "qp_balance.com_weight: {weight}: not finite and positive"
-            ));
-        }
-        self.recipe.settings.com_weight = weight;
-        self.qp = build(&self.recipe)?;
         Ok(())
     }
 

@@ -466,15 +466,6 @@ impl DynamoController {
         }
     }
 
-    /// `qp_balance`: the settings of a scenario's `[qp_balance]` table. An error for the other
-    /// laws, which solve no QP.
-    pub fn qp_settings(&mut self, spec: &super::QpBalanceSpec) -> Result<(), String> {
-        match self.balance.as_mut() {
-            Some(b) => b.set_com_weight(spec.com_weight),
-            None => Err("qp_balance: only qp_balance solves a QP".into()),
-        }
-    }
-
     /// `--record-qp`: records this controller's QPs into `log` (`qp_balance` only; the other
     /// laws solve none).
     pub fn record_qp(&mut self, log: super::balance::QpLog) {
@@ -486,13 +477,14 @@ impl DynamoController {
     /// The controller of `law` for `model`, whose joints play the parts `roles` (joint order:
     /// the gains and the ankles' lean damping go by part), gains of the joints in `scope` scaled
     /// by `gain_scale`, `reach` the timed target, `spring` the root spring (used by
-    /// `world_space_root_spring` only), `period_s` the control period.
+    /// `world_space_root_spring` only), `qp` a scenario's `[qp_balance]` settings (`qp_balance`
+    /// only), `period_s` the control period.
     pub fn new(
         law: DynamoLaw,
         (model, roles): (&HumanoidModel, &[JointRole]),
         (gain_scale, scope): (f64, GainScope),
         reach: Option<Reach>,
-        spring: RootSpringConfig,
+        (spring, qp): (RootSpringConfig, Option<super::QpBalanceSpec>),
         period_s: f64,
         gravity_m_s2: [f64; 3],
     ) -> Result<Self, String> {
@@ -580,6 +572,7 @@ impl DynamoController {
                 model,
                 gravity_m_s2,
                 gain_scale,
+                qp,
             )?),
             _ => None,
         };
@@ -1058,7 +1051,7 @@ mod tests {
             (model, &roles(model)),
             gains,
             None,
-            spring,
+            (spring, None),
             0.005,
             [0.0, -9.81, 0.0],
         )

@@ -1491,7 +1491,7 @@ pub fn run_scenario(
             (&model, &roles),
             (scale, scope),
             Some(reach),
-            scenario.root_spring.into(),
+            (scenario.root_spring.into(), scenario.qp_balance),
             period,
             GRAVITY_M_S2,
         )
@@ -1511,9 +1511,6 @@ pub fn run_scenario(
         let mut c = build(law, scale, scope)?;
         if let Some(hand) = &scenario.hand {
             c.reach_with_hand(hand, &model)?;
-        }
-        if let (Some(spec), DynamoLaw::QpBalance) = (&scenario.qp_balance, law) {
-            c.qp_settings(spec)?;
         }
         if let Some(file) = &qp_log {
             let every = args.record_qp_every.unwrap_or(balance::RECORD_EVERY);
