@@ -260,14 +260,25 @@ pub const MAX_OMEGA_DT: f64 = 0.3;
 impl RobotPushScenario {
     /// Parse and check scenario text read from `path`, with `urdf` (`--urdf`) replacing the
     /// robot's description.
+    #[cfg(test)]
     pub fn parse(text: &str, path: &Path, urdf: Option<&Path>) -> Result<Self, ScenarioError> {
-        let file = path.display().to_string();
+        let doc = super::scenario::Document::parse(text, &path.display().to_string())?;
+        Self::from_document(doc, path, urdf)
+    }
+
+    /// [`Self::parse`] of a parsed file, read from `path`.
+    pub fn from_document(
+        doc: super::scenario::Document<'_>,
+        path: &Path,
+        urdf: Option<&Path>,
+    ) -> Result<Self, ScenarioError> {
+        let file = doc.file().to_owned();
         let error = |field: String, reason: String| ScenarioError {
             file: file.clone(),
             field,
             reason,
         };
-        let mut s: Self = super::scenario::from_toml(text, &file)?;
+        let mut s: Self = doc.into_kind()?;
         if let Some(u) = &s.robot.urdf
             && u.is_relative()
             && let Some(dir) = path.parent()
@@ -1583,8 +1594,12 @@ impl RobotPush {
     /// replica of the plant (its own checks, and where the robot's lowest collision point is
     /// with the feet's points on the ground: the robot is placed with that point on it), and
     /// build every controller. Errors name the file and the field.
-    pub fn prepare(text: &str, path: &Path, urdf: Option<&Path>) -> Result<Self, ScenarioError> {
-        let s = RobotPushScenario::parse(text, path, urdf)?;
+    pub fn prepare(
+        doc: super::scenario::Document<'_>,
+        path: &Path,
+        urdf: Option<&Path>,
+    ) -> Result<Self, ScenarioError> {
+        let s = RobotPushScenario::from_document(doc, path, urdf)?;
         let refuse = |(field, reason): (String, String)| ScenarioError {
             file: path.display().to_string(),
             field,

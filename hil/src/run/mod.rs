@@ -51,7 +51,7 @@ use transport::FrameLink;
 use arm::firmware;
 use plant::PlantProcess;
 use report::Faults;
-use scenario::ScenarioKind;
+use scenario::{Document, ScenarioKind};
 use session::{Cut, Session, StopFlag};
 
 /// Arguments of `hil run`. `hil` with no subcommand runs these defaults.
@@ -177,17 +177,26 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    // The file is read once; its `kind` picks the parser.
-    let (text, kind) = match args.scenario.as_deref() {
-        Some(path) => match scenario::read_scenario(path) {
-            Ok((text, kind)) => (Some(text), kind),
+    // The file is read and parsed once; its `kind` picks the type its tree is read into.
+    let text = match args.scenario.as_deref().map(scenario::read_scenario_file) {
+        Some(Ok(text)) => Some(text),
+        Some(Err(e)) => {
+            eprintln!("hil: {e}");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    let doc = match (args.scenario.as_deref(), text.as_deref()) {
+        (Some(path), Some(text)) => match Document::parse(text, &path.display().to_string()) {
+            Ok(doc) => Some(doc),
             Err(e) => {
                 eprintln!("hil: {e}");
                 return ExitCode::from(2);
             }
         },
-        None => (None, ScenarioKind::BallBlocking),
+        _ => None,
     };
+    let kind = doc.as_ref().map_or(ScenarioKind::BallBlocking, |d| d.kind);
     let name = || {
         args.scenario.as_deref().map_or_else(
             || arm::scenario::BUILT_IN_NAME.to_owned(),
@@ -237,78 +246,72 @@ pub fn run(args: &RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    if let (Some(path), Some(text)) = (args.scenario.as_deref(), text.as_deref()) {
-        match kind {
-            ScenarioKind::DynamoPush => {
-                return run_kind(
-                    args,
-                    &stop,
-                    path,
-                    dynamo::DynamoScenario::parse(text, path),
-                    dynamo::DynamoScenario::laws,
-                    dynamo::controller::DynamoLaw::name,
-                    dynamo::run_scenario,
-                );
-            }
-            ScenarioKind::SimbiconWalk => {
-                return run_kind(
-                    args,
-                    &stop,
-                    path,
-                    biped::WalkScenario::parse(text, &path.display().to_string())
-                        .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s)),
-                    biped::WalkScenario::laws,
-                    biped::controller::WalkLaw::name,
-                    biped::run_scenario,
-                );
-            }
-            ScenarioKind::Joint(_) => {
-                return run_kind(
-                    args,
-                    &stop,
-                    path,
-                    chain::ChainScenario::parse_with(
-                        text,
-                        path,
-                        &chain::scenario::RobotOverride {
-                            urdf: args.urdf.clone(),
-                            up_axis: args.up_axis,
-                        },
-                    )
-                    .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
-                    |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
-                    chain::controller::ChainLaw::name,
-                    chain::run_scenario,
-                );
-            }
-            ScenarioKind::RobotPush => {
-                return run_kind(
-                    args,
-                    &stop,
-                    path,
-                    legged::RobotPush::prepare(text, path, args.urdf.as_deref())
-                        .and_then(|s| legged::check_mode(&s.s, path, args.mode).map(|()| s)),
-                    legged::RobotPush::laws,
-                    legged::LeggedLaw::name,
-                    legged::run_scenario,
-                );
-            }
-            ScenarioKind::Walk3d => {
-                return run_kind(
-                    args,
-                    &stop,
-                    path,
-                    walk3d::Walk3d::prepare(text, path),
-                    walk3d::Walk3d::laws,
-                    walk3d::WalkLaw::name,
-                    walk3d::run_scenario,
-                );
-            }
-            ScenarioKind::BallBlocking => {}
-        }
+    match (args.scenario.as_deref(), doc) {
+        (Some(path), Some(doc)) => run_document(args, &stop, path, doc),
+        _ => arm::run(args, &stop, None, &name()),
     }
-    let name = name();
-    arm::run(args, &stop, text.as_deref(), &name)
+}
+
+/// The run of a scenario file with a `kind`: its tree read into the kind's type, then run.
+fn run_document(args: &RunArgs, stop: &StopFlag, path: &Path, doc: Document<'_>) -> ExitCode {
+    match doc.kind {
+        ScenarioKind::DynamoPush => run_kind(
+            args,
+            stop,
+            path,
+            dynamo::DynamoScenario::from_document(doc, path),
+            dynamo::DynamoScenario::laws,
+            dynamo::controller::DynamoLaw::name,
+            dynamo::run_scenario,
+        ),
+        ScenarioKind::SimbiconWalk => run_kind(
+            args,
+            stop,
+            path,
+            biped::WalkScenario::from_document(doc)
+                .and_then(|s| biped::check_mode(&s, args.mode).map(|()| s)),
+            biped::WalkScenario::laws,
+            biped::controller::WalkLaw::name,
+            biped::run_scenario,
+        ),
+        ScenarioKind::Joint(_) => run_kind(
+            args,
+            stop,
+            path,
+            chain::ChainScenario::from_document(
+                doc,
+                path,
+                &chain::scenario::RobotOverride {
+                    urdf: args.urdf.clone(),
+                    up_axis: args.up_axis,
+                },
+            )
+            .and_then(|s| chain::check_mode(&s, path, args.mode).map(|()| s)),
+            |s| chain::controller::ChainLaw::of(s.kind).to_vec(),
+            chain::controller::ChainLaw::name,
+            chain::run_scenario,
+        ),
+        ScenarioKind::RobotPush => run_kind(
+            args,
+            stop,
+            path,
+            legged::RobotPush::prepare(doc, path, args.urdf.as_deref())
+                .and_then(|s| legged::check_mode(&s.s, path, args.mode).map(|()| s)),
+            legged::RobotPush::laws,
+            legged::LeggedLaw::name,
+            legged::run_scenario,
+        ),
+        ScenarioKind::Walk3d => run_kind(
+            args,
+            stop,
+            path,
+            walk3d::Walk3d::prepare(doc, path),
+            walk3d::Walk3d::laws,
+            walk3d::WalkLaw::name,
+            walk3d::run_scenario,
+        ),
+        ScenarioKind::BallBlocking => arm::run(args, stop, Some(doc), &path.display().to_string()),
+    }
 }
 
 /// A scenario kind's run: arguments, scenario, its file's name, the staging folder, the stop

@@ -820,7 +820,9 @@ fn no_alloc_walk3d_controllers() {
         ),
     ] {
         let text = std::fs::read_to_string(path).expect("the shipped scenario");
-        let w = Walk3d::prepare(&text, path).expect("the shipped scenario prepares");
+        let doc = crate::run::scenario::Document::parse(&text, &path.display().to_string())
+            .expect("the shipped scenario parses");
+        let w = Walk3d::prepare(doc, path).expect("the shipped scenario prepares");
         let frame = humanoid_frame(&w.p.model);
         let first_rates: Vec<f64> = w.s.control_rates_hz.iter().copied().take(rates).collect();
         for (law, rate, controller) in &w.p.controllers {

@@ -1,6 +1,6 @@
 //! What every kind's scenario file shares: the file read once and its `kind` picked
-//! ([`read_scenario`], [`ScenarioKind`]), the opening checks of `kind` and `name`, TOML into a
-//! kind's type with the failing field's path ([`from_toml`]), the error that names the file, the
+//! ([`read_scenario_file`], [`Document`], [`ScenarioKind`]), the opening checks of `kind` and `name`, TOML into a
+//! kind's type with the failing field's path ([`Document::into_kind`]), the error that names the file, the
 //! field and the reason ([`ScenarioError`]), and a seeded generator. Each kind's own schema and
 //! checks live in its module (the ball-blocking arm's in [`super::arm::scenario`]).
 
@@ -90,42 +90,101 @@ impl ScenarioKind {
     }
 }
 
-/// A scenario file read once: its text and its kind. The file is read by
-/// [`read_scenario_file`]; text that is not TOML, or a `kind` that is not one of
-/// [`ScenarioKind::NAMES`] (or not a string), is the error, naming the file and listing every
-/// kind. Each kind's own parser then reads the text.
-pub fn read_scenario(path: &Path) -> Result<(String, ScenarioKind), ScenarioError> {
-    let text = read_scenario_file(path)?;
-    let error = |field: &str, reason: String| ScenarioError {
-        file: path.display().to_string(),
-        field: field.to_owned(),
-        reason,
-    };
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| error("-", format!("not valid TOML: {}", e.message())))?;
-    let kinds = || {
-        format!(
-            "one of {} (none: \"{BALL_BLOCKING}\")",
-            ScenarioKind::NAMES
-                .iter()
-                .map(|k| format!("\"{k}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
-    let kind = match table.get("kind") {
-        None => ScenarioKind::BallBlocking,
-        Some(toml::Value::String(name)) => ScenarioKind::of(name)
-            .ok_or_else(|| error("kind", format!("unknown kind \"{name}\": {}", kinds())))?,
-        Some(other) => {
-            return Err(error(
-                "kind",
-                format!("must be a string, {} (got {other})", kinds()),
-            ));
-        }
-    };
-    Ok((text, kind))
+/// A scenario file's text parsed once: its TOML tree (borrowing the text) and its `kind`.
+/// [`Document::parse`] refuses text that is not TOML, or a `kind` that is not one of
+/// [`ScenarioKind::NAMES`] (or not a string), listing every kind; the kind's own type is then
+/// read from the tree ([`Document::into_kind`]), never from the text again.
+pub struct Document<'t> {
+    /// The file (or the caller's name for the text), for errors.
+    file: String,
+    table: toml::Spanned<toml::de::DeTable<'t>>,
+    /// The file's `kind` (none: the ball-blocking arm).
+    pub kind: ScenarioKind,
+}
+
+impl<'t> Document<'t> {
+    /// Parses `text`, of file `file`, and picks its kind.
+    pub fn parse(text: &'t str, file: &str) -> Result<Self, ScenarioError> {
+        let error = |field: &str, reason: String| ScenarioError {
+            file: file.to_owned(),
+            field: field.to_owned(),
+            reason,
+        };
+        let table = toml::de::DeTable::parse(text)
+            .map_err(|e| error("-", format!("not valid TOML: {}", e.message())))?;
+        let kinds = || {
+            format!(
+                "one of {} (none: \"{BALL_BLOCKING}\")",
+                ScenarioKind::NAMES
+                    .iter()
+                    .map(|k| format!("\"{k}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let kind = table
+            .get_ref()
+            .iter()
+            .find(|(key, _)| key.get_ref().as_ref() == "kind")
+            .map(|(_, value)| value.get_ref());
+        let kind = match kind {
+            None => ScenarioKind::BallBlocking,
+            Some(toml::de::DeValue::String(name)) => ScenarioKind::of(name)
+                .ok_or_else(|| error("kind", format!("unknown kind \"{name}\": {}", kinds())))?,
+            Some(other) => {
+                return Err(error(
+                    "kind",
+                    format!(
+                        "must be a string, {} (got a TOML {})",
+                        kinds(),
+                        other.type_str()
+                    ),
+                ));
+            }
+        };
+        Ok(Self {
+            file: file.to_owned(),
+            table,
+            kind,
+        })
+    }
+
+    /// The file it was read from, as errors name it.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The tree read as a `T`: a field that does not fit `T` is refused under its path
+    /// (`push.at_s`, `feet[1].link`; a missing field under its own path, `reach.joint`; the
+    /// whole document as `-`).
+    pub fn into_kind<T: serde::de::DeserializeOwned>(self) -> Result<T, ScenarioError> {
+        let file = self.file;
+        let de = toml::de::Deserializer::from(self.table);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let reason = e.into_inner().message().to_string();
+            ScenarioError {
+                file,
+                field: field_of(&path, &reason),
+                reason,
+            }
+        })
+    }
+}
+
+/// The field a deserialisation error names: its path (`push.at_s`), with the field a "missing
+/// field" error names appended (`reach.joint`), the whole document as `-`.
+fn field_of(path: &str, reason: &str) -> String {
+    let missing = reason
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next())
+        .filter(|m| !m.is_empty());
+    match (path, missing) {
+        (".", Some(m)) => m.to_owned(),
+        (".", None) => "-".to_owned(),
+        (p, Some(m)) => format!("{p}.{m}"),
+        (p, None) => p.to_owned(),
+    }
 }
 
 /// The checks every kind with a `kind` field opens with: `kind` is `expected`, and `name` is
@@ -153,29 +212,6 @@ pub fn check_name(name: &str) -> Result<(), (String, String)> {
         ));
     }
     Ok(())
-}
-
-/// Scenario text `text` (of file `file`) deserialised as a `T`: text that is not TOML is refused
-/// under `-`, a field that does not fit `T` under its path (`push.at_s`, `feet[1].link`; the
-/// whole document as `-`).
-pub fn from_toml<T: serde::de::DeserializeOwned>(
-    text: &str,
-    file: &str,
-) -> Result<T, ScenarioError> {
-    let error = |field: String, reason: String| ScenarioError {
-        file: file.to_owned(),
-        field,
-        reason,
-    };
-    let de = toml::Deserializer::parse(text)
-        .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        error(
-            if field == "." { "-".into() } else { field },
-            e.into_inner().message().to_string(),
-        )
-    })
 }
 
 /// The text of scenario file `path`, by the one input reader (`sim_host::input::read_text`: a
@@ -225,6 +261,17 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_field_is_named() {
+        assert_eq!(
+            field_of(".", "missing field `fall_tilt_rad`"),
+            "fall_tilt_rad"
+        );
+        assert_eq!(field_of("reach", "missing field `joint`"), "reach.joint");
+        assert_eq!(field_of(".", "invalid type"), "-");
+        assert_eq!(field_of("push_at_s", "invalid type"), "push_at_s");
+    }
 
     #[test]
     fn the_generator_is_reproducible() {

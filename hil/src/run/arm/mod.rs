@@ -22,7 +22,7 @@ use sim_host::Mode;
 use super::report::{Faults, ReportHeader};
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, output, plan_runs, plant, run_session, select, staged};
-use crate::run::scenario::ScenarioError;
+use crate::run::scenario::{Document, ScenarioError};
 use controller::{ArmController, ControllerKind};
 use recorder::{Recorder, TrajectoryCsv};
 use report::{ControllerRun, Report};
@@ -36,11 +36,11 @@ pub const OUTPUT_FILES: [&str; 5] = [
     "latency.svg",
     "scene.json",
 ];
-/// Run a ball-blocking scenario: `text` is the file's (read once by the caller, named `name`),
+/// Run a ball-blocking scenario: `doc` is the file's (parsed once by the caller, named `name`),
 /// `None` for the built-in one. Exit codes as [`crate::run`]'s.
-pub fn run(args: &RunArgs, stop: &StopFlag, text: Option<&str>, name: &str) -> ExitCode {
-    let loaded = match text {
-        Some(text) => Scenario::parse(text, name).map(|s| (s, name.to_owned())),
+pub fn run(args: &RunArgs, stop: &StopFlag, doc: Option<Document<'_>>, name: &str) -> ExitCode {
+    let loaded = match doc {
+        Some(doc) => Scenario::from_document(doc).map(|s| (s, name.to_owned())),
         None => Scenario::load(None),
     };
     let (scenario, file) =

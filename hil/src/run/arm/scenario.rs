@@ -23,8 +23,8 @@ use super::controller::ControllerKind;
 use std::path::Path;
 
 use crate::run::scenario::{
-    MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ, ScenarioError,
-    SplitMix64, check_name, from_toml, read_scenario_file, too_many,
+    Document, MAX_CONTROL_RATE_HZ, MAX_END_S, MAX_TOLERANCE_RAD, MIN_CONTROL_RATE_HZ,
+    ScenarioError, SplitMix64, check_name, read_scenario_file, too_many,
 };
 
 /// The built-in scenario: `hil run` with no file.
@@ -179,7 +179,13 @@ impl Scenario {
 
     /// Parse and check scenario text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Self, ScenarioError> {
-        let scenario: Self = from_toml(text, file)?;
+        Self::from_document(Document::parse(text, file)?)
+    }
+
+    /// Check the scenario of a parsed file.
+    pub fn from_document(doc: Document<'_>) -> Result<Self, ScenarioError> {
+        let file = doc.file().to_owned();
+        let scenario: Self = doc.into_kind()?;
         // The scenario's own fields first, then everything the plant will be given, by the
         // plant's checks, named as the user wrote it.
         scenario
@@ -191,7 +197,7 @@ impl Scenario {
                     .map_err(|(field, reason)| scene_field_in_scenario(&field, reason))
             })
             .map_err(|(field, reason)| ScenarioError {
-                file: file.into(),
+                file,
                 field,
                 reason,
             })?;

@@ -109,13 +109,20 @@ impl WalkScenario {
     }
 
     /// Parse and check scenario text; `file` names it in errors.
+    #[cfg(test)]
     pub fn parse(text: &str, file: &str) -> Result<Self, ScenarioError> {
+        Self::from_document(super::scenario::Document::parse(text, file)?)
+    }
+
+    /// Check the scenario of a parsed file.
+    pub fn from_document(doc: super::scenario::Document<'_>) -> Result<Self, ScenarioError> {
+        let file = doc.file().to_owned();
         let error = |field: String, reason: String| ScenarioError {
-            file: file.to_owned(),
+            file: file.clone(),
             field,
             reason,
         };
-        let scenario: Self = super::scenario::from_toml(text, file)?;
+        let scenario: Self = doc.into_kind()?;
         scenario
             .check()
             .map_err(|(field, reason)| error(field, reason))?;

@@ -258,18 +258,29 @@ impl ChainScenario {
     /// its folder), with the robot replaced from the command line. `--urdf` replaces
     /// `model.urdf` (a relative path is the working directory's, not the scenario's); a robot
     /// so given is taken as URDF describes robots, z-up, unless `--up-axis` says otherwise.
+    #[cfg(test)]
     pub fn parse_with(
         text: &str,
         path: &Path,
         robot: &RobotOverride,
     ) -> Result<Self, ScenarioError> {
-        let file = path.display().to_string();
+        let doc = super::super::scenario::Document::parse(text, &path.display().to_string())?;
+        Self::from_document(doc, path, robot)
+    }
+
+    /// [`Self::parse_with`] of a parsed file, read from `path`.
+    pub fn from_document(
+        doc: super::super::scenario::Document<'_>,
+        path: &Path,
+        robot: &RobotOverride,
+    ) -> Result<Self, ScenarioError> {
+        let file = doc.file().to_owned();
         let error = |field: String, reason: String| ScenarioError {
             file: file.clone(),
             field,
             reason,
         };
-        let mut scenario: Self = super::super::scenario::from_toml(text, &file)?;
+        let mut scenario: Self = doc.into_kind()?;
         if scenario.model.urdf.is_relative()
             && let Some(dir) = path.parent()
         {

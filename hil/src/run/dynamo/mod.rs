@@ -395,20 +395,24 @@ impl DynamoScenario {
 
     /// Parse and check scenario text read from `path` (a relative `urdf` is resolved against
     /// its folder).
+    #[cfg(test)]
     pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
-        let file = path.display().to_string();
+        let doc = super::scenario::Document::parse(text, &path.display().to_string())?;
+        Self::from_document(doc, path)
+    }
+
+    /// [`Self::parse`] of a parsed file, read from `path`.
+    pub fn from_document(
+        doc: super::scenario::Document<'_>,
+        path: &Path,
+    ) -> Result<Self, ScenarioError> {
+        let file = doc.file().to_owned();
         let error = |field: String, reason: String| ScenarioError {
             file: file.clone(),
             field,
             reason,
         };
-        let de = toml::Deserializer::parse(text)
-            .map_err(|e| error("-".into(), format!("not valid TOML: {}", e.message())))?;
-        let mut s: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let reason = e.into_inner().message().to_string();
-            error(field_of_error(&path, &reason), reason)
-        })?;
+        let mut s: Self = doc.into_kind()?;
         if s.urdf.is_relative()
             && let Some(dir) = path.parent()
         {
@@ -730,21 +734,6 @@ pub const PUSH_FORCE_LIMIT_N: f64 = sim_host::scene::MAX_PUSH_FORCE_N;
 /// The scene's root torque limit is the spring's `max_torque_nm` times this (a torque saturated to
 /// exactly τ_max may come out a rounding above it).
 const ROOT_LIMIT_MARGIN: f64 = 1.000_001;
-
-/// The field a deserialisation error names: its path, with the field a "missing field `x`"
-/// message names appended (serde reports a missing field at its parent's path; `.` is the top).
-fn field_of_error(path: &str, reason: &str) -> String {
-    let missing = reason
-        .strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
-        .filter(|m| !m.is_empty());
-    match (path, missing) {
-        (".", Some(m)) => m.to_owned(),
-        (".", None) => "-".to_owned(),
-        (p, Some(m)) => format!("{p}.{m}"),
-        (p, None) => p.to_owned(),
-    }
-}
 
 impl SpringSpec {
     /// control-core's [`RootSpring::new`](control_core::dynamo::RootSpring::new) validation,
@@ -2283,20 +2272,6 @@ mod tests {
             assert_eq!(f, field, "{reason}");
             assert!(reason.contains(says), "{reason}");
         }
-    }
-
-    #[test]
-    fn a_missing_field_is_named() {
-        assert_eq!(
-            field_of_error(".", "missing field `fall_tilt_rad`"),
-            "fall_tilt_rad"
-        );
-        assert_eq!(
-            field_of_error("reach", "missing field `joint`"),
-            "reach.joint"
-        );
-        assert_eq!(field_of_error(".", "invalid type"), "-");
-        assert_eq!(field_of_error("push_at_s", "invalid type"), "push_at_s");
     }
 
     #[test]

@@ -483,8 +483,19 @@ impl Walk3dScenario {
     /// Parses and checks a scenario file's text; a relative `urdf` is resolved against the file's
     /// folder. The roles are checked against the URDF by [`Walk3dScenario::prepare`].
     pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
-        let file = path.display().to_string();
-        let mut s: Self = super::scenario::from_toml(text, &file)?;
+        Self::from_document(
+            super::scenario::Document::parse(text, &path.display().to_string())?,
+            path,
+        )
+    }
+
+    /// [`Self::parse`] of a parsed file, read from `path`.
+    pub fn from_document(
+        doc: super::scenario::Document<'_>,
+        path: &Path,
+    ) -> Result<Self, ScenarioError> {
+        let file = doc.file().to_owned();
+        let mut s: Self = doc.into_kind()?;
         if s.urdf.is_relative()
             && let Some(dir) = path.parent()
         {
@@ -752,8 +763,8 @@ pub struct Walk3d {
 
 impl Walk3d {
     /// Parses, checks and prepares a file.
-    pub fn prepare(text: &str, path: &Path) -> Result<Self, ScenarioError> {
-        let s = Walk3dScenario::parse(text, path)?;
+    pub fn prepare(doc: super::scenario::Document<'_>, path: &Path) -> Result<Self, ScenarioError> {
+        let s = Walk3dScenario::from_document(doc, path)?;
         let p = s.prepare(&path.display().to_string())?;
         Ok(Self { s, p })
     }
