@@ -68,6 +68,21 @@
 //! [`BalanceOutput::group_torques`] gives every group's `τ` in world axes: what a plant with
 //! ball joints applies (+τ on the child, −τ on the parent).
 //!
+//! # Limits left out
+//! Most ticks no joint is near its effort, and the limits' rows are the QP's only dense ones
+//! (each torque is a row of `M` and the contact Jacobians). So a group's limit is left out of
+//! the tick's QP while its torque on the last solved tick was below
+//! [`BalanceSettings::screen_fraction`] of its effort (every limit is in on the first tick and
+//! after a failed one). After the solve, every left-out group's torque is checked against its
+//! effort; if one is past it, the QP is solved again with that group's limit in (each round takes
+//! at least one more group in, so there are at most as many rounds as groups). The answer is
+//! the whole QP's: a convex problem's optimum that satisfies the constraints left out of it is
+//! the optimum with them in. [`BalanceOutput::solves`] and [`BalanceOutput::limits_left_out`]
+//! say what happened. Only the contact forces are regularised (`force_weight`), not the
+//! auxiliary variables of the multi-axis limits, so that leaving a limit out changes nothing in
+//! the objective. On the 15-body humanoid standing (14 groups), all 14 are left out on almost
+//! every tick and the tick takes about half the time.
+//!
 //! # When the QP fails
 //! An infeasible QP (no force the cones allow holds the body), a solve that stops without
 //! converging, a model evaluation that fails (a singular Euler configuration of a group, a
@@ -179,6 +194,11 @@ pub struct BalanceSettings {
     pub effort_margin: f64,
     /// Factor on the fallback torques per failed tick in a row, `[0, 1]`.
     pub fallback_decay: f64,
+    /// Torque limits far from binding are left out of the QP, `[0, 1)`: a joint group's limit
+    /// is left out while its torque on the last solved tick was below this fraction of its
+    /// effort; a solution that takes a left-out group past its effort is solved again with
+    /// that group's limit in (see the module docs, "Limits left out"). 0 keeps every limit in.
+    pub screen_fraction: f64,
     /// The QP solver's settings. The default is [`Settings::DEFAULT`] with one equilibration
     /// pass instead of five: the balance QP is already scaled by its physics (accelerations,
     /// forces of the body's weight), and on the humanoid's recorded QPs one pass takes 9.0
@@ -214,6 +234,7 @@ impl BalanceSettings {
         contact_kv: 10.0,
         effort_margin: 1e-6,
         fallback_decay: 0.9,
+        screen_fraction: 0.5,
         qp: Settings {
             equilibrate_iters: 1,
             ..Settings::DEFAULT
@@ -265,6 +286,9 @@ impl BalanceSettings {
         }
         if !(self.fallback_decay >= 0.0 && self.fallback_decay <= 1.0) {
             return bad("fallback_decay");
+        }
+        if !(self.screen_fraction >= 0.0 && self.screen_fraction < 1.0) {
+            return bad("screen_fraction");
         }
         Ok(())
     }
@@ -456,6 +480,14 @@ pub struct BalanceOutput<const NV: usize> {
     pub limited: u32,
     /// Failed ticks in a row (0 when solved).
     pub failures_in_a_row: u32,
+    /// QP solves this tick: 1, or more when a group whose limit was left out came out past
+    /// its effort and the QP was solved again with it ([`BalanceSettings::screen_fraction`]).
+    pub solves: u32,
+    /// Interior-point iterations of all this tick's solves.
+    pub iterations: u32,
+    /// Joint groups whose torque limits were left out of the tick's final QP (their torques
+    /// within their efforts, checked after the solve).
+    pub limits_left_out: u32,
     /// No-slip rows left out as dependent on the ones before (see the module docs).
     pub dependent_rows: u32,
     /// Largest gap between a left-out row's right-hand side and the one the kept rows imply,
@@ -481,6 +513,9 @@ impl<const NV: usize> BalanceOutput<NV> {
             friction_use: 0.0,
             limited: 0,
             failures_in_a_row: 0,
+            solves: 0,
+            iterations: 0,
+            limits_left_out: 0,
             dependent_rows: 0,
             slip_inconsistency: 0.0,
             task_points: [[0.0; 3]; MAX_TASKS],
@@ -522,8 +557,12 @@ pub struct Balance<const NV: usize, const NX: usize, const NR: usize> {
     a: [[f64; NX]; NR],
     b: [f64; NR],
     solver: Solver<NX, NR>,
-    /// The planted set of the last solve (bits), for the warm start.
-    last_planted: Option<u32>,
+    /// The planted set and the groups whose limits were in the QP at the last solve (bits),
+    /// for the warm start.
+    last_planted: Option<(u32, u64)>,
+    /// Each group's torque norm at the last solved tick (`None` after a failed one), for
+    /// leaving limits out ([`BalanceSettings::screen_fraction`]).
+    screen_norms: Option<[f64; MAX_GROUPS]>,
     /// The last assembled problem's size: variables, rows, cones, accelerations and forces.
     last_dims: Option<QpDims>,
     /// The last tick's output torques (solved or fallback), and its group torques.
@@ -636,6 +675,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             b: [0.0; NR],
             solver: Solver::new(settings.qp),
             last_planted: None,
+            screen_norms: None,
             last_dims: None,
             last_torques: [0.0; NV],
             last_group_torques: [[0.0; 3]; MAX_GROUPS],
@@ -966,7 +1006,6 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
 
         // The multi-axis groups' torque maps T = S (SᵀS)⁻¹ (3 × count), world axes.
         let mut maps = [Matrix3::<f64>::zeros(); MAX_GROUPS];
-        let mut multi = 0;
         for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
             let axis = |k: usize| self.kin.joint_axis(k).unwrap_or_else(Vector3::zeros);
             let map = match g.count {
@@ -1002,323 +1041,376 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             if let Some(slot) = maps.get_mut(gi) {
                 *slot = map;
             }
-            if g.count > 1 {
-                multi += 1;
-            }
         }
 
-        let nf = 3 * points;
-        let nx = nv + nf + multi;
-        let zero_rows = 6 + kept;
-        let singles = self.group_count - multi;
-        let nonneg_rows = points + 2 * singles;
-        let soc = points + 2 * multi;
-        let rows = zero_rows + nonneg_rows + 3 * soc;
-        if nx > NX || rows > NR {
-            return Err(BalanceStatus::Capacity);
-        }
-        let f0 = nv;
-        let r0 = nv + nf;
+        // The groups whose limits go into the QP: all, unless the last solved tick's torque
+        // was below `screen_fraction` of the effort (see the module docs, "Limits left out").
+        let mut include = [true; MAX_GROUPS];
+        if s.screen_fraction > 0.0
+            && let Some(norms) = &self.screen_norms
         {
+            for ((inc, g), norm) in include.iter_mut().zip(&self.groups).zip(norms) {
+                *inc = *norm >= s.screen_fraction * g.effort;
+            }
+        }
+        let mut solves = 0u32;
+        loop {
+            let in_set = include;
+            let in_qp = |gi: usize| in_set.get(gi).copied().unwrap_or(true);
+            let multi = (0..self.group_count)
+                .filter(|&gi| in_qp(gi) && self.groups.get(gi).is_some_and(|g| g.count > 1))
+                .count();
+            let singles = (0..self.group_count)
+                .filter(|&gi| in_qp(gi) && self.groups.get(gi).is_some_and(|g| g.count == 1))
+                .count();
+            let include_bits = (0..self.group_count.min(64))
+                .filter(|&gi| in_qp(gi))
+                .fold(0u64, |bits, gi| bits | (1 << gi));
+            let nf = 3 * points;
+            let nx = nv + nf + multi;
+            let zero_rows = 6 + kept;
+            let nonneg_rows = points + 2 * singles;
+            let soc = points + 2 * multi;
+            let rows = zero_rows + nonneg_rows + 3 * soc;
+            if nx > NX || rows > NR {
+                return Err(BalanceStatus::Capacity);
+            }
+            let f0 = nv;
+            let r0 = nv + nf;
+            {
+                let p = self.p.as_flattened_mut();
+                for x in p.iter_mut().take(nx * nx) {
+                    *x = 0.0;
+                }
+                let a = self.a.as_flattened_mut();
+                for x in a.iter_mut().take(rows * nx) {
+                    *x = 0.0;
+                }
+            }
+            for x in self.q.iter_mut().take(nx) {
+                *x = 0.0;
+            }
+            for x in self.b.iter_mut().take(rows) {
+                *x = 0.0;
+            }
             let p = self.p.as_flattened_mut();
-            for x in p.iter_mut().take(nx * nx) {
-                *x = 0.0;
+            let qv = &mut self.q;
+            let mut add_p = |i: usize, j: usize, w: f64| {
+                if let Some(x) = p.get_mut(i * nx + j) {
+                    *x += w;
+                }
+            };
+            let add_q = |qv: &mut [f64; NX], i: usize, w: f64| {
+                if let Some(x) = qv.get_mut(i) {
+                    *x += w;
+                }
+            };
+
+            // Objectives on a single coordinate: w (x_i − d)².
+            let mut single = |i: usize, d: f64, w: f64, qv: &mut [f64; NX]| {
+                add_p(i, i, w);
+                add_q(qv, i, -w * d);
+            };
+            for k in 0..joints {
+                let i = 6 + k;
+                let d = s.pose_kp * (input.q_target[k] - input.q[k]) - s.pose_kd * v[i];
+                single(i, d, s.pose_weight, qv);
             }
+            let error = (base.rotation.inverse() * input.upright_target).scaled_axis();
+            for j in 0..3 {
+                let d = s.upright_kp * error[j] - s.upright_kd * v[3 + j];
+                single(3 + j, d, s.upright_weight, qv);
+            }
+            for i in 0..nv {
+                single(i, 0.0, s.accel_weight, qv);
+            }
+            let force_reg = s.force_weight / (total_mass * total_mass);
+            for i in f0..f0 + nf {
+                single(i, 0.0, force_reg, qv);
+            }
+            // Point tasks: J_p a = ẍ* + k_p (x* − x) + k_d (ẋ* − J_p q̇) − J̇_p q̇, on the
+            // accelerations.
+            for (k, ((t, jp), bias)) in tasks
+                .iter()
+                .zip(&self.task_jacobians)
+                .zip(&task_bias)
+                .enumerate()
+            {
+                let x = Vector3::from(out.task_points.get(k).copied().unwrap_or([0.0; 3]));
+                let d = Vector3::from(t.target_acceleration)
+                    + (Vector3::from(t.target) - x) * s.task_kp
+                    + (Vector3::from(t.target_velocity) - jp * v) * s.task_kd
+                    - bias;
+                for e in 0..3 {
+                    let row: SVector<f64, NV> = jp.row(e).transpose();
+                    let row = row.as_slice().get(..nv).unwrap_or(&[]);
+                    add_row_task(&mut add_p, qv, 0, row, d[e], s.task_weight);
+                }
+            }
+
+            // Centre of mass and angular momentum, on the forces: rows over f.
+            let mut com_target = com;
+            if points > 0 {
+                let mean = point_sum / points as f64;
+                // The support's middle: the centroid of the touching points' hull (the mean of
+                // the points leans towards where corners crowd, the toes), at their mean height.
+                let middle = support_centroid(out.points.get(..points).unwrap_or(&[]), &t1, &t2)
+                    .map_or(mean, |c| c + up * up.dot(&mean));
+                let horizontal = |x: Vector3<f64>| x - up * up.dot(&x);
+                com_target = horizontal(middle) + up * (up.dot(&middle) + input.com_height_m);
+                let e = com_target - com;
+                let e_h = horizontal(e);
+                let k_s =
+                    s.com_kp * libm::sqrt(s.com_reference_m / e_h.norm().max(s.com_reference_m));
+                let d_h = e_h * k_s - horizontal(com_velocity) * s.com_kd;
+                let d_v = up * (s.height_kp * up.dot(&e) - s.height_kd * up.dot(&com_velocity));
+                let d = d_h + d_v;
+                // Σ f / m + g = d along t1, t2 (horizontal weight) and up (vertical).
+                for (axis, w) in [
+                    (t1, s.com_weight),
+                    (t2, s.com_weight),
+                    (up, s.height_weight),
+                ] {
+                    let target = axis.dot(&(d - gravity));
+                    let mut row = [0.0; MAX_ALL_POINTS * 3];
+                    for pi in 0..points {
+                        for c in 0..3 {
+                            if let Some(x) = row.get_mut(3 * pi + c) {
+                                *x = axis[c] / total_mass;
+                            }
+                        }
+                    }
+                    add_row_task(&mut add_p, qv, f0, row.get(..nf).unwrap_or(&[]), target, w);
+                }
+                // Σ (p − x) × f = −k_L L, per world axis e: coefficients e × (p − x).
+                for e in [Vector3::x(), Vector3::y(), Vector3::z()] {
+                    let target = -s.momentum_kd * e.dot(&angular) / total_mass;
+                    let mut row = [0.0; MAX_ALL_POINTS * 3];
+                    for pi in 0..points {
+                        let pw = out.points.get(pi).copied().unwrap_or([0.0; 3]);
+                        let arm = Vector3::from(pw) - com;
+                        let coeff = e.cross(&arm) / total_mass;
+                        for c in 0..3 {
+                            if let Some(x) = row.get_mut(3 * pi + c) {
+                                *x = coeff[c];
+                            }
+                        }
+                    }
+                    add_row_task(
+                        &mut add_p,
+                        qv,
+                        f0,
+                        row.get(..nf).unwrap_or(&[]),
+                        target,
+                        s.momentum_weight,
+                    );
+                }
+            }
+            out.com_target = com_target.into();
+
+            // Constraints.
             let a = self.a.as_flattened_mut();
-            for x in a.iter_mut().take(rows * nx) {
-                *x = 0.0;
-            }
-        }
-        for x in self.q.iter_mut().take(nx) {
-            *x = 0.0;
-        }
-        for x in self.b.iter_mut().take(rows) {
-            *x = 0.0;
-        }
-        let p = self.p.as_flattened_mut();
-        let qv = &mut self.q;
-        let mut add_p = |i: usize, j: usize, w: f64| {
-            if let Some(x) = p.get_mut(i * nx + j) {
-                *x += w;
-            }
-        };
-        let add_q = |qv: &mut [f64; NX], i: usize, w: f64| {
-            if let Some(x) = qv.get_mut(i) {
-                *x += w;
-            }
-        };
-
-        // Objectives on a single coordinate: w (x_i − d)².
-        let mut single = |i: usize, d: f64, w: f64, qv: &mut [f64; NX]| {
-            add_p(i, i, w);
-            add_q(qv, i, -w * d);
-        };
-        for k in 0..joints {
-            let i = 6 + k;
-            let d = s.pose_kp * (input.q_target[k] - input.q[k]) - s.pose_kd * v[i];
-            single(i, d, s.pose_weight, qv);
-        }
-        let error = (base.rotation.inverse() * input.upright_target).scaled_axis();
-        for j in 0..3 {
-            let d = s.upright_kp * error[j] - s.upright_kd * v[3 + j];
-            single(3 + j, d, s.upright_weight, qv);
-        }
-        for i in 0..nv {
-            single(i, 0.0, s.accel_weight, qv);
-        }
-        let force_reg = s.force_weight / (total_mass * total_mass);
-        for i in f0..nx {
-            single(i, 0.0, force_reg, qv);
-        }
-        // Point tasks: J_p a = ẍ* + k_p (x* − x) + k_d (ẋ* − J_p q̇) − J̇_p q̇, on the
-        // accelerations.
-        for (k, ((t, jp), bias)) in tasks
-            .iter()
-            .zip(&self.task_jacobians)
-            .zip(&task_bias)
-            .enumerate()
-        {
-            let x = Vector3::from(out.task_points.get(k).copied().unwrap_or([0.0; 3]));
-            let d = Vector3::from(t.target_acceleration)
-                + (Vector3::from(t.target) - x) * s.task_kp
-                + (Vector3::from(t.target_velocity) - jp * v) * s.task_kd
-                - bias;
-            for e in 0..3 {
-                let row: SVector<f64, NV> = jp.row(e).transpose();
-                let row = row.as_slice().get(..nv).unwrap_or(&[]);
-                add_row_task(&mut add_p, qv, 0, row, d[e], s.task_weight);
-            }
-        }
-
-        // Centre of mass and angular momentum, on the forces: rows over f.
-        let mut com_target = com;
-        if points > 0 {
-            let mean = point_sum / points as f64;
-            // The support's middle: the centroid of the touching points' hull (the mean of
-            // the points leans towards where corners crowd, the toes), at their mean height.
-            let middle = support_centroid(out.points.get(..points).unwrap_or(&[]), &t1, &t2)
-                .map_or(mean, |c| c + up * up.dot(&mean));
-            let horizontal = |x: Vector3<f64>| x - up * up.dot(&x);
-            com_target = horizontal(middle) + up * (up.dot(&middle) + input.com_height_m);
-            let e = com_target - com;
-            let e_h = horizontal(e);
-            let k_s = s.com_kp * libm::sqrt(s.com_reference_m / e_h.norm().max(s.com_reference_m));
-            let d_h = e_h * k_s - horizontal(com_velocity) * s.com_kd;
-            let d_v = up * (s.height_kp * up.dot(&e) - s.height_kd * up.dot(&com_velocity));
-            let d = d_h + d_v;
-            // Σ f / m + g = d along t1, t2 (horizontal weight) and up (vertical).
-            for (axis, w) in [
-                (t1, s.com_weight),
-                (t2, s.com_weight),
-                (up, s.height_weight),
-            ] {
-                let target = axis.dot(&(d - gravity));
-                let mut row = [0.0; MAX_ALL_POINTS * 3];
-                for pi in 0..points {
-                    for c in 0..3 {
-                        if let Some(x) = row.get_mut(3 * pi + c) {
-                            *x = axis[c] / total_mass;
-                        }
-                    }
-                }
-                add_row_task(&mut add_p, qv, f0, row.get(..nf).unwrap_or(&[]), target, w);
-            }
-            // Σ (p − x) × f = −k_L L, per world axis e: coefficients e × (p − x).
-            for e in [Vector3::x(), Vector3::y(), Vector3::z()] {
-                let target = -s.momentum_kd * e.dot(&angular) / total_mass;
-                let mut row = [0.0; MAX_ALL_POINTS * 3];
-                for pi in 0..points {
-                    let pw = out.points.get(pi).copied().unwrap_or([0.0; 3]);
-                    let arm = Vector3::from(pw) - com;
-                    let coeff = e.cross(&arm) / total_mass;
-                    for c in 0..3 {
-                        if let Some(x) = row.get_mut(3 * pi + c) {
-                            *x = coeff[c];
-                        }
-                    }
-                }
-                add_row_task(
-                    &mut add_p,
-                    qv,
-                    f0,
-                    row.get(..nf).unwrap_or(&[]),
-                    target,
-                    s.momentum_weight,
-                );
-            }
-        }
-        out.com_target = com_target.into();
-
-        // Constraints.
-        let a = self.a.as_flattened_mut();
-        let bv = &mut self.b;
-        let rows_of = Rows {
-            mass: &self.mass,
-            points: self.point_jacobians.get(..points).unwrap_or(&[]),
-            nv,
-            f0,
-        };
-        let mut row = 0;
-        // Base rows: M_b a + h_b − J_bᵀ f = 0.
-        for i in 0..6 {
-            rows_of.add(a, nx, row, i, 1.0);
-            set(bv, row, -h[i]);
-            row += 1;
-        }
-        // No slip: the independent rows.
-        for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
-            for col in 0..nv {
-                put(a, nx, row, col, e[col]);
-            }
-            set(bv, row, *c);
-            row += 1;
-        }
-        // Minimum normal force: −up · f ≤ −f_min.
-        for pi in 0..points {
-            for c in 0..3 {
-                put(a, nx, row, f0 + 3 * pi + c, -up[c]);
-            }
-            set(bv, row, -s.min_normal_n);
-            row += 1;
-        }
-        // One-coordinate groups: ±u ≤ effort.
-        let keep = 1.0 - s.effort_margin;
-        for g in self.groups.iter().take(self.group_count) {
-            if g.count != 1 {
-                continue;
-            }
-            let i = 6 + g.first;
-            for sign in [1.0, -1.0] {
-                rows_of.add(a, nx, row, i, sign);
-                set(bv, row, g.effort * keep - sign * h[i]);
+            let bv = &mut self.b;
+            let rows_of = Rows {
+                mass: &self.mass,
+                points: self.point_jacobians.get(..points).unwrap_or(&[]),
+                nv,
+                f0,
+            };
+            let mut row = 0;
+            // Base rows: M_b a + h_b − J_bᵀ f = 0.
+            for i in 0..6 {
+                rows_of.add(a, nx, row, i, 1.0);
+                set(bv, row, -h[i]);
                 row += 1;
             }
-        }
-        // Friction cones: (μ n·f, t1·f, t2·f).
-        for pi in 0..points {
-            for (k, axis) in [up * s.friction, t1, t2].iter().enumerate() {
+            // No slip: the independent rows.
+            for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
+                for col in 0..nv {
+                    put(a, nx, row, col, e[col]);
+                }
+                set(bv, row, *c);
+                row += 1;
+            }
+            // Minimum normal force: −up · f ≤ −f_min.
+            for pi in 0..points {
                 for c in 0..3 {
-                    put(a, nx, row + k, f0 + 3 * pi + c, -axis[c]);
+                    put(a, nx, row, f0 + 3 * pi + c, -up[c]);
+                }
+                set(bv, row, -s.min_normal_n);
+                row += 1;
+            }
+            // One-coordinate groups: ±u ≤ effort.
+            let keep = 1.0 - s.effort_margin;
+            for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
+                if g.count != 1 || !in_qp(gi) {
+                    continue;
+                }
+                let i = 6 + g.first;
+                for sign in [1.0, -1.0] {
+                    rows_of.add(a, nx, row, i, sign);
+                    set(bv, row, g.effort * keep - sign * h[i]);
+                    row += 1;
                 }
             }
-            row += 3;
-        }
-        // Multi-axis groups: ‖(τx, τy)‖ ≤ r, ‖(r, τz)‖ ≤ effort, τ = T u; s = b − A x.
-        let mut aux = r0;
-        for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
-            if g.count == 1 {
-                continue;
-            }
-            let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
-            // Row `target` gets −τ_e's coefficients; b gets τ_e's constant Σ T[e][i] h_i.
-            let tau_row = |a: &mut [f64], bv: &mut [f64; NR], target: usize, e: usize| {
-                let mut constant = 0.0;
-                for i in 0..g.count {
-                    let t = map[(e, i)];
-                    let vi = 6 + g.first + i;
-                    rows_of.add(a, nx, target, vi, -t);
-                    constant += t * h[vi];
-                }
-                set(bv, target, constant);
-            };
-            // Cone A: (r, τx, τy).
-            put(a, nx, row, aux, -1.0);
-            tau_row(a, bv, row + 1, 0);
-            tau_row(a, bv, row + 2, 1);
-            row += 3;
-            // Cone B: (effort, r, τz).
-            set(bv, row, g.effort * keep);
-            put(a, nx, row + 1, aux, -1.0);
-            tau_row(a, bv, row + 2, 2);
-            row += 3;
-            aux += 1;
-        }
-
-        let problem = Problem {
-            p: self.p.as_flattened().get(..nx * nx).unwrap_or(&[]),
-            q: self.q.get(..nx).unwrap_or(&[]),
-            a: self.a.as_flattened().get(..rows * nx).unwrap_or(&[]),
-            b: self.b.get(..rows).unwrap_or(&[]),
-            cones: Cones {
-                zero: zero_rows,
-                nonneg: nonneg_rows,
-                soc3: soc,
-            },
-        };
-        self.last_dims = Some(QpDims {
-            variables: nx,
-            rows,
-            cones: problem.cones,
-            accelerations: nv,
-            forces: nf,
-        });
-        let warm = if self.last_planted == Some(planted_bits) {
-            WarmStart::Previous
-        } else {
-            WarmStart::Cold
-        };
-        let info = self
-            .solver
-            .solve(&problem, warm)
-            .map_err(BalanceStatus::Refused)?;
-        out.qp = Some(info);
-        if info.status != Status::Solved {
-            self.last_planted = None;
-            return Err(BalanceStatus::NotSolved(info.status));
-        }
-        self.last_planted = Some(planted_bits);
-        let x = self.solver.x();
-        let xs = |i: usize| x.get(i).copied().unwrap_or(0.0);
-
-        // The torques u = M_j a + h_j − Σ J_p,jᵀ f, the forces, the group vectors.
-        for i in 0..nv {
-            out.accelerations[i] = xs(i);
-        }
-        for i in 6..nv {
-            out.torques[i] = h[i] + rows_of.dot(i, x);
-        }
-        let mut friction_use: f64 = 0.0;
-        for pi in 0..points {
-            let f = Vector3::new(xs(f0 + 3 * pi), xs(f0 + 3 * pi + 1), xs(f0 + 3 * pi + 2));
-            if let Some(slot) = out.forces.get_mut(pi) {
-                *slot = f.into();
-            }
-            let normal = up.dot(&f);
-            let tangential = (f - up * normal).norm();
-            if normal > 0.0 {
-                friction_use = friction_use.max(tangential / (s.friction * normal));
-            }
-        }
-        out.friction_use = friction_use;
-        for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
-            let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
-            let mut tau = Vector3::zeros();
-            for i in 0..g.count {
-                let u = out.torques.get(6 + g.first + i).copied().unwrap_or(0.0);
-                tau += map.column(i) * u;
-            }
-            let norm = tau.norm();
-            if norm > g.effort {
-                // The solver's tolerance past the margin: scaled back, and counted.
-                let scale = g.effort * keep / norm;
-                tau *= scale;
-                for i in 0..g.count {
-                    if let Some(u) = out.torques.get_mut(6 + g.first + i) {
-                        *u *= scale;
+            // Friction cones: (μ n·f, t1·f, t2·f).
+            for pi in 0..points {
+                for (k, axis) in [up * s.friction, t1, t2].iter().enumerate() {
+                    for c in 0..3 {
+                        put(a, nx, row + k, f0 + 3 * pi + c, -axis[c]);
                     }
                 }
-                out.limited += 1;
+                row += 3;
             }
-            if let Some(slot) = out.group_torques.get_mut(gi) {
-                *slot = tau.into();
+            // Multi-axis groups: ‖(τx, τy)‖ ≤ r, ‖(r, τz)‖ ≤ effort, τ = T u; s = b − A x.
+            let mut aux = r0;
+            for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
+                if g.count == 1 || !in_qp(gi) {
+                    continue;
+                }
+                let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
+                // Row `target` gets −τ_e's coefficients; b gets τ_e's constant Σ T[e][i] h_i.
+                let tau_row = |a: &mut [f64], bv: &mut [f64; NR], target: usize, e: usize| {
+                    let mut constant = 0.0;
+                    for i in 0..g.count {
+                        let t = map[(e, i)];
+                        let vi = 6 + g.first + i;
+                        rows_of.add(a, nx, target, vi, -t);
+                        constant += t * h[vi];
+                    }
+                    set(bv, target, constant);
+                };
+                // Cone A: (r, τx, τy).
+                put(a, nx, row, aux, -1.0);
+                tau_row(a, bv, row + 1, 0);
+                tau_row(a, bv, row + 2, 1);
+                row += 3;
+                // Cone B: (effort, r, τz).
+                set(bv, row, g.effort * keep);
+                put(a, nx, row + 1, aux, -1.0);
+                tau_row(a, bv, row + 2, 2);
+                row += 3;
+                aux += 1;
             }
+
+            let problem = Problem {
+                p: self.p.as_flattened().get(..nx * nx).unwrap_or(&[]),
+                q: self.q.get(..nx).unwrap_or(&[]),
+                a: self.a.as_flattened().get(..rows * nx).unwrap_or(&[]),
+                b: self.b.get(..rows).unwrap_or(&[]),
+                cones: Cones {
+                    zero: zero_rows,
+                    nonneg: nonneg_rows,
+                    soc3: soc,
+                },
+            };
+            self.last_dims = Some(QpDims {
+                variables: nx,
+                rows,
+                cones: problem.cones,
+                accelerations: nv,
+                forces: nf,
+            });
+            let warm = if self.last_planted == Some((planted_bits, include_bits)) {
+                WarmStart::Previous
+            } else {
+                WarmStart::Cold
+            };
+            let info = self
+                .solver
+                .solve(&problem, warm)
+                .map_err(BalanceStatus::Refused)?;
+            solves += 1;
+            out.solves = solves;
+            out.iterations = out.iterations.saturating_add(info.iterations);
+            out.qp = Some(info);
+            if info.status != Status::Solved {
+                self.last_planted = None;
+                self.screen_norms = None;
+                return Err(BalanceStatus::NotSolved(info.status));
+            }
+            self.last_planted = Some((planted_bits, include_bits));
+            let x = self.solver.x();
+            let xs = |i: usize| x.get(i).copied().unwrap_or(0.0);
+
+            // The torques u = M_j a + h_j − Σ J_p,jᵀ f, the forces, the group vectors.
+            for i in 0..nv {
+                out.accelerations[i] = xs(i);
+            }
+            for i in 6..nv {
+                out.torques[i] = h[i] + rows_of.dot(i, x);
+            }
+            let mut friction_use: f64 = 0.0;
+            for pi in 0..points {
+                let f = Vector3::new(xs(f0 + 3 * pi), xs(f0 + 3 * pi + 1), xs(f0 + 3 * pi + 2));
+                if let Some(slot) = out.forces.get_mut(pi) {
+                    *slot = f.into();
+                }
+                let normal = up.dot(&f);
+                let tangential = (f - up * normal).norm();
+                if normal > 0.0 {
+                    friction_use = friction_use.max(tangential / (s.friction * normal));
+                }
+            }
+            out.friction_use = friction_use;
+            // A group left out that came out past its effort: solved again with its limit in
+            // (each round takes at least one more group in, so at most `group_count` rounds).
+            let mut again = false;
+            let mut norms = [0.0; MAX_GROUPS];
+            for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
+                let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
+                let mut tau = Vector3::zeros();
+                for i in 0..g.count {
+                    let u = out.torques.get(6 + g.first + i).copied().unwrap_or(0.0);
+                    tau += map.column(i) * u;
+                }
+                let norm = tau.norm();
+                if let Some(slot) = norms.get_mut(gi) {
+                    *slot = norm;
+                }
+                if !in_qp(gi) && !(norm <= g.effort * keep) {
+                    if let Some(inc) = include.get_mut(gi) {
+                        *inc = true;
+                    }
+                    again = true;
+                }
+            }
+            if again {
+                continue;
+            }
+            out.limits_left_out = (0..self.group_count).filter(|&gi| !in_qp(gi)).count() as u32;
+            self.screen_norms = Some(norms);
+            for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
+                let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
+                let mut tau = Vector3::zeros();
+                for i in 0..g.count {
+                    let u = out.torques.get(6 + g.first + i).copied().unwrap_or(0.0);
+                    tau += map.column(i) * u;
+                }
+                let norm = tau.norm();
+                if norm > g.effort {
+                    // The solver's tolerance past the margin: scaled back, and counted.
+                    let scale = g.effort * keep / norm;
+                    tau *= scale;
+                    for i in 0..g.count {
+                        if let Some(u) = out.torques.get_mut(6 + g.first + i) {
+                            *u *= scale;
+                        }
+                    }
+                    out.limited += 1;
+                }
+                if let Some(slot) = out.group_torques.get_mut(gi) {
+                    *slot = tau.into();
+                }
+            }
+            let finite = out.torques.iter().all(|t| t.is_finite())
+                && out.group_torques.iter().flatten().all(|t| t.is_finite());
+            if !finite {
+                self.screen_norms = None;
+                return Err(BalanceStatus::NotSolved(Status::Stalled));
+            }
+            return Ok(());
         }
-        let finite = out.torques.iter().all(|t| t.is_finite())
-            && out.group_torques.iter().flatten().all(|t| t.is_finite());
-        if !finite {
-            return Err(BalanceStatus::NotSolved(Status::Stalled));
-        }
-        Ok(())
     }
 }
 

@@ -287,11 +287,95 @@ fn standing_still_is_solved_and_consistent() {
         (normal - weight).abs() < 0.2 * weight,
         "{normal} vs {weight}"
     );
-    // One tick later, the same state warm-starts.
+    // One tick later the limits far from binding are left out (a smaller QP, started cold);
+    // the tick after, the same state and the same QP warm-start.
+    let second = tick(&mut c, &s, &[true, true]);
+    assert_eq!(second.limits_left_out, 6);
+    check_solved(&c, &s, &second, &[true, true]);
     let again = tick(&mut c, &s, &[true, true]);
     assert!(again.qp.unwrap().warm_started);
     check_solved(&c, &s, &again, &[true, true]);
 }
+
+/// The biped of [`biped_spec`] with each group's effort set by `effort(group)`.
+fn biped_with_efforts(settings: BalanceSettings, effort: impl Fn(usize) -> f64) -> Box<Biped> {
+    let (joints, mut groups, contacts) = biped_spec();
+    for (gi, g) in groups.iter_mut().enumerate() {
+        g.effort = effort(gi);
+    }
+    let tree = Tree::<NV>::new(&TreeSpec {
+        base: BaseKind::Floating,
+        base_body: body(20.0, [0.0; 3], 0.3),
+        joints: &joints,
+    })
+    .unwrap();
+    Box::new(Biped::new(tree, &contacts, &groups, settings).unwrap())
+}
+
+/// Largest difference of two ticks' torques, over the largest torque.
+fn torque_gap(a: &BalanceOutput<NV>, b: &BalanceOutput<NV>) -> f64 {
+    let largest = b.torques.iter().fold(0.0f64, |m, t| m.max(t.abs()));
+    let gap = a
+        .torques
+        .iter()
+        .zip(&b.torques)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    gap / largest
+}
+
+/// Limits left out of the QP change nothing: where the torques stay inside the efforts the
+/// relaxed QP's optimum is feasible, so it is the whole QP's (the same torques as with every
+/// limit in, to the solver's tolerance); where a left-out limit binds, the tick is solved again
+/// with it, and again gives the whole QP's torques, within the effort.
+#[test]
+fn limits_left_out_change_nothing_and_come_back_when_they_bind() {
+    let all_in = BalanceSettings {
+        screen_fraction: 0.0,
+        ..BalanceSettings::DEFAULT
+    };
+    // The ankles' effort (groups 2 and 5) is what standing still needs with room to spare,
+    // but not what the pushed, leaning body asks for.
+    let ankle = |gi: usize| if gi % 3 == 2 { ANKLE_EFFORT } else { 300.0 };
+    let mut full = biped_with_efforts(all_in, ankle);
+    let mut screened = biped_with_efforts(BalanceSettings::DEFAULT, ankle);
+    let still = State {
+        base: standing(),
+        q: [0.0; NV],
+        v: [0.0; NV],
+    };
+    // The first tick has no torques to judge by: every limit in.
+    let first = tick(&mut screened, &still, &[true, true]);
+    assert_eq!((first.solves, first.limits_left_out), (1, 0));
+    tick(&mut full, &still, &[true, true]);
+    // Standing still, every group far below its effort: all six left out, one solve.
+    let a = tick(&mut screened, &still, &[true, true]);
+    let b = tick(&mut full, &still, &[true, true]);
+    check_solved(&screened, &still, &a, &[true, true]);
+    assert_eq!((a.solves, a.limits_left_out), (1, 6));
+    assert_eq!(b.limits_left_out, 0);
+    // The same optimum, to what the solver's tolerances (1e-8 on residuals and gap) leave of
+    // the weakly weighted directions (how the force spreads over a sole's corners): 1.8e-6.
+    let gap = torque_gap(&a, &b);
+    assert!(gap < 1e-5, "{gap}");
+    // Pushed and leaning: the ankles' limit, left out, binds: solved again with it in.
+    let pushed = leaning_state(false);
+    let a = tick(&mut screened, &pushed, &[true, true]);
+    let b = tick(&mut full, &pushed, &[true, true]);
+    check_solved(&screened, &pushed, &a, &[true, true]);
+    assert_eq!(a.solves, 2, "{:?}", a.group_torques);
+    assert_eq!(a.limits_left_out, 4);
+    for gi in [2, 5] {
+        let norm = Vector3::from(b.group_torques[gi]).norm();
+        assert!(norm > 0.999 * ANKLE_EFFORT, "group {gi}: {norm}");
+        let norm = Vector3::from(a.group_torques[gi]).norm();
+        assert!(norm <= ANKLE_EFFORT, "group {gi}: {norm}");
+    }
+    let gap = torque_gap(&a, &b);
+    assert!(gap < 1e-5, "{gap}");
+}
+
+/// See [`limits_left_out_change_nothing_and_come_back_when_they_bind`].
+const ANKLE_EFFORT: f64 = 20.0;
 
 #[test]
 fn a_pushed_leaning_body_is_solved_and_consistent() {
