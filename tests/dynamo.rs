@@ -596,6 +596,22 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
             "qp_balance.com_weight",
         ),
         (
+            "qp_balance_screen_one",
+            (
+                "[root_spring]",
+                "[qp_balance]\nscreen_fraction = 1.0\n\n[root_spring]",
+            ),
+            "qp_balance.screen_fraction",
+        ),
+        (
+            "qp_balance_screen_negative",
+            (
+                "[root_spring]",
+                "[qp_balance]\nscreen_fraction = -0.1\n\n[root_spring]",
+            ),
+            "qp_balance.screen_fraction",
+        ),
+        (
             "qp_balance_unknown",
             (
                 "[root_spring]",

@@ -28,13 +28,14 @@ use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
 use control_core::balance::{
-    Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, JointGroup, MAX_POINTS,
+    Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS,
 };
 use control_core::frames::{BodyMotion, MAX_CONTACTS, MAX_JOINTS, StateFrame};
 use control_core::tree::{BaseKind, Tree};
 use serde::{Deserialize, Serialize};
 use sim_host::{Mode, Push};
 
+use super::dynamo::controller::QpTick;
 use super::dynamo::{QpOut, support_margin};
 use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
@@ -784,17 +785,6 @@ impl LoopState for LeggedState {
     }
 }
 
-/// One QP tick as recorded.
-#[derive(Debug, Clone, Copy)]
-pub struct QpTick {
-    /// How it ended.
-    pub status: BalanceStatus,
-    /// Interior-point iterations.
-    pub iterations: u32,
-    /// Largest ‖f_t‖/(μ f_n) of the chosen forces.
-    pub friction_use: f64,
-}
-
 /// A tick's answer.
 #[derive(Debug, Clone, Copy)]
 pub struct LeggedCommand {
@@ -1068,11 +1058,7 @@ impl LoopController for LeggedController {
                     tasks: &[],
                 });
                 c.torques[..sh.robot.joints].copy_from_slice(&out.torques[6..6 + sh.robot.joints]);
-                c.qp = Some(QpTick {
-                    status: out.status,
-                    iterations: out.qp.map_or(0, |i| i.iterations),
-                    friction_use: out.friction_use,
-                });
+                c.qp = Some(QpTick::of(out.status, Some(&out)));
             }
             _ => {
                 for k in 0..sh.robot.joints {
@@ -1325,17 +1311,8 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
             self.last_torques.extend_from_slice(c.torques());
         }
         self.limited += u64::from(c.limited);
-        if let Some(t) = c.qp {
-            let qp = self.qp.get_or_insert_with(QpOut::default);
-            qp.ticks += 1;
-            if t.status == BalanceStatus::Solved {
-                qp.solved += 1;
-            } else {
-                *qp.fallbacks.entry(format!("{:?}", t.status)).or_insert(0) += 1;
-            }
-            qp.max_iterations = qp.max_iterations.max(t.iterations);
-            qp.mean_iterations += (f64::from(t.iterations) - qp.mean_iterations) / qp.ticks as f64;
-            qp.max_friction_use = qp.max_friction_use.max(t.friction_use);
+        if let Some(t) = &c.qp {
+            self.qp.get_or_insert_with(QpOut::default).add(t);
         }
         self.times.compute(compute);
     }

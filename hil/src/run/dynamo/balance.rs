@@ -448,6 +448,7 @@ impl HumanoidBalance {
             upright_kp: s.upright_kp * gain_scale,
             upright_kd: s.upright_kd * gain_scale.sqrt(),
             com_weight: qp.map_or(s.com_weight, |q| q.com_weight),
+            screen_fraction: qp.map_or(s.screen_fraction, |q| q.screen_fraction),
             ..s
         };
         let recipe = Recipe {

@@ -254,15 +254,35 @@ pub struct DynamoTick {
     pub hand_error_m: Option<f64>,
 }
 
-/// What a `qp_balance` tick's QP did.
+/// What a balance tick's QP did (the humanoid's `qp_balance`, a robot's).
 #[derive(Debug, Clone, Copy)]
 pub struct QpTick {
     /// How it ended (anything but solved: fallback torques).
     pub status: control_core::balance::BalanceStatus,
-    /// Interior-point iterations (0 when no solve ran).
+    /// Interior-point iterations of all the tick's solves (0 when no solve ran).
     pub iterations: u32,
+    /// Solves: more than 1 when a torque limit left out was needed after all.
+    pub solves: u32,
+    /// Joint groups whose torque limits were left out of the final QP.
+    pub limits_left_out: u32,
     /// Largest ‖f_t‖ / (μ f_n) over the forces it chose.
     pub friction_use: f64,
+}
+
+impl QpTick {
+    /// What the balance controller's output `out` says.
+    pub fn of<const NV: usize>(
+        status: control_core::balance::BalanceStatus,
+        out: Option<&control_core::balance::BalanceOutput<NV>>,
+    ) -> Self {
+        Self {
+            status,
+            iterations: out.map_or(0, |o| o.iterations),
+            solves: out.map_or(0, |o| o.solves),
+            limits_left_out: out.map_or(0, |o| o.limits_left_out),
+            friction_use: out.map_or(0.0, |o| o.friction_use),
+        }
+    }
 }
 
 impl DynamoTick {
@@ -793,11 +813,7 @@ impl DynamoController {
                 Some(status) => {
                     out.hand_error_m = balance.hand_error_m(bodies);
                     let last = balance.last.as_ref();
-                    out.qp = Some(QpTick {
-                        status,
-                        iterations: last.and_then(|o| o.qp).map_or(0, |i| i.iterations),
-                        friction_use: last.map_or(0.0, |o| o.friction_use),
-                    });
+                    out.qp = Some(QpTick::of(status, last));
                     out.limited += last.map_or(0, |o| o.limited) as u16;
                 }
                 None => {

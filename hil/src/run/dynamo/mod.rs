@@ -308,10 +308,19 @@ pub struct QpBalanceSpec {
     /// (0, [`MAX_QP_WEIGHT`]].
     #[serde(default = "default_com_weight")]
     pub com_weight: f64,
+    /// Torque limits left out of the QP while a joint's torque on the last solved tick was
+    /// below this fraction of its effort, checked after each solve (default 0.5, the
+    /// library's), in [0, 1); 0 keeps every limit in the QP.
+    #[serde(default = "default_screen_fraction")]
+    pub screen_fraction: f64,
 }
 
 fn default_com_weight() -> f64 {
     control_core::balance::BalanceSettings::DEFAULT.com_weight
+}
+
+fn default_screen_fraction() -> f64 {
+    control_core::balance::BalanceSettings::DEFAULT.screen_fraction
 }
 
 /// A Dynamo scenario file.
@@ -614,6 +623,12 @@ impl DynamoScenario {
                 return bad(
                     "qp_balance.com_weight",
                     format!("{}: not in (0, {MAX_QP_WEIGHT:e}]", qp.com_weight),
+                );
+            }
+            if !(qp.screen_fraction >= 0.0 && qp.screen_fraction < 1.0) {
+                return bad(
+                    "qp_balance.screen_fraction",
+                    format!("{}: not in [0, 1)", qp.screen_fraction),
                 );
             }
             if !self.controllers.iter().any(|c| c == "qp_balance") {
@@ -1101,12 +1116,38 @@ pub struct QpOut {
     pub solved: u64,
     /// Ticks that fell back, by reason (`NotSolved(PrimalInfeasible)`, …).
     pub fallbacks: std::collections::BTreeMap<String, u64>,
-    /// Most interior-point iterations of a tick.
+    /// Most interior-point iterations of a tick (all its solves).
     pub max_iterations: u32,
     /// Mean iterations per tick.
     pub mean_iterations: f64,
     /// Largest ‖f_t‖ / (μ f_n) of the forces the QP chose (μ = its own, 0.7).
     pub max_friction_use: f64,
+    /// Ticks solved more than once: a joint group whose torque limit was left out came out
+    /// past its effort, and the QP was solved again with that limit in.
+    pub resolved_ticks: u64,
+    /// Mean joint groups per tick whose torque limits were left out of the QP (their torques
+    /// checked within their efforts after the solve).
+    pub mean_limits_left_out: f64,
+}
+
+impl QpOut {
+    /// Counts one tick.
+    pub fn add(&mut self, t: &controller::QpTick) {
+        self.ticks += 1;
+        if t.status == control_core::balance::BalanceStatus::Solved {
+            self.solved += 1;
+        } else {
+            *self.fallbacks.entry(format!("{:?}", t.status)).or_insert(0) += 1;
+        }
+        self.max_iterations = self.max_iterations.max(t.iterations);
+        let n = self.ticks as f64;
+        self.mean_iterations += (f64::from(t.iterations) - self.mean_iterations) / n;
+        self.max_friction_use = self.max_friction_use.max(t.friction_use);
+        if t.solves > 1 {
+            self.resolved_ticks += 1;
+        }
+        self.mean_limits_left_out += (f64::from(t.limits_left_out) - self.mean_limits_left_out) / n;
+    }
 }
 
 /// What one run gives.
@@ -1269,17 +1310,8 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
         }
         self.limited += u64::from(c.limited);
         self.refused += u64::from(c.refused);
-        if let Some(t) = c.qp {
-            let qp = self.qp.get_or_insert_with(QpOut::default);
-            qp.ticks += 1;
-            if t.status == control_core::balance::BalanceStatus::Solved {
-                qp.solved += 1;
-            } else {
-                *qp.fallbacks.entry(format!("{:?}", t.status)).or_insert(0) += 1;
-            }
-            qp.max_iterations = qp.max_iterations.max(t.iterations);
-            qp.mean_iterations += (f64::from(t.iterations) - qp.mean_iterations) / qp.ticks as f64;
-            qp.max_friction_use = qp.max_friction_use.max(t.friction_use);
+        if let Some(t) = &c.qp {
+            self.qp.get_or_insert_with(QpOut::default).add(t);
         }
         self.external_nm_s += c.root_torque_nm * self.dt_s;
         if c.spring == Some(SpringState::Broken) && self.spring_broke_at_s.is_none() {
