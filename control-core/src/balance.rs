@@ -1357,6 +1357,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             // (each round takes at least one more group in, so at most `group_count` rounds).
             let mut again = false;
             let mut norms = [0.0; MAX_GROUPS];
+            let mut taus = [Vector3::<f64>::zeros(); MAX_GROUPS];
             for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
                 let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
                 let mut tau = Vector3::zeros();
@@ -1365,8 +1366,9 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                     tau += map.column(i) * u;
                 }
                 let norm = tau.norm();
-                if let Some(slot) = norms.get_mut(gi) {
+                if let (Some(slot), Some(t)) = (norms.get_mut(gi), taus.get_mut(gi)) {
                     *slot = norm;
+                    *t = tau;
                 }
                 if !in_qp(gi) && !(norm <= g.effort * keep) {
                     if let Some(inc) = include.get_mut(gi) {
@@ -1380,14 +1382,14 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             }
             out.limits_left_out = (0..self.group_count).filter(|&gi| !in_qp(gi)).count() as u32;
             self.screen_norms = Some(norms);
-            for (gi, g) in self.groups.iter().take(self.group_count).enumerate() {
-                let map = maps.get(gi).copied().unwrap_or_else(Matrix3::zeros);
-                let mut tau = Vector3::zeros();
-                for i in 0..g.count {
-                    let u = out.torques.get(6 + g.first + i).copied().unwrap_or(0.0);
-                    tau += map.column(i) * u;
-                }
-                let norm = tau.norm();
+            for (gi, ((g, mut tau), norm)) in self
+                .groups
+                .iter()
+                .zip(taus)
+                .zip(norms)
+                .take(self.group_count)
+                .enumerate()
+            {
                 if norm > g.effort {
                     // The solver's tolerance past the margin: scaled back, and counted.
                     let scale = g.effort * keep / norm;

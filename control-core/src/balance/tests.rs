@@ -87,14 +87,7 @@ fn biped_spec() -> ([JointSpec; 12], [JointGroup; 6], [ContactBody; 2]) {
 }
 
 fn biped(settings: BalanceSettings) -> Box<Biped> {
-    let (joints, groups, contacts) = biped_spec();
-    let tree = Tree::<NV>::new(&TreeSpec {
-        base: BaseKind::Floating,
-        base_body: body(20.0, [0.0; 3], 0.3),
-        joints: &joints,
-    })
-    .unwrap();
-    Box::new(Biped::new(tree, &contacts, &groups, settings).unwrap())
+    biped_with_efforts(settings, |_, effort| effort)
 }
 
 /// The base pose that puts the soles on y = 0 with every joint at zero.
@@ -297,11 +290,11 @@ fn standing_still_is_solved_and_consistent() {
     check_solved(&c, &s, &again, &[true, true]);
 }
 
-/// The biped of [`biped_spec`] with each group's effort set by `effort(group)`.
-fn biped_with_efforts(settings: BalanceSettings, effort: impl Fn(usize) -> f64) -> Box<Biped> {
+/// The biped of [`biped_spec`] with each group's effort set by `effort(group, spec's effort)`.
+fn biped_with_efforts(settings: BalanceSettings, effort: impl Fn(usize, f64) -> f64) -> Box<Biped> {
     let (joints, mut groups, contacts) = biped_spec();
     for (gi, g) in groups.iter_mut().enumerate() {
-        g.effort = effort(gi);
+        g.effort = effort(gi, g.effort);
     }
     let tree = Tree::<NV>::new(&TreeSpec {
         base: BaseKind::Floating,
@@ -335,7 +328,7 @@ fn limits_left_out_change_nothing_and_come_back_when_they_bind() {
     };
     // The ankles' effort (groups 2 and 5) is what standing still needs with room to spare,
     // but not what the pushed, leaning body asks for.
-    let ankle = |gi: usize| if gi % 3 == 2 { ANKLE_EFFORT } else { 300.0 };
+    let ankle = |gi: usize, effort: f64| if gi % 3 == 2 { ANKLE_EFFORT } else { effort };
     let mut full = biped_with_efforts(all_in, ankle);
     let mut screened = biped_with_efforts(BalanceSettings::DEFAULT, ankle);
     let still = State {
