@@ -74,8 +74,9 @@
 //! the tick's QP while its torque on the last solved tick was below
 //! [`BalanceSettings::screen_fraction`] of its effort (every limit is in on the first tick and
 //! after a failed one). After the solve, every left-out group's torque is checked against its
-//! effort; if one is past it, the QP is solved again with that group's limit in (each round takes
-//! at least one more group in, so there are at most as many rounds as groups). The answer is
+//! effort; if one is past it, the QP is solved again with that group's limit in, and if that
+//! answer takes another left-out group past its effort, a third time with every limit in: at
+//! most three solves a tick. The answer is
 //! the whole QP's: a convex problem's optimum that satisfies the constraints left out of it is
 //! the optimum with them in. [`BalanceOutput::solves`] and [`BalanceOutput::limits_left_out`]
 //! say what happened. Only the contact forces are regularised (`force_weight`), not the
@@ -480,7 +481,7 @@ pub struct BalanceOutput<const NV: usize> {
     pub limited: u32,
     /// Failed ticks in a row (0 when solved).
     pub failures_in_a_row: u32,
-    /// QP solves this tick: 1, or more when a group whose limit was left out came out past
+    /// QP solves this tick: 1, or 2 or 3 when a group whose limit was left out came out past
     /// its effort and the QP was solved again with it ([`BalanceSettings::screen_fraction`]).
     pub solves: u32,
     /// Interior-point iterations of all this tick's solves.
@@ -1354,7 +1355,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             }
             out.friction_use = friction_use;
             // A group left out that came out past its effort: solved again with its limit in
-            // (each round takes at least one more group in, so at most `group_count` rounds).
+            // (the third solve, if it comes to that, with every limit in).
             let mut again = false;
             let mut norms = [0.0; MAX_GROUPS];
             let mut taus = [Vector3::<f64>::zeros(); MAX_GROUPS];
@@ -1378,6 +1379,11 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 }
             }
             if again {
+                if solves >= 2 {
+                    // A second round still short: every limit in, so that a tick solves at
+                    // most three QPs.
+                    include = [true; MAX_GROUPS];
+                }
                 continue;
             }
             out.limits_left_out = (0..self.group_count).filter(|&gi| !in_qp(gi)).count() as u32;
