@@ -51,7 +51,7 @@ const FAST: Pace = Pace {
     feed_until: 7_000,
 };
 
-/// For a controller whose tick takes milliseconds (the balance QP, about 3 ms): 2,000 ticks at
+/// For a controller whose tick takes a large part of a millisecond (the balance QP): 2,000 ticks at
 /// its scenario's 200 Hz (10 s), states for the first 1,400.
 const QP: Pace = Pace {
     rate_hz: 200.0,
@@ -735,7 +735,7 @@ fn no_alloc_dynamo_controllers() {
         .map(|law| {
             let controller = build(law);
             let (mut refused, mut reach_seen, mut spring_seen) = (0_u64, false, false);
-            let (mut qp_ticks, mut qp_solved) = (0_u64, 0_u64);
+            let (mut qp_ticks, mut qp_solved, mut qp_left_out) = (0_u64, 0_u64, 0_u64);
             let qp = law == DynamoLaw::QpBalance;
             let run = probed_run(
                 &format!("dynamo {}", law.name()),
@@ -753,6 +753,7 @@ fn no_alloc_dynamo_controllers() {
                             qp_ticks += 1;
                             qp_solved +=
                                 u64::from(t.status == control_core::balance::BalanceStatus::Solved);
+                            qp_left_out += u64::from(t.limits_left_out > 0);
                         }
                     }
                 },
@@ -768,10 +769,12 @@ fn no_alloc_dynamo_controllers() {
             if qp {
                 // The QP ran (not only its refusals of a state it cannot map).
                 eprintln!(
-                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved",
+                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved, {qp_left_out} with torque limits left out",
                     run.name
                 );
                 assert!(qp_solved > 0, "{}: no QP tick solved", run.name);
+                // The QP as the controller poses it on most ticks: limits far from binding out.
+                assert!(qp_left_out > 0, "{}: no tick left a limit out", run.name);
             }
             run
         })
@@ -919,7 +922,7 @@ fn no_alloc_robot_push_controllers() {
         .map(|law| {
             let (controller, _) = LeggedController::new(law, robot.clone(), &scenario, period)
                 .unwrap_or_else(|e| panic!("{}: {e}", law.name()));
-            let (mut qp_ticks, mut qp_solved) = (0_u64, 0_u64);
+            let (mut qp_ticks, mut qp_solved, mut qp_left_out) = (0_u64, 0_u64, 0_u64);
             let run = probed_run(
                 &format!("robot_push {}", law.name()),
                 pace,
@@ -932,15 +935,18 @@ fn no_alloc_robot_push_controllers() {
                         qp_ticks += 1;
                         qp_solved +=
                             u64::from(t.status == control_core::balance::BalanceStatus::Solved);
+                        qp_left_out += u64::from(t.limits_left_out > 0);
                     }
                 },
             );
             if law == LeggedLaw::QpBalance {
                 eprintln!(
-                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved",
+                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved, {qp_left_out} with torque limits left out",
                     run.name
                 );
                 assert!(qp_solved > 0, "{}: no QP tick solved", run.name);
+                // The QP as the controller poses it on most ticks: limits far from binding out.
+                assert!(qp_left_out > 0, "{}: no tick left a limit out", run.name);
             }
             run
         })
