@@ -1494,7 +1494,9 @@ fn add_row_task<const NX: usize>(
         }
         for (j, rj) in row.iter().enumerate() {
             if *rj != 0.0 {
-                add_p(f0 + i, f0 + j, w * ri * rj);
+                // w (rᵢ rⱼ), not (w rᵢ) rⱼ: the same product for (i, j) and (j, i), so that
+                // `P` is symmetric to the bit (the recorded QP is one triangle of it).
+                add_p(f0 + i, f0 + j, w * (ri * rj));
             }
         }
         if let Some(x) = qv.get_mut(f0 + i) {
