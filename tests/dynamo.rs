@@ -612,6 +612,14 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
             "qp_balance.screen_fraction",
         ),
         (
+            "qp_balance_momentum_negative",
+            (
+                "[root_spring]",
+                "[qp_balance]\nmomentum_weight = -1.0\n\n[root_spring]",
+            ),
+            "qp_balance.momentum_weight",
+        ),
+        (
             "qp_balance_unknown",
             (
                 "[root_spring]",

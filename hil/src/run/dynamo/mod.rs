@@ -313,6 +313,15 @@ pub struct QpBalanceSpec {
     /// library's), in [0, 1); 0 keeps every limit in the QP.
     #[serde(default = "default_screen_fraction")]
     pub screen_fraction: f64,
+    /// Weight of the angular-momentum damping objective (default 30, the humanoid's
+    /// [`balance::MOMENTUM_WEIGHT`]; the library's is 1), in [0, [`MAX_QP_WEIGHT`]]; 0 leaves the
+    /// angular momentum free.
+    #[serde(default = "default_momentum_weight")]
+    pub momentum_weight: f64,
+}
+
+fn default_momentum_weight() -> f64 {
+    balance::MOMENTUM_WEIGHT
 }
 
 fn default_com_weight() -> f64 {
@@ -623,6 +632,15 @@ impl DynamoScenario {
                 return bad(
                     "qp_balance.com_weight",
                     format!("{}: not in (0, {MAX_QP_WEIGHT:e}]", qp.com_weight),
+                );
+            }
+            if !(qp.momentum_weight.is_finite()
+                && qp.momentum_weight >= 0.0
+                && qp.momentum_weight <= MAX_QP_WEIGHT)
+            {
+                return bad(
+                    "qp_balance.momentum_weight",
+                    format!("{}: not in [0, {MAX_QP_WEIGHT:e}]", qp.momentum_weight),
                 );
             }
             if !(qp.screen_fraction >= 0.0 && qp.screen_fraction < 1.0) {
