@@ -101,10 +101,11 @@
 //! On the humanoid's own QPs (700 ticks recorded by `hil run --record-qp-every 1` and replayed
 //! by the example `qp_replay`): as the balance controller poses them, its joints' torque limits
 //! left out while far from binding (typically 70 variables, 20 equalities, 12 inequalities, 12
-//! cones), 8.5 iterations and 4.25 M instructions a solve, about half of it the setup; with
-//! every limit in (78, 20, 24, 28), 9.0 iterations and 8.7 M, a third of it forming and
+//! cones) and its angular momentum weighed 30, 4.2 iterations and 2.57 M instructions a solve,
+//! about half of it the setup; with the library's momentum weight of 1, 8.5 and 4.25 M; with
+//! that and every limit in (78, 20, 24, 28), 9.0 iterations and 8.7 M, a third of it forming and
 //! factoring the normal matrix over the limits' dense rows. The controller's tick is about
-//! 0.35 ms on this machine at 200 Hz, 0.25 ms at 1 kHz (warm starts take about 4 iterations).
+//! 0.2 ms on this machine at 200 Hz, 0.25 ms at 1 kHz.
 //!
 //! # Tolerances
 //!
