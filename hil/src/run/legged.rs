@@ -267,7 +267,8 @@ impl RobotPushScenario {
         Self::from_document(doc, path, urdf)
     }
 
-    /// [`Self::parse`] of a parsed file, read from `path`.
+    /// Check the scenario of a parsed file read from `path`, with `urdf` (`--urdf`) replacing
+    /// the robot's description.
     pub fn from_document(
         doc: super::scenario::Document<'_>,
         path: &Path,

@@ -268,7 +268,8 @@ impl ChainScenario {
         Self::from_document(doc, path, robot)
     }
 
-    /// [`Self::parse_with`] of a parsed file, read from `path`.
+    /// Check the scenario of a parsed file read from `path` (relative URDF paths are resolved
+    /// against its folder), with the robot replaced from the command line (`--urdf`, `--up-axis`).
     pub fn from_document(
         doc: super::super::scenario::Document<'_>,
         path: &Path,

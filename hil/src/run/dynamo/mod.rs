@@ -419,7 +419,8 @@ impl DynamoScenario {
         Self::from_document(doc, path)
     }
 
-    /// [`Self::parse`] of a parsed file, read from `path`.
+    /// Check the scenario of a parsed file read from `path` (a relative `urdf` is resolved
+    /// against its folder).
     pub fn from_document(
         doc: super::scenario::Document<'_>,
         path: &Path,
