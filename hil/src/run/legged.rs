@@ -1567,7 +1567,7 @@ pub struct RobotPush {
 }
 
 impl RobotPush {
-    /// Parse and check the file ([`RobotPushScenario::parse`]), load the robot (with
+    /// Parse and check the file ([`RobotPushScenario::from_document`]), load the robot (with
     /// `robot_model::load`, as the plant does), resolve its pose and feet, build an in-process
     /// replica of the plant (its own checks, and where the robot's lowest collision point is
     /// with the feet's points on the ground: the robot is placed with that point on it), and
