@@ -28,7 +28,7 @@ use super::biped::controller::WalkController;
 use super::chain::ChainScenario;
 use super::chain::controller::{ChainController, ChainLaw};
 use super::dynamo::controller::{DynamoController, DynamoLaw, GainScope};
-use super::dynamo::{DynamoScenario, GRAVITY_M_S2};
+use super::dynamo::{DynamoScenario, GRAVITY_M_S2, QpOut};
 use super::realtime::OnThread;
 use super::session::{LoopCommand, LoopController};
 
@@ -50,6 +50,20 @@ const FAST: Pace = Pace {
     ticks: 10_000,
     feed_until: 7_000,
 };
+
+/// A balance QP's probed run solved ticks (not only refused states it cannot map), and ran the QP
+/// as the controller poses it on most ticks: torque limits far from binding left out.
+fn check_qp_ran(name: &str, qp: &QpOut) {
+    eprintln!(
+        "no_alloc: {name}: {} of {} QP ticks solved, {:.2} torque limits left out a tick",
+        qp.solved, qp.ticks, qp.mean_limits_left_out
+    );
+    assert!(qp.solved > 0, "{name}: no QP tick solved");
+    assert!(
+        qp.mean_limits_left_out > 0.0,
+        "{name}: no tick left a limit out"
+    );
+}
 
 /// For a controller whose tick takes a large part of a millisecond (the balance QP): 2,000 ticks at
 /// its scenario's 200 Hz (10 s), states for the first 1,400.
@@ -735,7 +749,7 @@ fn no_alloc_dynamo_controllers() {
         .map(|law| {
             let controller = build(law);
             let (mut refused, mut reach_seen, mut spring_seen) = (0_u64, false, false);
-            let (mut qp_ticks, mut qp_solved, mut qp_left_out) = (0_u64, 0_u64, 0_u64);
+            let mut qp_out = QpOut::default();
             let qp = law == DynamoLaw::QpBalance;
             let run = probed_run(
                 &format!("dynamo {}", law.name()),
@@ -749,11 +763,8 @@ fn no_alloc_dynamo_controllers() {
                         refused += u64::from(cmd.refused);
                         reach_seen |= cmd.reach_error_rad.is_some();
                         spring_seen |= cmd.spring.is_some();
-                        if let Some(t) = cmd.qp {
-                            qp_ticks += 1;
-                            qp_solved +=
-                                u64::from(t.status == control_core::balance::BalanceStatus::Solved);
-                            qp_left_out += u64::from(t.limits_left_out > 0);
+                        if let Some(t) = &cmd.qp {
+                            qp_out.add(t);
                         }
                     }
                 },
@@ -767,14 +778,7 @@ fn no_alloc_dynamo_controllers() {
                 run.name
             );
             if qp {
-                // The QP ran (not only its refusals of a state it cannot map).
-                eprintln!(
-                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved, {qp_left_out} with torque limits left out",
-                    run.name
-                );
-                assert!(qp_solved > 0, "{}: no QP tick solved", run.name);
-                // The QP as the controller poses it on most ticks: limits far from binding out.
-                assert!(qp_left_out > 0, "{}: no tick left a limit out", run.name);
+                check_qp_ran(&run.name, &qp_out);
             }
             run
         })
@@ -922,7 +926,7 @@ fn no_alloc_robot_push_controllers() {
         .map(|law| {
             let (controller, _) = LeggedController::new(law, robot.clone(), &scenario, period)
                 .unwrap_or_else(|e| panic!("{}: {e}", law.name()));
-            let (mut qp_ticks, mut qp_solved, mut qp_left_out) = (0_u64, 0_u64, 0_u64);
+            let mut qp_out = QpOut::default();
             let run = probed_run(
                 &format!("robot_push {}", law.name()),
                 pace,
@@ -931,22 +935,13 @@ fn no_alloc_robot_push_controllers() {
                 frame,
                 None,
                 |cmd| {
-                    if let Some(t) = cmd.qp {
-                        qp_ticks += 1;
-                        qp_solved +=
-                            u64::from(t.status == control_core::balance::BalanceStatus::Solved);
-                        qp_left_out += u64::from(t.limits_left_out > 0);
+                    if let Some(t) = &cmd.qp {
+                        qp_out.add(t);
                     }
                 },
             );
             if law == LeggedLaw::QpBalance {
-                eprintln!(
-                    "no_alloc: {}: {qp_solved} of {qp_ticks} QP ticks solved, {qp_left_out} with torque limits left out",
-                    run.name
-                );
-                assert!(qp_solved > 0, "{}: no QP tick solved", run.name);
-                // The QP as the controller poses it on most ticks: limits far from binding out.
-                assert!(qp_left_out > 0, "{}: no tick left a limit out", run.name);
+                check_qp_ran(&run.name, &qp_out);
             }
             run
         })
