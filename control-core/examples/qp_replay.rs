@@ -10,6 +10,11 @@
 //!
 //! Under `valgrind --tool=callgrind`, the inclusive count of `Solver::solve` divided by the
 //! solves printed is the instructions a solve (the JSON parsing is counted apart).
+//!
+//! `QP_REPLAY_PASSES=K` (K ≥ 1) then replays the same solves K more times, each pass with a
+//! fresh solver (so every pass repeats the first's warm starts exactly), and prints the median
+//! over the passes of the wall time a solve: a comparison of two builds on the same recorded
+//! problems, run side by side.
 
 use std::process::ExitCode;
 
@@ -149,6 +154,49 @@ fn main() -> ExitCode {
         }
     }
     let count = problems.len().max(1);
+    let passes = match std::env::var("QP_REPLAY_PASSES").map(|s| s.parse::<usize>()) {
+        Err(_) => 0,
+        Ok(Ok(k)) if k >= 1 => k,
+        Ok(_) => {
+            eprintln!("qp_replay: QP_REPLAY_PASSES: a count of at least 1");
+            return ExitCode::from(2);
+        }
+    };
+    let mut pass_us = Vec::with_capacity(passes);
+    for _ in 0..passes {
+        let mut solver: Box<Qp> = Box::new(Solver::new(BalanceSettings::DEFAULT.qp));
+        let mut last = None;
+        let start = std::time::Instant::now();
+        for r in &problems {
+            let problem = Problem {
+                p: &r.p,
+                q: &r.q,
+                a: &r.a,
+                b: &r.b,
+                cones: r.cones,
+            };
+            let key = (r.n, r.b.len(), r.cones);
+            let warm = if last == Some(key) {
+                WarmStart::Previous
+            } else {
+                WarmStart::Cold
+            };
+            last = match solver.solve(&problem, warm) {
+                Ok(info) if info.status == Status::Solved => Some(key),
+                _ => None,
+            };
+        }
+        pass_us.push(start.elapsed().as_secs_f64() * 1e6 / count as f64);
+    }
+    if !pass_us.is_empty() {
+        pass_us.sort_by(f64::total_cmp);
+        let median = pass_us.get(pass_us.len() / 2).copied().unwrap_or(0.0);
+        println!(
+            "wall time a solve, median of {passes} passes: {median:.1} µs (fastest {:.1}, slowest {:.1})",
+            pass_us.first().copied().unwrap_or(0.0),
+            pass_us.last().copied().unwrap_or(0.0),
+        );
+    }
     println!(
         "{} solves: {solved} solved, {:.2} iterations a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest); not solved (line, status): {other:?}",
         problems.len(),

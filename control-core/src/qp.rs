@@ -1053,13 +1053,20 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         let pmax = norm_inf(problem.p);
         let tol = 1e-9 * pmax.max(1.0);
+        // Row i right of the diagonal against column i below it, every pair looked at.
+        let mut asymmetric = false;
         for (i, r) in problem.p.chunks_exact(n).enumerate() {
-            for (j, v) in r.iter().enumerate().skip(i + 1) {
-                let w = problem.p.get(j * n + i).copied().unwrap_or(*v);
-                if (v - w).abs() > tol {
-                    return Err(QpError::NotSymmetric);
-                }
+            for (v, below) in r
+                .iter()
+                .skip(i + 1)
+                .zip(problem.p.chunks_exact(n).skip(i + 1))
+            {
+                let w = below.get(i).copied().unwrap_or(*v);
+                asymmetric |= (v - w).abs() > tol;
             }
+        }
+        if asymmetric {
+            return Err(QpError::NotSymmetric);
         }
         let mk = cones.nonneg + 3 * cones.soc3;
         Ok(Dims {

@@ -387,28 +387,40 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 let free = head_usize(&qr.freecol, r);
                 // P̃ N, column j = P̃ e_{free j} + Σ_t C[t][j] P̃ e_{piv t} (rows of P̃: it is
                 // symmetric).
+                // Each pivot row of P̃ added over its span of non-zeros only (a balance QP's
+                // P is block diagonal: the accelerations' rows have no force columns).
+                let mut span = [(0usize, 0usize); N];
+                for (sp, pt) in span.iter_mut().zip(piv) {
+                    *sp = nonzero_span(head(row(&data.p, *pt), n));
+                }
                 let pn = &mut self.kkt.chol;
                 for (j, (dst, fj)) in rows_head_mut(pn, r).iter_mut().zip(free).enumerate() {
                     let dst = head_mut(dst, n);
                     linalg::copy(row(&data.p, *fj), dst);
-                    for (ct, pt) in coef.iter().zip(piv) {
+                    for ((ct, pt), (lo, hi)) in coef.iter().zip(piv).zip(&span) {
                         let c = at(ct, j);
                         if c != 0.0 {
-                            axpy(c, head(row(&data.p, *pt), n), dst);
+                            axpy(
+                                c,
+                                range(row(&data.p, *pt), *lo, *hi),
+                                range_mut(dst, *lo, *hi),
+                            );
                         }
                     }
                 }
-                // H[i][j] = (P̃N)_j[free i] + Σ_t C[t][i] (P̃N)_j[piv t].
+                // H[j][i] = (P̃N)_j[free i] + Σ_t C[t][i] (P̃N)_j[piv t] for i ≤ j, the sum
+                // over t taken in order for all i at once (independent chains: one row of C
+                // at a time), then mirrored.
                 for (j, pj) in rows_head(pn, r).iter().enumerate() {
-                    for (i, fi) in free.iter().enumerate().take(j + 1) {
-                        let mut v = at(pj, *fi);
-                        for (ct, pt) in coef.iter().zip(piv) {
-                            v += at(ct, i) * at(pj, *pt);
-                        }
-                        put(row_mut(&mut red.hess, i), j, v);
-                        put(row_mut(&mut red.hess, j), i, v);
+                    let hj = head_mut(row_mut(&mut red.hess, j), j + 1);
+                    for (h, fi) in hj.iter_mut().zip(free) {
+                        *h = at(pj, *fi);
+                    }
+                    for (ct, pt) in coef.iter().zip(piv) {
+                        axpy(at(pj, *pt), head(ct, j + 1), hj);
                     }
                 }
+                mirror_lower(&mut red.hess, r);
                 let (t, off) = offset_and_gradient(data, head(&qr.xp, n), &mut self.out.aty);
                 offset = off;
                 for (gj, fj) in red.g.iter_mut().zip(free) {
@@ -615,5 +627,29 @@ fn supports<const N: usize, const M: usize>(red: &mut Reduced<N, M>, r: usize, m
         } else {
             count
         };
+    }
+}
+
+/// Copies the strict lower triangle of the leading `r × r` block onto the upper one.
+fn mirror_lower<const N: usize>(rows: &mut [[f64; N]], r: usize) {
+    let rows = rows_head_mut(rows, r);
+    for j in 1..rows.len() {
+        let (above, rest) = rows.split_at_mut(j);
+        let Some(rj) = rest.first() else {
+            break;
+        };
+        for (i, v) in head(rj, j).iter().enumerate() {
+            put(row_mut(above, i), j, *v);
+        }
+    }
+}
+
+/// `(first, last + 1)` of the non-zero entries of `v`, `(0, 0)` if there is none.
+fn nonzero_span(v: &[f64]) -> (usize, usize) {
+    let first = v.iter().position(|x| *x != 0.0);
+    let last = v.iter().rposition(|x| *x != 0.0);
+    match (first, last) {
+        (Some(a), Some(b)) => (a, b + 1),
+        _ => (0, 0),
     }
 }
