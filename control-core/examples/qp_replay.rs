@@ -33,6 +33,7 @@ struct Recorded {
     a: Vec<f64>,
     b: Vec<f64>,
     x: Vec<f64>,
+    objective: f64,
 }
 
 fn parse(line: &str) -> Result<Recorded, String> {
@@ -81,6 +82,7 @@ fn parse(line: &str) -> Result<Recorded, String> {
         q: numbers(&v["q"])?,
         b: numbers(&v["b"])?,
         x: numbers(&v["x"])?,
+        objective: v["objective"].as_f64().ok_or("objective: not a number")?,
     })
 }
 
@@ -118,6 +120,7 @@ fn main() -> ExitCode {
     let mut solver: Box<Qp> = Box::new(Solver::new(BalanceSettings::DEFAULT.qp));
     let (mut iterations, mut solved, mut other) = (0u64, 0usize, Vec::new());
     let mut worst = 0.0f64;
+    let mut worst_objective = 0.0f64;
     let mut last = None;
     for (k, r) in problems.iter().enumerate() {
         let problem = Problem {
@@ -148,6 +151,9 @@ fn main() -> ExitCode {
             for (a, b) in solver.x().iter().zip(&r.x) {
                 worst = worst.max((a - b).abs() / scale);
             }
+            let objective = info.primal_objective;
+            worst_objective =
+                worst_objective.max((objective - r.objective).abs() / r.objective.abs().max(1.0));
         } else {
             last = None;
             other.push((k + 1, info.status));
@@ -198,7 +204,7 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "{} solves: {solved} solved, {:.2} iterations a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest); not solved (line, status): {other:?}",
+        "{} solves: {solved} solved, {:.2} iterations a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest), objectives within {worst_objective:.1e} (relative, at least 1); not solved (line, status): {other:?}",
         problems.len(),
         iterations as f64 / count as f64,
     );

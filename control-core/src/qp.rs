@@ -57,7 +57,13 @@
 //!    equalities outnumber the variables they leave free (forming `Q₁ᵀ` and eliminating on it
 //!    would cost more than `Q₂`) and where elimination would be ill-conditioned (a coefficient
 //!    of `C` beyond 1e3).
-//! 3. On that reduced problem, the homogeneous self-dual embedding of Clarabel (Goulart and
+//! 3. The coordinates of `w` that no inequality or cone row touches (in the balance QP, the
+//!    accelerations the equalities leave free, while the torque limits are out of the QP) are
+//!    minimised in closed form, `w_u = −H_uu⁻¹ (g_u + H_uk w_k)`, when their block `H_uu` is
+//!    clearly positive definite: the interior point then works on the Schur complement
+//!    `H_kk − H_ku H_uu⁻¹ H_uk` of the others alone ([`Settings::condense`],
+//!    [`SolveInfo::condensed`]), and its iterate maps back exactly, certificates included.
+//! 4. On that reduced problem, the homogeneous self-dual embedding of Clarabel (Goulart and
 //!    Chen, 2024) for quadratic objectives, Nesterov–Todd scaling, Mehrotra's predictor-
 //!    corrector: each iteration forms the normal matrix `H + δI + Gᵀ (W² + δI)⁻¹ G` (dense,
 //!    `n − rank`-sized; `(W² + δI)⁻¹` from `W`'s closed form, without forming `W²`; `G`'s sparse rows added on
@@ -75,13 +81,14 @@
 //!    certificates; a direction that neither the objective nor any row bounds (`H d = 0`,
 //!    `G d = 0`, which makes the Newton system singular) is looked for when the first normal
 //!    matrix is nearly singular, and is a certificate if `gᵀd < 0`.
-//! 4. An iteration that does not converge returns its best iterate (smallest ratio of residual
+//! 5. An iteration that does not converge returns its best iterate (smallest ratio of residual
 //!    to tolerance), not its last; if that iterate meets the tolerances in the caller's units
 //!    (the scaled gate can be stricter), the solve is [`Status::Solved`].
 //!
 //! Work per solve is bounded: the setup is `O(n³ + m n²)` once (the check that `P` is
 //! semidefinite, `n³/6`, is skipped when `P` is bit-identical to the last one accepted), then at
-//! most [`Settings::max_iter`] iterations of `O(r³ + m r²)` (`r = n − rank`) with one
+//! most [`Settings::max_iter`] iterations of `O(r³ + m r²)` (`r = n − rank`, less the
+//! coordinates minimised in closed form) with one
 //! factorisation each, plus one for a cold initial point and at most three for the search for
 //! free directions, and at most [`Settings::refine_steps`] refinement steps per right-hand side.
 //!
@@ -129,8 +136,8 @@
 //!
 //! Allocate, block or panic. Every buffer is inside [`Solver`], sized by its const parameters
 //! (`N` variables, `M` constraint rows at most): a controller keeps one solver and reuses it
-//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (5N² + 2.25 NM + 30N + 41M)` bytes
-//! (0.9 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
+//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (6N² + 2.25 NM + 33N + 41M)` bytes
+//! (1.0 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
 //! NaN or infinity in the data, wrong lengths, more variables or rows than the capacity, an
 //! asymmetric or indefinite `P` and out-of-range settings are each refused with a [`QpError`]
 //! before any work. Whatever the numbers, the
@@ -155,6 +162,7 @@
 
 use core::fmt;
 
+mod condense;
 mod cone;
 mod ipm;
 mod linalg;
@@ -249,6 +257,11 @@ pub struct Settings {
     /// Relative threshold below which a pivot of the equalities' QR counts as zero (the row is
     /// dependent), in `(0, 1)`.
     pub rank_tol: f64,
+    /// Minimise the reduced coordinates that no inequality or cone row touches in closed form
+    /// before the interior point, when their block of the reduced objective is clearly
+    /// positive definite (module docs, step 3): the iterations then work on the others alone.
+    /// The same solution to the tolerances; off, the interior point sees every coordinate.
+    pub condense: bool,
 }
 
 impl Settings {
@@ -266,6 +279,7 @@ impl Settings {
         step_fraction: 0.99,
         psd_tol: 1e-9,
         rank_tol: 1e-10,
+        condense: true,
     };
 
     fn check(&self) -> Result<(), QpError> {
@@ -385,6 +399,10 @@ pub struct SolveInfo {
     pub certificate_residual: f64,
     /// The numerical rank of the equality rows (fewer than `zero` when some are dependent).
     pub equality_rank: usize,
+    /// Coordinates of the equalities' null space that no inequality or cone row touches,
+    /// minimised in closed form before the interior point ([`Settings::condense`]); 0 when
+    /// none were (none such, the setting off, or their objective block not clearly definite).
+    pub condensed: usize,
 }
 
 /// An operand of a [`Problem`] or a [`WarmStart::From`].
@@ -690,6 +708,7 @@ pub struct Solver<const N: usize, const M: usize> {
     it: Iterate<N, M>,
     out: Output<N, M>,
     psd: PsdCache<N>,
+    cond: condense::Condensed<N>,
     /// The check of the iterate last recovered, when the iteration stopped at [`Status::Solved`].
     check: Option<Check>,
     /// Tests: always form the orthonormal null basis.
@@ -831,6 +850,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 px: [0.0; N],
                 previous: None,
             },
+            cond: condense::Condensed::new(),
             psd: PsdCache {
                 p: [[0.0; N]; N],
                 n: 0,
@@ -913,6 +933,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             dual_objective: 0.0,
             certificate_residual: 0.0,
             equality_rank: 0,
+            condensed: 0,
         };
         self.factor_equalities();
         info.equality_rank = self.dims.k;
@@ -923,6 +944,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             return Ok(self.finish(info));
         }
         self.form_reduced();
+        self.condense();
+        info.condensed = self.cond.nu;
         self.check = None;
         let status = self.interior_point(problem, warm_ok, &mut info);
         info.status = status;

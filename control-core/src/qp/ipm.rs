@@ -569,9 +569,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
     /// The warm initial point: `λ (x, s, y)_prev + (1 − λ)(0, e, e)` in the scaled reduced
     /// variables (Skajaa, Andersen and Ye), `τ = 1`, `κ = sᵀz / degree`.
     fn warm_point(&mut self) {
-        let Dims {
-            n, m, z, l, mk, r, ..
-        } = self.dims;
+        let Dims { n, m, z, l, mk, .. } = self.dims;
+        // The full reduced coordinates first, then the kept ones of them.
+        let r = self.cond.r_full;
         let lam = self.settings.warm_start_weight;
         let data = &self.data;
         let out = &mut self.out;
@@ -660,6 +660,10 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 }
             }
         }
+        if self.cond.nu > 0 {
+            self.cond.compact(head_mut(&mut it.w, r));
+        }
+        let r = self.dims.r;
         if !linalg::all_finite(head(&it.w, r)) {
             head_mut(&mut it.w, r).fill(0.0);
         }
@@ -990,15 +994,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
     /// caller's problem and writes it.
     fn check_dual_certificate(&mut self, problem: &Problem<'_>) -> Option<f64> {
         let Dims { n, m, z, l, r, .. } = self.dims;
-        x_from_w(
-            &self.qr,
-            n,
-            r,
-            head(&self.it.cert, r),
-            1.0,
-            false,
-            &mut self.out.xt,
-        );
+        let mut full = [0.0f64; N];
+        let (cert, rc) = self.full_w(head(&self.it.cert, r), 0.0, &mut full);
+        x_from_w(&self.qr, n, rc, cert, 1.0, false, &mut self.out.xt);
         let out = &mut self.out;
         for ((x, xt), d) in head_mut(&mut out.x, n)
             .iter_mut()

@@ -314,13 +314,26 @@ pub(super) fn cholesky<const N: usize>(
 
 /// Solves `L Lᵀ x = b` in place with the factor from [`cholesky`].
 pub(super) fn cholesky_solve<const N: usize>(rows: &[[f64; N]], n: usize, b: &mut [f64]) {
-    let rows = rows_head(rows, n);
-    for (i, r) in rows.iter().enumerate() {
+    forward_substitute(rows, n, b);
+    back_substitute_transposed(rows, n, b);
+}
+
+/// Solves `L y = b` in place (`L` the leading `n × n` lower triangle, from [`cholesky`]).
+pub(super) fn forward_substitute<const N: usize>(rows: &[[f64; N]], n: usize, b: &mut [f64]) {
+    for (i, r) in rows_head(rows, n).iter().enumerate() {
         let d = at(r, i);
         let v = (at(b, i) - dot(head(r, i), head(b, i))) / d;
         put(b, i, v);
     }
-    for (i, r) in rows.iter().enumerate().rev() {
+}
+
+/// Solves `Lᵀ x = y` in place (`L` the leading `n × n` lower triangle, from [`cholesky`]).
+pub(super) fn back_substitute_transposed<const N: usize>(
+    rows: &[[f64; N]],
+    n: usize,
+    b: &mut [f64],
+) {
+    for (i, r) in rows_head(rows, n).iter().enumerate().rev() {
         let xi = at(b, i) / at(r, i);
         put(b, i, xi);
         axpy(-xi, head(r, i), head_mut(b, i));

@@ -456,21 +456,32 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         supports(red, r, mk);
     }
 
+    /// The reduced coordinates of the interior point's `w` (kept ones only while some are
+    /// minimised in closed form) as the full reduced problem's, at `τ` (0 for a direction): `w`
+    /// itself, or `full` filled; with their count.
+    pub(super) fn full_w<'a>(
+        &self,
+        w: &'a [f64],
+        tau: f64,
+        full: &'a mut [f64; N],
+    ) -> (&'a [f64], usize) {
+        if self.cond.nu == 0 {
+            return (w, w.len());
+        }
+        self.cond.expand(w, tau, full);
+        let r = self.cond.r_full;
+        (head(full, r), r)
+    }
+
     /// Maps the current iterate back to the caller's problem (`x`, `s`, `y` in the output) and
     /// measures it.
     pub(super) fn recover(&mut self, problem: &Problem<'_>) -> Check {
         let Dims { n, m, z, r, mk, .. } = self.dims;
         let tau = self.it.tau;
         let inv = if tau > 0.0 { 1.0 / tau } else { 1.0 };
-        x_from_w(
-            &self.qr,
-            n,
-            r,
-            head(&self.it.w, r),
-            inv,
-            true,
-            &mut self.out.xt,
-        );
+        let mut full = [0.0f64; N];
+        let (w, rw) = self.full_w(head(&self.it.w, r), tau, &mut full);
+        x_from_w(&self.qr, n, rw, w, inv, true, &mut self.out.xt);
         // s̃_K, ỹ_K
         for ((s, y), (si, zi)) in linalg::tail_mut(head_mut(&mut self.out.s, m), z)
             .iter_mut()
@@ -606,7 +617,11 @@ fn head_usize(v: &[usize], n: usize) -> &[usize] {
 
 /// The supports of `G`'s rows ([`Reduced::nnz`], [`Reduced::idx`]), each row its own; a row
 /// with more than half its `r` entries non-zero is marked [`DENSE`].
-fn supports<const N: usize, const M: usize>(red: &mut Reduced<N, M>, r: usize, mk: usize) {
+pub(super) fn supports<const N: usize, const M: usize>(
+    red: &mut Reduced<N, M>,
+    r: usize,
+    mk: usize,
+) {
     let sparse_limit = r / 2;
     for ((g, nnz), idx) in rows_head(&red.gmat, mk)
         .iter()

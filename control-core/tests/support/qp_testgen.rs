@@ -155,9 +155,25 @@ fn interior_y(rng: &mut Rng, prob: &Owned) -> Vec<f64> {
 /// A random strictly feasible and strictly dual-feasible problem: `P = BᵀB/n + ridge·I` (`rank`
 /// rows of `B`), `b = A x₀ + s₀` with `s₀` interior, `q = −P x₁ − Aᵀ y₀` with `y₀` interior.
 pub fn feasible(rng: &mut Rng, n: usize, cones: Cones, rank: usize, ridge: f64) -> Owned {
+    feasible_masked(rng, n, cones, rank, ridge, 0)
+}
+
+/// [`feasible`], with the inequality and cone rows zero on the first `untouched` variables
+/// (the same draws: `untouched = 0` is [`feasible`]).
+pub fn feasible_masked(
+    rng: &mut Rng,
+    n: usize,
+    cones: Cones,
+    rank: usize,
+    ridge: f64,
+    untouched: usize,
+) -> Owned {
     let m = cones.rows().unwrap();
     let p = random_p(rng, n, rank, ridge);
-    let a: Vec<f64> = (0..m * n).map(|_| rng.normal()).collect();
+    let mut a: Vec<f64> = (0..m * n).map(|_| rng.normal()).collect();
+    for row in a.chunks_exact_mut(n).skip(cones.zero) {
+        row[..untouched.min(n)].fill(0.0);
+    }
     let mut prob = Owned {
         n,
         p,
