@@ -119,6 +119,7 @@ fn main() -> ExitCode {
     }
     let mut solver: Box<Qp> = Box::new(Solver::new(BalanceSettings::DEFAULT.qp));
     let (mut iterations, mut solved, mut other) = (0u64, 0usize, Vec::new());
+    let mut condensed = 0usize;
     let mut worst = 0.0f64;
     let mut worst_objective = 0.0f64;
     let mut last = None;
@@ -144,6 +145,7 @@ fn main() -> ExitCode {
             }
         };
         iterations += u64::from(info.iterations);
+        condensed += info.condensed;
         if info.status == Status::Solved {
             solved += 1;
             last = Some(key);
@@ -204,9 +206,10 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "{} solves: {solved} solved, {:.2} iterations a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest), objectives within {worst_objective:.1e} (relative, at least 1); not solved (line, status): {other:?}",
+        "{} solves: {solved} solved, {:.2} iterations and {:.1} coordinates minimised in closed form a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest), objectives within {worst_objective:.1e} (relative, at least 1); not solved (line, status): {other:?}",
         problems.len(),
         iterations as f64 / count as f64,
+        condensed as f64 / count as f64,
     );
     ExitCode::SUCCESS
 }

@@ -100,19 +100,19 @@
 //!
 //! | `benches/qp.rs` (this machine, shared; instructions from callgrind) | iterations | time | instructions |
 //! |---|---|---|---|
-//! | random, 100 variables, 80 equalities, 40 inequalities, 8 cones, cold | 11 | 1.3 ms | 10.8 M |
-//! | the same one tick later, warm | 6 | 1.4 ms | 8.5 M |
-//! | balance-shaped, 94 variables, 62 equalities, 72 inequalities, 8 cones, cold | 10 | 1.7 ms | 12.9 M |
-//! | the same one tick later, warm | 5 | 1.1 ms | 9.9 M |
+//! | random, 100 variables, 80 equalities, 40 inequalities, 8 cones, cold | 12 | 0.69 ms | 10.8 M |
+//! | the same one tick later, warm | 6 | 0.55 ms | 8.2 M |
+//! | balance-shaped, 94 variables, 62 equalities, 72 inequalities, 8 cones, cold | 11 | 1.1 ms | 12.6 M |
+//! | the same one tick later, warm | 5 | 0.94 ms | 9.4 M |
 //!
 //! On the humanoid's own QPs (700 ticks recorded by `hil run --record-qp-every 1` and replayed
 //! by the example `qp_replay`): as the balance controller poses them, its joints' torque limits
-//! left out while far from binding (typically 70 variables, 20 equalities, 12 inequalities, 12
-//! cones) and its angular momentum weighed 30, 4.2 iterations and 2.57 M instructions a solve,
-//! about half of it the setup; with the library's momentum weight of 1, 8.5 and 4.25 M; with
-//! that and every limit in (78, 20, 24, 28), 9.0 iterations and 8.7 M, a third of it forming and
-//! factoring the normal matrix over the limits' dense rows. The controller's tick is about
-//! 0.2 ms on this machine at 200 Hz, 0.25 ms at 1 kHz.
+//! left out while far from binding (typically 64 variables, 19 equalities, 10 inequalities, 10
+//! cones; 15 coordinates minimised in closed form) and its angular momentum weighed 30, 4.2
+//! iterations and 1.85 M instructions a solve, about 60 % of it the setup; 127 µs a solve on
+//! this machine (`QP_REPLAY_PASSES`). The controller's whole tick is about 0.16 ms at 200 Hz
+//! and 0.20 ms at 1 kHz. RESULTS.md ("A conic QP solver for balance") has the figures with the
+//! library's momentum weight and with every limit in.
 //!
 //! # Tolerances
 //!
