@@ -36,6 +36,34 @@ struct Recorded {
     objective: f64,
 }
 
+/// What tells consecutive ticks' QPs apart for a warm start: their sizes and cones.
+type Key = (usize, usize, Cones);
+
+impl Recorded {
+    fn problem(&self) -> Problem<'_> {
+        Problem {
+            p: &self.p,
+            q: &self.q,
+            a: &self.a,
+            b: &self.b,
+            cones: self.cones,
+        }
+    }
+
+    fn key(&self) -> Key {
+        (self.n, self.b.len(), self.cones)
+    }
+
+    /// Warm from the last solve when it was solved and of the same shape, as the controller.
+    fn warm(&self, last: Option<Key>) -> WarmStart<'static> {
+        if last == Some(self.key()) {
+            WarmStart::Previous
+        } else {
+            WarmStart::Cold
+        }
+    }
+}
+
 fn parse(line: &str) -> Result<Recorded, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
     let count = |v: &Value| v.as_u64().map(|u| u as usize).ok_or("not a count");
@@ -124,20 +152,7 @@ fn main() -> ExitCode {
     let mut worst_objective = 0.0f64;
     let mut last = None;
     for (k, r) in problems.iter().enumerate() {
-        let problem = Problem {
-            p: &r.p,
-            q: &r.q,
-            a: &r.a,
-            b: &r.b,
-            cones: r.cones,
-        };
-        let key = (r.n, r.b.len(), r.cones);
-        let warm = if last == Some(key) {
-            WarmStart::Previous
-        } else {
-            WarmStart::Cold
-        };
-        let info = match solver.solve(&problem, warm) {
+        let info = match solver.solve(&r.problem(), r.warm(last)) {
             Ok(info) => info,
             Err(e) => {
                 eprintln!("qp_replay: {path}: line {}: refused: {e}", k + 1);
@@ -148,7 +163,7 @@ fn main() -> ExitCode {
         condensed += info.condensed;
         if info.status == Status::Solved {
             solved += 1;
-            last = Some(key);
+            last = Some(r.key());
             let scale = r.x.iter().fold(1.0f64, |m, v| m.max(v.abs()));
             for (a, b) in solver.x().iter().zip(&r.x) {
                 worst = worst.max((a - b).abs() / scale);
@@ -176,21 +191,8 @@ fn main() -> ExitCode {
         let mut last = None;
         let start = std::time::Instant::now();
         for r in &problems {
-            let problem = Problem {
-                p: &r.p,
-                q: &r.q,
-                a: &r.a,
-                b: &r.b,
-                cones: r.cones,
-            };
-            let key = (r.n, r.b.len(), r.cones);
-            let warm = if last == Some(key) {
-                WarmStart::Previous
-            } else {
-                WarmStart::Cold
-            };
-            last = match solver.solve(&problem, warm) {
-                Ok(info) if info.status == Status::Solved => Some(key),
+            last = match solver.solve(&r.problem(), r.warm(last)) {
+                Ok(info) if info.status == Status::Solved => Some(r.key()),
                 _ => None,
             };
         }

@@ -386,6 +386,18 @@ mod tests {
         }
     }
 
+    /// The textbook (dot-product) Cholesky factor of the leading `n × n` lower triangle.
+    #[allow(clippy::needless_range_loop)] // indices are the matrix's
+    fn textbook_cholesky<const N: usize>(mut l: [[f64; N]; N], n: usize) -> [[f64; N]; N] {
+        for i in 0..n {
+            for j in 0..=i {
+                let v = l[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
+                l[i][j] = if i == j { v.sqrt() } else { v / l[j][j] };
+            }
+        }
+        l
+    }
+
     /// The panel factorisation against the textbook one on matrices of every size up to 13
     /// (every remainder of the panels), one with a pivot replaced.
     #[test]
@@ -405,13 +417,7 @@ mod tests {
                         + if i == j { 0.5 } else { 0.0 };
                 }
             }
-            let mut want = s;
-            for i in 0..n {
-                for j in 0..=i {
-                    let v = want[i][j] - (0..j).map(|k| want[i][k] * want[j][k]).sum::<f64>();
-                    want[i][j] = if i == j { v.sqrt() } else { v / want[j][j] };
-                }
-            }
+            let want = textbook_cholesky(s, n);
             let mut got = s;
             assert_eq!(cholesky(&mut got, n, 0.0, 1.0).0, 0);
             for i in 0..n {
@@ -444,13 +450,7 @@ mod tests {
             }
             s[i][i] = 3.0 + i as f64 * 0.1;
         }
-        let mut want = s;
-        for i in 0..N {
-            for j in 0..=i {
-                let v = want[i][j] - (0..j).map(|k| want[i][k] * want[j][k]).sum::<f64>();
-                want[i][j] = if i == j { v.sqrt() } else { v / want[j][j] };
-            }
-        }
+        let want = textbook_cholesky(s, N);
         let mut got = s;
         assert_eq!(cholesky(&mut got, N, 0.0, 1.0).0, 0);
         for i in 0..N {
