@@ -984,7 +984,11 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 for _pass in 0..2 {
                     for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
                         let k = e.dot(&row);
-                        row -= e * k;
+                        // row −= k e, in place (the same products and differences as
+                        // `row -= e * k`, without the temporary vector).
+                        for (r, x) in row.as_mut_slice().iter_mut().zip(e.as_slice()) {
+                            *r -= x * k;
+                        }
                         rhs -= k * c;
                     }
                 }
