@@ -22,7 +22,12 @@ use super::linalg::{
     self, axpy, back_substitute_transposed, cholesky, dot, forward_substitute, head, head_mut, row,
     rows_head, rows_head_mut,
 };
-use super::{Dims, Solver};
+use super::{DENSE, Dims, Solver};
+
+/// `v[..n]` of an index array, or all of it.
+fn head_usize(v: &[usize], n: usize) -> &[usize] {
+    v.split_at(n.min(v.len())).0
+}
 
 /// Pivots of `H_uu`'s Cholesky factor below this fraction of its largest diagonal entry: the
 /// coordinates are not minimised in closed form.
@@ -102,10 +107,22 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             return;
         }
         let red = &mut self.red;
+        // The columns some row of G touches: a sparse row's support, a dense row scanned.
         let mut touched = [false; N];
-        for g in rows_head(&red.gmat, mk) {
-            for (t, v) in touched.iter_mut().zip(head(g, r)) {
-                *t |= *v != 0.0;
+        for ((g, nnz), idx) in rows_head(&red.gmat, mk).iter().zip(&red.nnz).zip(&red.idx) {
+            if *nnz == DENSE {
+                for (t, v) in touched.iter_mut().zip(head(g, r)) {
+                    *t |= *v != 0.0;
+                }
+            } else {
+                for c in idx.iter().take(*nnz) {
+                    let c = usize::from(*c);
+                    if linalg::at(g, c) != 0.0
+                        && let Some(t) = touched.get_mut(c)
+                    {
+                        *t = true;
+                    }
+                }
             }
         }
         let (mut nu, mut nk) = (0, 0);
@@ -176,17 +193,27 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         for (a, (gi, ca)) in head_mut(&mut g, nk).iter_mut().zip(&cond.kept).enumerate() {
             *gi = linalg::at(&red.g, *ca) - dot(yt(a), head(&cond.gy, nu));
         }
-        for (a, hrow) in rows_head_mut(&mut red.hess, nk).iter_mut().enumerate() {
-            for (b, h) in head_mut(hrow, nk).iter_mut().enumerate() {
-                let (i, j) = if b <= a { (a, b) } else { (b, a) };
-                *h = linalg::at(row(scratch, i), j);
-            }
+        for (hrow, srow) in rows_head_mut(&mut red.hess, nk)
+            .iter_mut()
+            .zip(scratch.iter())
+        {
+            linalg::copy(head(srow, nk), head_mut(hrow, nk));
         }
+        super::reduce::mirror_lower(&mut red.hess, nk);
         linalg::copy(head(&g, nk), head_mut(&mut red.g, nk));
+        // G's kept columns to its front, a run of consecutive ones at a time (kept[j] ≥ j).
+        let kept = head_usize(&cond.kept, nk);
         for grow in rows_head_mut(&mut red.gmat, mk) {
-            for (j, c) in cond.kept.iter().enumerate().take(nk) {
-                let v = linalg::at(grow, *c);
-                linalg::put(grow, j, v);
+            let mut j = 0;
+            while let Some(&start) = kept.get(j) {
+                let mut len = 1;
+                while kept.get(j + len) == Some(&(start + len)) {
+                    len += 1;
+                }
+                if start + len <= grow.len() {
+                    grow.copy_within(start..start + len, j);
+                }
+                j += len;
             }
         }
         let gy = head(&cond.gy, nu);

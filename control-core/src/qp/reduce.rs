@@ -646,7 +646,7 @@ pub(super) fn supports<const N: usize, const M: usize>(
 }
 
 /// Copies the strict lower triangle of the leading `r × r` block onto the upper one.
-fn mirror_lower<const N: usize>(rows: &mut [[f64; N]], r: usize) {
+pub(super) fn mirror_lower<const N: usize>(rows: &mut [[f64; N]], r: usize) {
     let rows = rows_head_mut(rows, r);
     for j in 1..rows.len() {
         let (above, rest) = rows.split_at_mut(j);
