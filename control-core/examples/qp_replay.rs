@@ -16,6 +16,7 @@
 //! over the passes of the wall time a solve: a comparison of two builds on the same recorded
 //! problems, run side by side.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use control_core::balance::BalanceSettings;
@@ -201,13 +202,16 @@ fn main() -> ExitCode {
     if !pass_us.is_empty() {
         pass_us.sort_by(f64::total_cmp);
         let median = pass_us.get(pass_us.len() / 2).copied().unwrap_or(0.0);
-        println!(
+        // Written, not printed: a closed pipe (`| head -1`) ends the output, not the program.
+        let _ = writeln!(
+            std::io::stdout(),
             "wall time a solve, median of {passes} passes: {median:.1} µs (fastest {:.1}, slowest {:.1})",
             pass_us.first().copied().unwrap_or(0.0),
             pass_us.last().copied().unwrap_or(0.0),
         );
     }
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "{} solves: {solved} solved, {:.2} iterations and {:.1} coordinates minimised in closed form a solve, answers within {worst:.1e} of the recorded ones (∞-norm, relative to the largest), objectives within {worst_objective:.1e} (relative, at least 1); not solved (line, status): {other:?}",
         problems.len(),
         iterations as f64 / count as f64,
