@@ -47,8 +47,8 @@ pub use exchange::{
 };
 pub use os::RtSetup;
 pub use periodic::{
-    DEFAULT_OUTPUT_CAPACITY, LiveStatus, LoopConfig, LoopEnd, PeriodicBuilder, RunOutcome,
-    RunPanicked, RunReport, RuntimeHandle, SpawnError, StopReason, run_loop,
+    DEFAULT_OUTPUT_CAPACITY, LiveStatus, LoopConfig, LoopEnd, PendingRuntime, PeriodicBuilder,
+    RunOutcome, RunPanicked, RunReport, RuntimeHandle, SpawnError, StopReason, run_loop,
 };
 pub use schedule::{NextRelease, OverrunPolicy, ReleaseSchedule};
 pub use stats::{LatencyHistogram, LatencySummary, TickCounters, TickRecord, TickStats};

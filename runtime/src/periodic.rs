@@ -539,6 +539,40 @@ impl PeriodicBuilder {
         K::State: 'static,
         K::Output: 'static,
     {
+        self.spawn_with(controller, ends, None)
+    }
+
+    /// Starts the thread and its real-time setup (priority, affinity, locked memory, the stack
+    /// pre-faulted) now, and its loop only at [`PendingRuntime::start`], on the grid of the
+    /// phase anchor given then: for a loop whose phase is known only later (a plant's first
+    /// state), so that nothing of the setup falls between that moment and the first tick.
+    /// Dropping the [`PendingRuntime`] ends the thread without a tick.
+    pub fn spawn_pending<K>(
+        self,
+        controller: K,
+        ends: ControlEnds<K::State, K::Output>,
+    ) -> Result<PendingRuntime<K>, SpawnError>
+    where
+        K: Controller + Send + 'static,
+        K::State: 'static,
+        K::Output: 'static,
+    {
+        let (start_tx, start_rx) = mpsc::sync_channel::<u64>(1);
+        let handle = self.spawn_with(controller, ends, Some(start_rx))?;
+        Ok(PendingRuntime { start_tx, handle })
+    }
+
+    fn spawn_with<K>(
+        self,
+        controller: K,
+        ends: ControlEnds<K::State, K::Output>,
+        start: Option<mpsc::Receiver<u64>>,
+    ) -> Result<RuntimeHandle<K>, SpawnError>
+    where
+        K: Controller + Send + 'static,
+        K::State: 'static,
+        K::Output: 'static,
+    {
         let cfg = self.loop_config()?;
         let live = Arc::new(LiveStatus::default());
         // Allocated and pre-faulted here, off the control thread.
@@ -572,6 +606,7 @@ impl PeriodicBuilder {
                     stats,
                     &thread_live,
                     &ready_tx,
+                    start,
                 )
             })
             .map_err(SpawnError::Thread)?;
@@ -612,7 +647,9 @@ fn control_thread<K: Controller>(
     mut stats: TickStats,
     live: &LiveStatus,
     ready: &mpsc::SyncSender<Result<RtSetup, SpawnError>>,
+    start: Option<mpsc::Receiver<u64>>,
 ) -> Option<ThreadResult<K>> {
+    let mut cfg = cfg;
     let telemetry = opts.telemetry.take();
     let fifo_requested = opts.priority > 0;
     let mut setup = RtSetup {
@@ -666,6 +703,17 @@ fn control_thread<K: Controller>(
     }
     if ready.send(Ok(setup.clone())).is_err() {
         return None;
+    }
+    if let Some(start) = start {
+        // Set up and waiting: the loop begins when the phase anchor comes (never, if the
+        // pending handle was dropped).
+        match start.recv() {
+            Ok(anchor_ns) => cfg.phase_anchor_ns = Some(anchor_ns),
+            Err(_) => {
+                live.finished.store(true, Ordering::Release);
+                return None;
+            }
+        }
     }
     let end = run_loop(
         &mut MonotonicClock,
@@ -736,6 +784,29 @@ impl<K> RuntimeHandle<K> {
             report,
             controller: r.controller,
         })
+    }
+}
+
+/// A control thread whose real-time setup is done and whose loop waits for its phase
+/// ([`PeriodicBuilder::spawn_pending`]).
+pub struct PendingRuntime<K> {
+    start_tx: mpsc::SyncSender<u64>,
+    handle: RuntimeHandle<K>,
+}
+
+impl<K> PendingRuntime<K> {
+    /// What the real-time setup got.
+    pub fn setup(&self) -> &RtSetup {
+        self.handle.setup()
+    }
+
+    /// Starts the loop, its releases on the grid through `phase_anchor_ns` (monotonic clock,
+    /// ns), the first one at least one period from now (as [`PeriodicBuilder::spawn`]'s).
+    pub fn start(mut self, phase_anchor_ns: u64) -> RuntimeHandle<K> {
+        self.handle.cfg.phase_anchor_ns = Some(phase_anchor_ns);
+        // The thread waits on the other end; it is gone only if it ended (then `join` says so).
+        let _ = self.start_tx.send(phase_anchor_ns);
+        self.handle
     }
 }
 

@@ -336,3 +336,37 @@ fn priority_0_is_normal_scheduling_even_when_spawned_from_a_fifo_thread() {
         Err(SpawnError::InvalidPriority(100))
     ));
 }
+
+/// A pending thread does its setup and no tick until started; started (with a phase anchor), it
+/// runs its ticks; dropped unstarted, it ends without a tick.
+#[test]
+fn a_pending_thread_ticks_only_once_started() {
+    use runtime::{Clock, MonotonicClock};
+    let (mut io, ctl) = channels::<u64, u64>(64);
+    let pending = PeriodicBuilder::from_rate_hz(1_000.0)
+        .expect("valid rate")
+        .max_ticks(20)
+        .spawn_pending(Echo, ctl)
+        .expect("control thread set up");
+    let _ = pending.setup();
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(io.outputs.try_recv().is_none(), "no tick before the start");
+    io.states.publish(7);
+    let anchor = MonotonicClock.now_ns() + 5_000_000 + 123_456;
+    let rt = pending.start(anchor);
+    let outcome = rt.join().expect("the loop ends after its ticks");
+    assert_eq!(outcome.report.counters.ticks, 20);
+    let outputs: Vec<_> = std::iter::from_fn(|| io.outputs.try_recv()).collect();
+    assert_eq!(outputs.len(), 20);
+    assert!(outputs.iter().all(|o| o.value == 7));
+
+    // Dropped before its start: the thread ends, having ticked nothing.
+    let (mut io, ctl) = channels::<u64, u64>(64);
+    let pending = PeriodicBuilder::from_rate_hz(1_000.0)
+        .expect("valid rate")
+        .spawn_pending(Echo, ctl)
+        .expect("control thread set up");
+    drop(pending);
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(io.outputs.try_recv().is_none());
+}

@@ -474,6 +474,20 @@ pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
     // hil's own clock of the run, from the scene the plant is given: the plant's word on the
     // step, the time and the end is checked against it, never taken.
     let clock = state_check::RunClock::of_scene_file(scene_file)?;
+    // Real time: the control thread is set up before the plant starts its wall clock.
+    let prepared = match args.mode {
+        Mode::Lockstep => None,
+        Mode::Realtime => Some(realtime::prepare(
+            &controller,
+            realtime::Settings {
+                control_period_s: periods.control_s,
+                state_period_s: periods.state_s,
+                priority: args.priority,
+                cpu: args.cpu,
+                watchdog_state_periods: args.watchdog_states,
+            },
+        )?),
+    };
     let mut plant = PlantProcess::spawn(plant_exe, scene_file, args.mode, args.plant_cpu)?;
     let link = FrameLink::new(plant.link.take().ok_or("the plant has no link")?);
     let window = Duration::from_millis(args.watchdog_ms);
@@ -493,23 +507,12 @@ pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
     };
     let mut faults = Faults::default();
     let started = std::time::Instant::now();
-    let (cut, timing) = match args.mode {
-        Mode::Lockstep => (
+    let (cut, timing) = match prepared {
+        None => (
             lockstep::drive(&mut session, &mut faults, progress),
             lockstep::timing(periods.state_s),
         ),
-        Mode::Realtime => realtime::drive(
-            &mut session,
-            realtime::Settings {
-                control_period_s: periods.control_s,
-                state_period_s: periods.state_s,
-                priority: args.priority,
-                cpu: args.cpu,
-                watchdog_state_periods: args.watchdog_states,
-            },
-            &mut faults,
-            progress,
-        )?,
+        Some(prepared) => realtime::drive(&mut session, prepared, &mut faults, progress)?,
     };
     bar.finish_and_clear();
     let reached_s = session.last_time_s();

@@ -197,15 +197,66 @@ const RECORD_CHANNEL: usize = 8192;
 
 /// Drive `session` in real time until the plant's final state (`None`) or a cut. Returns the
 /// cut and the run's timing; faults are counted into `faults`.
+/// What a real-time run sets up before its plant starts: the controller's copies for the
+/// control thread and for checking states, the exchange between them, and the control thread
+/// itself with its real-time setup done, waiting for its phase (the plant's first state). None
+/// of this then falls between the plant's first state, when its wall clock starts, and the first
+/// torque (copying a balance controller alone takes tens of milliseconds).
+pub struct Prepared<C: LoopController> {
+    settings: Settings,
+    checker: C,
+    io: runtime::IoEnds<C::State, C::Command>,
+    telemetry_rx: runtime::TelemetryReceiver,
+    pending: runtime::PendingRuntime<OnThread<C>>,
+}
+
+/// Sets up the control thread for `controller` (see [`Prepared`]); call before the plant starts.
+pub fn prepare<C: LoopController>(
+    controller: &C,
+    settings: Settings,
+) -> Result<Prepared<C>, Box<dyn std::error::Error>> {
+    let checker = controller.clone();
+    let (io, control) = runtime::channels::<C::State, C::Command>(64);
+    let (telemetry_tx, telemetry_rx) = runtime::telemetry::channel(RECORD_CHANNEL);
+    let period = Duration::from_secs_f64(settings.control_period_s);
+    let mut builder = PeriodicBuilder::new(period)
+        .priority(settings.priority)
+        .watchdog_ticks(settings.watchdog_ticks())
+        .telemetry(telemetry_tx)
+        .name("hil-control");
+    if let Some(cpu) = settings.cpu {
+        builder = builder.cpu(cpu);
+    }
+    let pending = builder.spawn_pending(OnThread(controller.clone()), control)?;
+    Ok(Prepared {
+        settings,
+        checker,
+        io,
+        telemetry_rx,
+        pending,
+    })
+}
+
+/// Drives `session` in real time with the control thread `prepared` set up: waits for the
+/// plant's first state, starts the thread phase-anchored just after it, forwards states and
+/// torques until the plant's last state or a cut.
 pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     session: &mut Session<C, R>,
-    settings: Settings,
+    prepared: Prepared<C>,
     faults: &mut Faults,
     mut progress: impl FnMut(f64),
 ) -> Result<(Option<Cut>, Timing), Box<dyn std::error::Error>> {
+    let Prepared {
+        settings,
+        checker,
+        mut io,
+        telemetry_rx,
+        pending,
+    } = prepared;
     let started = Instant::now();
     let window = session.watchdog;
-    // The plant's first usable state, before the control thread starts (phase alignment).
+    // The plant's first usable state, before the control thread starts (phase alignment). An
+    // early return drops `pending`: the thread ends without a tick.
     let mut deadline = Instant::now() + window.max(super::session::STARTUP_GRACE);
     let (first, first_state) = loop {
         let (mut rx, _) = session.link.split();
@@ -218,7 +269,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
                 return Ok((Some(Cut::from_link(&e, None, window)), timing_of(settings)));
             }
         };
-        match admit(&mut session.check, &session.controller, &frame) {
+        match admit(&mut session.check, &checker, &frame) {
             Admitted::Tick { state, last: false } => break (frame, state),
             // A run whose first state is its last (a scene of no steps) has nothing to control.
             Admitted::Tick { last: true, .. } => {
@@ -230,28 +281,14 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
         }
     };
     let arrived_ns = MonotonicClock.now_ns();
-    session.recorder.state(&first);
-    let checker = session.controller.clone();
-
-    let (mut io, control) = runtime::channels::<C::State, C::Command>(64);
     io.states.publish(first_state);
-    let (telemetry_tx, telemetry_rx) = runtime::telemetry::channel(RECORD_CHANNEL);
     // Tick a little after each state arrives: every tick then reads a fresh state and its
     // torque reaches the plant well before the step it is for.
     let period = Duration::from_secs_f64(settings.control_period_s);
     let offset_ns =
         u64::try_from((period / 4).min(Duration::from_micros(500)).as_nanos()).unwrap_or(0);
-    let mut builder = PeriodicBuilder::new(period)
-        .phase_anchor_ns(arrived_ns.saturating_add(offset_ns))
-        .priority(settings.priority)
-        .watchdog_ticks(settings.watchdog_ticks())
-        .telemetry(telemetry_tx)
-        .name("hil-control");
-    if let Some(cpu) = settings.cpu {
-        builder = builder.cpu(cpu);
-    }
-    let controller = session.controller.clone();
-    let handle = builder.spawn(OnThread(controller), control)?;
+    let handle = pending.start(arrived_ns.saturating_add(offset_ns));
+    session.recorder.state(&first);
     let send_times = SendTimes::new(started);
     let done = AtomicBool::new(false);
     // Set once the plant's final state arrived: it closes its end then, so later sends fail
@@ -266,113 +303,128 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     let check = &mut session.check;
     let recorder = &mut session.recorder;
     let (mut rx, tx) = session.link.split();
-    let (cut, outcome, stale_torque_steps) = std::thread::scope(|scope| {
-        let rec_thread = scope.spawn(|| record_all::<C, R>(recorder, &records_rx, &telemetry_rx));
-        // Sender: torques from the control thread to the plant.
-        let sink = RecordSink {
-            tx: records_tx.clone(),
-            dropped: &dropped,
-        };
-        let sender = scope.spawn(|| {
-            let sink = sink;
-            let mut outputs = io.outputs;
-            let mut sequence = last_sequence.load(Ordering::Relaxed);
-            let mut last_step = None;
-            loop {
-                let Some(out) = outputs.recv_timeout(Duration::from_millis(20)) else {
-                    if done.load(Ordering::Acquire) {
-                        break;
+    let (cut, outcome, (stale_torque_steps, steps_before_first_torque)) =
+        std::thread::scope(|scope| {
+            let rec_thread =
+                scope.spawn(|| record_all::<C, R>(recorder, &records_rx, &telemetry_rx));
+            // Sender: torques from the control thread to the plant.
+            let sink = RecordSink {
+                tx: records_tx.clone(),
+                dropped: &dropped,
+            };
+            let sender = scope.spawn(|| {
+                let sink = sink;
+                let mut outputs = io.outputs;
+                let mut sequence = last_sequence.load(Ordering::Relaxed);
+                let mut last_step = None;
+                loop {
+                    let Some(out) = outputs.recv_timeout(Duration::from_millis(20)) else {
+                        if done.load(Ordering::Acquire) {
+                            break;
+                        }
+                        continue;
+                    };
+                    let cmd = out.value;
+                    sequence += 1;
+                    // Timed from the start of the send (see lockstep.rs).
+                    send_times.sent(sequence, cmd.step());
+                    if tx.send_torques(&torque_frame(sequence, &cmd)).is_err()
+                        && !plant_finished.load(Ordering::Acquire)
+                    {
+                        send_failed.store(true, Ordering::Release);
                     }
-                    continue;
-                };
-                let cmd = out.value;
-                sequence += 1;
-                // Timed from the start of the send (see lockstep.rs).
-                send_times.sent(sequence, cmd.step());
-                if tx.send_torques(&torque_frame(sequence, &cmd)).is_err()
-                    && !plant_finished.load(Ordering::Acquire)
-                {
-                    send_failed.store(true, Ordering::Release);
+                    // One record per plant state (a repeated state gives a repeated command), and
+                    // every safe-state output.
+                    if last_step != Some(cmd.step()) || cmd.is_safe() {
+                        sink.put(Record::Tick(Box::new(cmd)));
+                        last_step = Some(cmd.step());
+                    }
                 }
-                // One record per plant state (a repeated state gives a repeated command), and
-                // every safe-state output.
-                if last_step != Some(cmd.step()) || cmd.is_safe() {
-                    sink.put(Record::Tick(Box::new(cmd)));
-                    last_step = Some(cmd.step());
-                }
-            }
-            last_sequence.store(sequence, Ordering::Relaxed);
-        });
+                last_sequence.store(sequence, Ordering::Relaxed);
+            });
 
-        // Receiver (this thread): states from the plant to the control thread.
-        let sink = RecordSink {
-            tx: records_tx,
-            dropped: &dropped,
-        };
-        let mut states = io.states;
-        let mut last_applied = 0u32;
-        let mut stale_torque_steps = 0u64;
-        let mut deadline = Instant::now() + window;
-        let mut last_t = first_state.sim_time_s();
-        let cut = loop {
-            let frame = match Session::<C, R>::next_state(&mut rx, &stop, &mut deadline, window) {
-                Ok(f) => f,
-                Err(Ok(sig)) => break Some(Cut::Signal(sig)),
-                Err(Err(e)) => break Some(Cut::from_link(&e, Some(last_t), window)),
+            // Receiver (this thread): states from the plant to the control thread.
+            let sink = RecordSink {
+                tx: records_tx,
+                dropped: &dropped,
             };
-            let received = Instant::now();
-            let (state, last) = match admit(check, &checker, &frame) {
-                Admitted::Tick { state, last } => (state, last),
-                Admitted::Refused => continue,
-                Admitted::Cut(cut) => break Some(cut),
-            };
-            // A controller running elsewhere (firmware under QEMU) that is gone ends the run as
-            // a lost plant does (the clone shares its state with the control thread's).
-            if let Some(reason) = checker.lost() {
-                break Some(Cut::PlantLost { reason });
-            }
-            deadline = received + window;
-            // Our sequence numbers stay far below 2^32 in any run.
-            let applied = u64::from(frame.applied_torque_sequence);
-            if applied != 0 {
-                // The step that produced this state started from state `frame.step − 1`: a
-                // torque computed from an older state drove it (too late, or none came).
-                if send_times
-                    .step_of(applied)
-                    .is_some_and(|s| s.saturating_add(1) < frame.step)
+            let mut states = io.states;
+            let mut last_applied = 0u32;
+            let mut stale_torque_steps = 0u64;
+            let mut steps_before_first_torque = 0u64;
+            let mut deadline = Instant::now() + window;
+            let mut last_t = first_state.sim_time_s();
+            let cut = loop {
+                let frame = match Session::<C, R>::next_state(&mut rx, &stop, &mut deadline, window)
                 {
-                    stale_torque_steps += 1;
+                    Ok(f) => f,
+                    Err(Ok(sig)) => break Some(Cut::Signal(sig)),
+                    Err(Err(e)) => break Some(Cut::from_link(&e, Some(last_t), window)),
+                };
+                let received = Instant::now();
+                let (state, last) = match admit(check, &checker, &frame) {
+                    Admitted::Tick { state, last } => (state, last),
+                    Admitted::Refused => continue,
+                    Admitted::Cut(cut) => break Some(cut),
+                };
+                // A controller running elsewhere (firmware under QEMU) that is gone ends the run as
+                // a lost plant does (the clone shares its state with the control thread's).
+                if let Some(reason) = checker.lost() {
+                    break Some(Cut::PlantLost { reason });
                 }
-                if frame.applied_torque_sequence != last_applied {
-                    last_applied = frame.applied_torque_sequence;
-                    if let Some(d) = send_times.since(applied) {
-                        sink.put(Record::RoundTrip(d));
+                deadline = received + window;
+                // Our sequence numbers stay far below 2^32 in any run.
+                let applied = u64::from(frame.applied_torque_sequence);
+                if applied == 0 && frame.step > 0 {
+                    // A step driven before any torque had arrived.
+                    stale_torque_steps += 1;
+                    steps_before_first_torque += 1;
+                }
+                if applied != 0 {
+                    // The step that produced this state started from state `frame.step − 1`: a
+                    // torque computed from an older state drove it (too late, or none came).
+                    if send_times
+                        .step_of(applied)
+                        .is_some_and(|s| s.saturating_add(1) < frame.step)
+                    {
+                        stale_torque_steps += 1;
+                    }
+                    if frame.applied_torque_sequence != last_applied {
+                        last_applied = frame.applied_torque_sequence;
+                        if let Some(d) = send_times.since(applied) {
+                            sink.put(Record::RoundTrip(d));
+                        }
                     }
                 }
+                last_t = state.sim_time_s();
+                sink.put(Record::State(Box::new(frame)));
+                progress(state.sim_time_s());
+                if last {
+                    plant_finished.store(true, Ordering::Release);
+                    break None;
+                }
+                states.publish(state);
+            };
+            if matches!(cut, Some(Cut::PlantLost { .. })) {
+                // Let the watchdog put the controller in its safe state before stopping it.
+                let wait = Instant::now();
+                while !handle.live().watchdog_tripped()
+                    && wait.elapsed() < Duration::from_millis(200)
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
             }
-            last_t = state.sim_time_s();
-            sink.put(Record::State(Box::new(frame)));
-            progress(state.sim_time_s());
-            if last {
-                plant_finished.store(true, Ordering::Release);
-                break None;
-            }
-            states.publish(state);
-        };
-        if matches!(cut, Some(Cut::PlantLost { .. })) {
-            // Let the watchdog put the controller in its safe state before stopping it.
-            let wait = Instant::now();
-            while !handle.live().watchdog_tripped() && wait.elapsed() < Duration::from_millis(200) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        let outcome = handle.stop();
-        done.store(true, Ordering::Release);
-        let _ = sender.join();
-        drop(sink);
-        let _ = rec_thread.join();
-        (cut, outcome, stale_torque_steps)
-    });
+            let outcome = handle.stop();
+            done.store(true, Ordering::Release);
+            let _ = sender.join();
+            drop(sink);
+            let _ = rec_thread.join();
+            (
+                cut,
+                outcome,
+                (stale_torque_steps, steps_before_first_torque),
+            )
+        });
     session.sequence = last_sequence.load(Ordering::Relaxed);
     let outcome = outcome.map_err(|_| "the control thread panicked")?;
     let report = &outcome.report;
@@ -387,6 +439,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     timing.skipped_releases = Some(counters.skipped_releases);
     timing.sched_fifo = Some(report.sched_fifo);
     timing.stale_torque_steps = Some(stale_torque_steps);
+    timing.steps_before_first_torque = Some(steps_before_first_torque);
     timing.watchdog_ticks = Some(settings.watchdog_ticks());
     timing.longest_stale_ticks = Some(counters.longest_stale_ticks);
     timing.warnings.clone_from(&report.warnings);

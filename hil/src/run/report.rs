@@ -147,8 +147,13 @@ pub struct Timing {
     /// the control thread saw it). The watchdog trips when this reaches `watchdog_ticks`.
     pub longest_stale_ticks: Option<u64>,
     /// Plant steps driven by torques computed from an older state than the one the step
-    /// started from (real time: the torque came too late for its step, or none came).
+    /// started from (real time: the torque came too late for its step, or none came), the
+    /// steps before the first torque arrived included.
     pub stale_torque_steps: Option<u64>,
+    /// Real time: plant steps taken before any torque had arrived (the plant runs on the wall
+    /// clock from its first state; these steps are driven by zero torques). Part of
+    /// `stale_torque_steps`.
+    pub steps_before_first_torque: Option<u64>,
     /// What the real-time setup could not do (SCHED_FIFO refused, mlockall failed, …); also
     /// printed when the run starts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
