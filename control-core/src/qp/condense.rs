@@ -22,12 +22,8 @@ use super::linalg::{
     self, axpy, back_substitute_transposed, cholesky, dot, forward_substitute, head, head_mut, row,
     rows_head, rows_head_mut,
 };
+use super::reduce::head_usize;
 use super::{DENSE, Dims, Solver};
-
-/// `v[..n]` of an index array, or all of it.
-fn head_usize(v: &[usize], n: usize) -> &[usize] {
-    v.split_at(n.min(v.len())).0
-}
 
 /// Pivots of `H_uu`'s Cholesky factor below this fraction of its largest diagonal entry: the
 /// coordinates are not minimised in closed form.

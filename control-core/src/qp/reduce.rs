@@ -611,7 +611,7 @@ fn offset_and_gradient<'s, const N: usize, const M: usize>(
 }
 
 /// `v[..n]` of an index array, or all of it.
-fn head_usize(v: &[usize], n: usize) -> &[usize] {
+pub(super) fn head_usize(v: &[usize], n: usize) -> &[usize] {
     v.split_at(n.min(v.len())).0
 }
 

@@ -197,14 +197,13 @@ const RECORD_CHANNEL: usize = 8192;
 
 /// Drive `session` in real time until the plant's final state (`None`) or a cut. Returns the
 /// cut and the run's timing; faults are counted into `faults`.
-/// What a real-time run sets up before its plant starts: the controller's copies for the
-/// control thread and for checking states, the exchange between them, and the control thread
-/// itself with its real-time setup done, waiting for its phase (the plant's first state). None
-/// of this then falls between the plant's first state, when its wall clock starts, and the first
-/// torque (copying a balance controller alone takes tens of milliseconds).
+/// What a real-time run sets up before its plant starts: the controller's copy for the control
+/// thread, the exchange with it, and the thread itself with its real-time setup done, waiting
+/// for its phase (the plant's first state). None of this then falls between the plant's first
+/// state, when its wall clock starts, and the first torque (copying a balance controller alone
+/// takes tens of milliseconds).
 pub struct Prepared<C: LoopController> {
     settings: Settings,
-    checker: C,
     io: runtime::IoEnds<C::State, C::Command>,
     telemetry_rx: runtime::TelemetryReceiver,
     pending: runtime::PendingRuntime<OnThread<C>>,
@@ -215,7 +214,6 @@ pub fn prepare<C: LoopController>(
     controller: &C,
     settings: Settings,
 ) -> Result<Prepared<C>, Box<dyn std::error::Error>> {
-    let checker = controller.clone();
     let (io, control) = runtime::channels::<C::State, C::Command>(64);
     let (telemetry_tx, telemetry_rx) = runtime::telemetry::channel(RECORD_CHANNEL);
     let period = Duration::from_secs_f64(settings.control_period_s);
@@ -230,7 +228,6 @@ pub fn prepare<C: LoopController>(
     let pending = builder.spawn_pending(OnThread(controller.clone()), control)?;
     Ok(Prepared {
         settings,
-        checker,
         io,
         telemetry_rx,
         pending,
@@ -248,7 +245,6 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
 ) -> Result<(Option<Cut>, Timing), Box<dyn std::error::Error>> {
     let Prepared {
         settings,
-        checker,
         mut io,
         telemetry_rx,
         pending,
@@ -269,7 +265,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
                 return Ok((Some(Cut::from_link(&e, None, window)), timing_of(settings)));
             }
         };
-        match admit(&mut session.check, &checker, &frame) {
+        match admit(&mut session.check, &session.controller, &frame) {
             Admitted::Tick { state, last: false } => break (frame, state),
             // A run whose first state is its last (a scene of no steps) has nothing to control.
             Admitted::Tick { last: true, .. } => {
@@ -301,6 +297,8 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
 
     let stop = session.stop.clone();
     let check = &mut session.check;
+    // The session's own copy checks the states (the control thread ticks its own copy).
+    let checker = &session.controller;
     let recorder = &mut session.recorder;
     let (mut rx, tx) = session.link.split();
     let (cut, outcome, (stale_torque_steps, steps_before_first_torque)) =
@@ -362,13 +360,13 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
                     Err(Err(e)) => break Some(Cut::from_link(&e, Some(last_t), window)),
                 };
                 let received = Instant::now();
-                let (state, last) = match admit(check, &checker, &frame) {
+                let (state, last) = match admit(check, checker, &frame) {
                     Admitted::Tick { state, last } => (state, last),
                     Admitted::Refused => continue,
                     Admitted::Cut(cut) => break Some(cut),
                 };
                 // A controller running elsewhere (firmware under QEMU) that is gone ends the run as
-                // a lost plant does (the clone shares its state with the control thread's).
+                // a lost plant does (every copy of it shares its state with the control thread's).
                 if let Some(reason) = checker.lost() {
                     break Some(Cut::PlantLost { reason });
                 }
