@@ -251,7 +251,7 @@ fn pushes_and_cost() {
     let mut step_us = Vec::new();
     let mut fell = false;
     let run = Instant::now();
-    while !plant.is_finished() {
+    while !plant.clock().is_finished() {
         let r = read_biped_frame(&plant.state_frame()).unwrap();
         fell |= r.fallen();
         let t = Instant::now();

@@ -122,8 +122,9 @@ use control_core::frames::{BodyId, BodyMotion, ContactForce, JointState, StateFr
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{PlantClock, steps_for};
 use crate::environment::{ActivePush, apply_pushes};
-use crate::scene::{Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, SceneError, steps_for};
+use crate::scene::{Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, SceneError};
 
 /// Number of joints: hips, knees, ankles, left then right.
 pub const JOINTS: usize = 6;
@@ -219,7 +220,7 @@ pub struct BipedScene {
     /// Physics step, s (default 0.005).
     #[serde(default = "default_dt")]
     pub dt_s: f64,
-    /// The run ends after the step that reaches this time, s ([`BipedPlant::is_finished`]).
+    /// The run ends after the step that reaches this time, s ([`PlantClock::is_finished`]).
     pub end_time_s: f64,
     /// Gravity in the plane, x and y, m/s² (`[0, -9.81]`: level ground).
     pub gravity_m_s2: [f64; 2],
@@ -446,21 +447,17 @@ pub struct BipedPlant {
     colliders: [ColliderHandle; BODIES],
     ground: ColliderHandle,
     pushes: Vec<ActivePush>,
-    dt_s: f64,
-    step: u64,
-    total_steps: u64,
+    clock: PlantClock,
     state: BipedState,
     /// The ground's force on each body during the last step, x and y, N, body order.
     forces: [[f64; 2]; BODIES],
     contacts_left_out: u64,
-    last_cost_ns: u64,
 }
 
 impl fmt::Debug for BipedPlant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BipedPlant")
-            .field("step", &self.step)
-            .field("total_steps", &self.total_steps)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
@@ -682,13 +679,10 @@ impl BipedPlant {
             colliders,
             ground,
             pushes,
-            dt_s: scene.dt_s,
-            step: 0,
-            total_steps: scene.total_steps(),
+            clock: PlantClock::new(scene.dt_s, scene.total_steps()),
             state: BipedState::default(),
             forces: [[0.0; 2]; BODIES],
             contacts_left_out: 0,
-            last_cost_ns: 0,
         };
         plant.read_state(&[[0.0; 2]; BODIES]);
         // Before the first step nothing has been solved: contacts are those of the start pose,
@@ -726,7 +720,7 @@ impl BipedPlant {
     /// knee, left ankle, right hip, right knee, right ankle; +τ on the child about world +z, −τ
     /// on the parent) held for the whole step, and returns the new state. Refuses the whole
     /// step, leaving the plant untouched, when a torque is beyond ±[`TORQUE_LIMIT_NM`] or NaN.
-    /// Stepping past the scene's end is allowed ([`Self::is_finished`] says when it is reached).
+    /// Stepping past the scene's end is allowed ([`PlantClock::is_finished`] says when it is reached).
     pub fn step(&mut self, torques_nm: &[f64; JOINTS]) -> Result<BipedState, TorqueLimitError> {
         Self::check_torques(torques_nm)?;
         let t0 = Instant::now();
@@ -744,13 +738,17 @@ impl BipedPlant {
                 }
             }
         }
-        apply_pushes(&self.pushes, &mut self.world.bodies, self.step);
+        apply_pushes(
+            &self.pushes,
+            &mut self.world.bodies,
+            self.clock.step_index(),
+        );
         self.world.step();
-        self.step += 1;
+        self.clock.advance();
         self.forces = self.ground_forces();
         let forces = self.forces;
         self.read_state(&forces);
-        self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.clock.finish_step(t0);
         Ok(self.state)
     }
 
@@ -768,8 +766,8 @@ impl BipedPlant {
             };
             let on_first = crate::environment::impulse_on_first(pair);
             let sign = if body_is_first { 1.0 } else { -1.0 };
-            out[b][0] += sign * f64::from(on_first.x) / self.dt_s;
-            out[b][1] += sign * f64::from(on_first.y) / self.dt_s;
+            out[b][0] += sign * f64::from(on_first.x) / self.clock.dt_s();
+            out[b][1] += sign * f64::from(on_first.y) / self.clock.dt_s();
         }
         out
     }
@@ -777,8 +775,8 @@ impl BipedPlant {
     /// Reads every body from Rapier into [`Self::state`], with the ground forces `forces`.
     fn read_state(&mut self, forces: &[[f64; 2]; BODIES]) {
         let mut s = BipedState {
-            step: self.step,
-            time_s: self.time_s(),
+            step: self.clock.step_index(),
+            time_s: self.clock.time_s(),
             ..BipedState::default()
         };
         let mut total_m = 0.0;
@@ -840,8 +838,7 @@ impl BipedPlant {
     /// the ground pushed during the step, body order, while the frame has room (two more: a
     /// third is left out, counted in [`Self::contacts_left_out`]); the last step's cost.
     pub fn state_frame(&mut self) -> StateFrame {
-        let mut frame = StateFrame::new(self.step, self.step, self.time_s());
-        frame.step_cost_ns = self.last_cost_ns;
+        let mut frame = self.clock.new_frame();
         for j in &self.state.joints {
             // Six joints: within MAX_JOINTS.
             let _ = frame.push_joint(JointState {
@@ -927,34 +924,10 @@ impl BipedPlant {
         out
     }
 
-    /// Index of the current state (0 before the first step).
-    pub const fn step_index(&self) -> u64 {
-        self.step
-    }
-
-    /// Simulated time of the current state, s.
-    pub fn time_s(&self) -> f64 {
-        self.step as f64 * self.dt_s
-    }
-
-    /// Physics step, s.
-    pub const fn dt_s(&self) -> f64 {
-        self.dt_s
-    }
-
-    /// Steps of the whole run (the scene's end time over dt).
-    pub const fn total_steps(&self) -> u64 {
-        self.total_steps
-    }
-
-    /// Whether the run has reached the scene's end time.
-    pub const fn is_finished(&self) -> bool {
-        self.step >= self.total_steps
-    }
-
-    /// Wall-clock cost of the last step (torques, Rapier's step, the readout), ns.
-    pub const fn last_step_cost_ns(&self) -> u64 {
-        self.last_cost_ns
+    /// The plant's clock: the current state's index and time, the step, the run's length, the
+    /// last step's cost.
+    pub const fn clock(&self) -> &PlantClock {
+        &self.clock
     }
 
     /// Bodies Rapier has quarantined (non-finite state, rolled back and disabled) so far: 0 in

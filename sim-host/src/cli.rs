@@ -110,7 +110,7 @@ pub unsafe fn main(args: impl Iterator<Item = String>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("sim-host: {e} (at step {})", plant.step_index());
+            eprintln!("sim-host: {e} (at step {})", plant.clock().step_index());
             ExitCode::from(1)
         }
     }

@@ -26,6 +26,7 @@ use rapier3d::prelude::*;
 use rapier3d::utils::OrthonormalBasis;
 use serde::{Deserialize, Serialize};
 
+use crate::clock::steps_for;
 use crate::scene::{Checker, MAX_PUSH_FORCE_N};
 
 /// Most walls a scene has.
@@ -146,12 +147,12 @@ impl ActivePush {
         duration_s: f64,
         dt_s: f64,
     ) -> Self {
-        let first_step = step_of(start_s, dt_s);
+        let first_step = steps_for(start_s, dt_s);
         Self {
             body,
             force: v3(force_n),
             first_step,
-            end_step: first_step + step_of(duration_s, dt_s),
+            end_step: first_step + steps_for(duration_s, dt_s),
         }
     }
 }
@@ -183,12 +184,6 @@ fn v3(a: [f64; 3]) -> Vector {
 
 fn to_f64(v: Vector) -> [f64; 3] {
     [f64::from(v.x), f64::from(v.y), f64::from(v.z)]
-}
-
-/// The physics step nearest `time_s` at step `dt_s` (both validated finite, `time_s` ≥ 0).
-pub(crate) fn step_of(time_s: f64, dt_s: f64) -> u64 {
-    // Validated finite and non-negative.
-    (time_s / dt_s).round() as u64
 }
 
 /// The impulse the contacts of `pair` applied to its first collider's body during the step just

@@ -41,6 +41,7 @@ use std::fmt;
 use control_core::frames::{MAX_JOINTS, RejectCounts, StateFlags, StateFrame, TorqueFrame};
 use transport::{FrameLink, FrameTransport, LinkError};
 
+use crate::clock::PlantClock;
 use crate::plant::Plant;
 
 /// What the host loops need of a plant: its current state as a frame, one step with given
@@ -58,12 +59,8 @@ pub trait HostedPlant {
     /// `Err((index, torque))` names the first torque beyond its limit; a frame that fails is
     /// refused whole by the loops.
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)>;
-    /// Whether the run has reached the scene's end time.
-    fn is_finished(&self) -> bool;
-    /// Index of the current state (0 before the first step).
-    fn step_index(&self) -> u64;
-    /// Physics step, s.
-    fn dt_s(&self) -> f64;
+    /// The plant's clock: the current state's index, the step, the run's length.
+    fn clock(&self) -> &PlantClock;
 }
 
 impl HostedPlant for Plant {
@@ -76,14 +73,8 @@ impl HostedPlant for Plant {
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         Plant::check_torques(self, torques_nm)
     }
-    fn is_finished(&self) -> bool {
-        Plant::is_finished(self)
-    }
-    fn step_index(&self) -> u64 {
-        Plant::step_index(self)
-    }
-    fn dt_s(&self) -> f64 {
-        Plant::dt_s(self)
+    fn clock(&self) -> &PlantClock {
+        Plant::clock(self)
     }
 }
 
@@ -97,14 +88,8 @@ impl HostedPlant for crate::humanoid::HumanoidPlant {
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         crate::humanoid::HumanoidPlant::check_torque_slice(self, torques_nm)
     }
-    fn is_finished(&self) -> bool {
-        crate::humanoid::HumanoidPlant::is_finished(self)
-    }
-    fn step_index(&self) -> u64 {
-        crate::humanoid::HumanoidPlant::step_index(self)
-    }
-    fn dt_s(&self) -> f64 {
-        crate::humanoid::HumanoidPlant::dt_s(self)
+    fn clock(&self) -> &PlantClock {
+        crate::humanoid::HumanoidPlant::clock(self)
     }
 }
 
@@ -118,14 +103,8 @@ impl HostedPlant for crate::biped::BipedPlant {
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         crate::biped::BipedPlant::check_torque_slice(torques_nm)
     }
-    fn is_finished(&self) -> bool {
-        crate::biped::BipedPlant::is_finished(self)
-    }
-    fn step_index(&self) -> u64 {
-        crate::biped::BipedPlant::step_index(self)
-    }
-    fn dt_s(&self) -> f64 {
-        crate::biped::BipedPlant::dt_s(self)
+    fn clock(&self) -> &PlantClock {
+        crate::biped::BipedPlant::clock(self)
     }
 }
 
@@ -139,14 +118,8 @@ impl HostedPlant for crate::robot::RobotPlant {
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         crate::robot::RobotPlant::check_torques(self, torques_nm)
     }
-    fn is_finished(&self) -> bool {
-        crate::robot::RobotPlant::is_finished(self)
-    }
-    fn step_index(&self) -> u64 {
-        crate::robot::RobotPlant::step_index(self)
-    }
-    fn dt_s(&self) -> f64 {
-        crate::robot::RobotPlant::dt_s(self)
+    fn clock(&self) -> &PlantClock {
+        crate::robot::RobotPlant::clock(self)
     }
 }
 
@@ -313,7 +286,7 @@ impl<'a, P: HostedPlant + ?Sized, T: FrameTransport> Loop<'a, P, T> {
 
     /// Sends `frame` with the final flag (at the scene's end) and the running refusal counts.
     fn send(&mut self, mut frame: StateFrame) -> Sent {
-        if self.plant.is_finished() {
+        if self.plant.clock().is_finished() {
             frame.flags = frame.flags.with(StateFlags::FINAL);
         }
         let all = self.link.rejected().total().saturating_add(self.over_limit);
@@ -372,8 +345,8 @@ pub fn run_lockstep<P: HostedPlant + ?Sized, T: FrameTransport>(
     if l.send(first)?.is_none() {
         return Ok(l.summary(RunEnd::PeerClosed));
     }
-    while !l.plant.is_finished() {
-        let k = l.plant.step_index();
+    while !l.plant.clock().is_finished() {
+        let k = l.plant.clock().step_index();
         loop {
             let frame = match l.link.recv_torques(None) {
                 Ok(f) => f,
@@ -418,7 +391,7 @@ pub fn run_realtime<P: HostedPlant + ?Sized, T: FrameTransport>(
     plant: &mut P,
     link: &mut FrameLink<T>,
 ) -> Result<RunSummary, HostError> {
-    let dt_ns = (plant.dt_s() * 1e9).round() as u64;
+    let dt_ns = (plant.clock().dt_s() * 1e9).round() as u64;
     let lead_ns = (dt_ns / 10).max(REALTIME_LEAD_MIN_NS).min(dt_ns);
     let mut l = Loop::new(plant, link);
     let t0 = clock::now_ns();
@@ -426,7 +399,7 @@ pub fn run_realtime<P: HostedPlant + ?Sized, T: FrameTransport>(
     if l.send(first)?.is_none() {
         return Ok(l.summary(RunEnd::PeerClosed));
     }
-    while !l.plant.is_finished() {
+    while !l.plant.clock().is_finished() {
         let deadline = t0.saturating_add(l.steps.saturating_add(1).saturating_mul(dt_ns));
         // Step as late as possible, so that torques answering the state just sent still apply
         // to the interval that state starts.

@@ -105,7 +105,7 @@
 //! # Measured (`models/humanoid15.urdf`, dt 5 ms; `tests/humanoid.rs`, `benches/plant_step.rs`)
 //! - Step cost: 44.9 µs standing on both feet under a PD (criterion
 //!   `plant_step/humanoid_standing`, [43.2, 46.6] µs; `biped_standing` 29.4 µs in the same run,
-//!   on a loaded 2-vCPU VM); the plant's own [`HumanoidPlant::last_step_cost_ns`] (with the
+//!   on a loaded 2-vCPU VM); the plant's own [`PlantClock::last_step_cost_ns`] (with the
 //!   readout) median 51.7 µs, p99 179 µs over a 4 s stand.
 //! - Zero torques: the body collapses; the right lower arm touches the ground at 0.645 s.
 //! - Standing on a parent-space PD (kp 1000 / kd 2 sagittal on trunk and legs, the ankles
@@ -132,7 +132,8 @@ use rapier3d::parry::glamx::glam::{DQuat, DVec3};
 use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::environment::{ActivePush, Push, apply_pushes, step_of};
+use crate::clock::PlantClock;
+use crate::environment::{ActivePush, Push, apply_pushes};
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{
     BallSpawn, Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
@@ -1280,9 +1281,7 @@ pub struct HumanoidPlant {
     /// Balls in flight: id, collider, whether it touched the humanoid during the last step.
     balls: Vec<(u16, ColliderHandle, bool)>,
     root_torque_limit_nm: f64,
-    dt_s: f64,
-    step: u64,
-    total_steps: u64,
+    clock: PlantClock,
     /// The ground's force on each body during the last step, world frame, N, body order.
     forces: Vec<[f64; 3]>,
     /// The ground's force at each bottom corner of the left and right soles during the last
@@ -1294,15 +1293,13 @@ pub struct HumanoidPlant {
     /// frame's.
     pending: VecDeque<Event>,
     events_left_out: u64,
-    last_cost_ns: u64,
 }
 
 impl fmt::Debug for HumanoidPlant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HumanoidPlant")
             .field("model", &self.model.name)
-            .field("step", &self.step)
-            .field("total_steps", &self.total_steps)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
@@ -1596,22 +1593,19 @@ impl HumanoidPlant {
                 let mut due: Vec<(u64, BallSpawn)> = scene
                     .balls
                     .iter()
-                    .map(|b| (step_of(b.spawn_time_s, scene.dt_s), *b))
+                    .map(|b| (steps_for(b.spawn_time_s, scene.dt_s), *b))
                     .collect();
                 due.sort_by_key(|(step, _)| *step);
                 due.into()
             },
             balls: Vec::with_capacity(scene.balls.len()),
             root_torque_limit_nm: scene.root_torque_limit_nm,
-            dt_s: scene.dt_s,
-            step: 0,
-            total_steps: scene.total_steps(),
+            clock: PlantClock::new(scene.dt_s, scene.total_steps()),
             forces: vec![[0.0; 3]; n],
             corner_forces: [[[0.0; 3]; 4]; 2],
             touching: vec![false; n],
             pending: VecDeque::new(),
             events_left_out: 0,
-            last_cost_ns: 0,
         })
     }
 
@@ -1765,11 +1759,15 @@ impl HumanoidPlant {
         {
             rb.add_torque(root_tau, true);
         }
-        apply_pushes(&self.pushes, &mut self.world.bodies, self.step);
+        apply_pushes(
+            &self.pushes,
+            &mut self.world.bodies,
+            self.clock.step_index(),
+        );
         while self
             .balls_due
             .front()
-            .is_some_and(|(step, _)| *step <= self.step)
+            .is_some_and(|(step, _)| *step <= self.clock.step_index())
         {
             let Some((_, b)) = self.balls_due.pop_front() else {
                 break;
@@ -1792,7 +1790,7 @@ impl HumanoidPlant {
             self.balls.push((b.id, collider, false));
         }
         self.world.step();
-        self.step += 1;
+        self.clock.advance();
         self.read_ground_forces();
         self.read_ball_contacts();
         for b in 0..self.bodies.len() {
@@ -1812,7 +1810,7 @@ impl HumanoidPlant {
                 now,
             );
         }
-        self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.clock.finish_step(t0);
         self.state_frame()
     }
 
@@ -1865,7 +1863,7 @@ impl HumanoidPlant {
             let on_first = crate::environment::impulse_on_first(pair);
             let sign = if body_is_first { 1.0 } else { -1.0 };
             for (f, i) in self.forces[b].iter_mut().zip(on_first.to_array()) {
-                *f += sign * f64::from(i) / self.dt_s;
+                *f += sign * f64::from(i) / self.clock.dt_s();
             }
             if let Some(k) = self.sole_colliders.iter().position(|c| *c == Some(other)) {
                 let sole = &mut self.corner_forces[k];
@@ -1883,7 +1881,7 @@ impl HumanoidPlant {
                             let corner =
                                 2 * usize::from(local.x > 0.0) + usize::from(local.z > 0.0);
                             for (f, i) in sole[corner].iter_mut().zip(point.to_array()) {
-                                *f += sign * f64::from(i) / self.dt_s;
+                                *f += sign * f64::from(i) / self.clock.dt_s();
                             }
                         },
                     );
@@ -1897,8 +1895,7 @@ impl HumanoidPlant {
     /// step (none before the first), its cost. `applied_torque_sequence` is 0 here; the step
     /// functions set it.
     pub fn state_frame(&self) -> StateFrame {
-        let mut frame = StateFrame::new(self.step, self.step, self.time_s());
-        frame.step_cost_ns = self.last_cost_ns;
+        let mut frame = self.clock.new_frame();
         for &h in &self.bodies {
             let motion = self
                 .world
@@ -1970,34 +1967,10 @@ impl HumanoidPlant {
             .collect()
     }
 
-    /// Index of the current state (0 before the first step).
-    pub const fn step_index(&self) -> u64 {
-        self.step
-    }
-
-    /// Simulated time of the current state, s.
-    pub fn time_s(&self) -> f64 {
-        self.step as f64 * self.dt_s
-    }
-
-    /// Physics step, s.
-    pub const fn dt_s(&self) -> f64 {
-        self.dt_s
-    }
-
-    /// Steps of the whole run (the scene's end time over dt).
-    pub const fn total_steps(&self) -> u64 {
-        self.total_steps
-    }
-
-    /// Whether the run has reached the scene's end time.
-    pub const fn is_finished(&self) -> bool {
-        self.step >= self.total_steps
-    }
-
-    /// Wall-clock cost of the last step (torques, Rapier's step, the readout), ns.
-    pub const fn last_step_cost_ns(&self) -> u64 {
-        self.last_cost_ns
+    /// The plant's clock: the current state's index and time, the step, the run's length, the
+    /// last step's cost.
+    pub const fn clock(&self) -> &PlantClock {
+        &self.clock
     }
 
     /// Bodies Rapier has quarantined (non-finite state, rolled back and disabled) so far: 0 in

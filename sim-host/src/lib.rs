@@ -22,6 +22,8 @@
 //!   prismatic joints with the URDF's limits, damping and dry friction, convex hulls of the
 //!   collision meshes, a fixed or a floating base, ground and walls; one generalized force per
 //!   joint, hosted over wire frames.
+//! - [`clock`]: every plant's clock (the step, the current state's index, the run's length, the
+//!   last step's cost) and the one rule that turns a scene's times into steps.
 //! - [`walk`]: SIMBICON (`control_core::simbicon`) on the biped plant in process: the readout
 //!   mapping and a measured lockstep walk.
 //! - [`host`]: the lockstep and real-time loops that connect a plant (either, through
@@ -43,6 +45,7 @@
 
 pub mod biped;
 pub mod cli;
+pub mod clock;
 pub mod environment;
 pub mod host;
 pub mod humanoid;
@@ -58,6 +61,7 @@ pub mod walk;
 mod test_mesh;
 
 pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
+pub use clock::PlantClock;
 pub use environment::{Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use humanoid::{HumanoidModel, HumanoidPlant, HumanoidScene};

@@ -56,6 +56,7 @@ use std::time::Instant;
 use control_core::frames::{BodyId, Event, JointState, MAX_EVENTS, StateFrame};
 use rapier3d::prelude::*;
 
+use crate::clock::{PlantClock, steps_for};
 use crate::scene::{Scene, SceneError, WeightShape};
 
 /// A ball or weight waiting for its spawn step.
@@ -97,10 +98,8 @@ pub struct Plant {
     arm: RigidBodyHandle,
     arm_collider: ColliderHandle,
     joint: MultibodyJointHandle,
-    dt_s: f64,
+    clock: PlantClock,
     torque_limit_nm: f64,
-    step: u64,
-    total_steps: u64,
     linger_steps: u64,
     remove_below_y_m: f64,
     /// Spawns in step order (stable for equal steps: balls first, then weights, in file order).
@@ -108,14 +107,12 @@ pub struct Plant {
     /// Bodies in the world, in spawn order.
     live: Vec<Live>,
     events: VecDeque<Event>,
-    last_cost_ns: u64,
 }
 
 impl std::fmt::Debug for Plant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Plant")
-            .field("step", &self.step)
-            .field("total_steps", &self.total_steps)
+            .field("clock", &self.clock)
             .field("live_bodies", &self.live.len())
             .finish_non_exhaustive()
     }
@@ -142,11 +139,6 @@ pub(crate) fn revolute_state(
 
 fn v3(a: [f64; 3]) -> Vector {
     Vector::new(a[0] as Real, a[1] as Real, a[2] as Real)
-}
-
-fn step_of(time_s: f64, dt_s: f64) -> u64 {
-    // Validated finite and non-negative.
-    (time_s / dt_s).round() as u64
 }
 
 impl Plant {
@@ -192,16 +184,13 @@ impl Plant {
             arm,
             arm_collider,
             joint,
-            dt_s: scene.dt_s,
+            clock: PlantClock::new(scene.dt_s, scene.total_steps()),
             torque_limit_nm: arm_spec.torque_limit_nm,
-            step: 0,
-            total_steps: scene.total_steps(),
-            linger_steps: step_of(scene.linger_after_crossing_s, scene.dt_s),
+            linger_steps: steps_for(scene.linger_after_crossing_s, scene.dt_s),
             remove_below_y_m: scene.remove_below_y_m,
             pending: VecDeque::new(),
             live: Vec::new(),
             events: VecDeque::new(),
-            last_cost_ns: 0,
         };
         plant.set_joint(arm_spec.initial_angle_rad, arm_spec.initial_velocity_rad_s);
 
@@ -209,7 +198,7 @@ impl Plant {
             .balls
             .iter()
             .map(|b| Pending {
-                step: step_of(b.spawn_time_s, scene.dt_s),
+                step: steps_for(b.spawn_time_s, scene.dt_s),
                 id: BodyId(b.id),
                 crosses: true,
                 position: b.position_m,
@@ -218,7 +207,7 @@ impl Plant {
                 mass_kg: b.mass_kg,
             })
             .chain(scene.weights.iter().map(|w| Pending {
-                step: step_of(w.spawn_time_s, scene.dt_s),
+                step: steps_for(w.spawn_time_s, scene.dt_s),
                 id: BodyId(w.id),
                 crosses: false,
                 position: w.position_m,
@@ -259,24 +248,9 @@ impl Plant {
         revolute_state(&self.world.multibody_joints, self.joint)
     }
 
-    /// Index of the current state (0 before the first step).
-    pub const fn step_index(&self) -> u64 {
-        self.step
-    }
-
-    /// Simulated time of the current state, s.
-    pub fn time_s(&self) -> f64 {
-        self.step as f64 * self.dt_s
-    }
-
-    /// Physics step, s.
-    pub const fn dt_s(&self) -> f64 {
-        self.dt_s
-    }
-
-    /// Steps of the whole run (the scene's end time over dt).
-    pub const fn total_steps(&self) -> u64 {
-        self.total_steps
+    /// The plant's clock: the current state's index and time, the step, the run's length.
+    pub const fn clock(&self) -> &PlantClock {
+        &self.clock
     }
 
     /// The scene's joint torque limit, N·m.
@@ -297,11 +271,6 @@ impl Plant {
         }
     }
 
-    /// Whether the run has reached the scene's end time.
-    pub const fn is_finished(&self) -> bool {
-        self.step >= self.total_steps
-    }
-
     /// Balls and weights in the world now.
     pub fn live_bodies(&self) -> usize {
         self.live.len()
@@ -317,8 +286,7 @@ impl Plant {
     /// The state frame of the current state: sequence number = step index, joint state, up to
     /// `MAX_EVENTS` of the events not yet reported, and the cost of the step that produced it.
     pub fn state_frame(&mut self) -> StateFrame {
-        let mut frame = StateFrame::new(self.step, self.step, self.time_s());
-        frame.step_cost_ns = self.last_cost_ns;
+        let mut frame = self.clock.new_frame();
         // One joint: cannot exceed MAX_JOINTS.
         let _ = frame.push_joint(self.joint_state());
         for _ in 0..MAX_EVENTS {
@@ -354,11 +322,11 @@ impl Plant {
         }
         let before: Vec<Real> = self.ball_z();
         self.world.step();
-        self.step += 1;
+        self.clock.advance();
         self.collect_contacts();
         self.detect_crossings(&before);
         self.remove_finished();
-        self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.clock.finish_step(t0);
         let mut frame = self.state_frame();
         // The low 32 bits, as the frame documents.
         frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
@@ -366,7 +334,11 @@ impl Plant {
     }
 
     fn spawn_due(&mut self) {
-        while self.pending.front().is_some_and(|p| p.step <= self.step) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|p| p.step <= self.clock.step_index())
+        {
             let Some(p) = self.pending.pop_front() else {
                 break;
             };
@@ -436,14 +408,14 @@ impl Plant {
                 .get(live.body)
                 .map_or(z0, |b| b.translation().z);
             if z0 < 0.0 && z1 >= 0.0 {
-                live.crossed_at = Some(self.step);
+                live.crossed_at = Some(self.clock.step_index());
                 self.events.push_back(Event::PlaneCrossed { body: live.id });
             }
         }
     }
 
     fn remove_finished(&mut self) {
-        let step = self.step;
+        let step = self.clock.step_index();
         let linger = self.linger_steps;
         let floor = self.remove_below_y_m;
         let mut i = 0;
@@ -509,7 +481,7 @@ mod tests {
         let scale = model.mass_kg * model.gravity_m_s2 * 0.5 * model.length_m;
         let mut worst: f64 = 0.0;
         let mut lowest = 0.0f64;
-        while !p.is_finished() {
+        while !p.clock().is_finished() {
             let f = p.step(&[0.0]);
             let s = f.joints[0];
             worst = worst.max((energy(&model, s) - e0).abs() / scale);
@@ -587,7 +559,7 @@ mod tests {
     fn a_ball_thrown_at_the_resting_arm_reports_contact_before_crossing() {
         let mut p = Plant::new(&ball_scene()).unwrap();
         let mut events = Vec::new();
-        while !p.is_finished() {
+        while !p.clock().is_finished() {
             let f = p.step(&[0.0]);
             events.extend(f.events.iter().map(|e| (f.step, *e)));
         }
@@ -624,7 +596,7 @@ mod tests {
             let scene = Scene::new(arm_at(0.0, 9.8), 1.0);
             let mut free = Plant::new(&scene).unwrap();
             let k = (crossing / scene.dt_s).round() as u64;
-            while free.step_index() < k {
+            while free.clock().step_index() < k {
                 free.step(&[0.0]);
             }
             let theta = free.joint_state().position_rad;
@@ -643,7 +615,7 @@ mod tests {
             ));
             let mut p = Plant::new(&with_ball).unwrap();
             let mut first = None;
-            while !p.is_finished() && first.is_none() {
+            while !p.clock().is_finished() && first.is_none() {
                 let f = p.step(&[0.0]);
                 first = f.events.iter().find_map(|e| match e {
                     Event::ContactBegan { body: BodyId(2) } => Some(true),
@@ -669,7 +641,7 @@ mod tests {
                 .push(BallSpawn::aimed(5, [x, -0.5], 0.5, 0.3, 0.05, 0.2, 9.8));
             let mut p = Plant::new(&scene).unwrap();
             let mut touched = false;
-            while !p.is_finished() {
+            while !p.clock().is_finished() {
                 let f = p.step(&[0.0]);
                 touched |= f.events.contains(&Event::ContactBegan { body: BodyId(5) });
             }
@@ -694,7 +666,7 @@ mod tests {
         });
         let mut p = Plant::new(&scene).unwrap();
         let mut most = 0;
-        while !p.is_finished() {
+        while !p.clock().is_finished() {
             p.step(&[0.0]);
             most = most.max(p.live_bodies());
         }
@@ -719,7 +691,7 @@ mod tests {
         let mut p = Plant::new(&scene).unwrap();
         let mut hit = None;
         let mut f = p.state_frame();
-        while !p.is_finished() && f.joints[0].position_rad > -0.5 {
+        while !p.clock().is_finished() && f.joints[0].position_rad > -0.5 {
             f = p.step(&[hold]);
             if hit.is_none() && f.events.contains(&Event::ContactBegan { body: BodyId(4) }) {
                 hit = Some(f.step);
@@ -746,7 +718,7 @@ mod tests {
         let run = || {
             let mut p = Plant::new(&scene).unwrap();
             let mut out = vec![p.state_frame()];
-            while !p.is_finished() {
+            while !p.clock().is_finished() {
                 let s = out.last().unwrap().joints[0];
                 // A PD towards 0 with a time-varying setpoint, as a controller would send.
                 let tau = -20.0 * (s.position_rad - 0.3) - 3.0 * s.velocity_rad_s;

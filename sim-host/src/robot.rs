@@ -220,12 +220,13 @@ use rapier3d::prelude::*;
 use robot_model::{Geometry, RobotModel};
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{PlantClock, steps_for};
 use crate::environment::{
     ActivePush, Push, WALL_FRICTION, Wall, apply_pushes, check_pushes, check_walls,
     collect_contact_forces, reset_forces,
 };
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
-use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, steps_for};
+use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError};
 
 /// Most joints a robot has: as many as a state frame carries ([`MAX_JOINTS`], 48).
 pub const MAX_ROBOT_JOINTS: usize = MAX_JOINTS;
@@ -762,10 +763,7 @@ pub struct RobotPlant {
     contacts_left_out: u64,
     pushes: Vec<ActivePush>,
     notes: Vec<String>,
-    dt_s: f64,
-    step: u64,
-    total_steps: u64,
-    last_cost_ns: u64,
+    clock: PlantClock,
 }
 
 impl fmt::Debug for RobotPlant {
@@ -774,8 +772,7 @@ impl fmt::Debug for RobotPlant {
             .field("name", &self.name)
             .field("base", &self.base)
             .field("joints", &self.joint_names())
-            .field("step", &self.step)
-            .field("total_steps", &self.total_steps)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
@@ -1197,10 +1194,7 @@ impl RobotPlant {
             contacts_left_out: 0,
             pushes,
             notes,
-            dt_s: scene.dt_s,
-            step: 0,
-            total_steps: scene.total_steps(),
-            last_cost_ns: 0,
+            clock: PlantClock::new(scene.dt_s, scene.total_steps()),
         };
         let base_pose = compose(&scene.base_pose(), &base_placement(model), floating);
         plant
@@ -1732,34 +1726,10 @@ impl RobotPlant {
             .collect()
     }
 
-    /// Index of the current state (0 before the first step).
-    pub const fn step_index(&self) -> u64 {
-        self.step
-    }
-
-    /// Simulated time of the current state, s.
-    pub fn time_s(&self) -> f64 {
-        self.step as f64 * self.dt_s
-    }
-
-    /// Physics step, s.
-    pub const fn dt_s(&self) -> f64 {
-        self.dt_s
-    }
-
-    /// Steps of the whole run.
-    pub const fn total_steps(&self) -> u64 {
-        self.total_steps
-    }
-
-    /// Whether the run has reached the scene's end time.
-    pub const fn is_finished(&self) -> bool {
-        self.step >= self.total_steps
-    }
-
-    /// The wall-clock cost of the last step, ns (0 before the first).
-    pub const fn last_step_cost_ns(&self) -> u64 {
-        self.last_cost_ns
+    /// The plant's clock: the current state's index and time, the step, the run's length, the
+    /// last step's cost.
+    pub const fn clock(&self) -> &PlantClock {
+        &self.clock
     }
 
     /// Checks generalized forces against the joints' limits: `Err((joint, value))` names the
@@ -1820,8 +1790,7 @@ impl RobotPlant {
     /// environment's forces on the bodies during the step that produced it (none for step 0);
     /// that step's cost.
     pub fn state_frame(&mut self) -> StateFrame {
-        let mut frame = StateFrame::new(self.step, self.step, self.time_s());
-        frame.step_cost_ns = self.last_cost_ns;
+        let mut frame = self.clock.new_frame();
         for j in &self.joints {
             // At most MAX_ROBOT_JOINTS = MAX_JOINTS joints (checked when built).
             let _ = frame.push_joint(self.joint_state(j));
@@ -1840,7 +1809,7 @@ impl RobotPlant {
         collect_contact_forces(
             &self.world,
             &self.environment,
-            self.dt_s,
+            self.clock.dt_s(),
             |b| {
                 bodies
                     .iter()
@@ -1892,12 +1861,16 @@ impl RobotPlant {
                 }
             }
         }
-        apply_pushes(&self.pushes, &mut self.world.bodies, self.step);
+        apply_pushes(
+            &self.pushes,
+            &mut self.world.bodies,
+            self.clock.step_index(),
+        );
         self.world.step();
         self.refresh_bodies();
         self.collect_contacts();
-        self.step += 1;
-        self.last_cost_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.clock.advance();
+        self.clock.finish_step(t0);
         let mut frame = self.state_frame();
         frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
         frame
@@ -2831,7 +2804,7 @@ mod tests {
             p.step(&[3.0]);
         }
         let w = p.joint_states()[0].velocity_rad_s;
-        let expected = (3.0 - 2.0) / i_axis * steps as f64 * p.dt_s();
+        let expected = (3.0 - 2.0) / i_axis * steps as f64 * p.clock().dt_s();
         println!(
             "dry friction: {w:.5} rad/s after 0.5 s at 3 N·m against 2 N·m, expected {expected:.5}"
         );

@@ -409,10 +409,7 @@ pub(crate) fn read_scene_file(path: &Path) -> Result<String, SceneError> {
 
 /// Number of physics steps of a scene of step `dt_s` ending at `end_time_s`: the quotient,
 /// rounded (the plant's count, which hil's clock of a run follows).
-pub fn steps_for(end_time_s: f64, dt_s: f64) -> u64 {
-    // Validated finite and non-negative; `as` saturates anything else to a harmless value.
-    (end_time_s / dt_s).round() as u64
-}
+pub use crate::clock::steps_for;
 
 /// Collects the first failed check.
 #[derive(Default)]

@@ -337,7 +337,7 @@ pub fn run_walk(
         if judge.state(&r) && stop_at_fall {
             break;
         }
-        if plant.is_finished() {
+        if plant.clock().is_finished() {
             break;
         }
         let (torques, command) = match walker.tick(&r.walker) {

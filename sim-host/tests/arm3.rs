@@ -529,7 +529,7 @@ fn reading_the_mass_matrix_does_not_disturb_the_simulation() {
     let run = |ask: bool| {
         let mut p = RobotPlant::new(&scene).unwrap();
         let mut out = Vec::new();
-        while !p.is_finished() {
+        while !p.clock().is_finished() {
             if ask {
                 let _ = p.mass_matrix();
             }
@@ -618,7 +618,7 @@ fn the_mass_matrix_at_a_configuration_without_stepping() {
     let mut running = RobotPlant::new(&scene).unwrap();
     let mut f = running.state_frame();
     let mut worst: f64 = 0.0;
-    while !running.is_finished() {
+    while !running.clock().is_finished() {
         f = running.step(&pd(&f));
         let live = running.mass_matrix();
         let offline = mass_matrix_at(&mut replica, &qs(&f));
@@ -707,7 +707,7 @@ fn a_free_chain_under_gravity_conserves_energy() {
         let f = p.state_frame();
         let e0 = m.energy(&qs(&f), &vs(&f), G);
         let (mut worst, mut fastest, mut end) = (0.0f64, 0.0f64, 0.0);
-        while !p.is_finished() {
+        while !p.clock().is_finished() {
             let f = p.step(&[]);
             end = (m.energy(&qs(&f), &vs(&f), G) - e0) / scale;
             worst = worst.max(end.abs());
@@ -761,7 +761,7 @@ fn a_push_on_the_hand_gives_the_arm_its_angular_impulse() {
     assert!(f.joints.iter().all(|j| j.velocity_rad_s == 0.0), "not yet");
     let mut f = p.step(&[]);
     assert!(f.joints[2].velocity_rad_s > 0.0, "{f:?}");
-    while !p.is_finished() {
+    while !p.clock().is_finished() {
         f = p.step(&[]);
     }
     let m = p.mass_matrix();
@@ -1050,7 +1050,7 @@ fn a_wall_pushes_back_on_the_link_pressed_into_it() {
     let mut f = p.state_frame();
     assert!(f.contacts.is_empty());
     let mut first = None;
-    while !p.is_finished() {
+    while !p.clock().is_finished() {
         f = p.step(&press(&f));
         assert!(f.contacts.iter().all(|c| c.body == upper), "{f:?}");
         if first.is_none() && !f.contacts.is_empty() {

@@ -314,9 +314,9 @@ fn it_stands_on_a_parent_space_pd_with_the_feet_carrying_its_weight() {
     let mut f = plant.state_frame();
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     let mut costs = Vec::new();
-    while !plant.is_finished() {
+    while !plant.clock().is_finished() {
         f = plant.step(&stand(&m, lean, &f)).unwrap();
-        costs.push(plant.last_step_cost_ns());
+        costs.push(plant.clock().last_step_cost_ns());
         assert!(f.events.is_empty(), "t {}: {:?}", f.sim_time_s, f.events);
         assert!(
             f.bodies[0].com_m[1] > 1.0,
@@ -357,7 +357,7 @@ fn a_push_moves_the_com_by_impulse_over_mass_in_zero_gravity() {
     let mut plant = HumanoidPlant::new(&scene).unwrap();
     let m = plant.model().clone();
     let mut frames = vec![plant.state_frame()];
-    while !plant.is_finished() {
+    while !plant.clock().is_finished() {
         let f = plant.step(&[]).unwrap();
         assert!(f.contacts.iter().all(|c| c.force_n == [0.0; 3]), "{f:?}");
         frames.push(f);
@@ -402,7 +402,7 @@ fn a_ball_thrown_at_the_torso_is_an_event_and_gives_its_momentum() {
     let mut plant = HumanoidPlant::new(&scene).unwrap();
     let model = plant.model().clone();
     let (mut began, mut frames) = (None, vec![plant.state_frame()]);
-    while !plant.is_finished() {
+    while !plant.clock().is_finished() {
         let f = plant.step(&[]).unwrap();
         for e in &f.events {
             if let Event::ContactBegan { body } = e {
@@ -495,7 +495,7 @@ fn the_torque_check_refuses_each_bad_case() {
     let e = plant.step(&with(0, 1e4)).unwrap_err();
     assert_eq!((e.index, e.value_nm), (0, 1e4));
     assert!(e.to_string().contains("waist"), "{e}");
-    assert_eq!(plant.step_index(), 0);
+    assert_eq!(plant.clock().step_index(), 0);
     assert_eq!(plant.state_frame(), before);
     // `step_driven_by` names the frame it applied; a refused one steps on zero torques and
     // names none.
@@ -593,7 +593,7 @@ fn two_runs_are_bit_identical() {
         let lean = ankle_lean_rad(&m);
         let mut f = plant.state_frame();
         let mut out = Vec::new();
-        while !plant.is_finished() {
+        while !plant.clock().is_finished() {
             f = plant.step(&stand(&m, lean, &f)).unwrap();
             f.step_cost_ns = 0;
             let mut buf = [0u8; STATE_FRAME_LEN];

@@ -199,7 +199,7 @@ fn realized_force(
 ) -> (f64, Vec<f64>) {
     plant.set_configuration(base, q).unwrap();
     let m = plant.mass_matrix_base_frame();
-    let dt = plant.dt_s();
+    let dt = plant.clock().dt_s();
     let offset = plant.nv() - plant.joint_count();
     let f = sign * 1e-3 * m[offset + k][offset + k] / dt;
     let mut torques = vec![0.0; plant.joint_count()];
@@ -557,7 +557,7 @@ fn hold<const N: usize>(plant: &mut RobotPlant, tree: &Tree<N>, seconds: f64) ->
         .collect();
     let base = iso(&plant.base_pose());
     let limits = plant.torque_limits();
-    let steps = (seconds / plant.dt_s()).round() as usize;
+    let steps = (seconds / plant.clock().dt_s()).round() as usize;
     let (mut drift, mut speed, mut load) = (0.0f64, 0.0f64, 0.0f64);
     for _ in 0..steps {
         let q: Vec<f64> = plant
@@ -830,7 +830,7 @@ fn solo12_stands_on_the_ground_under_a_pd() {
     let mut joint_err = 0.0f64;
     let mut frame = plant.state_frame();
     let mut cost = Vec::new();
-    while !plant.is_finished() {
+    while !plant.clock().is_finished() {
         let tau: Vec<f64> = frame
             .joints
             .iter()
@@ -838,11 +838,11 @@ fn solo12_stands_on_the_ground_under_a_pd() {
             .map(|(j, t)| kp * (t - j.position_rad) - kd * j.velocity_rad_s)
             .collect();
         frame = plant.step(&tau);
-        cost.push(plant.last_step_cost_ns());
+        cost.push(plant.clock().last_step_cost_ns());
         let z = plant.base_pose().xyz_m[2];
         zmin = zmin.min(z);
         zmax = zmax.max(z);
-        if plant.time_s() > 1.0 {
+        if plant.clock().time_s() > 1.0 {
             for (j, t) in frame.joints.iter().zip(&target) {
                 joint_err = joint_err.max((j.position_rad - t).abs());
             }
