@@ -4,7 +4,7 @@
 //! questions ([`crate::host::HostedPlant::clock`]) from it; times in a scene become steps by
 //! [`steps_for`], the one rounding rule of the crate.
 //!
-//! Never does: read the wall clock for physics (only [`PlantClock::finish_step`] reads it, for
+//! Never does: read the wall clock for physics (only the end of a step reads it, for
 //! the step's cost), allocate, or panic.
 
 use std::time::Instant;
