@@ -548,7 +548,7 @@ pub(crate) fn build(
             Urdf::Spherical => {
                 return Err((
                     joint_el(&j.name, ""),
-                    "a spherical joint: the tree model has no ball joints (the humanoid's own loader reads them)".to_owned(),
+                    "a spherical joint: the tree model has no ball joints (robot_model::humanoid reads a humanoid's)".to_owned(),
                 ));
             }
             _ => {}

@@ -65,8 +65,8 @@
 //!   a joint from a link to itself; a link that is the child of two joints (a closed loop);
 //!   several root links; a loop of joints;
 //! - `floating` joints (except as the one joint of the root `world`), `planar` joints,
-//!   `spherical` joints (the tree model has no ball joints; the humanoid's own loader reads
-//!   them);
+//!   `spherical` joints (the tree model has no ball joints; [`humanoid`] reads a humanoid's,
+//!   each as three revolute coordinates);
 //! - `<mimic>` on a movable joint unless [`LoadOptions::mimic_as_independent`] (and then one
 //!   naming a joint the file does not have, itself, or a joint that does not move);
 //! - a revolute or prismatic joint without `<limit>`, or with the degenerate limit urdf-rs
@@ -143,6 +143,8 @@ use control_core::tree::{
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
+pub mod humanoid;
+
 mod build;
 mod math;
 mod mesh;
@@ -163,6 +165,10 @@ pub const MAX_URDF_INERTIA_KG_M2: f64 = 1e6;
 /// Largest magnitude of a URDF length, m: each coordinate of an `<origin xyz>`, a prismatic
 /// joint's limits, a shape's size (`sim_host::input`'s bound).
 pub const MAX_URDF_LENGTH_M: f64 = 1e3;
+
+/// Largest joint torque bound a description or a scene may give, N·m (a humanoid's `<limit
+/// effort>`, a plant scene's torque limit: `sim_host::scene`'s bound).
+pub const MAX_TORQUE_LIMIT_NM: f64 = 1e6;
 
 /// A robot read from a URDF: bodies (fixed-jointed links merged), movable joints, named frames.
 #[derive(Debug, Clone, PartialEq)]

@@ -507,7 +507,7 @@ fn refusals_name_the_file_the_element_and_the_reason() {
         (
             joint_with("", "spherical"),
             r#"joint "j""#,
-            "a spherical joint: the tree model has no ball joints (the humanoid's own loader reads them)",
+            "a spherical joint: the tree model has no ball joints (robot_model::humanoid reads a humanoid's)",
         ),
         (
             joint_with("", "revolute"),

@@ -48,8 +48,9 @@ pub const DEFAULT_REMOVE_BELOW_Y_M: f64 = -5.0;
 
 /// Speed along +z of the balls [`BallSpawn::aimed`] makes, m/s.
 pub const AIMED_BALL_SPEED_Z_M_S: f64 = 5.0;
-/// The largest torque limit a scene may give its arm, N·m.
-pub const MAX_TORQUE_LIMIT_NM: f64 = 1e6;
+/// The largest torque limit a scene may give its arm, N·m (robot-model's bound, which a
+/// humanoid's `<limit effort>` meets too).
+pub use robot_model::MAX_TORQUE_LIMIT_NM;
 /// The largest magnitude of each component of a push's force (robot, biped and humanoid
 /// scenes, `pushes[i].force_n`), N.
 pub const MAX_PUSH_FORCE_N: f64 = 1e5;

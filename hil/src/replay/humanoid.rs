@@ -21,8 +21,8 @@
 use std::path::Path;
 
 use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use robot_model::humanoid::{Geometry, HumanoidModel};
 use serde_json::{Value, json};
-use sim_host::humanoid::{Geometry, HumanoidModel};
 
 use super::chain::sig;
 use crate::run::dynamo::{DynamoReport, DynamoScenario, PoseSample};

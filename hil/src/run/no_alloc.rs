@@ -649,9 +649,9 @@ fn no_alloc_walk_controllers() {
 /// The state frame of step `step` at `t` of the humanoid `model` swaying, twisting its joints and
 /// drifting forward, with the ground's force on the feet and toes.
 fn humanoid_frame(
-    model: &sim_host::humanoid::HumanoidModel,
+    model: &robot_model::humanoid::HumanoidModel,
 ) -> impl Fn(u64, f64) -> StateFrame + '_ {
-    use sim_host::humanoid::{BodyPose, JointKind};
+    use robot_model::humanoid::{BodyPose, JointKind};
     // Each joint's axis of motion here: its hinge, its first free axis, or a tilted one.
     let axes: Vec<Vector3<f64>> = model
         .joints
@@ -715,7 +715,7 @@ fn humanoid_frame(
 
 #[test]
 fn no_alloc_dynamo_controllers() {
-    use sim_host::humanoid::HumanoidModel;
+    use robot_model::humanoid::HumanoidModel;
     // balance_push.toml: dynamo_push.toml's scene and Dynamo's three laws, and qp_balance.
     let scenario =
         DynamoScenario::load(scenario_file!("balance_push.toml")).expect("the shipped scenario");

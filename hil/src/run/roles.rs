@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use control_core::simbicon3d::{BipRoles, Limb, Side, SideJoints};
+use robot_model::humanoid::HumanoidModel;
 use serde::{Deserialize, Serialize};
-use sim_host::humanoid::HumanoidModel;
 
 /// The joints of one side, by URDF joint name, and its foot link.
 #[derive(Debug, Clone, Deserialize, Serialize)]

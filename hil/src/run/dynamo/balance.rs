@@ -1,9 +1,9 @@
 //! The `qp_balance` controller of a `dynamo_push` scenario: [`control_core::balance`] (Abe, da
 //! Silva and Popović's multiobjective QP with friction cones) on the 15-body humanoid.
 //!
-//! The humanoid's description (`sim_host::humanoid::HumanoidModel`, the plant's own) becomes a
-//! floating-base [`Tree`]: the root (pelvis) is the base, its frame at its centre of mass; each
-//! body's frame sits at its joint, axes the link's. A ball joint is three revolute joints
+//! The humanoid's description (`robot_model::humanoid::HumanoidModel`, the plant's own) becomes
+//! a floating-base [`Tree`] (`robot_model::humanoid::HumanoidTree`): the root (pelvis) is the
+//! base, its frame at its centre of mass; each body's frame sits at its joint, axes the link's. A ball joint is three revolute joints
 //! (Euler angles, two massless frames between), its middle axis the one with the smallest
 //! range (the farthest from gimbal lock in use: the hips' and shoulders' middle axes are
 //! their twist); a two-axis joint (the ankles) is its two free axes with the locked one
@@ -31,9 +31,7 @@ use control_core::balance::{
 };
 use control_core::frames::BodyMotion;
 use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeSpec};
-use sim_host::humanoid::{Geometry, HumanoidModel};
-
-use super::humanoid_tree::{HumanoidTree, v3};
+use robot_model::humanoid::{HumanoidModel, HumanoidTree, soles};
 
 /// Velocity capacity (the humanoid has 34: 6 + 6 balls × 3 + 2 ankles × 2 + 6 hinges).
 pub const NV: usize = 36;
@@ -321,65 +319,6 @@ fn build(recipe: &Recipe) -> Result<Box<Qp>, String> {
         .map_err(|_| "balance controller: its builder thread panicked".to_string())?
 }
 
-/// The corners a contact body stands on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sole {
-    /// The plant body (feet, then toes: `ground_contact_bodies` order).
-    pub body: usize,
-    /// The sole box's centre from the body's centre of mass, body axes, m.
-    pub center: [f64; 3],
-    /// Its corners from the box's centre, body axes, m: a foot's four bottom corners, the
-    /// toes' two front ones.
-    pub corners: Vec<[f64; 3]>,
-}
-
-impl Sole {
-    /// The corners from the body's centre of mass plus `from` (body axes), m.
-    pub fn corners_from(&self, from: [f64; 3]) -> impl Iterator<Item = [f64; 3]> + '_ {
-        let c = self.center;
-        self.corners.iter().map(move |o| {
-            [
-                from[0] + c[0] + o[0],
-                from[1] + c[1] + o[1],
-                from[2] + c[2] + o[2],
-            ]
-        })
-    }
-}
-
-/// The soles of `model`'s ground contact bodies (left foot, right foot, left toes, right toes).
-pub fn soles(model: &HumanoidModel) -> Result<Vec<Sole>, String> {
-    let mut soles = Vec::new();
-    for (k, &b) in model.ground_contact_bodies.iter().enumerate() {
-        let toes = k >= 2;
-        let body = &model.bodies[b];
-        let Some((h, shape)) = body.shapes.iter().find_map(|s| match s.geometry {
-            Geometry::Box { half_extents_m } => Some((half_extents_m, s)),
-            _ => None,
-        }) else {
-            return Err(format!("link {}: no box to stand on", body.name));
-        };
-        if shape.orientation != [1.0, 0.0, 0.0, 0.0] {
-            return Err(format!("link {}: its sole box is rotated", body.name));
-        }
-        let mut corners = Vec::new();
-        for sx in [-1.0, 1.0] {
-            if toes && sx < 0.0 {
-                continue;
-            }
-            for sz in [-1.0, 1.0] {
-                corners.push([sx * h[0], -h[1], sz * h[2]]);
-            }
-        }
-        soles.push(Sole {
-            body: b,
-            center: shape.center_m,
-            corners,
-        });
-    }
-    Ok(soles)
-}
-
 impl HumanoidBalance {
     /// The controller for `model` under `gravity_m_s2`, its pose gains scaled by `gain_scale`
     /// (stiffness × s, damping × √s), with a scenario's `[qp_balance]` settings (`None`: the
@@ -648,4 +587,8 @@ impl HumanoidBalance {
 
 fn nalgebra_point(p: &[f64; 3]) -> control_core::articulated::nalgebra::Point3<f64> {
     control_core::articulated::nalgebra::Point3::new(p[0], p[1], p[2])
+}
+
+fn v3(a: [f64; 3]) -> Vector3<f64> {
+    Vector3::new(a[0], a[1], a[2])
 }

@@ -39,7 +39,7 @@ use control_core::dynamo::{
 };
 use control_core::frames::{BodyMotion, MAX_BODIES, MAX_JOINTS, StateFrame};
 use control_core::simbicon3d::{Limb, Side};
-use sim_host::humanoid::{HumanoidModel, JointKind};
+use robot_model::humanoid::{HumanoidModel, JointKind};
 
 use super::super::roles::JointRole;
 use super::super::session::{LoopCommand, LoopController, LoopState};
@@ -445,7 +445,7 @@ pub fn standing_lean_rad(
     roles: &[JointRole],
     joint_rotations: &[[f64; 4]],
 ) -> f64 {
-    let up = sim_host::humanoid::BodyPose {
+    let up = robot_model::humanoid::BodyPose {
         com_m: [0.0; 3],
         orientation: [1.0, 0.0, 0.0, 0.0],
     };
@@ -989,7 +989,7 @@ mod tests {
 
     /// The zero pose standing, every body moving at `velocity_m_s`, no rotation.
     fn state(model: &HumanoidModel, velocity_m_s: [f64; 3]) -> HumanoidState {
-        let up = sim_host::humanoid::BodyPose {
+        let up = robot_model::humanoid::BodyPose {
             com_m: [0.0, 1.0, 0.0],
             orientation: [1.0, 0.0, 0.0, 0.0],
         };

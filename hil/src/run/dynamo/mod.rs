@@ -1,6 +1,6 @@
 //! `hil run scenarios/dynamo_push.toml`: Dynamo's pushed humanoid (Wrotek, Jenkins and
 //! McGuire). The 15-body humanoid (`models/humanoid15.urdf`, read by the plant and by the
-//! controller with the same function, `sim_host::humanoid::HumanoidModel::load`) holds a pose
+//! controller with the same function, `robot_model::humanoid::HumanoidModel::load`) holds a pose
 //! (standing, then a reach that arrives on time) and is pushed at the torso with impulses of
 //! increasing size, one plant process per (controller, impulse); then each controller holds the
 //! pose unpushed with its gains scaled (the gain sweep). Controllers ([`controller`]):
@@ -27,7 +27,6 @@
 
 pub mod balance;
 pub mod controller;
-pub mod humanoid_tree;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,9 +35,10 @@ use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
 use control_core::dynamo::{ConfigField, DynamoError, RootSpringConfig, SpringState};
 use control_core::frames::{Event, StateFrame};
 use plotters::prelude::*;
+use robot_model::humanoid::{Geometry, HumanoidModel};
 use serde::{Deserialize, Serialize};
 use sim_host::Push;
-use sim_host::humanoid::{Geometry, HumanoidModel, HumanoidPlant, HumanoidScene};
+use sim_host::humanoid::{HumanoidPlant, HumanoidScene};
 use sim_host::scene::MAX_TORQUE_LIMIT_NM;
 use sim_host::{Mode, SceneError};
 
@@ -961,7 +961,7 @@ pub struct CaptureMeter {
     /// Body masses, wire order, kg.
     masses: Vec<f64>,
     /// The feet's and toes' sole corners (`ground_contact_bodies` order).
-    soles: Vec<balance::Sole>,
+    soles: Vec<robot_model::humanoid::Sole>,
     /// The push direction, horizontal, unit (zero when vertical).
     direction: Vector3<f64>,
     from_s: f64,
@@ -995,7 +995,7 @@ impl CaptureMeter {
         let d = Vector3::new(direction[0], 0.0, direction[2]);
         Ok(Self {
             masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
-            soles: balance::soles(model)?,
+            soles: robot_model::humanoid::soles(model)?,
             direction: if d.norm() > 0.0 { d.normalize() } else { d },
             from_s,
             out: CaptureOut::default(),

@@ -6,7 +6,7 @@
 //! pushes.
 //!
 //! The wiring of one scenario kind (`walk3d`): the file ([`Walk3dScenario`]), the humanoid loaded
-//! once by `sim_host::humanoid::HumanoidModel::load` for the controller (the plant loads the same
+//! once by `robot_model::humanoid::HumanoidModel::load` for the controller (the plant loads the same
 //! file with the same function), the joint roles from the file (never from joint names'
 //! substrings), the controllers ([`Walk3dController`]), the judge ([`Walk3dRecorder`]: a fall is
 //! any body but the feet and toes touching the ground, or the pelvis below `fall_height_m`) and
@@ -59,9 +59,10 @@ use control_core::simbicon3d::{
     SpeedTuner, SpeedTuning, Walk3dInput,
 };
 use control_core::stable_pd::{SpdJoint, StablePd};
+use robot_model::humanoid::{BodyPose, HumanoidModel, JointKind};
 use serde::{Deserialize, Serialize};
 use sim_host::Push;
-use sim_host::humanoid::{BodyPose, HumanoidModel, HumanoidScene, JointKind};
+use sim_host::humanoid::HumanoidScene;
 
 use super::dynamo::controller::HumanoidState;
 use super::dynamo::{PoseSample, write_humanoid_gif};

@@ -22,11 +22,11 @@ use control_core::contact_stabiliser::{
 };
 use control_core::simbicon3d::{BipRoles, MAX_WALK_JOINTS};
 use control_core::tree::{BaseKind, Tree, TreeSpec};
-use sim_host::humanoid::{HumanoidModel, JointKind};
+use robot_model::humanoid::{HumanoidModel, JointKind};
 
-use crate::run::dynamo::balance::{NV, soles};
+use crate::run::dynamo::balance::NV;
 use crate::run::dynamo::controller::HumanoidState;
-use crate::run::dynamo::humanoid_tree::HumanoidTree;
+use robot_model::humanoid::{HumanoidTree, soles};
 
 /// A foot or its toes count as on the ground while the plant measured more than this normal
 /// force on them, N.
@@ -223,7 +223,7 @@ struct Builder<'a> {
     legs: &'a [Vec<usize>; 2],
     waist_child: usize,
     root: usize,
-    soles: &'a [crate::run::dynamo::balance::Sole],
+    soles: &'a [robot_model::humanoid::Sole],
     settings: StabiliserSettings,
 }
 

@@ -1,6 +1,6 @@
-//! The 15-body humanoid (`sim_host::humanoid::HumanoidModel`, the plant's own description) as
-//! a floating-base [`control_core::tree::Tree`], whole or with body parts left out: the map both the balance QP
-//! and the walker's contact stabiliser predict with.
+//! The 15-body humanoid ([`HumanoidModel`]) as a floating-base [`control_core::tree::Tree`],
+//! whole or with body parts left out: the map a controller predicts with (the balance QP, the
+//! walker's contact stabiliser), and the soles ([`soles`]) its feet and toes stand on.
 //!
 //! The root (pelvis) is the base, its frame at its centre of mass; each body's frame sits at
 //! its joint, axes the link's. A ball joint is three revolute joints (Euler angles, two
@@ -13,17 +13,17 @@
 //!
 //! Never on the real-time path: allocation happens in [`HumanoidTree::new`] only.
 
+use super::{Geometry, HumanoidModel, JointKind};
 use control_core::articulated::nalgebra::{
     Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
 use control_core::balance::{JointGroup, euler_angles, euler_rates};
 use control_core::frames::BodyMotion;
 use control_core::tree::{Inertial, JointSpec, JointType, Placement};
-use sim_host::humanoid::{HumanoidModel, JointKind};
 
 /// How a joint's rotation becomes tree coordinates.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Coordinates {
+enum Coordinates {
     /// Euler angles about the coordinate axes `order`.
     Ball { order: [usize; 3] },
     /// Euler angles about `order`, the middle (locked) one left out.
@@ -34,12 +34,12 @@ pub(crate) enum Coordinates {
 
 /// A plant joint in the tree.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Mapped {
-    pub parent: usize,
-    pub child: usize,
+struct Mapped {
+    parent: usize,
+    child: usize,
     /// Its first tree joint.
-    pub first: usize,
-    pub coordinates: Coordinates,
+    first: usize,
+    coordinates: Coordinates,
 }
 
 /// The humanoid (or the part of it kept) as a floating-base tree.
@@ -51,7 +51,7 @@ pub struct HumanoidTree {
     pub base: Inertial,
     /// One group per kept plant joint, in plant joint order: its tree joints and its effort.
     pub groups: Vec<JointGroup>,
-    pub(crate) mapped: Vec<Mapped>,
+    mapped: Vec<Mapped>,
     /// The root (plant body).
     pub root: usize,
     /// Each plant body's centre of mass in its tree frame (bodies left out: zero).
@@ -228,14 +228,14 @@ impl HumanoidTree {
 }
 
 /// A body's orientation, if it is a finite quaternion of about unit length.
-pub(crate) fn orientation(b: &BodyMotion) -> Option<UnitQuaternion<f64>> {
+fn orientation(b: &BodyMotion) -> Option<UnitQuaternion<f64>> {
     let [w, x, y, z] = b.orientation;
     let q = Quaternion::new(w, x, y, z);
     (q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite()))
         .then(|| UnitQuaternion::from_quaternion(q))
 }
 
-pub(crate) fn v3(a: [f64; 3]) -> Vector3<f64> {
+fn v3(a: [f64; 3]) -> Vector3<f64> {
     Vector3::new(a[0], a[1], a[2])
 }
 
@@ -268,7 +268,7 @@ fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
 
 /// Tree coordinates and rates of joint `m` at the relative rotation `r` and relative angular
 /// velocity `omega` (parent axes), and the |angle| about a two-axis joint's locked axis.
-pub(crate) fn coordinates(
+fn coordinates(
     m: &Mapped,
     r: &UnitQuaternion<f64>,
     omega: &Vector3<f64>,
@@ -308,4 +308,63 @@ pub(crate) fn coordinates(
             Some(([angle, 0.0, 0.0], [axis.dot(omega), 0.0, 0.0], 0.0))
         }
     }
+}
+
+/// The corners a contact body stands on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sole {
+    /// The plant body (feet, then toes: `ground_contact_bodies` order).
+    pub body: usize,
+    /// The sole box's centre from the body's centre of mass, body axes, m.
+    pub center: [f64; 3],
+    /// Its corners from the box's centre, body axes, m: a foot's four bottom corners, the
+    /// toes' two front ones.
+    pub corners: Vec<[f64; 3]>,
+}
+
+impl Sole {
+    /// The corners from the body's centre of mass plus `from` (body axes), m.
+    pub fn corners_from(&self, from: [f64; 3]) -> impl Iterator<Item = [f64; 3]> + '_ {
+        let c = self.center;
+        self.corners.iter().map(move |o| {
+            [
+                from[0] + c[0] + o[0],
+                from[1] + c[1] + o[1],
+                from[2] + c[2] + o[2],
+            ]
+        })
+    }
+}
+
+/// The soles of `model`'s ground contact bodies (left foot, right foot, left toes, right toes).
+pub fn soles(model: &HumanoidModel) -> Result<Vec<Sole>, String> {
+    let mut soles = Vec::new();
+    for (k, &b) in model.ground_contact_bodies.iter().enumerate() {
+        let toes = k >= 2;
+        let body = &model.bodies[b];
+        let Some((h, shape)) = body.shapes.iter().find_map(|s| match s.geometry {
+            Geometry::Box { half_extents_m } => Some((half_extents_m, s)),
+            _ => None,
+        }) else {
+            return Err(format!("link {}: no box to stand on", body.name));
+        };
+        if shape.orientation != [1.0, 0.0, 0.0, 0.0] {
+            return Err(format!("link {}: its sole box is rotated", body.name));
+        }
+        let mut corners = Vec::new();
+        for sx in [-1.0, 1.0] {
+            if toes && sx < 0.0 {
+                continue;
+            }
+            for sz in [-1.0, 1.0] {
+                corners.push([sx * h[0], -h[1], sz * h[2]]);
+            }
+        }
+        soles.push(Sole {
+            body: b,
+            center: shape.center_m,
+            corners,
+        });
+    }
+    Ok(soles)
 }

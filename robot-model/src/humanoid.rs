@@ -1,0 +1,950 @@
+//! The 15-body humanoid's description (`models/humanoid15.urdf`, after Cartwheel-3d's "Bip"):
+//! [`HumanoidModel`], read from its URDF by [`HumanoidModel::load`]. One description feeds both
+//! sides: `sim-host`'s humanoid plant is built from it and the controllers model the same bodies
+//! (their floating-base [`control_core::tree::Tree`] through [`HumanoidTree`]). The humanoid has
+//! ball joints, which the [`crate::RobotModel`] tree does not represent; this module reads them
+//! with the same reader ([`crate::read_description`], [`crate::check_xml`]) and the same URDF
+//! parser (urdf-rs) as every other robot, under the conventions below.
+//!
+//! # Balancing it with `control_core::balance`
+//! The tree, the soles' corners and the joints' effort groups are all the balance QP needs; a
+//! state comes from the plant's body motions ([`HumanoidTree::state`]). Standing in the zero
+//! pose on level ground, one tick carries the body's weight on its soles:
+//!
+//! ```
+//! use control_core::articulated::nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+//! use control_core::balance::{Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, MAX_POINTS};
+//! use control_core::tree::{BaseKind, Tree, TreeSpec};
+//! use robot_model::humanoid::{HumanoidModel, HumanoidTree, soles};
+//!
+//! const NV: usize = 36; // capacity: the humanoid has 6 + 28 velocities
+//! let urdf = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
+//! let model = HumanoidModel::load(urdf.as_ref())?;
+//! let shape = HumanoidTree::new(&model, &|_| true)?; // every body kept
+//! let spec = TreeSpec { base: BaseKind::Floating, base_body: shape.base, joints: &shape.joints };
+//! let tree = Tree::<NV>::new(&spec)?;
+//! let mut feet = Vec::new(); // the feet's and toes' sole corners, in their tree frames
+//! for sole in soles(&model)? {
+//!     let mut points = [[0.0; 3]; MAX_POINTS];
+//!     for (p, c) in points.iter_mut().zip(sole.corners_from(shape.com_in_frame[sole.body])) {
+//!         *p = c;
+//!     }
+//!     feet.push(ContactBody { body: shape.tree_body[sole.body], points, count: sole.corners.len() });
+//! }
+//! // The zero pose, the soles on y = 0 (y is up), the centre of mass's height above them.
+//! let kin = tree.kinematics(&Isometry3::identity(), &[0.0; NV])?;
+//! let lowest = feet.iter().flat_map(|f| {
+//!     let pose = kin.body_pose(f.body).unwrap_or_else(Isometry3::identity);
+//!     f.points[..f.count].iter().map(move |p| (pose * Point3::from(*p)).y)
+//! }).fold(f64::INFINITY, f64::min);
+//! let (mass, com) = kin.center_of_mass()?;
+//! let base = Isometry3::from_parts(Translation3::new(0.0, -lowest, 0.0), UnitQuaternion::identity());
+//! // About 0.7 MB: built on a thread with room for it on the way into its box.
+//! let out = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
+//!     let mut balance = Box::new(Balance::<NV, 80, 144>::new(tree, &feet, &shape.groups, BalanceSettings::DEFAULT)?);
+//!     let (q, planted) = ([0.0; NV], vec![[true; MAX_POINTS]; feet.len()]);
+//!     Ok::<_, control_core::balance::BalanceError>(balance.tick(&BalanceInput { // never allocates, blocks or panics
+//!         base_pose: &base, q: &q, v: &[0.0; NV], q_target: &q, com_height_m: com.y - lowest,
+//!         upright_target: &UnitQuaternion::identity(), planted: &planted,
+//!         gravity: Vector3::new(0.0, -9.81, 0.0), tasks: &[],
+//!     }))
+//! })?.join().expect("the tick thread")?;
+//! assert_eq!(out.status, BalanceStatus::Solved);
+//! let weight: f64 = out.forces[..out.point_count].iter().map(|f| f[1]).sum();
+//! assert!((weight - mass * 9.81).abs() < 0.01 * mass * 9.81, "the soles carry {weight} N");
+//! // out.torques: three per ball joint, two per ankle, one per hinge (shape.groups) to the plant.
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The description (URDF conventions)
+//! - World: y up, the character faces +x, its left side towards −z. Every link frame is parallel
+//!   to the world in the zero pose (every `<origin rpy>` of a joint or an `<inertial>` is 0), so
+//!   each body's orientation is the identity when every joint is at zero (standing, arms out in
+//!   a T). Link order is body order (the wire's `BodyId`), the root (no parent joint) first;
+//!   joint order is torque order, each joint's parent posed by an earlier joint (or the root).
+//! - A body's mass and inertia are its `<inertial>`: principal moments `ixx iyy izz` about its
+//!   axes through its centre of mass (`ixy ixz iyz` must be 0), at `<origin xyz>` in its link
+//!   frame. Its collision shapes (`<box>`, `<sphere>`, `<capsule>` along its frame's z, URDF's
+//!   convention) touch the ground only: self-collision is off.
+//! - Bounds (refused beyond, naming the link and element): a mass in (0,
+//!   [`crate::MAX_URDF_MASS_KG`]] kg, principal moments in (0,
+//!   [`crate::MAX_URDF_INERTIA_KG_M2`]] kg·m², every origin coordinate and shape size
+//!   within [`crate::MAX_URDF_LENGTH_M`] m. The file is read by
+//!   [`crate::read_description`] (a regular file of at most 16 MiB, nested at most 64 elements
+//!   deep, at most 100 000 elements).
+//! - Joints: `type="spherical"` is a ball joint ([`JointKind::Ball`]); `type="revolute"` a hinge
+//!   about its `<axis>` ([`JointKind::Hinge`]); a spherical joint with exactly one axis's range
+//!   `[0, 0]` is a two-axis joint ([`JointKind::TwoAxis`], that axis locked: the humanoid's
+//!   ankles, Cartwheel's universal joints). A joint's anchor is its `<origin xyz>`.
+//! - Limits: a hinge's `<limit lower upper>`, rad. A spherical joint's per-axis ranges are two
+//!   extra attributes of its `<limit>`, this project's extension: `lower_xyz="lx ly lz"
+//!   upper_xyz="hx hy hz"` (rad, about the joint frame's x, y, z = the parent's axes); its
+//!   `lower`/`upper` must be left out. The angle about axis k of a relative rotation
+//!   q = q_parent⁻¹·q_child is 2·atan2(q_k, q_w) ([`per_axis_angles_rad`], Rapier's measure; for
+//!   a rotation about one axis, its angle). `<limit effort>` bounds the norm of the joint's
+//!   torque vector, N·m; `velocity` is required by URDF and not enforced.
+//!
+//! Reads files and allocates: start-up code, never for a control loop. Never panics on any
+//! file: every refusal is a [`ModelError`] naming the file, the element and the reason.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use control_core::frames::{MAX_BODIES, MAX_JOINTS};
+use glam::{DQuat, DVec3};
+
+use crate::{
+    MAX_TORQUE_LIMIT_NM, MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG,
+    MAX_XML_DEPTH, MAX_XML_ELEMENTS, check_xml, read_description,
+};
+
+mod tree;
+
+pub use tree::{HumanoidTree, Sole, soles};
+
+/// The bodies whose ground force every state frame carries, in frame order.
+pub const CONTACT_BODY_NAMES: [&str; 4] = ["left_foot", "right_foot", "left_toes", "right_toes"];
+/// Most joints a humanoid has: 3 torque values each and 3 for the root fit a torque frame.
+pub const MAX_HUMANOID_JOINTS: usize = (MAX_JOINTS - 3) / 3;
+
+/// The humanoid as its URDF describes it, checked: what the plant builds and what a controller
+/// models. Read with [`Self::load`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HumanoidModel {
+    /// The `<robot name>`.
+    pub name: String,
+    /// The bodies, URDF link order (body order on the wire); the root first.
+    pub bodies: Vec<BodyModel>,
+    /// The joints, URDF joint order (torque order); each joint's parent is the root or the
+    /// child of an earlier joint.
+    pub joints: Vec<JointModel>,
+    /// Body indices of [`CONTACT_BODY_NAMES`]: left foot, right foot, left toes, right toes.
+    pub ground_contact_bodies: [usize; 4],
+}
+
+/// One rigid body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BodyModel {
+    /// Its link name.
+    pub name: String,
+    /// Mass, kg.
+    pub mass_kg: f64,
+    /// Principal moments of inertia about the body's x, y, z axes through its centre of mass,
+    /// kg·m² (the `<inertia>` diagonal).
+    pub inertia_kg_m2: [f64; 3],
+    /// Its centre of mass in its URDF link frame (`<inertial><origin xyz>`), m. Everything else
+    /// here is relative to the centre of mass.
+    pub com_in_link_m: [f64; 3],
+    /// Its collision shapes.
+    pub shapes: Vec<ShapeModel>,
+}
+
+/// A collision shape of a body, placed relative to the body's centre of mass in body axes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShapeModel {
+    /// The shape.
+    pub geometry: Geometry,
+    /// Its centre, m.
+    pub center_m: [f64; 3],
+    /// Its rotation, a unit quaternion (w, x, y, z): shape frame to body frame.
+    pub orientation: [f64; 4],
+}
+
+/// A shape's geometry, in its own frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Geometry {
+    /// A box.
+    Box {
+        /// Half its size along x, y, z, m.
+        half_extents_m: [f64; 3],
+    },
+    /// A sphere.
+    Sphere {
+        /// Its radius, m.
+        radius_m: f64,
+    },
+    /// A capsule along z: a cylinder of length 2 × `half_length_m` capped by half spheres.
+    Capsule {
+        /// Its radius, m.
+        radius_m: f64,
+        /// Half the cylinder's length (URDF's `length` / 2), m.
+        half_length_m: f64,
+    },
+}
+
+/// One joint between two bodies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JointModel {
+    /// Its name.
+    pub name: String,
+    /// Parent body index.
+    pub parent: usize,
+    /// Child body index.
+    pub child: usize,
+    /// What it lets turn, and its limits.
+    pub kind: JointKind,
+    /// The joint's point relative to the parent's centre of mass, parent axes, m.
+    pub anchor_in_parent_m: [f64; 3],
+    /// The same point relative to the child's centre of mass, child axes, m.
+    pub anchor_in_child_m: [f64; 3],
+    /// The largest norm of its torque vector, N·m (`<limit effort>`).
+    pub effort_nm: f64,
+}
+
+/// A joint's degrees of freedom and limits. Axes are in the joint frame (the parent's axes;
+/// the child's too in the zero pose); angles are measured by [`per_axis_angles_rad`] on the
+/// child's rotation relative to the parent, the hinge's about its axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum JointKind {
+    /// Three rotational degrees of freedom, each axis limited.
+    Ball {
+        /// `[lower, upper]` about x, y and z, rad.
+        limits_rad: [[f64; 2]; 3],
+    },
+    /// One, about `axis`.
+    Hinge {
+        /// Unit axis.
+        axis: [f64; 3],
+        /// `[lower, upper]`, rad.
+        limits_rad: [f64; 2],
+    },
+    /// Two, about two of the coordinate axes; the third is locked (no twist about it).
+    TwoAxis {
+        /// The two free unit axes, in x, y, z order.
+        axes: [[f64; 3]; 2],
+        /// `[lower, upper]` about each, rad.
+        limits_rad: [[f64; 2]; 2],
+    },
+}
+
+/// Where a body is: its centre of mass and orientation (unit quaternion w, x, y, z), world frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BodyPose {
+    /// Centre of mass, m.
+    pub com_m: [f64; 3],
+    /// Orientation: body frame to world frame.
+    pub orientation: [f64; 4],
+}
+
+/// A URDF the humanoid model refuses: which file, which element, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError {
+    /// The file.
+    pub file: PathBuf,
+    /// The element: ``joint `left_hip` <limit>``, ``link `torso` <inertial>``, `(document)`.
+    pub element: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "humanoid URDF {}: {}: {}",
+            self.file.display(),
+            self.element,
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// The angle about each axis x, y, z of the rotation `q` (w, x, y, z), rad, in (−π, π]:
+/// 2·atan2(q_k, q_w) with q and −q alike (Rapier's per-axis measure, which the joint limits use).
+/// For a rotation about one coordinate axis, its angle about that axis and 0 about the others.
+pub fn per_axis_angles_rad(q: [f64; 4]) -> [f64; 3] {
+    let [w, x, y, z] = if q[0] < 0.0 { q.map(|c| -c) } else { q };
+    [x, y, z].map(|c| 2.0 * c.atan2(w))
+}
+
+fn dvec(a: [f64; 3]) -> DVec3 {
+    DVec3::from_array(a)
+}
+
+fn dquat(q: [f64; 4]) -> DQuat {
+    DQuat::from_xyzw(q[1], q[2], q[3], q[0])
+}
+
+fn quat_array(q: DQuat) -> [f64; 4] {
+    [q.w, q.x, q.y, q.z]
+}
+
+const COORDINATE_AXES: [[f64; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+
+impl HumanoidModel {
+    /// Reads and checks the humanoid of the URDF file `path` (read by
+    /// [`crate::read_description`]: a regular file, size and nesting capped).
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let text = read_description(path).map_err(|e| ModelError {
+            file: e.file,
+            element: String::from("(file)"),
+            reason: e.reason,
+        })?;
+        Self::from_urdf_str(&text, path)
+    }
+
+    /// Reads and checks the humanoid of the URDF text `text`; `file` names it in errors. Text
+    /// nested deeper than [`MAX_XML_DEPTH`] elements, or with more than
+    /// [`MAX_XML_ELEMENTS`], is refused before it is parsed.
+    pub fn from_urdf_str(text: &str, file: &Path) -> Result<Self, ModelError> {
+        let err = |element: String, reason: String| ModelError {
+            file: file.to_path_buf(),
+            element,
+            reason,
+        };
+        check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS)
+            .map_err(|reason| err(String::from("(document)"), reason))?;
+        let robot = urdf_rs::read_from_string(text)
+            .map_err(|e| err(String::from("(document)"), format!("not a URDF: {e}")))?;
+        let extension = joint_limit_attributes(text)
+            .map_err(|reason| err(String::from("(document)"), reason))?;
+        let names: Vec<&str> = robot.joints.iter().map(|j| j.name.as_str()).collect();
+        let scanned: Vec<&str> = extension.iter().map(|(n, _)| n.as_str()).collect();
+        if names != scanned {
+            return Err(err(
+                String::from("(document)"),
+                format!(
+                    "the joints urdf-rs reads ({}) are not those the <limit> reader finds ({})",
+                    names.join(", "),
+                    scanned.join(", ")
+                ),
+            ));
+        }
+
+        let n_links = robot.links.len();
+        if !(2..=MAX_BODIES).contains(&n_links) {
+            return Err(err(
+                String::from("<robot>"),
+                format!(
+                    "{n_links} links: a humanoid has 2 to {MAX_BODIES} (a state frame's bodies)"
+                ),
+            ));
+        }
+        if robot.joints.len() > MAX_HUMANOID_JOINTS {
+            return Err(err(
+                String::from("<robot>"),
+                format!(
+                    "{} joints: at most {MAX_HUMANOID_JOINTS} (3 torque values each and 3 for the root fit a torque frame)",
+                    robot.joints.len()
+                ),
+            ));
+        }
+        let mut bodies = Vec::with_capacity(n_links);
+        for (i, l) in robot.links.iter().enumerate() {
+            if robot.links[..i].iter().any(|o| o.name == l.name) {
+                return Err(err(
+                    format!("link `{}`", l.name),
+                    String::from("two links have this name"),
+                ));
+            }
+            bodies.push(body_model(l).map_err(|(element, reason)| err(element, reason))?);
+        }
+        let link_index = |name: &str| robot.links.iter().position(|l| l.name == name);
+
+        let no_attributes = Attributes::new();
+        let mut joints: Vec<JointModel> = Vec::with_capacity(robot.joints.len());
+        let mut posed = vec![false; n_links];
+        let mut has_parent = vec![false; n_links];
+        for (i, j) in robot.joints.iter().enumerate() {
+            let at = |what: &str| format!("joint `{}`{what}", j.name);
+            if joints.iter().any(|o| o.name == j.name) {
+                return Err(err(at(""), String::from("two joints have this name")));
+            }
+            let (Some(parent), Some(child)) =
+                (link_index(&j.parent.link), link_index(&j.child.link))
+            else {
+                let missing = if link_index(&j.parent.link).is_none() {
+                    &j.parent.link
+                } else {
+                    &j.child.link
+                };
+                return Err(err(
+                    at(""),
+                    format!("names a link `{missing}` the file does not have"),
+                ));
+            };
+            if has_parent[child] {
+                return Err(err(
+                    at(""),
+                    format!(
+                        "link `{}` is the child of two joints: the links must form a tree",
+                        j.child.link
+                    ),
+                ));
+            }
+            if child == 0 {
+                return Err(err(
+                    at(""),
+                    format!(
+                        "its child `{}` is the first link, which must be the root (no parent joint)",
+                        j.child.link
+                    ),
+                ));
+            }
+            has_parent[child] = true;
+            if parent != 0 && !posed[parent] {
+                return Err(err(
+                    at(""),
+                    format!(
+                        "its parent `{}` is not the root nor the child of an earlier joint: list the joints from the root outwards",
+                        j.parent.link
+                    ),
+                ));
+            }
+            posed[child] = true;
+            let xyz = j.origin.xyz.0;
+            if !xyz
+                .iter()
+                .all(|x| x.is_finite() && x.abs() <= MAX_URDF_LENGTH_M)
+            {
+                return Err(err(
+                    at(" <origin>"),
+                    format!("xyz must be finite and within ±{MAX_URDF_LENGTH_M} m, got {xyz:?}"),
+                ));
+            }
+            if j.origin.rpy.0 != [0.0; 3] {
+                return Err(err(
+                    at(" <origin>"),
+                    String::from(
+                        "rpy must be 0: every link frame is parallel to the world's in the zero pose",
+                    ),
+                ));
+            }
+            let effort = j.limit.effort;
+            if !(effort > 0.0 && effort <= MAX_TORQUE_LIMIT_NM) {
+                return Err(err(
+                    at(" <limit>"),
+                    format!(
+                        "effort (the largest torque norm) must be greater than 0 and at most {MAX_TORQUE_LIMIT_NM} N·m, got {effort}"
+                    ),
+                ));
+            }
+            // The reader found the same joints in the same order (checked above).
+            let attrs = extension.get(i).map_or(&no_attributes, |(_, a)| a);
+            let kind = joint_kind(j, attrs).map_err(|(what, reason)| err(at(what), reason))?;
+            let p = &bodies[parent];
+            let c = &bodies[child];
+            joints.push(JointModel {
+                name: j.name.clone(),
+                parent,
+                child,
+                kind,
+                anchor_in_parent_m: (dvec(xyz) - dvec(p.com_in_link_m)).to_array(),
+                anchor_in_child_m: (-dvec(c.com_in_link_m)).to_array(),
+                effort_nm: effort,
+            });
+        }
+        if let Some(l) = (1..n_links).find(|&b| !has_parent[b]) {
+            return Err(err(
+                format!("link `{}`", robot.links[l].name),
+                String::from("no joint attaches it: the first link is the only root"),
+            ));
+        }
+        let mut ground_contact_bodies = [0; 4];
+        for (slot, name) in ground_contact_bodies.iter_mut().zip(CONTACT_BODY_NAMES) {
+            *slot = match link_index(name) {
+                Some(b) if b != 0 => b,
+                _ => {
+                    return Err(err(
+                        String::from("<robot>"),
+                        format!(
+                            "no non-root link `{name}`: the plant reports the ground's force on {}",
+                            CONTACT_BODY_NAMES.join(", ")
+                        ),
+                    ));
+                }
+            };
+        }
+        Ok(Self {
+            name: robot.name,
+            bodies,
+            joints,
+            ground_contact_bodies,
+        })
+    }
+
+    /// The whole body's mass, kg.
+    pub fn total_mass_kg(&self) -> f64 {
+        self.bodies.iter().map(|b| b.mass_kg).sum()
+    }
+
+    /// The index of the body named `name`.
+    pub fn body_index(&self, name: &str) -> Option<usize> {
+        self.bodies.iter().position(|b| b.name == name)
+    }
+
+    /// `body` and every body below it, `body` first, then in joint order (each joint's parent
+    /// comes before its child, so one pass finds them all).
+    pub fn subtree(&self, body: usize) -> Vec<usize> {
+        let mut out = vec![body];
+        for j in &self.joints {
+            if out.contains(&j.parent) && !out.contains(&j.child) {
+                out.push(j.child);
+            }
+        }
+        out
+    }
+
+    /// The index of the joint named `name`.
+    pub fn joint_index(&self, name: &str) -> Option<usize> {
+        self.joints.iter().position(|j| j.name == name)
+    }
+
+    /// Values of a full torque frame: 3 per joint, then 3 for the root.
+    pub fn torque_len(&self) -> usize {
+        3 * self.joints.len() + 3
+    }
+
+    /// Forward kinematics: every body's pose, body order, for the root at `root` and the
+    /// joints' relative rotations `joint_rotations` (q_parent⁻¹·q_child, unit quaternions
+    /// w, x, y, z, joint order; missing ones: the identity). Each child is placed so that its
+    /// anchor meets its parent's.
+    pub fn pose(&self, root: BodyPose, joint_rotations: &[[f64; 4]]) -> Vec<BodyPose> {
+        let mut out = vec![root; self.bodies.len()];
+        for (i, j) in self.joints.iter().enumerate() {
+            let q_rel = joint_rotations
+                .get(i)
+                .map_or(DQuat::IDENTITY, |&q| dquat(q));
+            let p = out[j.parent];
+            let qp = dquat(p.orientation);
+            let qc = (qp * q_rel).normalize();
+            let at = dvec(p.com_m) + qp * dvec(j.anchor_in_parent_m);
+            out[j.child] = BodyPose {
+                com_m: (at - qc * dvec(j.anchor_in_child_m)).to_array(),
+                orientation: quat_array(qc),
+            };
+        }
+        out
+    }
+
+    /// The lowest point (smallest y) of any body's shapes with the bodies at `poses`, m.
+    pub fn lowest_point_m(&self, poses: &[BodyPose]) -> f64 {
+        let mut low = f64::INFINITY;
+        for (b, pose) in self.bodies.iter().zip(poses) {
+            let qb = dquat(pose.orientation);
+            for s in &b.shapes {
+                let q = qb * dquat(s.orientation);
+                let c = dvec(pose.com_m) + qb * dvec(s.center_m);
+                let y = match s.geometry {
+                    Geometry::Box { half_extents_m: h } => {
+                        // The lowest corner: |R row y| · h.
+                        let d = (q * DVec3::X).y.abs() * h[0]
+                            + (q * DVec3::Y).y.abs() * h[1]
+                            + (q * DVec3::Z).y.abs() * h[2];
+                        c.y - d
+                    }
+                    Geometry::Sphere { radius_m } => c.y - radius_m,
+                    Geometry::Capsule {
+                        radius_m,
+                        half_length_m,
+                    } => c.y - (q * DVec3::Z).y.abs() * half_length_m - radius_m,
+                };
+                low = low.min(y);
+            }
+        }
+        low
+    }
+}
+
+/// A link's body: mass properties and shapes, checked; `Err((element, reason))`.
+fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
+    let at = |what: &str| format!("link `{}`{what}", l.name);
+    let inertial = &l.inertial;
+    let m = inertial.mass.value;
+    if !(m.is_finite() && m > 0.0 && m <= MAX_URDF_MASS_KG) {
+        return Err((
+            at(" <inertial>"),
+            format!(
+                "mass must be finite, greater than 0 and at most {MAX_URDF_MASS_KG} kg, got {m:?}"
+            ),
+        ));
+    }
+    let i = &inertial.inertia;
+    let diag = [i.ixx, i.iyy, i.izz];
+    if !diag
+        .iter()
+        .all(|d| d.is_finite() && *d > 0.0 && *d <= MAX_URDF_INERTIA_KG_M2)
+    {
+        return Err((
+            at(" <inertia>"),
+            format!(
+                "ixx, iyy, izz must be finite, greater than 0 and at most {MAX_URDF_INERTIA_KG_M2} kg·m², got {diag:?}"
+            ),
+        ));
+    }
+    if [i.ixy, i.ixz, i.iyz] != [0.0; 3] {
+        return Err((
+            at(" <inertia>"),
+            String::from("ixy, ixz, iyz must be 0: the principal axes lie along the link frame's"),
+        ));
+    }
+    let sum: f64 = diag.iter().sum();
+    if diag.iter().any(|&d| d > (sum - d) * (1.0 + 1e-12)) {
+        return Err((
+            at(" <inertia>"),
+            format!(
+                "not a possible inertia: each principal moment is at most the sum of the other two, got {diag:?}"
+            ),
+        ));
+    }
+    if inertial.origin.rpy.0 != [0.0; 3] {
+        return Err((
+            at(" <inertial>"),
+            String::from("<origin rpy> must be 0 (principal axes along the link frame's)"),
+        ));
+    }
+    let com = inertial.origin.xyz.0;
+    if !com
+        .iter()
+        .all(|x| x.is_finite() && x.abs() <= MAX_URDF_LENGTH_M)
+    {
+        return Err((
+            at(" <inertial>"),
+            format!("<origin xyz> must be finite and within ±{MAX_URDF_LENGTH_M} m, got {com:?}"),
+        ));
+    }
+    if l.collision.is_empty() {
+        return Err((
+            at(""),
+            String::from("has no <collision>: every body needs a shape to touch the ground with"),
+        ));
+    }
+    let mut shapes = Vec::with_capacity(l.collision.len());
+    for (k, c) in l.collision.iter().enumerate() {
+        let at_c = || at(&format!(" <collision> {k}"));
+        let xyz = c.origin.xyz.0;
+        let rpy = c.origin.rpy.0;
+        if !xyz.iter().chain(&rpy).all(|x| x.is_finite()) {
+            return Err((at_c(), String::from("<origin> must be finite")));
+        }
+        if let Some(x) = xyz.into_iter().find(|x| x.abs() > MAX_URDF_LENGTH_M) {
+            return Err((
+                at_c(),
+                format!("<origin xyz> must be within ±{MAX_URDF_LENGTH_M} m, got {x:?}"),
+            ));
+        }
+        let positive = |v: f64| v.is_finite() && v > 0.0 && v <= MAX_URDF_LENGTH_M;
+        let geometry = match c.geometry {
+            urdf_rs::Geometry::Box { size } if size.0.iter().all(|&s| positive(s)) => {
+                Geometry::Box {
+                    half_extents_m: size.0.map(|s| s / 2.0),
+                }
+            }
+            urdf_rs::Geometry::Sphere { radius } if positive(radius) => {
+                Geometry::Sphere { radius_m: radius }
+            }
+            urdf_rs::Geometry::Capsule { radius, length }
+                if positive(radius) && (length == 0.0 || positive(length)) =>
+            {
+                Geometry::Capsule {
+                    radius_m: radius,
+                    half_length_m: length / 2.0,
+                }
+            }
+            ref g => {
+                return Err((
+                    at_c(),
+                    format!(
+                        "{g:?}: a shape is a <box>, <sphere> or <capsule> of positive finite size, each at most {MAX_URDF_LENGTH_M} m"
+                    ),
+                ));
+            }
+        };
+        // URDF: R = Rz(yaw)·Ry(pitch)·Rx(roll).
+        let [roll, pitch, yaw] = rpy;
+        let q = DQuat::from_rotation_z(yaw)
+            * DQuat::from_rotation_y(pitch)
+            * DQuat::from_rotation_x(roll);
+        shapes.push(ShapeModel {
+            geometry,
+            center_m: (dvec(xyz) - dvec(com)).to_array(),
+            orientation: quat_array(q.normalize()),
+        });
+    }
+    Ok(BodyModel {
+        name: l.name.clone(),
+        mass_kg: m,
+        inertia_kg_m2: diag,
+        com_in_link_m: com,
+        shapes,
+    })
+}
+
+/// The kind of joint `j` with the extension attributes `attrs` of its `<limit>`; `Err((the
+/// element within the joint, reason))`.
+fn joint_kind(j: &urdf_rs::Joint, attrs: &Attributes) -> Result<JointKind, (&'static str, String)> {
+    const LIMIT: &str = " <limit>";
+    const AXES: [&str; 3] = ["x", "y", "z"];
+    let attr = |name: &str| {
+        attrs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let pi = std::f64::consts::PI;
+    let range_ok =
+        |lo: f64, hi: f64| lo.is_finite() && hi.is_finite() && -pi <= lo && lo <= hi && hi <= pi;
+    match j.joint_type {
+        urdf_rs::JointType::Revolute => {
+            if attr("lower_xyz").is_some() || attr("upper_xyz").is_some() {
+                return Err((
+                    LIMIT,
+                    String::from(
+                        "lower_xyz / upper_xyz are for spherical joints; a revolute joint's range is lower / upper",
+                    ),
+                ));
+            }
+            let a = dvec(j.axis.xyz.0);
+            if !(a.is_finite() && a.length() > 1e-9) {
+                return Err((" <axis>", String::from("xyz must be finite and non-zero")));
+            }
+            let (lo, hi) = (j.limit.lower, j.limit.upper);
+            if !range_ok(lo, hi) {
+                return Err((
+                    LIMIT,
+                    format!(
+                        "lower and upper must be finite with -π <= lower <= upper <= π, got [{lo}, {hi}]"
+                    ),
+                ));
+            }
+            Ok(JointKind::Hinge {
+                axis: a.normalize().to_array(),
+                limits_rad: [lo, hi],
+            })
+        }
+        urdf_rs::JointType::Spherical => {
+            if j.limit.lower != 0.0 || j.limit.upper != 0.0 {
+                return Err((
+                    LIMIT,
+                    String::from(
+                        "a spherical joint's ranges are lower_xyz and upper_xyz (per axis); leave lower and upper out",
+                    ),
+                ));
+            }
+            let three = |name: &str| -> Result<[f64; 3], (&'static str, String)> {
+                let text = attr(name).ok_or_else(|| {
+                    (
+                        LIMIT,
+                        format!(
+                            "a spherical joint needs {name}=\"x y z\" (its per-axis range, rad)"
+                        ),
+                    )
+                })?;
+                let v: Vec<f64> = text
+                    .split_whitespace()
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| (LIMIT, format!("{name}=\"{text}\": {e}")))?;
+                <[f64; 3]>::try_from(v).map_err(|v| {
+                    (
+                        LIMIT,
+                        format!("{name}=\"{text}\": 3 numbers, got {}", v.len()),
+                    )
+                })
+            };
+            let (lo, hi) = (three("lower_xyz")?, three("upper_xyz")?);
+            let mut locked = Vec::new();
+            for k in 0..3 {
+                if !range_ok(lo[k], hi[k]) {
+                    return Err((
+                        LIMIT,
+                        format!(
+                            "axis {}: the range must be finite with -π <= lower <= upper <= π, got [{}, {}]",
+                            AXES[k], lo[k], hi[k]
+                        ),
+                    ));
+                }
+                if lo[k] == hi[k] {
+                    if lo[k] != 0.0 {
+                        return Err((
+                            LIMIT,
+                            format!(
+                                "axis {}: a range of zero width must be [0, 0] (that axis locked), got [{}, {}]",
+                                AXES[k], lo[k], hi[k]
+                            ),
+                        ));
+                    }
+                    locked.push(k);
+                }
+            }
+            let limits = [0, 1, 2].map(|k| [lo[k], hi[k]]);
+            match locked[..] {
+                [] => Ok(JointKind::Ball { limits_rad: limits }),
+                [l] => {
+                    let free: Vec<usize> = (0..3).filter(|&k| k != l).collect();
+                    Ok(JointKind::TwoAxis {
+                        axes: [COORDINATE_AXES[free[0]], COORDINATE_AXES[free[1]]],
+                        limits_rad: [limits[free[0]], limits[free[1]]],
+                    })
+                }
+                _ => Err((
+                    LIMIT,
+                    String::from(
+                        "more than one axis locked: write a revolute joint (or make it one body) instead",
+                    ),
+                )),
+            }
+        }
+        ref other => Err((
+            "",
+            format!(
+                "type {other:?}: the humanoid's joints are spherical (ball, or two-axis with one range [0, 0]) or revolute"
+            ),
+        )),
+    }
+}
+
+/// An element's attributes: (name, value), in document order.
+type Attributes = Vec<(String, String)>;
+
+/// For every `<joint>` directly under `<robot>`, in document order: its name and the attributes
+/// of its `<limit>` (none if it has no `<limit>`). urdf-rs drops the attributes it does not
+/// know (this model's `lower_xyz`, `upper_xyz`); the text has been parsed by urdf-rs already, so
+/// it is well-formed XML: this reader only walks its tags (comments, declarations, processing
+/// instructions and CDATA skipped; the five predefined entities decoded in values), and the
+/// caller checks that it finds the joints urdf-rs finds.
+fn joint_limit_attributes(xml: &str) -> Result<Vec<(String, Attributes)>, String> {
+    let mut out: Vec<(String, Attributes)> = Vec::new();
+    let mut depth = 0usize;
+    let mut in_joint = false;
+    let mut rest = xml;
+    while let Some(open) = rest.find('<') {
+        rest = &rest[open..];
+        let skip_to = |end: &str, rest: &str| -> Result<usize, String> {
+            rest.find(end)
+                .map(|i| i + end.len())
+                .ok_or_else(|| format!("unterminated markup (no `{end}`)"))
+        };
+        if rest.starts_with("<!--") {
+            rest = &rest[skip_to("-->", rest)?..];
+        } else if rest.starts_with("<![CDATA[") {
+            rest = &rest[skip_to("]]>", rest)?..];
+        } else if rest.starts_with("<?") {
+            rest = &rest[skip_to("?>", rest)?..];
+        } else if rest.starts_with("<!") {
+            rest = &rest[skip_to(">", rest)?..];
+        } else if rest.starts_with("</") {
+            let end = skip_to(">", rest)?;
+            let name = rest[2..end - 1].trim();
+            depth = depth.saturating_sub(1);
+            if name == "joint" && depth == 1 {
+                in_joint = false;
+            }
+            rest = &rest[end..];
+        } else {
+            let (name, attrs, self_closing, len) = start_tag(rest)?;
+            if depth == 1 && name == "joint" {
+                let joint_name = attrs
+                    .iter()
+                    .find(|(n, _)| n == "name")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                out.push((joint_name, Vec::new()));
+                in_joint = !self_closing;
+            } else if depth == 2
+                && in_joint
+                && name == "limit"
+                && let Some((_, slot)) = out.last_mut()
+            {
+                *slot = attrs;
+            }
+            if !self_closing {
+                depth += 1;
+            }
+            rest = &rest[len..];
+        }
+    }
+    Ok(out)
+}
+
+/// A start tag at the beginning of `s` (which starts with `<`): its name, its attributes, whether
+/// it closes itself, and its length in bytes.
+fn start_tag(s: &str) -> Result<(&str, Attributes, bool, usize), String> {
+    let bytes = s.as_bytes();
+    let is_space = |b: u8| b == b' ' || b == b'\t' || b == b'\n' || b == b'\r';
+    let mut i = 1;
+    while i < bytes.len() && !is_space(bytes[i]) && bytes[i] != b'/' && bytes[i] != b'>' {
+        i += 1;
+    }
+    let name = &s[1..i];
+    let mut attrs = Vec::new();
+    loop {
+        while i < bytes.len() && is_space(bytes[i]) {
+            i += 1;
+        }
+        match bytes.get(i) {
+            None => return Err(format!("unterminated tag <{name}")),
+            Some(b'>') => return Ok((name, attrs, false, i + 1)),
+            Some(b'/') if bytes.get(i + 1) == Some(&b'>') => return Ok((name, attrs, true, i + 2)),
+            Some(_) => {}
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !is_space(bytes[i]) {
+            i += 1;
+        }
+        let attr = &s[start..i];
+        while i < bytes.len() && (is_space(bytes[i]) || bytes[i] == b'=') {
+            i += 1;
+        }
+        let Some(&quote) = bytes.get(i).filter(|&&q| q == b'"' || q == b'\'') else {
+            return Err(format!("<{name}>: attribute `{attr}` has no quoted value"));
+        };
+        let value_start = i + 1;
+        let Some(len) = s[value_start..].find(quote as char) else {
+            return Err(format!(
+                "<{name}>: attribute `{attr}`'s value is unterminated"
+            ));
+        };
+        let value = s[value_start..value_start + len]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&");
+        attrs.push((attr.to_owned(), value));
+        i = value_start + len + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_axis_angles_of_single_axis_rotations_are_their_angles() {
+        for (k, &axis) in COORDINATE_AXES.iter().enumerate() {
+            for a in [-3.0, -1.0, -0.2, 0.0, 0.5, 2.9] {
+                let q = DQuat::from_axis_angle(dvec(axis), a);
+                let got = per_axis_angles_rad(quat_array(q));
+                let flipped = per_axis_angles_rad(quat_array(-q));
+                for i in 0..3 {
+                    let want = if i == k { a } else { 0.0 };
+                    assert!((got[i] - want).abs() < 1e-12, "{k} {a}: {got:?}");
+                    assert!((flipped[i] - want).abs() < 1e-12, "{k} {a}: {flipped:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_tag_reader_finds_limits_and_skips_comments_and_nested_joints() {
+        let xml = r#"<?xml version="1.0"?>
+<robot name='r'>
+  <!-- <joint name="commented"><limit lower_xyz="9 9 9"/></joint> -->
+  <link name="a"/>
+  <joint name="j1" type="spherical">
+    <limit effort="1" velocity = '2' lower_xyz="-1 0 -2" upper_xyz="1 0 2"/>
+  </joint>
+  <joint name="j&amp;2" type="revolute"><limit lower="0" upper="1" effort="1" velocity="1"></limit></joint>
+  <transmission name="t"><joint name="inner"/></transmission>
+</robot>"#;
+        let got = joint_limit_attributes(xml).unwrap();
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["j1", "j&2"]);
+        assert!(got[0].1.contains(&("lower_xyz".into(), "-1 0 -2".into())));
+        assert!(got[0].1.contains(&("velocity".into(), "2".into())));
+        assert_eq!(got[1].1.len(), 4);
+    }
+}
