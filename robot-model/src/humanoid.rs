@@ -3,8 +3,10 @@
 //! sides: `sim-host`'s humanoid plant is built from it and the controllers model the same bodies
 //! (their floating-base [`control_core::tree::Tree`] through [`HumanoidTree`]). The humanoid has
 //! ball joints, which the [`crate::RobotModel`] tree does not represent; this module reads them
-//! with the same reader ([`crate::read_description`], [`crate::check_xml`]) and the same URDF
-//! parser (urdf-rs) as every other robot, under the conventions below.
+//! with the same reader ([`crate::read_description`], [`crate::check_xml`]), the same strict
+//! pass over the XML (every number whole and finite, every vector of its length, the element
+//! named; the joints' per-axis ranges included) and the same URDF parser (urdf-rs) as every
+//! other robot ([`crate::parse`]), under the conventions below.
 //!
 //! # Balancing it with `control_core::balance`
 //! The tree, the soles' corners and the joints' effort groups are all the balance QP needs; a
@@ -287,7 +289,10 @@ impl HumanoidModel {
 
     /// Reads and checks the humanoid of the URDF text `text`; `file` names it in errors. Text
     /// nested deeper than [`MAX_XML_DEPTH`] elements, or with more than
-    /// [`MAX_XML_ELEMENTS`], is refused before it is parsed.
+    /// [`MAX_XML_ELEMENTS`], is refused before it is parsed; then the strict pass every robot's
+    /// URDF goes through (each number parsed whole and finite, each vector of its length,
+    /// required attributes present, the element named: [`crate::parse`]'s) reads it, the
+    /// spherical joints' `lower_xyz` / `upper_xyz` included, before urdf-rs does.
     pub fn from_urdf_str(text: &str, file: &Path) -> Result<Self, ModelError> {
         let err = |element: String, reason: String| ModelError {
             file: file.to_path_buf(),
@@ -296,19 +301,17 @@ impl HumanoidModel {
         };
         check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS)
             .map_err(|reason| err(String::from("(document)"), reason))?;
+        let facts = crate::syntax::check(text).map_err(|(element, reason)| err(element, reason))?;
         let robot = urdf_rs::read_from_string(text)
             .map_err(|e| err(String::from("(document)"), format!("not a URDF: {e}")))?;
-        let extension = joint_limit_attributes(text)
-            .map_err(|reason| err(String::from("(document)"), reason))?;
-        let names: Vec<&str> = robot.joints.iter().map(|j| j.name.as_str()).collect();
-        let scanned: Vec<&str> = extension.iter().map(|(n, _)| n.as_str()).collect();
-        if names != scanned {
+        // One fact per <joint> in file order, urdf-rs's order: the same joints.
+        if facts.joints.len() != robot.joints.len() {
             return Err(err(
                 String::from("(document)"),
                 format!(
-                    "the joints urdf-rs reads ({}) are not those the <limit> reader finds ({})",
-                    names.join(", "),
-                    scanned.join(", ")
+                    "urdf-rs reads {} joints where the strict pass finds {}",
+                    robot.joints.len(),
+                    facts.joints.len()
                 ),
             ));
         }
@@ -343,7 +346,6 @@ impl HumanoidModel {
         }
         let link_index = |name: &str| robot.links.iter().position(|l| l.name == name);
 
-        let no_attributes = Attributes::new();
         let mut joints: Vec<JointModel> = Vec::with_capacity(robot.joints.len());
         let mut posed = vec![false; n_links];
         let mut has_parent = vec![false; n_links];
@@ -421,9 +423,9 @@ impl HumanoidModel {
                     ),
                 ));
             }
-            // The reader found the same joints in the same order (checked above).
-            let attrs = extension.get(i).map_or(&no_attributes, |(_, a)| a);
-            let kind = joint_kind(j, attrs).map_err(|(what, reason)| err(at(what), reason))?;
+            // The strict pass found the same joints in the same order (checked above).
+            let per_axis = facts.joints.get(i).map_or([None; 2], |f| f.per_axis);
+            let kind = joint_kind(j, per_axis).map_err(|(what, reason)| err(at(what), reason))?;
             let p = &bodies[parent];
             let c = &bodies[child];
             joints.push(JointModel {
@@ -672,23 +674,21 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
     })
 }
 
-/// The kind of joint `j` with the extension attributes `attrs` of its `<limit>`; `Err((the
-/// element within the joint, reason))`.
-fn joint_kind(j: &urdf_rs::Joint, attrs: &Attributes) -> Result<JointKind, (&'static str, String)> {
+/// The kind of joint `j` with the per-axis ranges `[lower_xyz, upper_xyz]` of its `<limit>`
+/// (where written: the strict pass read them); `Err((the element within the joint, reason))`.
+fn joint_kind(
+    j: &urdf_rs::Joint,
+    per_axis: [Option<[f64; 3]>; 2],
+) -> Result<JointKind, (&'static str, String)> {
     const LIMIT: &str = " <limit>";
     const AXES: [&str; 3] = ["x", "y", "z"];
-    let attr = |name: &str| {
-        attrs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let [lower_xyz, upper_xyz] = per_axis;
     let pi = std::f64::consts::PI;
     let range_ok =
         |lo: f64, hi: f64| lo.is_finite() && hi.is_finite() && -pi <= lo && lo <= hi && hi <= pi;
     match j.joint_type {
         urdf_rs::JointType::Revolute => {
-            if attr("lower_xyz").is_some() || attr("upper_xyz").is_some() {
+            if lower_xyz.is_some() || upper_xyz.is_some() {
                 return Err((
                     LIMIT,
                     String::from(
@@ -723,28 +723,20 @@ fn joint_kind(j: &urdf_rs::Joint, attrs: &Attributes) -> Result<JointKind, (&'st
                     ),
                 ));
             }
-            let three = |name: &str| -> Result<[f64; 3], (&'static str, String)> {
-                let text = attr(name).ok_or_else(|| {
+            let three = |v: Option<[f64; 3]>, name: &str| {
+                v.ok_or_else(|| {
                     (
                         LIMIT,
                         format!(
                             "a spherical joint needs {name}=\"x y z\" (its per-axis range, rad)"
                         ),
                     )
-                })?;
-                let v: Vec<f64> = text
-                    .split_whitespace()
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| (LIMIT, format!("{name}=\"{text}\": {e}")))?;
-                <[f64; 3]>::try_from(v).map_err(|v| {
-                    (
-                        LIMIT,
-                        format!("{name}=\"{text}\": 3 numbers, got {}", v.len()),
-                    )
                 })
             };
-            let (lo, hi) = (three("lower_xyz")?, three("upper_xyz")?);
+            let (lo, hi) = (
+                three(lower_xyz, "lower_xyz")?,
+                three(upper_xyz, "upper_xyz")?,
+            );
             let mut locked = Vec::new();
             for k in 0..3 {
                 if !range_ok(lo[k], hi[k]) {
@@ -796,121 +788,65 @@ fn joint_kind(j: &urdf_rs::Joint, attrs: &Attributes) -> Result<JointKind, (&'st
     }
 }
 
-/// An element's attributes: (name, value), in document order.
-type Attributes = Vec<(String, String)>;
-
-/// For every `<joint>` directly under `<robot>`, in document order: its name and the attributes
-/// of its `<limit>` (none if it has no `<limit>`). urdf-rs drops the attributes it does not
-/// know (this model's `lower_xyz`, `upper_xyz`); the text has been parsed by urdf-rs already, so
-/// it is well-formed XML: this reader only walks its tags (comments, declarations, processing
-/// instructions and CDATA skipped; the five predefined entities decoded in values), and the
-/// caller checks that it finds the joints urdf-rs finds.
-fn joint_limit_attributes(xml: &str) -> Result<Vec<(String, Attributes)>, String> {
-    let mut out: Vec<(String, Attributes)> = Vec::new();
-    let mut depth = 0usize;
-    let mut in_joint = false;
-    let mut rest = xml;
-    while let Some(open) = rest.find('<') {
-        rest = &rest[open..];
-        let skip_to = |end: &str, rest: &str| -> Result<usize, String> {
-            rest.find(end)
-                .map(|i| i + end.len())
-                .ok_or_else(|| format!("unterminated markup (no `{end}`)"))
-        };
-        if rest.starts_with("<!--") {
-            rest = &rest[skip_to("-->", rest)?..];
-        } else if rest.starts_with("<![CDATA[") {
-            rest = &rest[skip_to("]]>", rest)?..];
-        } else if rest.starts_with("<?") {
-            rest = &rest[skip_to("?>", rest)?..];
-        } else if rest.starts_with("<!") {
-            rest = &rest[skip_to(">", rest)?..];
-        } else if rest.starts_with("</") {
-            let end = skip_to(">", rest)?;
-            let name = rest[2..end - 1].trim();
-            depth = depth.saturating_sub(1);
-            if name == "joint" && depth == 1 {
-                in_joint = false;
-            }
-            rest = &rest[end..];
-        } else {
-            let (name, attrs, self_closing, len) = start_tag(rest)?;
-            if depth == 1 && name == "joint" {
-                let joint_name = attrs
-                    .iter()
-                    .find(|(n, _)| n == "name")
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default();
-                out.push((joint_name, Vec::new()));
-                in_joint = !self_closing;
-            } else if depth == 2
-                && in_joint
-                && name == "limit"
-                && let Some((_, slot)) = out.last_mut()
-            {
-                *slot = attrs;
-            }
-            if !self_closing {
-                depth += 1;
-            }
-            rest = &rest[len..];
-        }
-    }
-    Ok(out)
-}
-
-/// A start tag at the beginning of `s` (which starts with `<`): its name, its attributes, whether
-/// it closes itself, and its length in bytes.
-fn start_tag(s: &str) -> Result<(&str, Attributes, bool, usize), String> {
-    let bytes = s.as_bytes();
-    let is_space = |b: u8| b == b' ' || b == b'\t' || b == b'\n' || b == b'\r';
-    let mut i = 1;
-    while i < bytes.len() && !is_space(bytes[i]) && bytes[i] != b'/' && bytes[i] != b'>' {
-        i += 1;
-    }
-    let name = &s[1..i];
-    let mut attrs = Vec::new();
-    loop {
-        while i < bytes.len() && is_space(bytes[i]) {
-            i += 1;
-        }
-        match bytes.get(i) {
-            None => return Err(format!("unterminated tag <{name}")),
-            Some(b'>') => return Ok((name, attrs, false, i + 1)),
-            Some(b'/') if bytes.get(i + 1) == Some(&b'>') => return Ok((name, attrs, true, i + 2)),
-            Some(_) => {}
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i] != b'=' && !is_space(bytes[i]) {
-            i += 1;
-        }
-        let attr = &s[start..i];
-        while i < bytes.len() && (is_space(bytes[i]) || bytes[i] == b'=') {
-            i += 1;
-        }
-        let Some(&quote) = bytes.get(i).filter(|&&q| q == b'"' || q == b'\'') else {
-            return Err(format!("<{name}>: attribute `{attr}` has no quoted value"));
-        };
-        let value_start = i + 1;
-        let Some(len) = s[value_start..].find(quote as char) else {
-            return Err(format!(
-                "<{name}>: attribute `{attr}`'s value is unterminated"
-            ));
-        };
-        let value = s[value_start..value_start + len]
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&quot;", "\"")
-            .replace("&apos;", "'")
-            .replace("&amp;", "&");
-        attrs.push((attr.to_owned(), value));
-        i = value_start + len + 1;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const URDF: &str = include_str!("../../models/humanoid15.urdf");
+
+    /// The refusal of the shipped humanoid with `from` replaced by `to` (once).
+    fn refusal(from: &str, to: &str) -> ModelError {
+        assert_eq!(URDF.matches(from).count(), 1, "{from}");
+        HumanoidModel::from_urdf_str(&URDF.replace(from, to), Path::new("h.urdf"))
+            .expect_err("refused")
+    }
+
+    #[test]
+    fn the_shipped_humanoid_reads() {
+        let m = HumanoidModel::from_urdf_str(URDF, Path::new("h.urdf")).unwrap();
+        assert_eq!((m.bodies.len(), m.joints.len()), (15, 14));
+        let waist = &m.joints[m.joint_index("waist").unwrap()];
+        assert_eq!(
+            waist.kind,
+            JointKind::Ball {
+                limits_rad: [[-0.6, 0.6]; 3]
+            }
+        );
+    }
+
+    #[test]
+    fn loose_numbers_are_refused_naming_the_attribute() {
+        // urdf-rs alone reads `0.01 foo 0.33 0` as (0.01, 0.33, 0).
+        let e = refusal(
+            r#"<origin xyz="0.01 0.33 0"/>"#,
+            r#"<origin xyz="0.01 foo 0.33 0"/>"#,
+        );
+        assert_eq!(e.element, r#"joint "neck" <origin xyz>"#);
+        assert!(e.reason.contains("not a number"), "{e}");
+        let waist = r#"<limit effort="400" velocity="100" lower_xyz="-0.6 -0.6 -0.6" upper_xyz="0.6 0.6 0.6"/>"#;
+        let e = refusal(
+            waist,
+            &waist.replace(r#"lower_xyz="-0.6 -0.6 -0.6""#, r#"lower_xyz="-0.6 -0.6""#),
+        );
+        assert_eq!(e.element, r#"joint "waist" <limit lower_xyz>"#);
+        assert!(e.reason.contains("3 numbers expected, got 2"), "{e}");
+        let e = refusal(
+            waist,
+            &waist.replace(r#"upper_xyz="0.6 0.6 0.6""#, r#"upper_xyz="0.6 nan 0.6""#),
+        );
+        assert_eq!(e.element, r#"joint "waist" <limit upper_xyz>"#);
+        assert!(e.reason.contains("not a finite number"), "{e}");
+    }
+
+    #[test]
+    fn per_axis_ranges_belong_to_spherical_joints() {
+        let e = refusal(
+            r#"<limit effort="400" velocity="100" lower_xyz="-0.6 -0.6 -0.6" upper_xyz="0.6 0.6 0.6"/>"#,
+            r#"<limit effort="400" velocity="100" upper_xyz="0.6 0.6 0.6"/>"#,
+        );
+        assert_eq!(e.element, "joint `waist` <limit>");
+        assert!(e.reason.contains("needs lower_xyz"), "{e}");
+    }
 
     #[test]
     fn per_axis_angles_of_single_axis_rotations_are_their_angles() {
@@ -926,25 +862,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn the_tag_reader_finds_limits_and_skips_comments_and_nested_joints() {
-        let xml = r#"<?xml version="1.0"?>
-<robot name='r'>
-  <!-- <joint name="commented"><limit lower_xyz="9 9 9"/></joint> -->
-  <link name="a"/>
-  <joint name="j1" type="spherical">
-    <limit effort="1" velocity = '2' lower_xyz="-1 0 -2" upper_xyz="1 0 2"/>
-  </joint>
-  <joint name="j&amp;2" type="revolute"><limit lower="0" upper="1" effort="1" velocity="1"></limit></joint>
-  <transmission name="t"><joint name="inner"/></transmission>
-</robot>"#;
-        let got = joint_limit_attributes(xml).unwrap();
-        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["j1", "j&2"]);
-        assert!(got[0].1.contains(&("lower_xyz".into(), "-1 0 -2".into())));
-        assert!(got[0].1.contains(&("velocity".into(), "2".into())));
-        assert_eq!(got[1].1.len(), 4);
     }
 }

@@ -35,6 +35,10 @@ pub(crate) struct JointFacts {
     pub limit: bool,
     /// Its `effort` attribute is present.
     pub effort: bool,
+    /// Its `lower_xyz` and `upper_xyz` attributes, three numbers each where present: this
+    /// project's per-axis ranges of a spherical joint (the humanoid's, [`crate::humanoid`]),
+    /// which urdf-rs does not read.
+    pub per_axis: [Option<[f64; 3]>; 2],
 }
 
 /// The URDF joint types.
@@ -293,6 +297,9 @@ fn joint(e: &Element, index: usize, quat: bool) -> Result<JointFacts, Refusal> {
         numbers(l, "upper", 1, false, &at)?;
         facts.effort = numbers(l, "effort", 1, false, &at)?.is_some();
         numbers(l, "velocity", 1, true, &at)?;
+        for (slot, attr) in facts.per_axis.iter_mut().zip(["lower_xyz", "upper_xyz"]) {
+            *slot = numbers(l, attr, 3, false, &at)?.and_then(|v| <[f64; 3]>::try_from(v).ok());
+        }
     }
     if let Some(d) = at_most_one(e, "dynamics", &at)? {
         numbers(d, "damping", 1, false, &at)?;
