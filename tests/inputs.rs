@@ -398,7 +398,7 @@ fn urdf_masses_of_1e300_and_0_are_refused_naming_the_link() {
             &[
                 "field `urdf`",
                 &urdf.display().to_string(),
-                "link `head` <inertial>",
+                r#"link "head" <inertial>"#,
                 "mass must be finite, greater than 0 and at most 1000000 kg",
             ],
         );

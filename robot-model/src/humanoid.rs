@@ -87,16 +87,15 @@
 //!   torque vector, N·m; `velocity` is required by URDF and not enforced.
 //!
 //! Reads files and allocates: start-up code, never for a control loop. Never panics on any
-//! file: every refusal is a [`ModelError`] naming the file, the element and the reason.
+//! file: every refusal is a [`LoadError`] naming the file, the element and the reason.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use control_core::frames::{MAX_BODIES, MAX_JOINTS};
 use glam::{DQuat, DVec3};
 
 use crate::{
-    MAX_TORQUE_LIMIT_NM, MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG,
+    LoadError, MAX_TORQUE_LIMIT_NM, MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG,
     MAX_XML_DEPTH, MAX_XML_ELEMENTS, check_xml, read_description,
 };
 
@@ -228,31 +227,6 @@ pub struct BodyPose {
     pub orientation: [f64; 4],
 }
 
-/// A URDF the humanoid model refuses: which file, which element, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelError {
-    /// The file.
-    pub file: PathBuf,
-    /// The element: ``joint `left_hip` <limit>``, ``link `torso` <inertial>``, `(document)`.
-    pub element: String,
-    /// Why.
-    pub reason: String,
-}
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "humanoid URDF {}: {}: {}",
-            self.file.display(),
-            self.element,
-            self.reason
-        )
-    }
-}
-
-impl std::error::Error for ModelError {}
-
 /// The angle about each axis x, y, z of the rotation `q` (w, x, y, z), rad, in (−π, π]:
 /// 2·atan2(q_k, q_w) with q and −q alike (Rapier's per-axis measure, which the joint limits use).
 /// For a rotation about one coordinate axis, its angle about that axis and 0 about the others.
@@ -278,12 +252,8 @@ const COORDINATE_AXES: [[f64; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 
 impl HumanoidModel {
     /// Reads and checks the humanoid of the URDF file `path` (read by
     /// [`crate::read_description`]: a regular file, size and nesting capped).
-    pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = read_description(path).map_err(|e| ModelError {
-            file: e.file,
-            element: String::from("(file)"),
-            reason: e.reason,
-        })?;
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let text = read_description(path)?;
         Self::from_urdf_str(&text, path)
     }
 
@@ -293,21 +263,21 @@ impl HumanoidModel {
     /// URDF goes through (each number parsed whole and finite, each vector of its length,
     /// required attributes present, the element named: [`crate::parse`]'s) reads it, the
     /// spherical joints' `lower_xyz` / `upper_xyz` included, before urdf-rs does.
-    pub fn from_urdf_str(text: &str, file: &Path) -> Result<Self, ModelError> {
-        let err = |element: String, reason: String| ModelError {
+    pub fn from_urdf_str(text: &str, file: &Path) -> Result<Self, LoadError> {
+        let err = |element: String, reason: String| LoadError {
             file: file.to_path_buf(),
             element,
             reason,
         };
         check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS)
-            .map_err(|reason| err(String::from("(document)"), reason))?;
+            .map_err(|reason| err(String::from("<robot>"), reason))?;
         let facts = crate::syntax::check(text).map_err(|(element, reason)| err(element, reason))?;
         let robot = urdf_rs::read_from_string(text)
-            .map_err(|e| err(String::from("(document)"), format!("not a URDF: {e}")))?;
+            .map_err(|e| err(String::from("<robot>"), format!("not a URDF: {e}")))?;
         // One fact per <joint> in file order, urdf-rs's order: the same joints.
         if facts.joints.len() != robot.joints.len() {
             return Err(err(
-                String::from("(document)"),
+                String::from("<robot>"),
                 format!(
                     "urdf-rs reads {} joints where the strict pass finds {}",
                     robot.joints.len(),
@@ -338,7 +308,7 @@ impl HumanoidModel {
         for (i, l) in robot.links.iter().enumerate() {
             if robot.links[..i].iter().any(|o| o.name == l.name) {
                 return Err(err(
-                    format!("link `{}`", l.name),
+                    format!("link {:?}", l.name),
                     String::from("two links have this name"),
                 ));
             }
@@ -350,7 +320,7 @@ impl HumanoidModel {
         let mut posed = vec![false; n_links];
         let mut has_parent = vec![false; n_links];
         for (i, j) in robot.joints.iter().enumerate() {
-            let at = |what: &str| format!("joint `{}`{what}", j.name);
+            let at = |what: &str| format!("joint {:?}{what}", j.name);
             if joints.iter().any(|o| o.name == j.name) {
                 return Err(err(at(""), String::from("two joints have this name")));
             }
@@ -364,14 +334,14 @@ impl HumanoidModel {
                 };
                 return Err(err(
                     at(""),
-                    format!("names a link `{missing}` the file does not have"),
+                    format!("names a link {missing:?} the file does not have"),
                 ));
             };
             if has_parent[child] {
                 return Err(err(
                     at(""),
                     format!(
-                        "link `{}` is the child of two joints: the links must form a tree",
+                        "link {:?} is the child of two joints: the links must form a tree",
                         j.child.link
                     ),
                 ));
@@ -380,7 +350,7 @@ impl HumanoidModel {
                 return Err(err(
                     at(""),
                     format!(
-                        "its child `{}` is the first link, which must be the root (no parent joint)",
+                        "its child {:?} is the first link, which must be the root (no parent joint)",
                         j.child.link
                     ),
                 ));
@@ -390,7 +360,7 @@ impl HumanoidModel {
                 return Err(err(
                     at(""),
                     format!(
-                        "its parent `{}` is not the root nor the child of an earlier joint: list the joints from the root outwards",
+                        "its parent {:?} is not the root nor the child of an earlier joint: list the joints from the root outwards",
                         j.parent.link
                     ),
                 ));
@@ -440,7 +410,7 @@ impl HumanoidModel {
         }
         if let Some(l) = (1..n_links).find(|&b| !has_parent[b]) {
             return Err(err(
-                format!("link `{}`", robot.links[l].name),
+                format!("link {:?}", robot.links[l].name),
                 String::from("no joint attaches it: the first link is the only root"),
             ));
         }
@@ -452,7 +422,7 @@ impl HumanoidModel {
                     return Err(err(
                         String::from("<robot>"),
                         format!(
-                            "no non-root link `{name}`: the plant reports the ground's force on {}",
+                            "no non-root link {name:?}: the plant reports the ground's force on {}",
                             CONTACT_BODY_NAMES.join(", ")
                         ),
                     ));
@@ -552,7 +522,7 @@ impl HumanoidModel {
 
 /// A link's body: mass properties and shapes, checked; `Err((element, reason))`.
 fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
-    let at = |what: &str| format!("link `{}`{what}", l.name);
+    let at = |what: &str| format!("link {:?}{what}", l.name);
     let inertial = &l.inertial;
     let m = inertial.mass.value;
     if !(m.is_finite() && m > 0.0 && m <= MAX_URDF_MASS_KG) {
@@ -795,7 +765,7 @@ mod tests {
     const URDF: &str = include_str!("../../models/humanoid15.urdf");
 
     /// The refusal of the shipped humanoid with `from` replaced by `to` (once).
-    fn refusal(from: &str, to: &str) -> ModelError {
+    fn refusal(from: &str, to: &str) -> LoadError {
         assert_eq!(URDF.matches(from).count(), 1, "{from}");
         HumanoidModel::from_urdf_str(&URDF.replace(from, to), Path::new("h.urdf"))
             .expect_err("refused")
@@ -844,7 +814,7 @@ mod tests {
             r#"<limit effort="400" velocity="100" lower_xyz="-0.6 -0.6 -0.6" upper_xyz="0.6 0.6 0.6"/>"#,
             r#"<limit effort="400" velocity="100" upper_xyz="0.6 0.6 0.6"/>"#,
         );
-        assert_eq!(e.element, "joint `waist` <limit>");
+        assert_eq!(e.element, r#"joint "waist" <limit>"#);
         assert!(e.reason.contains("needs lower_xyz"), "{e}");
     }
 

@@ -118,7 +118,7 @@ use crate::scene::{
 // the plant and the controllers.
 pub use robot_model::humanoid::{
     BodyModel, BodyPose, CONTACT_BODY_NAMES, Geometry, HumanoidModel, JointKind, JointModel,
-    MAX_HUMANOID_JOINTS, ModelError, ShapeModel, per_axis_angles_rad,
+    MAX_HUMANOID_JOINTS, ShapeModel, per_axis_angles_rad,
 };
 
 /// Coulomb friction coefficient of the ground and of every shape of the humanoid.
