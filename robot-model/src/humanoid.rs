@@ -14,47 +14,36 @@
 //! pose on level ground, one tick carries the body's weight on its soles:
 //!
 //! ```
-//! use control_core::articulated::nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
-//! use control_core::balance::{Balance, BalanceInput, BalanceSettings, BalanceStatus, ContactBody, MAX_POINTS};
-//! use control_core::tree::{BaseKind, Tree, TreeSpec};
-//! use robot_model::humanoid::{HumanoidModel, HumanoidTree, soles};
+//! use control_core::articulated::nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
+//! use control_core::balance::{Balance, BalanceInput, BalanceSettings, BalanceStatus, MAX_POINTS};
+//! use control_core::tree::Tree;
+//! use robot_model::humanoid::{HumanoidModel, HumanoidTree};
 //!
 //! const NV: usize = 36; // capacity: the humanoid has 6 + 28 velocities
 //! let urdf = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
 //! let model = HumanoidModel::load(urdf.as_ref())?;
 //! let shape = HumanoidTree::new(&model, &|_| true)?; // every body kept
-//! let spec = TreeSpec { base: BaseKind::Floating, base_body: shape.base, joints: &shape.joints };
-//! let tree = Tree::<NV>::new(&spec)?;
-//! let mut feet = Vec::new(); // the feet's and toes' sole corners, in their tree frames
-//! for sole in soles(&model)? {
-//!     let mut points = [[0.0; 3]; MAX_POINTS];
-//!     for (p, c) in points.iter_mut().zip(sole.corners_from(shape.com_in_frame[sole.body])) {
-//!         *p = c;
-//!     }
-//!     feet.push(ContactBody { body: shape.tree_body[sole.body], points, count: sole.corners.len() });
-//! }
-//! // The zero pose, the soles on y = 0 (y is up), the centre of mass's height above them.
-//! let kin = tree.kinematics(&Isometry3::identity(), &[0.0; NV])?;
-//! let lowest = feet.iter().flat_map(|f| {
-//!     let pose = kin.body_pose(f.body).unwrap_or_else(Isometry3::identity);
-//!     f.points[..f.count].iter().map(move |p| (pose * Point3::from(*p)).y)
-//! }).fold(f64::INFINITY, f64::min);
-//! let (mass, com) = kin.center_of_mass()?;
-//! let base = Isometry3::from_parts(Translation3::new(0.0, -lowest, 0.0), UnitQuaternion::identity());
+//! let tree = Tree::<NV>::new(&shape.spec())?;
+//! let feet = shape.contact_bodies(&model)?; // the feet's and toes' sole corners
+//! let up = Vector3::y(); // the humanoid's world is y up
+//! let height = HumanoidTree::standing_height(&tree, &feet, &up)?;
+//! let (mass, com) = tree.kinematics(&Isometry3::identity(), &[0.0; NV])?.center_of_mass()?;
+//! // The zero pose with its soles on y = 0.
+//! let base = Isometry3::from_parts(Translation3::new(0.0, height - com.y, 0.0), UnitQuaternion::identity());
 //! // About 0.7 MB: built on a thread with room for it on the way into its box.
 //! let out = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
 //!     let mut balance = Box::new(Balance::<NV, 80, 144>::new(tree, &feet, &shape.groups, BalanceSettings::DEFAULT)?);
 //!     let (q, planted) = ([0.0; NV], vec![[true; MAX_POINTS]; feet.len()]);
 //!     Ok::<_, control_core::balance::BalanceError>(balance.tick(&BalanceInput { // never allocates, blocks or panics
-//!         base_pose: &base, q: &q, v: &[0.0; NV], q_target: &q, com_height_m: com.y - lowest,
+//!         base_pose: &base, q: &q, v: &[0.0; NV], q_target: &q, com_height_m: height,
 //!         upright_target: &UnitQuaternion::identity(), planted: &planted,
-//!         gravity: Vector3::new(0.0, -9.81, 0.0), tasks: &[],
+//!         gravity: -9.81 * up, tasks: &[],
 //!     }))
 //! })?.join().expect("the tick thread")?;
 //! assert_eq!(out.status, BalanceStatus::Solved);
 //! let weight: f64 = out.forces[..out.point_count].iter().map(|f| f[1]).sum();
 //! assert!((weight - mass * 9.81).abs() < 0.01 * mass * 9.81, "the soles carry {weight} N");
-//! // out.torques: three per ball joint, two per ankle, one per hinge (shape.groups) to the plant.
+//! // out.torques: by tree joint (three per ball joint, two per ankle, one per hinge: shape.groups).
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

@@ -11,15 +11,17 @@
 //! effort. [`HumanoidTree::state`] maps the plant's body motions to the tree's coordinates
 //! (relative rotations to Euler angles, relative angular velocities to their rates).
 //!
-//! Never on the real-time path: allocation happens in [`HumanoidTree::new`] only.
+//! Allocates while building ([`HumanoidTree::new`], [`HumanoidTree::contact_bodies`], [`soles`])
+//! only: [`HumanoidTree::state`] and [`HumanoidTree::pose_coordinates`], what a tick calls,
+//! neither allocate nor panic.
 
 use super::{Geometry, HumanoidModel, JointKind};
 use control_core::articulated::nalgebra::{
-    Isometry3, Matrix3, Quaternion, Translation3, UnitQuaternion, Vector3,
+    Isometry3, Matrix3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
-use control_core::balance::{JointGroup, euler_angles, euler_rates};
+use control_core::balance::{ContactBody, JointGroup, MAX_POINTS, euler_angles, euler_rates};
 use control_core::frames::BodyMotion;
-use control_core::tree::{Inertial, JointSpec, JointType, Placement};
+use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
 
 /// How a joint's rotation becomes tree coordinates.
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +214,65 @@ impl HumanoidTree {
             }
         }
         Some((base, largest))
+    }
+
+    /// The tree to build ([`Tree::new`]): a floating base ([`Self::base`]) and [`Self::joints`].
+    pub fn spec(&self) -> TreeSpec<'_> {
+        TreeSpec {
+            base: BaseKind::Floating,
+            base_body: self.base,
+            joints: &self.joints,
+        }
+    }
+
+    /// The contact bodies of the balance QP ([`control_core::balance::Balance::new`]): each of
+    /// `model`'s soles ([`soles`]: a foot's four bottom corners, the toes' two front ones), its
+    /// corners in its tree body's frame. Errs when a sole cannot be stood on or its body was
+    /// left out of this tree.
+    pub fn contact_bodies(&self, model: &HumanoidModel) -> Result<Vec<ContactBody>, String> {
+        let mut contacts = Vec::new();
+        for sole in soles(model)? {
+            let (Some(&from), Some(&body)) = (
+                self.com_in_frame.get(sole.body),
+                self.tree_body.get(sole.body).filter(|b| **b != usize::MAX),
+            ) else {
+                return Err(format!("body {}: a sole left out of the tree", sole.body));
+            };
+            let mut points = [[0.0; 3]; MAX_POINTS];
+            for (p, c) in points.iter_mut().zip(sole.corners_from(from)) {
+                *p = c;
+            }
+            contacts.push(ContactBody {
+                body,
+                points,
+                count: sole.corners.len(),
+            });
+        }
+        Ok(contacts)
+    }
+
+    /// The zero pose's centre of mass above its lowest contact point along `up` (a unit
+    /// vector), m: the height the balance QP holds it at ([`control_core::balance::BalanceInput`]'s
+    /// `com_height_m`) standing as built.
+    pub fn standing_height<const NV: usize>(
+        tree: &Tree<NV>,
+        contacts: &[ContactBody],
+        up: &Vector3<f64>,
+    ) -> Result<f64, String> {
+        let kin = tree
+            .kinematics(&Isometry3::identity(), &[0.0; NV])
+            .map_err(|e| e.to_string())?;
+        let (_, com) = kin.center_of_mass().map_err(|e| e.to_string())?;
+        let mut lowest = f64::INFINITY;
+        for c in contacts {
+            let pose = kin
+                .body_pose(c.body)
+                .ok_or("a contact body past the tree")?;
+            for p in c.points.iter().take(c.count) {
+                lowest = lowest.min(up.dot(&(pose * Point3::new(p[0], p[1], p[2])).coords));
+            }
+        }
+        Ok(up.dot(&com) - lowest)
     }
 
     /// The tree coordinates of group `j` at the relative rotation `r` (its joint's), written

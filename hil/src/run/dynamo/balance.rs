@@ -24,14 +24,14 @@
 //! torque vector. Never on the real-time path: allocation (every buffer is sized when the
 //! controller is built), blocking, panics.
 
-use control_core::articulated::nalgebra::{Isometry3, Quaternion, UnitQuaternion, Vector3};
+use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use control_core::balance::{
     Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
     MAX_POINTS, PointTask,
 };
 use control_core::frames::BodyMotion;
 use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeSpec};
-use robot_model::humanoid::{HumanoidModel, HumanoidTree, soles};
+use robot_model::humanoid::{HumanoidModel, HumanoidTree};
 
 /// Velocity capacity (the humanoid has 34: 6 + 6 balls × 3 + 2 ankles × 2 + 6 hinges).
 pub const NV: usize = 36;
@@ -330,49 +330,16 @@ impl HumanoidBalance {
         qp: Option<super::QpBalanceSpec>,
     ) -> Result<Self, String> {
         let shape = HumanoidTree::new(model, &|_| true)?;
-        let (com_in_frame, tree_body) = (&shape.com_in_frame, &shape.tree_body);
         let joints = shape.joints.clone();
         let groups = shape.groups.clone();
         // Contact points: the sole box's bottom corners (the toes: the two in front).
-        let mut contacts = Vec::new();
-        for sole in soles(model)? {
-            let mut points = [[0.0; 3]; MAX_POINTS];
-            for (p, c) in points
-                .iter_mut()
-                .zip(sole.corners_from(com_in_frame[sole.body]))
-            {
-                *p = c;
-            }
-            contacts.push(ContactBody {
-                body: tree_body[sole.body],
-                points,
-                count: sole.corners.len(),
-            });
-        }
+        let contacts = shape.contact_bodies(model)?;
         // The target height: the zero pose's centre of mass above its soles.
         let base = shape.base;
-        let tree = Tree::<NV>::new(&TreeSpec {
-            base: BaseKind::Floating,
-            base_body: base,
-            joints: &joints,
-        })
-        .map_err(|e| e.to_string())?;
-        let kin = tree
-            .kinematics(&Isometry3::identity(), &[0.0; NV])
-            .map_err(|e| e.to_string())?;
-        let (_, com) = kin.center_of_mass().map_err(|e| e.to_string())?;
+        let tree = Tree::<NV>::new(&shape.spec()).map_err(|e| e.to_string())?;
         let gravity = v3(gravity_m_s2);
         let up = -gravity.normalize();
-        let mut lowest = f64::INFINITY;
-        for c in &contacts {
-            let pose = kin
-                .body_pose(c.body)
-                .ok_or("a contact body past the tree")?;
-            for p in c.points.iter().take(c.count) {
-                lowest = lowest.min(up.dot(&(pose * nalgebra_point(p)).coords));
-            }
-        }
-        let com_height_m = up.dot(&com) - lowest;
+        let com_height_m = HumanoidTree::standing_height(&tree, &contacts, &up)?;
         // The pendulum's rate ω = √(g / h) sets the centre of mass's damping: with
         // k_d = ω + k_p / ω the spring drives the capture point ξ = x + ẋ / ω straight at its
         // target (ξ̇ = −(k_p / ω)(ξ − x_d)), without the overshoot that carries it past the toes.
@@ -583,10 +550,6 @@ impl HumanoidBalance {
         self.last = Some(out);
         Some(status)
     }
-}
-
-fn nalgebra_point(p: &[f64; 3]) -> control_core::articulated::nalgebra::Point3<f64> {
-    control_core::articulated::nalgebra::Point3::new(p[0], p[1], p[2])
 }
 
 fn v3(a: [f64; 3]) -> Vector3<f64> {
