@@ -5,6 +5,8 @@
 //! frames), and the controller builds [`control_core::tree::Tree`] from
 //! [`RobotModel::tree_spec`] (or [`RobotModel::tree`]). It reads files and allocates: it is
 //! start-up code, never for the control loop (the [`Tree`] it gives is what the loop uses).
+//! [`humanoid`] reads the 15-body humanoid (ball joints, which [`RobotModel`] does not
+//! represent) through the same reader and strict pass, for its plant and its controllers.
 //!
 //! # Reading
 //! [`read_description`] reads the file without trusting it: a regular file only (a FIFO, a
