@@ -123,7 +123,7 @@ use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{PlantClock, steps_for};
-use crate::environment::{ActivePush, apply_pushes};
+use crate::environment::{ActivePush, apply_pushes, body_motion, quarantined, reset_forces};
 use crate::scene::{Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, SceneError};
 
 /// Number of joints: hips, knees, ankles, left then right.
@@ -724,12 +724,7 @@ impl BipedPlant {
     pub fn step(&mut self, torques_nm: &[f64; JOINTS]) -> Result<BipedState, TorqueLimitError> {
         Self::check_torques(torques_nm)?;
         let t0 = Instant::now();
-        for &h in &self.bodies {
-            if let Some(rb) = self.world.bodies.get_mut(h) {
-                rb.reset_torques(false);
-                rb.reset_forces(false);
-            }
-        }
+        reset_forces(&mut self.world.bodies, &self.bodies);
         for (j, &(parent, child)) in JOINT_BODIES.iter().enumerate() {
             let tau = Vector::Z * (torques_nm[j] as Real);
             for (body, t) in [(child, tau), (parent, -tau)] {
@@ -933,10 +928,7 @@ impl BipedPlant {
     /// Bodies Rapier has quarantined (non-finite state, rolled back and disabled) so far: 0 in
     /// a healthy run. A controller that drives the biped to infinity shows here.
     pub fn quarantined_bodies(&self) -> usize {
-        self.bodies
-            .iter()
-            .filter(|h| self.world.quarantine().bodies().contains(h))
-            .count()
+        quarantined(&self.world, &self.bodies)
     }
 }
 
@@ -947,19 +939,4 @@ fn lowest_point_of(b: usize, com: [f64; 2], pitch: f64) -> f64 {
         .into_iter()
         .map(|c| add2(com, rot2(pitch, c))[1])
         .fold(f64::INFINITY, f64::min)
-}
-
-/// A rigid body's world motion as a state frame carries it (centre of mass, orientation
-/// `[w, x, y, z]`, velocity, angular velocity), widened to f64.
-pub(crate) fn body_motion(rb: &RigidBody) -> BodyMotion {
-    let c = rb.center_of_mass();
-    let r = rb.rotation();
-    let v = rb.linvel();
-    let w = rb.angvel();
-    BodyMotion {
-        com_m: [c.x, c.y, c.z].map(f64::from),
-        orientation: [r.w, r.x, r.y, r.z].map(f64::from),
-        velocity_m_s: [v.x, v.y, v.z].map(f64::from),
-        angular_velocity_rad_s: [w.x, w.y, w.z].map(f64::from),
-    }
 }

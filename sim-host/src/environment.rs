@@ -1,6 +1,8 @@
 //! The scene around a robot: the static walls it can press on, the pushes that act on its bodies,
 //! and the contact forces the environment puts on them, as the Rapier plants read them (the
-//! robot plant, [`crate::robot`], and the biped and humanoid plants' contact readout).
+//! robot plant, [`crate::robot`], and the biped and humanoid plants' contact readout); and what
+//! every body plant does with Rapier the same way: clearing the last step's forces, reading a
+//! body's motion for a state frame, counting the bodies Rapier quarantined.
 //!
 //! - [`Wall`]: a static box, axis-aligned in the world: one fixed collider each, with no body,
 //!   friction [`WALL_FRICTION`] and no restitution.
@@ -21,7 +23,7 @@
 //! Never does: read the wall clock, allocate per step beyond the caller's scratch, or panic on
 //! a validated scene.
 
-use control_core::frames::{BodyId, ContactForce, MAX_CONTACTS};
+use control_core::frames::{BodyId, BodyMotion, ContactForce, MAX_CONTACTS};
 use rapier3d::prelude::*;
 use rapier3d::utils::OrthonormalBasis;
 use serde::{Deserialize, Serialize};
@@ -169,13 +171,40 @@ pub(crate) fn apply_pushes(pushes: &[ActivePush], bodies: &mut RigidBodySet, ste
 }
 
 /// Clears the forces and torques added to the bodies `handles` (for the next step's).
-pub(crate) fn reset_forces(bodies: &mut RigidBodySet, handles: &[(String, RigidBodyHandle)]) {
-    for &(_, h) in handles {
+pub(crate) fn reset_forces<'a>(
+    bodies: &mut RigidBodySet,
+    handles: impl IntoIterator<Item = &'a RigidBodyHandle>,
+) {
+    for &h in handles {
         if let Some(rb) = bodies.get_mut(h) {
             rb.reset_torques(false);
             rb.reset_forces(false);
         }
     }
+}
+
+/// A rigid body's world motion as a state frame carries it (centre of mass, orientation
+/// `[w, x, y, z]`, velocity, angular velocity), widened to f64.
+pub(crate) fn body_motion(rb: &RigidBody) -> BodyMotion {
+    let c = rb.center_of_mass();
+    let r = rb.rotation();
+    let v = rb.linvel();
+    let w = rb.angvel();
+    BodyMotion {
+        com_m: [c.x, c.y, c.z].map(f64::from),
+        orientation: [r.w, r.x, r.y, r.z].map(f64::from),
+        velocity_m_s: [v.x, v.y, v.z].map(f64::from),
+        angular_velocity_rad_s: [w.x, w.y, w.z].map(f64::from),
+    }
+}
+
+/// How many of the bodies `handles` Rapier has quarantined (non-finite state, rolled back and
+/// disabled) so far: 0 in a healthy run.
+pub(crate) fn quarantined(world: &PhysicsWorld, handles: &[RigidBodyHandle]) -> usize {
+    handles
+        .iter()
+        .filter(|h| world.quarantine().bodies().contains(h))
+        .count()
 }
 
 fn v3(a: [f64; 3]) -> Vector {

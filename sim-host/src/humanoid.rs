@@ -109,7 +109,7 @@ use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::PlantClock;
-use crate::environment::{ActivePush, Push, apply_pushes};
+use crate::environment::{ActivePush, Push, apply_pushes, body_motion, quarantined, reset_forces};
 use crate::scene::{
     BallSpawn, Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
 };
@@ -912,12 +912,7 @@ impl HumanoidPlant {
         // The events the last frame carried are past.
         let sent = self.pending.len().min(MAX_EVENTS);
         self.pending.drain(..sent);
-        for &h in &self.bodies {
-            if let Some(rb) = self.world.bodies.get_mut(h) {
-                rb.reset_torques(false);
-                rb.reset_forces(false);
-            }
-        }
+        reset_forces(&mut self.world.bodies, &self.bodies);
         let value = |i: usize| torques_nm.get(i).copied().unwrap_or(0.0) as Real;
         let triple = |first: usize| Vector::new(value(first), value(first + 1), value(first + 2));
         for (j, joint) in self.model.joints.iter().enumerate() {
@@ -1079,7 +1074,7 @@ impl HumanoidPlant {
                 .world
                 .bodies
                 .get(h)
-                .map_or_else(BodyMotion::default, crate::biped::body_motion);
+                .map_or_else(BodyMotion::default, body_motion);
             // At most MAX_BODIES bodies (checked when read).
             let _ = frame.push_body(motion);
         }
@@ -1154,9 +1149,6 @@ impl HumanoidPlant {
     /// Bodies Rapier has quarantined (non-finite state, rolled back and disabled) so far: 0 in
     /// a healthy run.
     pub fn quarantined_bodies(&self) -> usize {
-        self.bodies
-            .iter()
-            .filter(|h| self.world.quarantine().bodies().contains(h))
-            .count()
+        quarantined(&self.world, &self.bodies)
     }
 }

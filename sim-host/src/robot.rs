@@ -222,7 +222,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{PlantClock, steps_for};
 use crate::environment::{
-    ActivePush, Push, WALL_FRICTION, Wall, apply_pushes, check_pushes, check_walls,
+    ActivePush, Push, WALL_FRICTION, Wall, apply_pushes, body_motion, check_pushes, check_walls,
     collect_contact_forces, reset_forces,
 };
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
@@ -1776,7 +1776,7 @@ impl RobotPlant {
     /// body's model frame (Rapier's body frame is its principal inertia frame).
     fn body_motion(&self, b: usize) -> Option<BodyMotion> {
         let rb = self.world.bodies.get(self.bodies.get(b)?.1)?;
-        let mut m = crate::biped::body_motion(rb);
+        let mut m = body_motion(rb);
         let f = self.body_frames.get(b)?;
         if f.r != DMat3::IDENTITY {
             let q = DQuat::from_mat3(&(f64m(*rb.rotation()) * f.r.transpose())).normalize();
@@ -1834,7 +1834,7 @@ impl RobotPlant {
     /// `torque_sequence` (0: none), which the new state's frame names (low 32 bits).
     pub fn step_driven_by(&mut self, torques: &[f64], torque_sequence: u64) -> StateFrame {
         let t0 = Instant::now();
-        reset_forces(&mut self.world.bodies, &self.bodies);
+        reset_forces(&mut self.world.bodies, self.bodies.iter().map(|(_, h)| h));
         for (i, j) in self.joints.iter().enumerate() {
             let tau = torques.get(i).copied().unwrap_or(0.0) as Real;
             if tau == 0.0 {
