@@ -259,10 +259,14 @@ impl HumanoidModel {
             reason,
         };
         check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS)
-            .map_err(|reason| err(String::from("<robot>"), reason))?;
+            .map_err(|reason| err(String::new(), reason))?;
         let facts = crate::syntax::check(text).map_err(|(element, reason)| err(element, reason))?;
-        let robot = urdf_rs::read_from_string(text)
-            .map_err(|e| err(String::from("<robot>"), format!("not a URDF: {e}")))?;
+        let robot = urdf_rs::read_from_string(text).map_err(|e| {
+            err(
+                String::from("<robot>"),
+                format!("urdf-rs cannot read it: {e}"),
+            )
+        })?;
         // One fact per <joint> in file order, urdf-rs's order: the same joints.
         if facts.joints.len() != robot.joints.len() {
             return Err(err(
@@ -426,6 +430,26 @@ impl HumanoidModel {
         })
     }
 
+    /// Every body index the model holds (each joint's parent and child, the ground contact
+    /// bodies) names one of its bodies: true of a model [`Self::load`] read; a model built by
+    /// hand is checked by the functions that index with them ([`HumanoidTree::new`],
+    /// [`soles`]).
+    pub fn check_indices(&self) -> Result<(), String> {
+        let n = self.bodies.len();
+        for j in &self.joints {
+            if j.parent >= n || j.child >= n {
+                return Err(format!(
+                    "joint {:?}: parent {} or child {} past the {n} bodies",
+                    j.name, j.parent, j.child
+                ));
+            }
+        }
+        if let Some(b) = self.ground_contact_bodies.iter().find(|b| **b >= n) {
+            return Err(format!("ground contact body {b} past the {n} bodies"));
+        }
+        Ok(())
+    }
+
     /// The whole body's mass, kg.
     pub fn total_mass_kg(&self) -> f64 {
         self.bodies.iter().map(|b| b.mass_kg).sum()
@@ -461,21 +485,26 @@ impl HumanoidModel {
     /// Forward kinematics: every body's pose, body order, for the root at `root` and the
     /// joints' relative rotations `joint_rotations` (q_parent⁻¹·q_child, unit quaternions
     /// w, x, y, z, joint order; missing ones: the identity). Each child is placed so that its
-    /// anchor meets its parent's.
+    /// anchor meets its parent's. (A joint of a hand-built model whose indices are past the
+    /// bodies, [`Self::check_indices`], moves nothing.)
     pub fn pose(&self, root: BodyPose, joint_rotations: &[[f64; 4]]) -> Vec<BodyPose> {
         let mut out = vec![root; self.bodies.len()];
         for (i, j) in self.joints.iter().enumerate() {
             let q_rel = joint_rotations
                 .get(i)
                 .map_or(DQuat::IDENTITY, |&q| dquat(q));
-            let p = out[j.parent];
+            let Some(&p) = out.get(j.parent) else {
+                continue;
+            };
             let qp = dquat(p.orientation);
             let qc = (qp * q_rel).normalize();
             let at = dvec(p.com_m) + qp * dvec(j.anchor_in_parent_m);
-            out[j.child] = BodyPose {
-                com_m: (at - qc * dvec(j.anchor_in_child_m)).to_array(),
-                orientation: quat_array(qc),
-            };
+            if let Some(child) = out.get_mut(j.child) {
+                *child = BodyPose {
+                    com_m: (at - qc * dvec(j.anchor_in_child_m)).to_array(),
+                    orientation: quat_array(qc),
+                };
+            }
         }
         out
     }
@@ -574,7 +603,14 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
     }
     let mut shapes = Vec::with_capacity(l.collision.len());
     for (k, c) in l.collision.iter().enumerate() {
-        let at_c = || at(&format!(" <collision> {k}"));
+        // Numbered from 1 when there are several, as robot-model names them.
+        let at_c = || {
+            if l.collision.len() > 1 {
+                at(&format!(" <collision #{}>", k + 1))
+            } else {
+                at(" <collision>")
+            }
+        };
         let xyz = c.origin.xyz.0;
         let rpy = c.origin.rpy.0;
         if !xyz.iter().chain(&rpy).all(|x| x.is_finite()) {
@@ -795,6 +831,27 @@ mod tests {
         );
         assert_eq!(e.element, r#"joint "waist" <limit upper_xyz>"#);
         assert!(e.reason.contains("not a finite number"), "{e}");
+    }
+
+    #[test]
+    fn a_hand_built_model_with_indices_past_its_bodies_is_refused_not_a_panic() {
+        let mut m = HumanoidModel::from_urdf_str(URDF, Path::new("h.urdf")).unwrap();
+        m.joints[3].child = 99;
+        assert!(
+            m.check_indices()
+                .unwrap_err()
+                .contains("past the 15 bodies")
+        );
+        assert!(HumanoidTree::new(&m, &|_| true).is_err());
+        assert!(soles(&m).is_err());
+        let root = BodyPose {
+            com_m: [0.0; 3],
+            orientation: [1.0, 0.0, 0.0, 0.0],
+        };
+        assert_eq!(m.pose(root, &[]).len(), 15);
+        let mut m = HumanoidModel::from_urdf_str(URDF, Path::new("h.urdf")).unwrap();
+        m.ground_contact_bodies[2] = 15;
+        assert!(soles(&m).is_err());
     }
 
     #[test]

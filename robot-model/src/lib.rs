@@ -68,7 +68,7 @@
 //!   several root links; a loop of joints;
 //! - `floating` joints (except as the one joint of the root `world`), `planar` joints,
 //!   `spherical` joints (the tree model has no ball joints; [`humanoid`] reads a humanoid's,
-//!   each as three revolute coordinates);
+//!   and its `HumanoidTree` gives each ball three revolute coordinates, a two-axis joint two);
 //! - `<mimic>` on a movable joint unless [`LoadOptions::mimic_as_independent`] (and then one
 //!   naming a joint the file does not have, itself, or a joint that does not move);
 //! - a revolute or prismatic joint without `<limit>`, or with the degenerate limit urdf-rs

@@ -14,7 +14,10 @@
 //! URDF allows once appear at most once, each `<geometry>` holds exactly one shape. It also
 //! records what urdf-rs's defaults hide (whether a `<limit>` or its `effort` was written), in
 //! file order, for the model builder. Elements URDF does not define (`<transmission>`,
-//! `<gazebo>`, extensions inside links and joints) are not looked at, as urdf-rs ignores them.
+//! `<gazebo>`, extensions inside links and joints) are not looked at, as urdf-rs ignores them;
+//! one extension is read: a `<limit>`'s `lower_xyz` and `upper_xyz` (this project's per-axis
+//! ranges of a spherical joint, which [`crate::humanoid`] uses), checked like every vector
+//! wherever they are written (the tree model, which has no spherical joints, does not use them).
 
 use xml::{Element, Xml};
 

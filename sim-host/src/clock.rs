@@ -28,8 +28,9 @@ pub struct PlantClock {
 }
 
 impl PlantClock {
-    /// At state 0 of a run of `total_steps` steps of `dt_s`.
-    pub(crate) const fn new(dt_s: f64, total_steps: u64) -> Self {
+    /// At state 0 of a run of `total_steps` steps of `dt_s` (a plant of one's own, hosted
+    /// through [`crate::host::HostedPlant`], holds one too).
+    pub const fn new(dt_s: f64, total_steps: u64) -> Self {
         Self {
             dt_s,
             step: 0,
@@ -78,12 +79,12 @@ impl PlantClock {
     }
 
     /// The state index moves on by one (the physics step has been taken).
-    pub(crate) const fn advance(&mut self) {
+    pub const fn advance(&mut self) {
         self.step += 1;
     }
 
     /// The step that began at `started` is over: its cost is the time since.
-    pub(crate) fn finish_step(&mut self, started: Instant) {
+    pub fn finish_step(&mut self, started: Instant) {
         self.last_cost_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
     }
 }

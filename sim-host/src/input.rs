@@ -20,8 +20,8 @@
 //! would otherwise drop extra elements silently (TOML does): exactly N numbers or an error that
 //! the caller reports under the field's path.
 //!
-//! The bounds on what a URDF's `<inertial>` and lengths may hold, which the chain and humanoid
-//! plants and the controller's model check, are here too ([`MAX_URDF_MASS_KG`],
+//! The bounds on what a URDF's `<inertial>` and lengths may hold, which robot-model checks for
+//! every description (the robot plant's, the humanoid's, the controller's), are here too ([`MAX_URDF_MASS_KG`],
 //! [`MAX_URDF_INERTIA_KG_M2`], [`MAX_URDF_LENGTH_M`]).
 
 use std::fmt;

@@ -408,8 +408,7 @@ pub(crate) fn read_scene_file(path: &Path) -> Result<String, SceneError> {
     })
 }
 
-/// Number of physics steps of a scene of step `dt_s` ending at `end_time_s`: the quotient,
-/// rounded (the plant's count, which hil's clock of a run follows).
+// The plant's count of steps, which hil's clock of a run follows.
 pub use crate::clock::steps_for;
 
 /// Collects the first failed check.

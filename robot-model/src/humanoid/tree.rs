@@ -68,6 +68,7 @@ impl HumanoidTree {
     /// The tree of `model`'s bodies that `keep` keeps (a body left out takes its subtree
     /// with it; the root is always kept).
     pub fn new(model: &HumanoidModel, keep: &dyn Fn(usize) -> bool) -> Result<Self, String> {
+        model.check_indices()?;
         let root = (0..model.bodies.len())
             .find(|b| model.joints.iter().all(|j| j.child != *b))
             .ok_or("the model has no root")?;
@@ -259,6 +260,9 @@ impl HumanoidTree {
         contacts: &[ContactBody],
         up: &Vector3<f64>,
     ) -> Result<f64, String> {
+        if contacts.iter().all(|c| c.count == 0) {
+            return Err("no contact point to stand on".to_owned());
+        }
         let kin = tree
             .kinematics(&Isometry3::identity(), &[0.0; NV])
             .map_err(|e| e.to_string())?;
@@ -399,6 +403,7 @@ impl Sole {
 
 /// The soles of `model`'s ground contact bodies (left foot, right foot, left toes, right toes).
 pub fn soles(model: &HumanoidModel) -> Result<Vec<Sole>, String> {
+    model.check_indices()?;
     let mut soles = Vec::new();
     for (k, &b) in model.ground_contact_bodies.iter().enumerate() {
         let toes = k >= 2;

@@ -1,9 +1,9 @@
 //! The `qp_balance` controller of a `dynamo_push` scenario: [`control_core::balance`] (Abe, da
 //! Silva and Popović's multiobjective QP with friction cones) on the 15-body humanoid.
 //!
-//! The humanoid's description (`robot_model::humanoid::HumanoidModel`, the plant's own) becomes
-//! a floating-base [`Tree`] (`robot_model::humanoid::HumanoidTree`): the root (pelvis) is the
-//! base, its frame at its centre of mass; each body's frame sits at its joint, axes the link's. A ball joint is three revolute joints
+//! The humanoid's description (`robot_model::humanoid::HumanoidModel`, the one the plant is built
+//! from) becomes a floating-base [`Tree`] through `robot_model::humanoid::HumanoidTree`: the root
+//! (pelvis) is the base, its frame at its centre of mass; each body's frame sits at its joint. A ball joint is three revolute joints
 //! (Euler angles, two massless frames between), its middle axis the one with the smallest
 //! range (the farthest from gimbal lock in use: the hips' and shoulders' middle axes are
 //! their twist); a two-axis joint (the ankles) is its two free axes with the locked one
