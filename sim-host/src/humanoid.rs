@@ -148,14 +148,6 @@ pub const ROOT_TORQUE_VERTICAL_TOLERANCE: f64 = 1e-9;
 /// Events held for later frames beyond this many are dropped (and counted).
 const MAX_PENDING_EVENTS: usize = 256;
 
-fn dvec(a: [f64; 3]) -> DVec3 {
-    DVec3::from_array(a)
-}
-
-fn quat_array(q: DQuat) -> [f64; 4] {
-    [q.w, q.x, q.y, q.z]
-}
-
 // ---------------------------------------------------------------------------------------------
 // The scene
 
@@ -322,7 +314,7 @@ impl HumanoidScene {
             for (k, &x) in v.iter().enumerate() {
                 c.range(&format!("{field}[{k}]"), x, -pi, pi);
             }
-            let angle = dvec(*v).length();
+            let angle = DVec3::from_array(*v).length();
             if c.ok() && angle > pi {
                 c.fail(
                     &field,
@@ -500,14 +492,14 @@ const ANG_MASKS: [JointAxesMask; 3] = [
 /// The relative rotation of `joint` for the scene's axis-angle vector `v`, checked against the
 /// joint's kind and limits.
 fn start_rotation(joint: &JointModel, v: [f64; 3]) -> Result<DQuat, String> {
-    let v = dvec(v);
+    let v = DVec3::from_array(v);
     let q = DQuat::from_scaled_axis(v);
     let tol = 1e-9;
     let within = |a: f64, [lo, hi]: [f64; 2]| a >= lo - tol && a <= hi + tol;
-    let angles = per_axis_angles_rad(quat_array(q));
+    let angles = per_axis_angles_rad([q.w, q.x, q.y, q.z]);
     match joint.kind {
         JointKind::Hinge { axis, limits_rad } => {
-            let a = dvec(axis);
+            let a = DVec3::from_array(axis);
             let along = v.dot(a);
             if (v - a * along).length() > tol {
                 return Err(format!(
@@ -603,7 +595,7 @@ impl HumanoidPlant {
                 ));
             };
             let q = start_rotation(&model.joints[j], v).map_err(|reason| err(&field, reason))?;
-            rotations[j] = quat_array(q);
+            rotations[j] = [q.w, q.x, q.y, q.z];
         }
         let mut pushes = Vec::with_capacity(scene.pushes.len());
         for (i, p) in scene.pushes.iter().enumerate() {
@@ -822,7 +814,7 @@ impl HumanoidPlant {
         };
         for (j, joint) in self.model.joints.iter().enumerate() {
             let v = triple(3 * j);
-            let norm = dvec(v).length();
+            let norm = DVec3::from_array(v).length();
             if norm > joint.effort_nm {
                 return Some(refused(
                     largest(3 * j, v),
@@ -835,7 +827,7 @@ impl HumanoidPlant {
         }
         let root = 3 * self.model.joints.len();
         let v = triple(root);
-        let norm = dvec(v).length();
+        let norm = DVec3::from_array(v).length();
         if norm > self.root_torque_limit_nm {
             return Some(refused(
                 largest(root, v),

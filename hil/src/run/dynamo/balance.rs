@@ -237,7 +237,7 @@ fn world_point(b: &BodyMotion, from_com: [f64; 3]) -> Option<Vector3<f64>> {
     if !(q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite())) {
         return None;
     }
-    Some(v3(b.com_m) + UnitQuaternion::from_quaternion(q) * v3(from_com))
+    Some(Vector3::from(b.com_m) + UnitQuaternion::from_quaternion(q) * Vector3::from(from_com))
 }
 
 /// What the controller was built from: enough to build it again (a clone is a fresh controller
@@ -337,7 +337,7 @@ impl HumanoidBalance {
         // The target height: the zero pose's centre of mass above its soles.
         let base = shape.base;
         let tree = Tree::<NV>::new(&shape.spec()).map_err(|e| e.to_string())?;
-        let gravity = v3(gravity_m_s2);
+        let gravity = Vector3::from(gravity_m_s2);
         let up = -gravity.normalize();
         let com_height_m = HumanoidTree::standing_height(&tree, &contacts, &up)?;
         // The pendulum's rate ω = √(g / h) sets the centre of mass's damping: with
@@ -436,7 +436,7 @@ impl HumanoidBalance {
         let h = self.hand.as_ref()?;
         let target = h.target()?;
         let now = world_point(bodies.get(h.body)?, h.from_com)?;
-        Some((now - v3(target)).norm())
+        Some((now - Vector3::from(target)).norm())
     }
 
     /// One tick: the bodies' motions `bodies`, each joint's target rotation relative to its
@@ -467,7 +467,7 @@ impl HumanoidBalance {
             if h.path.is_none() {
                 let start = world_point(bodies.get(h.body)?, h.from_com)?;
                 let shoulder = world_point(bodies.get(h.shoulder_body)?, h.shoulder_from_com)?;
-                h.path = Some((start.into(), (shoulder + v3(h.reach)).into()));
+                h.path = Some((start.into(), (shoulder + Vector3::from(h.reach)).into()));
             }
             if let Some((start, end)) = h.path {
                 // A smoothstep from start to end: position, velocity, acceleration.
@@ -487,11 +487,11 @@ impl HumanoidBalance {
                         0.0
                     },
                 );
-                let way = v3(end) - v3(start);
+                let way = Vector3::from(end) - Vector3::from(start);
                 task[0] = PointTask {
                     body: h.tree_body,
                     point: h.point,
-                    target: (v3(start) + way * s).into(),
+                    target: (Vector3::from(start) + way * s).into(),
                     target_velocity: (way * ds).into(),
                     target_acceleration: (way * dds).into(),
                 };
@@ -550,8 +550,4 @@ impl HumanoidBalance {
         self.last = Some(out);
         Some(status)
     }
-}
-
-fn v3(a: [f64; 3]) -> Vector3<f64> {
-    Vector3::new(a[0], a[1], a[2])
 }
