@@ -833,9 +833,24 @@ pub(crate) fn build(
         }
     }
 
-    // The merged mass properties; every moving body needs a mass and a definite inertia.
-    for (b, body) in bodies.iter_mut().enumerate() {
-        body.inertial = combine(&parts[b]);
+    // The merged mass properties; every moving body needs a mass and a definite inertia, or
+    // is a massless frame (no mass, centre or inertia at all) carrying a body that has mass:
+    // the chained revolute joints of a multi-axis joint, with links that have no <inertial>
+    // between them. A massless frame whose subtree has no mass would make the mass matrix
+    // singular.
+    for (body, part) in bodies.iter_mut().zip(&parts) {
+        body.inertial = combine(part);
+    }
+    let mut carried = vec![0.0f64; bodies.len()];
+    for b in (1..bodies.len()).rev() {
+        let parent = out_joints[b - 1].parent_body;
+        let below = carried[b] + bodies[b].inertial.mass_kg;
+        if parent < b {
+            carried[parent] += below;
+        }
+    }
+    let mut massless = Vec::new();
+    for (b, body) in bodies.iter().enumerate() {
         let moving = b > 0 || base == BaseKind::Floating;
         if !moving {
             continue;
@@ -854,11 +869,26 @@ pub(crate) fn build(
         } else {
             String::new()
         };
+        let i = &body.inertial;
+        if b > 0
+            && i.mass_kg == 0.0
+            && i.com_m == [0.0; 3]
+            && i.inertia_kgm2 == [0.0; 6]
+            && carried[b] > 0.0
+        {
+            massless.push(body.link.as_str());
+            continue;
+        }
         if body.inertial.mass_kg.is_nan() || body.inertial.mass_kg <= 0.0 {
+            let carries = if b > 0 && body.inertial.mass_kg == 0.0 && carried[b] <= 0.0 {
+                ", and nothing it carries has any"
+            } else {
+                ""
+            };
             return Err((
                 link_el(&body.link, "<inertial><mass value>"),
                 format!(
-                    "{what} has a total mass of {} kg{with}: a moving body needs a mass > 0",
+                    "{what} has a total mass of {} kg{with}{carries}: a moving body needs a mass > 0, or none at all (no inertia either) while it carries one that has mass",
                     body.inertial.mass_kg
                 ),
             ));
@@ -874,6 +904,12 @@ pub(crate) fn build(
                 ),
             ));
         }
+    }
+    if !massless.is_empty() {
+        notes.push(format!(
+            "massless moving bodies (no mass, centre or inertia; each carries a body that has mass): {}",
+            names(massless.iter().copied())
+        ));
     }
 
     Ok(RobotModel {

@@ -42,6 +42,12 @@
 //!   joint does not move): it is ignored, with a note.
 //! - Masses: a link without `<inertial>` has mass 0. Zero-mass links are fine wherever they add
 //!   to a body that has a mass from elsewhere (a tool frame fixed to a hand), and on a fixed base.
+//!   A moving body with no mass at all (no centre or inertia either) is a **massless frame**
+//!   when it carries, through its joints, a body that has mass: the links between the chained
+//!   revolute joints of a multi-axis joint, as ROS descriptions write a hip or a wrist
+//!   (example-robot-data's `human.urdf` has 19). The tree takes it as
+//!   [`control_core::tree::Inertial::ZERO`], and [`RobotModel::notes`] lists them. A massless
+//!   body that carries nothing with mass is refused: the mass matrix would be singular.
 //!
 //! # The base
 //! - A root link named `world` with exactly one joint, `fixed`: the base is that joint's child,

@@ -372,6 +372,73 @@ fn the_base_follows_the_file_and_the_options() {
 }
 
 #[test]
+fn massless_links_between_joints_are_frames_when_they_carry_mass() {
+    // A two-axis hip as ROS describes one: yaw about z, then roll about x, at one point, with
+    // a link that has no <inertial> between them. The thigh: 2 kg at the joints' point,
+    // diag(0.25, 0.5, 0.125). At q = 0 the mass matrix is diag(izz, ixx) exactly.
+    let roll = r#"<joint name="roll" type="revolute"><parent link="virtual"/><child link="thigh"/><axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="10" velocity="2"/></joint>"#;
+    let text = robot(&format!(
+        r#"{}<link name="virtual"/><link name="thigh">{}</link>{}{roll}"#,
+        link("pelvis"),
+        inertial(2.0, "0 0 0", [0.25, 0.5, 0.125]),
+        revolute("yaw", "pelvis", "virtual", "0 0 -0.1"),
+    ));
+    let m = parse(&text).unwrap();
+    assert_eq!(m.joints.len(), 2);
+    let virtual_body = &m.bodies[1].inertial;
+    assert_eq!(
+        (
+            virtual_body.mass_kg,
+            virtual_body.com_m,
+            virtual_body.inertia_kgm2
+        ),
+        (0.0, [0.0; 3], [0.0; 6])
+    );
+    assert_eq!(
+        m.notes,
+        vec![
+            r#"massless moving bodies (no mass, centre or inertia; each carries a body that has mass): "virtual""#
+        ]
+    );
+    let tree = m.tree::<4>().unwrap();
+    let kin = tree
+        .kinematics(
+            &control_core::articulated::nalgebra::Isometry3::identity(),
+            &[0.0; 4],
+        )
+        .unwrap();
+    let mass = kin.mass_matrix().unwrap();
+    assert_eq!(
+        [mass[(0, 0)], mass[(0, 1)], mass[(1, 0)], mass[(1, 1)]],
+        [0.125, 0.0, 0.0, 0.25]
+    );
+    // With nothing massive below it, the same link is refused, naming it.
+    let text = robot(&format!(
+        r#"{}<link name="virtual"/>{}"#,
+        link("pelvis"),
+        revolute("yaw", "pelvis", "virtual", "0 0 -0.1"),
+    ));
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.element, r#"link "virtual" <inertial><mass value>"#);
+    assert!(e.reason.contains("nothing it carries has any"), "{e}");
+    // A link of no mass but some inertia is no frame: refused.
+    let text = robot(&format!(
+        r#"{}<link name="virtual">{}</link><link name="thigh">{}</link>{}{roll}"#,
+        link("pelvis"),
+        inertial(0.0, "0 0 0", [0.1, 0.1, 0.1]),
+        inertial(2.0, "0 0 0", [0.25, 0.5, 0.125]),
+        revolute("yaw", "pelvis", "virtual", "0 0 -0.1"),
+    ));
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.element, r#"link "virtual" <inertial><mass value>"#);
+    assert!(
+        e.reason
+            .starts_with(r#"the body joint "yaw" moves has a total mass of 0 kg: "#),
+        "{e}"
+    );
+}
+
+#[test]
 fn zero_mass_leaves_are_merged_and_mimic_joints_need_the_option() {
     let text = robot(&format!(
         r#"{}{}{}<link name="tcp"/>{}{}{}
@@ -623,7 +690,7 @@ fn refusals_name_the_file_the_element_and_the_reason() {
         (
             body_with(""),
             r#"link "b" <inertial><mass value>"#,
-            r#"the body joint "j" moves has a total mass of 0 kg: a moving body needs a mass > 0"#,
+            r#"the body joint "j" moves has a total mass of 0 kg, and nothing it carries has any: a moving body needs a mass > 0, or none at all"#,
         ),
         (
             body_with(&inertial(1.0, "0 0 0", [0.0, 0.0, 0.0])),

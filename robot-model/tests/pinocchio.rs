@@ -496,3 +496,8 @@ fn solo12_matches_pinocchio() {
 fn talos_full_matches_pinocchio() {
     run("talos_full");
 }
+
+#[test]
+fn human_matches_pinocchio() {
+    run("human");
+}

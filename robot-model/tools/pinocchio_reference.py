@@ -108,6 +108,9 @@ ROBOTS = [
         3,
         ["left_sole_link", "right_sole_link", "gripper_left_base_link", "rgbd_optical_frame"],
     ),
+    # Multi-axis joints as chained revolute joints with links that have no <inertial> between
+    # them (massless frames).
+    ("human", "human_description/robots/human.urdf", True, 3, ["left_hand", "right_foot"]),
 ]
 
 

@@ -25,7 +25,8 @@
 //!   child), `can_sleep(false)`. Its mass, centre of mass and inertia are the body's merged
 //!   `Inertial`, given whole (`additional_mass_properties`, f32 as all of Rapier here); its
 //!   colliders have density 0. Every moving body needs a mass > 0 (refused naming the link
-//!   otherwise). A moving body's **Rapier frame is its principal inertia frame**: origin at its
+//!   otherwise), or none at all, no inertia either, while it carries a body that has mass (a
+//!   massless frame between chained joints: a zero-mass link of Rapier's multibody). A moving body's **Rapier frame is its principal inertia frame**: origin at its
 //!   centre of mass, axes its principal axes with the smallest moment on x (the inertia
 //!   decomposed here, in f64, cyclic Jacobi), so Rapier holds `MassProperties::new(0, m,
 //!   moments)`; a fixed base's is its model frame. Everything the plant takes or gives is in
@@ -2115,19 +2116,34 @@ fn check_model(model: &RobotModel) -> Result<(), String> {
             ));
         }
     }
+    // The mass each body carries through its joints (its subtree's, itself left out).
+    let mut carried = vec![0.0f64; model.bodies.len()];
+    for b in (1..model.bodies.len()).rev() {
+        let parent = model.joints.get(b - 1).map_or(0, |j| j.parent_body);
+        let below = carried[b] + model.bodies[b].inertial.mass_kg;
+        if parent < b {
+            carried[parent] += below;
+        }
+    }
     for (b, body) in model.bodies.iter().enumerate() {
         let link = &body.link;
         let i = &body.inertial;
         let moving = b > 0 || model.base == BaseKind::Floating;
+        // A massless frame (no mass, centre or inertia) between joints, carrying mass.
+        let frame = b > 0
+            && i.mass_kg == 0.0
+            && i.com_m == [0.0; 3]
+            && i.inertia_kgm2 == [0.0; 6]
+            && carried[b] > 0.0;
         if !(i.mass_kg.is_finite() && i.mass_kg >= 0.0 && i.mass_kg <= MAX_URDF_MASS_KG)
-            || (moving && i.mass_kg <= 0.0)
+            || (moving && i.mass_kg <= 0.0 && !frame)
         {
             return Err(format!(
                 "link `{link}`: mass must be {} and at most {MAX_URDF_MASS_KG} kg, got {}{}",
                 if moving { "greater than 0" } else { ">= 0" },
                 i.mass_kg,
                 if moving {
-                    " (every moving body needs a mass)"
+                    " (every moving body needs a mass, or none at all, no inertia either, while it carries one that has mass)"
                 } else {
                     ""
                 }
@@ -2640,6 +2656,14 @@ mod tests {
         );
         let mut m = turntable(0.1);
         m.bodies[1].inertial.mass_kg = 0.0;
+        assert!(
+            build(&scene(), &m)
+                .reason
+                .contains("link `disc`: mass must be greater than 0"),
+        );
+        // No mass at all is a massless frame only while it carries a body that has mass.
+        let mut m = turntable(0.1);
+        m.bodies[1].inertial = control_core::tree::Inertial::ZERO;
         assert!(
             build(&scene(), &m)
                 .reason
