@@ -529,6 +529,12 @@ pub(crate) fn build(
         _ => Anchor::Root,
     };
     let mut notes = Vec::new();
+    if facts.textures_without_file > 0 {
+        notes.push(format!(
+            "{} <material><texture> without a filename left out (no texture to show; textures are not used)",
+            facts.textures_without_file
+        ));
+    }
 
     // Joint types, values, mimics, in file order.
     for (k, j) in joints.iter().enumerate() {

@@ -260,13 +260,8 @@ impl HumanoidModel {
         };
         check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS)
             .map_err(|reason| err(String::new(), reason))?;
-        let facts = crate::syntax::check(text).map_err(|(element, reason)| err(element, reason))?;
-        let robot = urdf_rs::read_from_string(text).map_err(|e| {
-            err(
-                String::from("<robot>"),
-                format!("urdf-rs cannot read it: {e}"),
-            )
-        })?;
+        let (facts, robot) =
+            crate::syntax::read(text).map_err(|(element, reason)| err(element, reason))?;
         // One fact per <joint> in file order, urdf-rs's order: the same joints.
         if facts.joints.len() != robot.joints.len() {
             return Err(err(

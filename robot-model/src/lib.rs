@@ -405,9 +405,7 @@ pub fn parse_with(
         )));
     }
     check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS).map_err(|r| fail((String::new(), r)))?;
-    let facts = syntax::check(text).map_err(fail)?;
-    let robot = urdf_rs::read_from_string(text)
-        .map_err(|e| fail(("<robot>".to_owned(), format!("urdf-rs cannot read it: {e}"))))?;
+    let (facts, robot) = syntax::read(text).map_err(fail)?;
     let absolute = std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf());
     build::build(&robot, &facts, &absolute, options, search).map_err(fail)
 }

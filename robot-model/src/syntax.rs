@@ -6,7 +6,10 @@
 //!   reads as (1, 0, 0));
 //! - reads `nan`, `inf` and `1e400` as numbers;
 //! - fills in a missing `<limit>` with zeros, and a missing `effort`, `lower` or `upper` with 0;
-//! - reports a missing attribute or element as serde's "missing field" without saying where.
+//! - reports a missing attribute or element as serde's "missing field" without saying where;
+//! - refuses a `<material>`'s `<texture>` without a `filename`, which ROS's urdfdom accepts
+//!   (iCub's and Romeo's descriptions have them): [`read`] leaves those out of the text urdf-rs
+//!   reads and counts them ([`Facts::textures_without_file`], a note of the model).
 //!
 //! This pass walks the same RustyXML tree urdf-rs builds (the same parse) and checks every
 //! attribute urdf-rs will read, naming the element: each number parses whole and is finite, each
@@ -29,6 +32,10 @@ pub(crate) type Refusal = (String, String);
 pub(crate) struct Facts {
     /// One per `<joint>`, in file order (urdf-rs's `joints` order).
     pub joints: Vec<JointFacts>,
+    /// `<material>`s' `<texture>` elements without a `filename`, left out of what urdf-rs reads
+    /// (ROS's urdfdom accepts them; urdf-rs refuses the whole file for a missing field without
+    /// saying where; a texture is visual only and never used here).
+    pub textures_without_file: usize,
 }
 
 /// What a `<joint>` wrote of its `<limit>`.
@@ -338,17 +345,59 @@ fn version(robot: &Element) -> (u32, u32) {
 }
 
 /// Checks `text` (already bounded by [`crate::check_xml`]) strictly; see the module docs.
+/// The strict pass, then urdf-rs's reading of the same text (of the text without the
+/// filename-less `<texture>` elements, [`Facts::textures_without_file`], where there are any).
+pub(crate) fn read(text: &str) -> Result<(Facts, urdf_rs::Robot), Refusal> {
+    let mut root: Element = text
+        .parse()
+        .map_err(|e| ("<robot>".to_owned(), format!("not well-formed XML: {e}")))?;
+    let dropped = drop_textures_without_file(&mut root, false);
+    let mut facts = check_root(&root)?;
+    facts.textures_without_file = dropped;
+    let robot = if dropped > 0 {
+        urdf_rs::read_from_string(&root.to_string())
+    } else {
+        urdf_rs::read_from_string(text)
+    }
+    .map_err(|e| ("<robot>".to_owned(), format!("urdf-rs cannot read it: {e}")))?;
+    Ok((facts, robot))
+}
+
+/// Removes every `<texture>` without a `filename` from the `<material>`s under `e`; returns how
+/// many.
+fn drop_textures_without_file(e: &mut Element, in_material: bool) -> usize {
+    let before = e.children.len();
+    if in_material {
+        e.children.retain(|c| {
+            !matches!(c, Xml::ElementNode(t) if t.name == "texture" && attribute(t, "filename").is_none())
+        });
+    }
+    let mut dropped = before - e.children.len();
+    for c in &mut e.children {
+        if let Xml::ElementNode(child) = c {
+            let material = child.name == "material";
+            dropped += drop_textures_without_file(child, material);
+        }
+    }
+    dropped
+}
+
+#[cfg(test)]
 pub(crate) fn check(text: &str) -> Result<Facts, Refusal> {
     let root: Element = text
         .parse()
         .map_err(|e| ("<robot>".to_owned(), format!("not well-formed XML: {e}")))?;
+    check_root(&root)
+}
+
+fn check_root(root: &Element) -> Result<Facts, Refusal> {
     if root.name != "robot" {
         return Err((
             format!("<{}>", root.name),
             "the root element of a URDF must be <robot>".to_owned(),
         ));
     }
-    let quat = version(&root) >= (1, 1);
+    let quat = version(root) >= (1, 1);
     let mut facts = Facts::default();
     let (mut links, mut joints) = (0usize, 0usize);
     for c in &root.children {
@@ -476,5 +525,29 @@ mod tests {
         assert!(q("1.1", "0 0 0 1").is_ok());
         assert!(q("1.1", "0 0 1").is_err());
         assert!(q("1.0", "0 0 1").is_ok());
+    }
+
+    #[test]
+    fn textures_without_a_file_are_left_out_and_counted() {
+        // As iCub's and Romeo's descriptions write them: urdf-rs refuses the whole file for the
+        // missing attribute ("missing field `filename`", no element named).
+        let text = r#"<robot name="r"><material name="m"><texture/><color rgba="1 0 0 1"/></material>
+            <link name="a"><visual><geometry><sphere radius="1"/></geometry><material name="n"><texture /><color rgba="0 0 0 1"/></material></visual>
+            <visual><geometry><box size="1 1 1"/></geometry><material name="t"><texture filename="t.png"/></material></visual></link></robot>"#;
+        assert!(urdf_rs::read_from_string(text).is_err());
+        let (facts, robot) = read(text).unwrap();
+        assert_eq!(facts.textures_without_file, 2);
+        let visuals = &robot.links[0].visual;
+        assert_eq!(visuals.len(), 2);
+        let texture = |k: usize| visuals[k].material.as_ref().unwrap().texture.clone();
+        assert!(texture(0).is_none());
+        assert_eq!(texture(1).unwrap().filename, "t.png");
+        assert_eq!(
+            robot.materials[0].color.as_ref().unwrap().rgba.0,
+            [1.0, 0.0, 0.0, 1.0]
+        );
+        // Nothing to leave out: the text goes to urdf-rs as it is.
+        let (facts, _) = read(r#"<robot name="r"><link name="a"/></robot>"#).unwrap();
+        assert_eq!(facts.textures_without_file, 0);
     }
 }
