@@ -355,6 +355,11 @@ pub enum Input {
         /// The joint.
         joint: usize,
     },
+    /// A joint's losses given to [`ChainCommand::add_losses`] (negative or not finite).
+    Losses {
+        /// The joint.
+        joint: usize,
+    },
     /// The gravity vector.
     Gravity,
     /// A point given for a Jacobian or a transform.
@@ -1340,9 +1345,11 @@ pub struct JointCommand {
     pub parent_feedforward_nm: f64,
     /// The gravity holding torque, N·m.
     pub gravity_nm: f64,
-    /// drive + coupling compensation + gravity, N·m (no torque limit is applied here). Under
-    /// [`Coupling::InverseDynamics`] it is the inverse-dynamics τ_i itself, which that sum gives
-    /// back to within rounding.
+    /// The joint's losses compensated ([`ChainCommand::add_losses`]), N·m; 0 until they are.
+    pub losses_nm: f64,
+    /// drive + coupling compensation + gravity (+ losses), N·m (no torque limit is applied
+    /// here). Under [`Coupling::InverseDynamics`] it is the inverse-dynamics τ_i itself (plus the
+    /// losses), which that sum gives back to within rounding.
     pub torque_nm: f64,
 }
 
@@ -1359,8 +1366,25 @@ impl JointCommand {
         drive_nm: 0.0,
         parent_feedforward_nm: 0.0,
         gravity_nm: 0.0,
+        losses_nm: 0.0,
         torque_nm: 0.0,
     };
+}
+
+/// The speed below which [`ChainCommand::add_losses`] compensates only part of a joint's dry
+/// friction, in proportion: 0.01 rad/s (m/s for a slider). Full compensation flips sign with
+/// the speed's; within this band a joint that holds still is held by the friction itself.
+pub const FRICTION_SPEED_BAND: f64 = 0.01;
+
+/// A joint's losses as a plant applies them (URDF's `<dynamics damping friction>`): a viscous
+/// torque −d q̇ and a dry (Coulomb) friction that holds the joint against torques up to f and
+/// opposes its motion with f.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JointLosses {
+    /// d, N·m·s/rad (N·s/m for a slider), ≥ 0.
+    pub damping: f64,
+    /// f, N·m (N for a slider), ≥ 0.
+    pub friction: f64,
 }
 
 /// The torques of one tick of [`ChainArrival::tick`] (or [`crate::beat::BeatServo::tick`]), and
@@ -1392,6 +1416,59 @@ impl<const N: usize> ChainCommand<N> {
             *t = j.torque_nm;
         }
         tau
+    }
+
+    /// Adds to each joint's torque what its `losses` will take from the motion this command asks
+    /// for: the velocity the joint is driven towards over the next `period_s`,
+    /// v = q̇ + (drive / inertia)·period (the drive read as the acceleration of the double
+    /// integrator its gains were solved for), costs d·v of viscous damping and f·sat(v / b) of
+    /// dry friction (`b` = [`FRICTION_SPEED_BAND`], sat clamping to ±1). The damping term is
+    /// d·v rather than d·q̇ because a plant integrating the damping implicitly (Rapier: −d·q̇ at
+    /// the step's end) takes d·q̇_next. A joint with no losses is left untouched (bit for bit).
+    ///
+    /// Only the first [`ChainCommand::joints`] entries of `losses` and `velocities` are read. A
+    /// loss that is negative or not finite, a non-finite velocity or period, or a torque that
+    /// is not a finite f64 is an error, and the command is then left as it was.
+    pub fn add_losses(
+        &mut self,
+        losses: &[JointLosses; N],
+        velocities: &[f64; N],
+        period_s: f64,
+    ) -> Result<(), ModelError> {
+        if !(period_s.is_finite() && period_s > 0.0) {
+            return Err(ModelError::Config(ConfigField::Period));
+        }
+        let mut added = [0.0; N];
+        for (joint, ((out, l), (&omega, cmd))) in added
+            .iter_mut()
+            .zip(losses)
+            .zip(velocities.iter().zip(self.joints()))
+            .enumerate()
+        {
+            let ok = |v: f64| v.is_finite() && v >= 0.0;
+            if !(ok(l.damping) && ok(l.friction)) {
+                return Err(ModelError::NonFinite(Input::Losses { joint }));
+            }
+            if l.damping == 0.0 && l.friction == 0.0 {
+                continue;
+            }
+            if !omega.is_finite() {
+                return Err(ModelError::NonFinite(Input::Velocity { joint }));
+            }
+            let v = omega + cmd.drive_nm / cmd.inertia_kgm2 * period_s;
+            let t = l.damping * v + l.friction * (v / FRICTION_SPEED_BAND).clamp(-1.0, 1.0);
+            if !(t.is_finite() && (cmd.torque_nm + t).is_finite()) {
+                return Err(ModelError::OutOfRange);
+            }
+            *out = t;
+        }
+        for ((cmd, t), l) in self.joints.iter_mut().zip(added).zip(losses).take(self.len) {
+            if l.damping != 0.0 || l.friction != 0.0 {
+                cmd.losses_nm = t;
+                cmd.torque_nm += t;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1499,6 +1576,7 @@ impl ChainArrival {
                 drive_nm: drive,
                 parent_feedforward_nm: parent_feedforward,
                 gravity_nm,
+                losses_nm: 0.0,
                 torque_nm: torque,
             };
         }
@@ -1584,6 +1662,7 @@ impl ChainArrival {
                 drive_nm: drive,
                 parent_feedforward_nm: parent_feedforward,
                 gravity_nm,
+                losses_nm: 0.0,
                 torque_nm: torque,
             };
         }
@@ -2351,6 +2430,174 @@ pub(crate) mod tests {
     /// The errors |q_i − pose_i| of every joint at every target instant, for a 3-link planar arm
     /// (vertical plane, gravity −y) simulated with the model's own dynamics
     /// q̈ = M⁻¹(τ − c − τ_g), semi-implicit Euler at 1 ms, the arrival tick at 1 ms.
+    /// A rotor of inertia 0.02 kg·m² about z through its centre (no gravity torque) with
+    /// damping `d` and dry friction `f`, as Rapier integrates them: the damping implicit
+    /// (`(m + d·dt) v⁺ = m v + dt·τ`) and the friction a bound on the impulse that stops the
+    /// joint (`|impulse| ≤ f·dt`). Keyframes 0.5 s apart; returns each keyframe's error.
+    fn rotor_with_losses(d: f64, f: f64, compensate: bool) -> Vec<f64> {
+        let m = 0.02;
+        let tree = serial_tree::<1>(&[LinkSpec {
+            origin_xyz_m: [0.0; 3],
+            origin_rpy_rad: [0.0; 3],
+            axis: [0.0, 0.0, 1.0],
+            mass_kg: 1.0,
+            com_m: [0.0; 3],
+            inertia_kgm2: [0.01, 0.0, 0.0, 0.01, 0.0, m],
+        }])
+        .unwrap();
+        let dt = 0.005;
+        let arrival = ChainArrival::new(
+            ArrivalSettings {
+                period_s: dt,
+                ..ArrivalSettings::default()
+            },
+            Coupling::InverseDynamics,
+        )
+        .unwrap();
+        let losses = [JointLosses {
+            damping: d,
+            friction: f,
+        }];
+        let g = Vector3::new(0.0, 0.0, -9.81);
+        let (mut q, mut v) = (0.0, 0.0);
+        let mut errors = Vec::new();
+        for (k, pose) in [1.0, -0.5, 0.2, 1.4].into_iter().enumerate() {
+            let deadline = 100 * (k + 1);
+            for step in 100 * k..deadline {
+                let target = JointTarget {
+                    pose_rad: pose,
+                    time_to_go_s: (deadline - step) as f64 * dt,
+                };
+                let mut command = arrival
+                    .tick_tree(&tree, &Isometry3::identity(), &[q], &[v], &[target], &g)
+                    .unwrap();
+                if compensate {
+                    command.add_losses(&losses, &[v], dt).unwrap();
+                }
+                let tau = command.torques()[0];
+                // Friction first: it stops the joint if it can, else takes f·dt off its motion.
+                let free = (m * v + dt * tau) / (m + d * dt);
+                let stop = free * (m + d * dt);
+                let v_next = if stop.abs() <= f * dt {
+                    0.0
+                } else {
+                    (stop - f * dt * stop.signum()) / (m + d * dt)
+                };
+                v = v_next;
+                q += v * dt;
+            }
+            errors.push((q - pose).abs());
+        }
+        errors
+    }
+
+    #[test]
+    fn losses_compensated_keep_the_arrival_and_none_change_nothing() {
+        // Damping of d·dt = m / 2 (a third off each step's change of velocity) and friction of
+        // 1 N·m: uncompensated, the keyframes are missed by more than the pose tours' 1e-2 rad.
+        let plain = rotor_with_losses(0.0, 0.0, false);
+        let lossy = rotor_with_losses(2.0, 1.0, false);
+        let compensated = rotor_with_losses(2.0, 1.0, true);
+        let worst = |e: &[f64]| e.iter().fold(0.0f64, |a, b| a.max(*b));
+        assert!(worst(&plain) < 2e-3, "{plain:?}");
+        assert!(worst(&lossy) > 1e-2, "{lossy:?}");
+        // Compensated, the rotor moves as the lossless one: the damping is cancelled at the
+        // step's end velocity, and while moving the friction by its full value.
+        for (c, p) in compensated.iter().zip(&plain) {
+            assert!((c - p).abs() < 1e-9, "{compensated:?} vs {plain:?}");
+        }
+        // No losses: the command is left as it was, bit for bit.
+        assert_eq!(rotor_with_losses(0.0, 0.0, true), plain);
+    }
+
+    #[test]
+    fn losses_are_damping_on_the_driven_velocity_and_banded_friction() {
+        let tree = serial_tree::<2>(&[
+            box_link(
+                [0.0; 3],
+                [0.0, 0.0, 1.0],
+                2.0,
+                [0.3, 0.0, 0.0],
+                [0.6, 0.1, 0.1],
+            ),
+            box_link(
+                [0.6, 0.0, 0.0],
+                [0.0, 0.0, 1.0],
+                1.0,
+                [0.2, 0.0, 0.0],
+                [0.4, 0.1, 0.1],
+            ),
+        ])
+        .unwrap();
+        let arrival =
+            ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
+        let target = JointTarget {
+            pose_rad: 0.5,
+            time_to_go_s: 0.4,
+        };
+        let g = Vector3::new(0.0, 0.0, -9.81);
+        let q = [0.1, -0.2];
+        let qd = [0.3, 0.001];
+        let base = arrival
+            .tick_tree(&tree, &Isometry3::identity(), &q, &qd, &[target; 2], &g)
+            .unwrap();
+        let losses = [
+            JointLosses {
+                damping: 0.5,
+                friction: 2.0,
+            },
+            JointLosses {
+                damping: 0.0,
+                friction: 0.0,
+            },
+        ];
+        let mut cmd = base;
+        cmd.add_losses(&losses, &qd, 0.005).unwrap();
+        let j = base.joints()[0];
+        let v = qd[0] + j.drive_nm / j.inertia_kgm2 * 0.005;
+        let expected = 0.5 * v + 2.0 * (v / FRICTION_SPEED_BAND).clamp(-1.0, 1.0);
+        assert_eq!(cmd.joints()[0].losses_nm, expected);
+        assert_eq!(cmd.joints()[0].torque_nm, j.torque_nm + expected);
+        // The lossless joint is untouched.
+        assert_eq!(cmd.joints()[1], base.joints()[1]);
+        // Within the speed band the friction is compensated in proportion.
+        let slow = [JointLosses {
+            damping: 0.0,
+            friction: 2.0,
+        }; 2];
+        let mut cmd = base;
+        let still = [-(base.joints()[0].drive_nm / base.joints()[0].inertia_kgm2) * 0.005; 2];
+        cmd.add_losses(&slow, &still, 0.005).unwrap();
+        assert!(
+            cmd.joints()[0].losses_nm.abs() < 1e-12,
+            "{:?}",
+            cmd.joints()[0]
+        );
+        // Bad losses or periods are refused, the command left as it was.
+        for (bad, period) in [
+            (-1.0, 0.005),
+            (f64::NAN, 0.005),
+            (0.5, 0.0),
+            (0.5, f64::NAN),
+        ] {
+            let mut cmd = base;
+            let l = [JointLosses {
+                damping: bad,
+                friction: 0.0,
+            }; 2];
+            let e = cmd.add_losses(&l, &qd, period).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    ModelError::NonFinite(Input::Losses { joint: 0 })
+                        | ModelError::Config(ConfigField::Period)
+                ),
+                "{e:?}"
+            );
+            assert_eq!(cmd, base);
+        }
+    }
+
     fn simulated_arrival_errors(coupling: Coupling, stability_margin: f64) -> Vec<[f64; 3]> {
         let z = [0.0, 0.0, 1.0];
         let chain = Chain::<3>::new(&[

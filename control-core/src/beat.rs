@@ -250,6 +250,7 @@ impl BeatServo {
                 drive_nm: drive,
                 parent_feedforward_nm: parent_feedforward,
                 gravity_nm,
+                losses_nm: 0.0,
                 torque_nm: torque,
             };
         }
@@ -319,6 +320,7 @@ impl BeatServo {
                 drive_nm: drive,
                 parent_feedforward_nm: parent_feedforward,
                 gravity_nm,
+                losses_nm: 0.0,
                 torque_nm: torque,
             };
         }

@@ -10,7 +10,9 @@
 //! or hold a hand on its targets (Kenwright's reach: Jᵀ F with a posture torque in the null
 //! space, plain or dynamically consistent; CCD IK tracked by the arrival servo's hold).
 //!
-//! Every law adds the model's gravity holding torque. Each joint's torque is limited to the
+//! Every law adds the model's gravity holding torque, and every joint-space law (all but the
+//! Jᵀ F reach) what the URDF's `<dynamics damping friction>` will take from the motion it asks
+//! for ([`ChainCommand::add_losses`]; the plant applies both). Each joint's torque is limited to the
 //! URDF's `<limit effort>` (the plant refuses a whole frame beyond it); every limited tick is
 //! counted in the record, never silent.
 //!
@@ -20,7 +22,7 @@
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalSettings, ChainArrival, ChainCommand, Coupling, JointStatus, JointTarget,
+    ArrivalSettings, ChainArrival, ChainCommand, Coupling, JointLosses, JointStatus, JointTarget,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::StateFrame;
@@ -296,6 +298,9 @@ pub struct ChainModel {
     pub tree: Box<Tree<CAP>>,
     /// Where its base is welded, world frame.
     pub base: Isometry3<f64>,
+    /// Each joint's damping and dry friction as the URDF gives them (the plant applies them),
+    /// compensated by every joint-space law.
+    pub losses: [JointLosses; CAP],
 }
 
 impl ChainModel {
@@ -559,6 +564,7 @@ impl ChainController {
                     self.current += 1;
                 }
                 self.command(&state, now)
+                    .and_then(|cmd| self.with_losses(cmd, &state))
                     .map(|cmd| self.limited(state, &cmd))
             }
         };
@@ -641,6 +647,7 @@ impl ChainController {
                         &self.gravity,
                     )
                     .map_err(|_| Refused)?;
+                let cmd = self.with_losses(cmd, state)?;
                 self.limited(*state, &cmd)
             }
             _ => return Err(Refused),
@@ -660,6 +667,17 @@ impl ChainController {
             .map(|(g, q)| (g - q).abs())
             .fold(0.0, f64::max);
         Ok(out)
+    }
+
+    /// `cmd` with the joints' losses compensated ([`ChainCommand::add_losses`]).
+    fn with_losses(
+        &self,
+        mut cmd: ChainCommand<CAP>,
+        state: &ChainState,
+    ) -> Result<ChainCommand<CAP>, Refused> {
+        cmd.add_losses(&self.model.losses, &state.qd, self.period_s)
+            .map_err(|_| Refused)?;
+        Ok(cmd)
     }
 
     /// Limit each of `torques` to its joint's effort into `out`, flagging the limited joints.

@@ -22,6 +22,7 @@ pub mod tour;
 
 use std::path::Path;
 
+use control_core::articulated::JointLosses;
 use control_core::articulated::nalgebra::Vector3;
 use serde::Serialize;
 use sim_host::{Mode, Push, Wall};
@@ -208,6 +209,13 @@ pub(crate) fn setup(scenario: &ChainScenario) -> Result<Setup, Box<dyn std::erro
     let base_placement = scene.base_pose();
     let base = isometry(&base_placement);
     let effort = replica.torque_limits();
+    let mut losses = [JointLosses::default(); CAP];
+    for (l, j) in losses.iter_mut().zip(&robot.joints) {
+        *l = JointLosses {
+            damping: j.damping,
+            friction: j.friction,
+        };
+    }
     let g = scenario.gravity_m_s2();
     let gravity = Vector3::new(g[0], g[1], g[2]);
     let mut unreachable = Vec::new();
@@ -243,6 +251,7 @@ pub(crate) fn setup(scenario: &ChainScenario) -> Result<Setup, Box<dyn std::erro
         model: ChainModel {
             tree: Box::new(tree),
             base,
+            losses,
         },
         robot,
         plant_joints,
