@@ -109,6 +109,35 @@ fn real_arms_load_unmodified_and_arrival_reaches_every_keyframe() {
     );
 }
 
+#[test]
+fn joint_losses_are_compensated_and_massless_links_load() {
+    let robots = robots_dir();
+    // xArm7: every joint damped (2 – 10 N·m·s/rad) and with 1 N·m of dry friction, which the
+    // plant applies and every controller compensates; uncompensated, `arrival` reaches 0/8.
+    let xarm = tour(
+        Some(&robots.join("xarm_description/urdf/xarm7.urdf")),
+        &out_dir("pose_tour_xarm7"),
+    );
+    assert_eq!(xarm["joints"].as_array().unwrap().len(), 7);
+    // human.urdf: hips, spine, shoulders and wrists are revolute joints chained through links
+    // without <inertial>: massless bodies in the model and in Rapier's multibody, noted.
+    let human = tour(
+        Some(&robots.join("human_description/robots/human.urdf")),
+        &out_dir("pose_tour_human"),
+    );
+    assert_eq!(human["joints"].as_array().unwrap().len(), 36);
+    let notes = human["notes"].to_string();
+    assert!(
+        notes.contains("massless moving bodies") && notes.contains("left_upperleg_virtual"),
+        "{notes}"
+    );
+    assert!(
+        num(&human["inertia_check"]["max_rel_diff"]) < 1e-4,
+        "{}",
+        human["inertia_check"]
+    );
+}
+
 /// A bad `--urdf`: exit 2, the file and the reason named, nothing written.
 fn refused(urdf: &Path, needle: &str) {
     let out = out_dir(&format!(
