@@ -136,6 +136,11 @@ fn joint_losses_are_compensated_and_massless_links_load() {
         "{}",
         human["inertia_check"]
     );
+    // The single-link law's gains come from the joint's own body, which a massless link does
+    // not have: every tick a model error, counted, the safe state in its place.
+    let single = controller(&human, "single_link");
+    assert_eq!(single["model_error_ticks"], single["ticks"], "{single}");
+    assert_eq!(controller(&human, "composite")["model_error_ticks"], 0);
 }
 
 /// A bad `--urdf`: exit 2, the file and the reason named, nothing written.

@@ -355,11 +355,6 @@ pub enum Input {
         /// The joint.
         joint: usize,
     },
-    /// A joint's losses given to [`ChainCommand::add_losses`] (negative or not finite).
-    Losses {
-        /// The joint.
-        joint: usize,
-    },
     /// The gravity vector.
     Gravity,
     /// A point given for a Jacobian or a transform.
@@ -425,6 +420,11 @@ pub enum ModelError {
     /// A joint-space controller was given a floating-base tree: its six unactuated base
     /// coordinates have no target and no torque.
     FloatingBase,
+    /// A joint's losses given to [`ChainCommand::add_losses`] are negative or not finite.
+    BadLosses {
+        /// The joint.
+        joint: usize,
+    },
 }
 
 impl fmt::Display for ModelError {
@@ -446,6 +446,10 @@ impl fmt::Display for ModelError {
             Self::FloatingBase => write!(
                 f,
                 "tree: a floating base has no joint targets (joint-space controllers need a fixed base)"
+            ),
+            Self::BadLosses { joint } => write!(
+                f,
+                "chain: joint {joint}: damping and friction must be finite and >= 0"
             ),
         }
     }
@@ -1426,9 +1430,11 @@ impl<const N: usize> ChainCommand<N> {
     /// d·v rather than d·q̇ because a plant integrating the damping implicitly (Rapier: −d·q̇ at
     /// the step's end) takes d·q̇_next. A joint with no losses is left untouched (bit for bit).
     ///
-    /// Only the first [`ChainCommand::joints`] entries of `losses` and `velocities` are read. A
-    /// loss that is negative or not finite, a non-finite velocity or period, or a torque that
-    /// is not a finite f64 is an error, and the command is then left as it was.
+    /// Only the first [`ChainCommand::joints`] entries of `losses` and `velocities` are read (the
+    /// velocity only of a joint with losses). A loss that is negative or not finite
+    /// ([`ModelError::BadLosses`]), a period that is not finite and > 0, a non-finite velocity
+    /// of a joint with losses, or a torque that is not a finite f64 is an error, and the
+    /// command is then left as it was.
     pub fn add_losses(
         &mut self,
         losses: &[JointLosses; N],
@@ -1447,7 +1453,7 @@ impl<const N: usize> ChainCommand<N> {
         {
             let ok = |v: f64| v.is_finite() && v >= 0.0;
             if !(ok(l.damping) && ok(l.friction)) {
-                return Err(ModelError::NonFinite(Input::Losses { joint }));
+                return Err(ModelError::BadLosses { joint });
             }
             if l.damping == 0.0 && l.friction == 0.0 {
                 continue;
@@ -2433,7 +2439,8 @@ pub(crate) mod tests {
     /// A rotor of inertia 0.02 kg·m² about z through its centre (no gravity torque) with
     /// damping `d` and dry friction `f`, as Rapier integrates them: the damping implicit
     /// (`(m + d·dt) v⁺ = m v + dt·τ`) and the friction a bound on the impulse that stops the
-    /// joint (`|impulse| ≤ f·dt`). Keyframes 0.5 s apart; returns each keyframe's error.
+    /// joint (`|impulse| ≤ f·dt`). Four keyframes 0.5 s apart, then 1 s holding the last;
+    /// returns each keyframe's error and the error at the end of the hold.
     fn rotor_with_losses(d: f64, f: f64, compensate: bool) -> Vec<f64> {
         let m = 0.02;
         let tree = serial_tree::<1>(&[LinkSpec {
@@ -2461,12 +2468,17 @@ pub(crate) mod tests {
         let g = Vector3::new(0.0, 0.0, -9.81);
         let (mut q, mut v) = (0.0, 0.0);
         let mut errors = Vec::new();
-        for (k, pose) in [1.0, -0.5, 0.2, 1.4].into_iter().enumerate() {
-            let deadline = 100 * (k + 1);
+        // Four keyframes, then 1 s holding the last (time to go ≤ 0: the critically damped hold).
+        for (k, pose) in [1.0, -0.5, 0.2, 1.4, 1.4].into_iter().enumerate() {
+            let deadline = if k < 4 { 100 * (k + 1) } else { 600 };
             for step in 100 * k..deadline {
                 let target = JointTarget {
                     pose_rad: pose,
-                    time_to_go_s: (deadline - step) as f64 * dt,
+                    time_to_go_s: if k < 4 {
+                        (deadline - step) as f64 * dt
+                    } else {
+                        0.0
+                    },
                 };
                 let mut command = arrival
                     .tick_tree(&tree, &Isometry3::identity(), &[q], &[v], &[target], &g)
@@ -2498,14 +2510,24 @@ pub(crate) mod tests {
         let plain = rotor_with_losses(0.0, 0.0, false);
         let lossy = rotor_with_losses(2.0, 1.0, false);
         let compensated = rotor_with_losses(2.0, 1.0, true);
-        let worst = |e: &[f64]| e.iter().fold(0.0f64, |a, b| a.max(*b));
+        let worst = |e: &[f64]| e.iter().take(4).fold(0.0f64, |a, b| a.max(*b));
         assert!(worst(&plain) < 2e-3, "{plain:?}");
         assert!(worst(&lossy) > 1e-2, "{lossy:?}");
-        // Compensated, the rotor moves as the lossless one: the damping is cancelled at the
-        // step's end velocity, and while moving the friction by its full value.
-        for (c, p) in compensated.iter().zip(&plain) {
+        // Compensated, the rotor moves as the lossless one through the keyframes: the damping is
+        // cancelled at the step's end velocity, and while moving the friction by its full
+        // value.
+        for (c, p) in compensated.iter().zip(&plain).take(4) {
             assert!((c - p).abs() < 1e-9, "{compensated:?} vs {plain:?}");
         }
+        // Holding, the joint comes to rest where the hold's drive (its setpoint re-aimed past
+        // the pose), with the friction compensated in proportion within the speed band, no
+        // longer overcomes the friction: 1.2e-3 rad off (uncompensated 3.2e-3, lossless 1.3e-4).
+        assert!(plain[4] < 1e-3, "{plain:?}");
+        assert!(compensated[4] < 2e-3, "{compensated:?}");
+        println!(
+            "hold: plain {:.1e}, lossy {:.1e}, compensated {:.1e} rad",
+            plain[4], lossy[4], compensated[4]
+        );
         // No losses: the command is left as it was, bit for bit.
         assert_eq!(rotor_with_losses(0.0, 0.0, true), plain);
     }
@@ -2560,19 +2582,47 @@ pub(crate) mod tests {
         assert_eq!(cmd.joints()[0].torque_nm, j.torque_nm + expected);
         // The lossless joint is untouched.
         assert_eq!(cmd.joints()[1], base.joints()[1]);
-        // Within the speed band the friction is compensated in proportion.
+        // Within the speed band the friction is compensated in proportion: none at v = 0, half
+        // at half the band, all of it beyond.
         let slow = [JointLosses {
             damping: 0.0,
             friction: 2.0,
         }; 2];
+        let driven = base.joints()[0].drive_nm / base.joints()[0].inertia_kgm2 * 0.005;
+        for (v, share) in [
+            (0.0, 0.0),
+            (0.5, 0.5),
+            (-0.25, -0.25),
+            (3.0, 1.0),
+            (-3.0, -1.0),
+        ] {
+            let mut cmd = base;
+            let velocities = [v * FRICTION_SPEED_BAND - driven, 0.0];
+            cmd.add_losses(&slow, &velocities, 0.005).unwrap();
+            let got = cmd.joints()[0].losses_nm;
+            assert!((got - 2.0 * share).abs() < 1e-9, "v = {v} band: {got}");
+        }
+        // A joint with losses needs a finite velocity; one without is not read.
         let mut cmd = base;
-        let still = [-(base.joints()[0].drive_nm / base.joints()[0].inertia_kgm2) * 0.005; 2];
-        cmd.add_losses(&slow, &still, 0.005).unwrap();
-        assert!(
-            cmd.joints()[0].losses_nm.abs() < 1e-12,
-            "{:?}",
-            cmd.joints()[0]
-        );
+        let e = cmd
+            .add_losses(&losses, &[f64::NAN, 0.0], 0.005)
+            .unwrap_err();
+        assert_eq!(e, ModelError::NonFinite(Input::Velocity { joint: 0 }));
+        assert_eq!(cmd, base);
+        cmd.add_losses(&losses, &[qd[0], f64::NAN], 0.005).unwrap();
+        // Bad friction too.
+        for bad in [-0.1, f64::INFINITY] {
+            let mut cmd = base;
+            let l = [JointLosses {
+                damping: 0.0,
+                friction: bad,
+            }; 2];
+            assert_eq!(
+                cmd.add_losses(&l, &qd, 0.005),
+                Err(ModelError::BadLosses { joint: 0 })
+            );
+            assert_eq!(cmd, base);
+        }
         // Bad losses or periods are refused, the command left as it was.
         for (bad, period) in [
             (-1.0, 0.005),
@@ -2589,8 +2639,7 @@ pub(crate) mod tests {
             assert!(
                 matches!(
                     e,
-                    ModelError::NonFinite(Input::Losses { joint: 0 })
-                        | ModelError::Config(ConfigField::Period)
+                    ModelError::BadLosses { joint: 0 } | ModelError::Config(ConfigField::Period)
                 ),
                 "{e:?}"
             );

@@ -366,6 +366,51 @@ fn combine(parts: &[Part]) -> Inertial {
     }
 }
 
+/// A massless body `b` whose one child joint moves exactly as the joint that moves `b` does
+/// (two revolute joints about one line, or two prismatic joints along one direction, with
+/// nothing of mass between them): their columns of the mass matrix are equal at every pose, so
+/// the matrix is singular everywhere; refused, naming both. (Axes that line up only at some
+/// poses, the gimbal lock of three revolute joints at one point, make it singular there only,
+/// as for Pinocchio: not refused.)
+fn same_motion(b: usize, joints: &[Joint], link: &str) -> Option<Refusal> {
+    let into = joints.get(b.checked_sub(1)?)?;
+    let mut children = joints.iter().filter(|j| j.parent_body == b);
+    let (Some(out), None) = (children.next(), children.next()) else {
+        return None;
+    };
+    if into.kind != out.kind {
+        return None;
+    }
+    // `out`'s axis and origin in `b`'s frame (= `into`'s joint frame, where `into`'s axis lies
+    // through the origin).
+    let r = out.origin.rotation;
+    let axis: [f64; 3] = std::array::from_fn(|i| {
+        r[i][0] * out.axis[0] + r[i][1] * out.axis[1] + r[i][2] * out.axis[2]
+    });
+    let cross = |u: [f64; 3], v: [f64; 3]| {
+        [
+            u[1] * v[2] - u[2] * v[1],
+            u[2] * v[0] - u[0] * v[2],
+            u[0] * v[1] - u[1] * v[0],
+        ]
+    };
+    let norm = |u: [f64; 3]| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
+    let parallel = norm(cross(into.axis, axis)) <= 1e-9;
+    let same_line = match into.kind {
+        JointType::Revolute => norm(cross(into.axis, out.origin.xyz_m)) <= 1e-9,
+        JointType::Prismatic => true,
+    };
+    (parallel && same_line).then(|| {
+        (
+            link_el(link, "<inertial><mass value>"),
+            format!(
+                "joints {:?} and {:?} move about one line with only this massless link between them: the same motion twice, a mass matrix singular at every pose; merge them, or give the link a mass",
+                into.name, out.name
+            ),
+        )
+    })
+}
+
 /// The cycle reached by following parent joints up from `start`: (the joint into the first link
 /// met twice, the links in parent-to-child order around the loop).
 fn cycle(
@@ -882,6 +927,9 @@ pub(crate) fn build(
             && i.inertia_kgm2 == [0.0; 6]
             && carried[b] > 0.0
         {
+            if let Some(refusal) = same_motion(b, &out_joints, &body.link) {
+                return Err(refusal);
+            }
             massless.push(body.link.as_str());
             continue;
         }

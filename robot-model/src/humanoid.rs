@@ -6,7 +6,9 @@
 //! with the same reader ([`crate::read_description`], [`crate::check_xml`]), the same strict
 //! pass over the XML (every number whole and finite, every vector of its length, the element
 //! named; the joints' per-axis ranges included) and the same URDF parser (urdf-rs) as every
-//! other robot ([`crate::parse`]), under the conventions below.
+//! other robot ([`crate::parse`]), under the conventions below. It reads the joints, the links'
+//! `<inertial>` and `<collision>`; `<visual>` and `<material>` are not used (and, as for every
+//! robot, a `<texture>` without a filename does not stop urdf-rs).
 //!
 //! # Balancing it with `control_core::balance`
 //! The tree, the soles' corners and the joints' effort groups are all the balance QP needs; a

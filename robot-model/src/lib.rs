@@ -47,7 +47,12 @@
 //!   revolute joints of a multi-axis joint, as ROS descriptions write a hip or a wrist
 //!   (example-robot-data's `human.urdf` has 19). The tree takes it as
 //!   [`control_core::tree::Inertial::ZERO`], and [`RobotModel::notes`] lists them. A massless
-//!   body that carries nothing with mass is refused: the mass matrix would be singular.
+//!   body that carries nothing with mass is refused: the mass matrix would be singular; so are
+//!   two joints about one line (or along one direction) with only a massless link between
+//!   them, the same motion twice. Chained axes that line up only at some poses (three revolute
+//!   joints at one point in gimbal lock: `human.urdf`'s shoulders at X = ±π/2) make the mass
+//!   matrix singular at those poses, as in Pinocchio; a controller or plant near them sees a
+//!   nearly singular matrix.
 //!
 //! # The base
 //! - A root link named `world` with exactly one joint, `fixed`: the base is that joint's child,

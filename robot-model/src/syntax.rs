@@ -344,9 +344,9 @@ fn version(robot: &Element) -> (u32, u32) {
         .unwrap_or((1, 0))
 }
 
-/// Checks `text` (already bounded by [`crate::check_xml`]) strictly; see the module docs.
-/// The strict pass, then urdf-rs's reading of the same text (of the text without the
-/// filename-less `<texture>` elements, [`Facts::textures_without_file`], where there are any).
+/// Checks `text` (already bounded by [`crate::check_xml`]) strictly (see the module docs), then
+/// reads it with urdf-rs: the text itself, or the text without the filename-less `<texture>`
+/// elements where there are any ([`Facts::textures_without_file`]).
 pub(crate) fn read(text: &str) -> Result<(Facts, urdf_rs::Robot), Refusal> {
     let mut root: Element = text
         .parse()
@@ -382,6 +382,7 @@ fn drop_textures_without_file(e: &mut Element, in_material: bool) -> usize {
     dropped
 }
 
+/// The strict pass alone, on the text as written (the unit tests').
 #[cfg(test)]
 pub(crate) fn check(text: &str) -> Result<Facts, Refusal> {
     let root: Element = text

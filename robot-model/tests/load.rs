@@ -421,6 +421,31 @@ fn massless_links_between_joints_are_frames_when_they_carry_mass() {
     let e = parse(&text).unwrap_err();
     assert_eq!(e.element, r#"link "virtual" <inertial><mass value>"#);
     assert!(e.reason.contains("nothing it carries has any"), "{e}");
+    // Two joints about one line with only the massless link between them move the thigh the
+    // same way: refused, naming both. About parallel lines apart, they do not.
+    let spin = |xyz: &str| {
+        format!(
+            r#"<joint name="spin" type="revolute"><parent link="virtual"/><child link="thigh"/><origin xyz="{xyz}"/><axis xyz="0 0 2"/><limit lower="-1" upper="1" effort="10" velocity="2"/></joint>"#
+        )
+    };
+    let text = |xyz: &str| {
+        robot(&format!(
+            r#"{}<link name="virtual"/><link name="thigh">{}</link>{}{}"#,
+            link("pelvis"),
+            inertial(2.0, "0 0 0", [0.25, 0.5, 0.125]),
+            revolute("yaw", "pelvis", "virtual", "0 0 -0.1"),
+            spin(xyz),
+        ))
+    };
+    let e = parse(&text("0 0 -0.3")).unwrap_err();
+    assert_eq!(e.element, r#"link "virtual" <inertial><mass value>"#);
+    assert!(
+        e.reason.starts_with(
+            r#"joints "yaw" and "spin" move about one line with only this massless link"#
+        ),
+        "{e}"
+    );
+    assert!(parse(&text("0.2 0 0")).is_ok());
     // A link of no mass but some inertia is no frame: refused.
     let text = robot(&format!(
         r#"{}<link name="virtual">{}</link><link name="thigh">{}</link>{}{roll}"#,

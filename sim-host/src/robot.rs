@@ -26,7 +26,8 @@
 //!   `Inertial`, given whole (`additional_mass_properties`, f32 as all of Rapier here); its
 //!   colliders have density 0. Every moving body needs a mass > 0 (refused naming the link
 //!   otherwise), or none at all, no inertia either, while it carries a body that has mass (a
-//!   massless frame between chained joints: a zero-mass link of Rapier's multibody). A moving body's **Rapier frame is its principal inertia frame**: origin at its
+//!   massless frame between chained joints: a zero-mass link of Rapier's multibody, whose mass
+//!   matrix is then singular where the chained axes line up, gimbal lock). A moving body's **Rapier frame is its principal inertia frame**: origin at its
 //!   centre of mass, axes its principal axes with the smallest moment on x (the inertia
 //!   decomposed here, in f64, cyclic Jacobi), so Rapier holds `MassProperties::new(0, m,
 //!   moments)`; a fixed base's is its model frame. Everything the plant takes or gives is in
