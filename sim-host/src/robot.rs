@@ -54,8 +54,9 @@
 //!   is the **convex hull of its vertices** scaled by its `scale` (`SharedShape::convex_hull`,
 //!   parry's `try_convex_hull`): STL binary (read here: some exporters start a binary file's
 //!   header with `solid`, which mesh-loader takes for ASCII) and ASCII, Collada `.dae` (node
-//!   transforms and `<unit>` applied; an `<up_axis>` other than `Z_UP` refused, since the reader
-//!   would not apply it) and Wavefront `.obj` (materials not read), read with `mesh-loader`
+//!   transforms and `<unit>` applied; an `<up_axis>` other than `Z_UP` does not rotate the
+//!   geometry, as RViz and MoveIt read it, and the notes name the file) and Wavefront `.obj`
+//!   (materials not read), read with `mesh-loader`
 //!   0.1.13 through `rapier3d-meshloader` 0.36 (Rapier's mesh loader, with its `stl`,
 //!   `collada` and `wavefront` features). A mesh that cannot be read, is larger than
 //!   [`MAX_MESH_BYTES`], holds more than [`MAX_MESH_VERTICES`] vertices or a non-finite one, or
@@ -896,6 +897,7 @@ impl RobotPlant {
         let mut notes = model.notes.clone();
         let mut shapes: Vec<Vec<(Iso, SharedShape)>> = Vec::with_capacity(model.bodies.len());
         let mut skipped = Vec::new();
+        let mut up_axes = Vec::new();
         for body in &model.bodies {
             let mut list = Vec::with_capacity(body.collisions.len());
             for s in &body.collisions {
@@ -929,13 +931,17 @@ impl RobotPlant {
                             skipped.push(format!("`{}` ({filename})", s.link));
                             continue;
                         }
-                        load_hull(path, *scale).map_err(|reason| {
+                        let (hull, up) = load_hull(path, *scale).map_err(|reason| {
                             urdf_err(format!(
                                 "link `{}`: collision mesh {filename} ({}): {reason} (set `collision` to \"primitives_only\" to simulate without meshes)",
                                 s.link,
                                 path.display()
                             ))
-                        })?
+                        })?;
+                        if let Some(axis) = up {
+                            up_axes.push(format!("{filename} ({axis})"));
+                        }
+                        hull
                     }
                 };
                 list.push((placement, shape));
@@ -971,6 +977,13 @@ impl RobotPlant {
                 sole.max_m[1],
                 sole.min_m[2],
                 sole.max_m[2]
+            ));
+        }
+        if !up_axes.is_empty() {
+            notes.push(format!(
+                "Collada <up_axis> other than Z_UP read as written, not rotated (as RViz and MoveIt read it) in {} collision mesh(es): {}",
+                up_axes.len(),
+                up_axes.join(", ")
             ));
         }
         if !skipped.is_empty() {
@@ -2216,12 +2229,13 @@ fn is_rotation(r: &[[f64; 3]; 3]) -> bool {
 }
 
 /// The convex hull of the mesh file at `path` (every mesh in it, each vertex scaled per axis by
-/// `scale`), or why not. The file must be a regular file of at most [`MAX_MESH_BYTES`] with the
-/// extension `.stl` (binary or ASCII), `.dae` (Collada: its node transforms and `<unit>` applied
-/// by the reader; an `<up_axis>` other than `Z_UP` refused, since the reader would not apply it)
-/// or `.obj` (Wavefront; material files are not read), of at most [`MAX_MESH_VERTICES`]
-/// finite vertices whose hull has a volume. A reader or hull that panics is caught and refused.
-fn load_hull(path: &Path, scale: [f64; 3]) -> Result<SharedShape, String> {
+/// `scale`), with a Collada file's `<up_axis>` when it is not `Z_UP` (the geometry is read as
+/// written, not rotated, as RViz and MoveIt read it: the caller notes it), or why not. The file
+/// must be a regular file of at most [`MAX_MESH_BYTES`] with the extension `.stl` (binary or
+/// ASCII), `.dae` (Collada: its node transforms and `<unit>` applied by the reader) or `.obj`
+/// (Wavefront; material files are not read), of at most [`MAX_MESH_VERTICES`] finite vertices
+/// whose hull has a volume. A reader or hull that panics is caught and refused.
+fn load_hull(path: &Path, scale: [f64; 3]) -> Result<(SharedShape, Option<String>), String> {
     use rapier3d_meshloader::mesh_loader;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
@@ -2249,14 +2263,11 @@ fn load_hull(path: &Path, scale: [f64; 3]) -> Result<SharedShape, String> {
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .unwrap_or_default();
-    if ext == "dae"
-        && let Some(axis) = collada_up_axis(&bytes)
-        && axis != "Z_UP"
-    {
-        return Err(format!(
-            "Collada <up_axis> is {axis}: only Z_UP is read (the mesh reader does not rotate the geometry)"
-        ));
-    }
+    let up = if ext == "dae" {
+        collada_up_axis(&bytes).filter(|axis| axis != "Z_UP")
+    } else {
+        None
+    };
     let parse = move || -> Result<Vec<Vector>, String> {
         let loader = mesh_loader::Loader::<Vec<u8>>::with_custom_reader(|p| {
             Err(std::io::Error::other(format!(
@@ -2315,11 +2326,13 @@ fn load_hull(path: &Path, scale: [f64; 3]) -> Result<SharedShape, String> {
             Err(flat())
         }
     }));
-    caught.unwrap_or_else(|_| {
-        Err(String::from(
-            "the mesh reader or the hull computation failed",
-        ))
-    })
+    caught
+        .unwrap_or_else(|_| {
+            Err(String::from(
+                "the mesh reader or the hull computation failed",
+            ))
+        })
+        .map(|hull| (hull, up))
 }
 
 /// The vertices of a binary STL file (80-byte header, a little-endian u32 triangle count, 50
@@ -3112,7 +3125,8 @@ mod tests {
         ];
         let scale = [2.0, 1.0, 0.5];
         for path in &files {
-            let hull = load_hull(path, scale).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let (hull, _) =
+                load_hull(path, scale).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let aabb = hull.compute_local_aabb();
             let (lo, hi) = (arr(aabb.mins), arr(aabb.maxs));
             let want_lo = [-0.2, -0.2, 0.0];
@@ -3127,13 +3141,17 @@ mod tests {
         }
         // Collada's unit is applied.
         let cm = temp("box_cm.dae", &dae(&v, &f, "Z_UP", 0.01));
-        let aabb = load_hull(&cm, [1.0; 3]).unwrap().compute_local_aabb();
+        let aabb = load_hull(&cm, [1.0; 3]).unwrap().0.compute_local_aabb();
         assert!((f64::from(aabb.maxs.x) - 0.003).abs() < 1e-7, "{aabb:?}");
+        // Another <up_axis> is read as written (not rotated, as RViz and MoveIt read it), and
+        // said.
+        let (y_up, axis) =
+            load_hull(&temp("y_up.dae", &dae(&v, &f, "Y_UP", 1.0)), [1.0; 3]).unwrap();
+        let z_up = load_hull(&temp("z_up.dae", &dae(&v, &f, "Z_UP", 1.0)), [1.0; 3]).unwrap();
+        assert_eq!(axis.as_deref(), Some("Y_UP"));
+        assert_eq!(z_up.1, None);
+        assert_eq!(y_up.compute_local_aabb(), z_up.0.compute_local_aabb());
         let refused: &[(PathBuf, &str)] = &[
-            (
-                temp("y_up.dae", &dae(&v, &f, "Y_UP", 1.0)),
-                "Collada <up_axis> is Y_UP",
-            ),
             (
                 temp("junk.stl", b"not a mesh at all, not even close"),
                 "cannot parse",
