@@ -103,7 +103,9 @@
 //!   environment's; and with group 2 too when on).
 //! - **Start**: the joints at the scene's `initial_q` (by name; others at 0, which must lie
 //!   within their limits: a joint whose limits exclude 0 must be named, or the scene is refused
-//!   naming it), at rest. The mass matrix must be positive definite there.
+//!   naming it), at rest. The mass matrix must be positive definite there, every Cholesky
+//!   pivot above 1e-6 of its diagonal entry (a joint whose motion the ones before it already
+//!   make, through massless links, is refused naming it).
 //!
 //! # Conventions
 //! - Joint order (frames, torques, every per-joint list) is the model's: depth first from the
@@ -1230,7 +1232,7 @@ impl RobotPlant {
                 format!("joint `{}`", plant.joints[i - plant.base_dofs()].name)
             };
             return Err(urdf_err(format!(
-                "the mass matrix at the start is singular from {what} on: a degree of freedom that moves no mass?"
+                "the mass matrix at the start is singular from {what} on: its motion is (to 1e-6) one the degrees of freedom before it already make, or it moves no mass (joints at one point through massless links, more than three, or two about one line?)"
             )));
         }
         Ok(plant)
@@ -2028,8 +2030,14 @@ fn principal_axes(inertia: [f64; 6]) -> (DMat3, [f64; 3]) {
     (DMat3::from_cols(x, y, z), order.map(|k| a[k][k]))
 }
 
+/// A Cholesky pivot at or below this fraction of its own diagonal entry counts as zero: that
+/// degree of freedom's motion is, to Rapier's f32 rounding (about 1e-7 relative), a combination
+/// of the ones before it (four revolute joints at one point through massless links, two about
+/// one line), or it moves no mass.
+const SINGULAR_PIVOT: f64 = 1e-6;
+
 /// The first failing index of a Cholesky factorization of the symmetric `m`, or `None` when `m`
-/// is positive definite.
+/// is positive definite with every pivot above [`SINGULAR_PIVOT`] of its diagonal entry.
 fn not_positive_definite(m: &[Vec<f64>]) -> Option<usize> {
     let n = m.len();
     let mut l = vec![vec![0.0; n]; n];
@@ -2038,7 +2046,7 @@ fn not_positive_definite(m: &[Vec<f64>]) -> Option<usize> {
             let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
             let a = m[i][j] - s;
             if i == j {
-                if a.is_nan() || a <= 0.0 || a.is_infinite() {
+                if !(a > SINGULAR_PIVOT * m[i][i]) || a <= 0.0 || a.is_infinite() {
                     return Some(i);
                 }
                 l[i][i] = a.sqrt();

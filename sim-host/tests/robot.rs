@@ -574,6 +574,58 @@ fn human_with_massless_links_matches_the_tree() {
     assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
 }
 
+/// Four revolute joints at one point with massless links between them: the hand's orientation
+/// has three degrees of freedom, so the fourth joint's motion is one the first three already
+/// make, at every pose. The plant refuses it at the start, naming the joint: Rapier's f32
+/// Cholesky pivot for it is tiny but positive, so a test for a zero pivot alone lets it through,
+/// and such a plant sends non-finite states from its first step.
+#[test]
+fn joints_that_repeat_a_motion_through_massless_links_are_refused() {
+    let joint = |n: &str, p: &str, c: &str, axis: &str| {
+        format!(
+            r#"<joint name="{n}" type="revolute"><parent link="{p}"/><child link="{c}"/><axis xyz="{axis}"/><limit lower="-1" upper="1" effort="10" velocity="2"/></joint>"#
+        )
+    };
+    let inertial = r#"<inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>"#;
+    let urdf = |axes: &[&str]| {
+        let mut body =
+            format!(r#"<?xml version="1.0"?><robot name="r"><link name="base">{inertial}</link>"#);
+        let n = axes.len();
+        for (k, axis) in axes.iter().enumerate() {
+            let parent = if k == 0 {
+                "base".to_owned()
+            } else {
+                format!("v{k}")
+            };
+            let child = if k + 1 == n {
+                "hand".to_owned()
+            } else {
+                format!("v{}", k + 1)
+            };
+            if k + 1 < n {
+                body.push_str(&format!(r#"<link name="{child}"/>"#));
+            }
+            body.push_str(&joint(&format!("j{k}"), &parent, &child, axis));
+        }
+        body.push_str(&format!(r#"<link name="hand">{inertial}</link></robot>"#));
+        body
+    };
+    let ball = temp("ball3.urdf", urdf(&["0 0 1", "1 0 0", "0 1 0"]).as_bytes());
+    assert!(RobotPlant::new(&RobotScene::new(&ball, 0.1)).is_ok());
+    let four = temp(
+        "ball4.urdf",
+        urdf(&["0 0 1", "1 0 0", "0 1 0", "1 1 0"]).as_bytes(),
+    );
+    let e = RobotPlant::new(&RobotScene::new(&four, 0.1))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("the mass matrix at the start is singular from joint `j3` on"),
+        "{e}"
+    );
+}
+
 // ---- (3) Gravity compensation of real arms ---------------------------------------------------
 
 /// Holds `plant` for `seconds` with the tree's generalized gravity at each step's state as the
