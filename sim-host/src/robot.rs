@@ -2046,7 +2046,7 @@ fn not_positive_definite(m: &[Vec<f64>]) -> Option<usize> {
             let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
             let a = m[i][j] - s;
             if i == j {
-                if !(a > SINGULAR_PIVOT * m[i][i]) || a <= 0.0 || a.is_infinite() {
+                if a.is_nan() || a <= SINGULAR_PIVOT * m[i][i] || a <= 0.0 || a.is_infinite() {
                     return Some(i);
                 }
                 l[i][i] = a.sqrt();
