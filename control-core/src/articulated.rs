@@ -1444,7 +1444,8 @@ impl<const N: usize> ChainCommand<N> {
         if !(period_s.is_finite() && period_s > 0.0) {
             return Err(ModelError::Config(ConfigField::Period));
         }
-        let mut added = [0.0; N];
+        // Checked whole before any joint is changed: `None` for a joint without losses.
+        let mut added = [None; N];
         for (joint, ((out, l), (&omega, cmd))) in added
             .iter_mut()
             .zip(losses)
@@ -1466,10 +1467,10 @@ impl<const N: usize> ChainCommand<N> {
             if !(t.is_finite() && (cmd.torque_nm + t).is_finite()) {
                 return Err(ModelError::OutOfRange);
             }
-            *out = t;
+            *out = Some(t);
         }
-        for ((cmd, t), l) in self.joints.iter_mut().zip(added).zip(losses).take(self.len) {
-            if l.damping != 0.0 || l.friction != 0.0 {
+        for (cmd, t) in self.joints.iter_mut().zip(added).take(self.len) {
+            if let Some(t) = t {
                 cmd.losses_nm = t;
                 cmd.torque_nm += t;
             }

@@ -383,21 +383,11 @@ fn same_motion(b: usize, joints: &[Joint], link: &str) -> Option<Refusal> {
     }
     // `out`'s axis and origin in `b`'s frame (= `into`'s joint frame, where `into`'s axis lies
     // through the origin).
-    let r = out.origin.rotation;
-    let axis: [f64; 3] = std::array::from_fn(|i| {
-        r[i][0] * out.axis[0] + r[i][1] * out.axis[1] + r[i][2] * out.axis[2]
-    });
-    let cross = |u: [f64; 3], v: [f64; 3]| {
-        [
-            u[1] * v[2] - u[2] * v[1],
-            u[2] * v[0] - u[0] * v[2],
-            u[0] * v[1] - u[1] * v[0],
-        ]
-    };
-    let norm = |u: [f64; 3]| (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]).sqrt();
-    let parallel = norm(cross(into.axis, axis)) <= 1e-9;
+    let axis = math::mul_v(&out.origin.rotation, &out.axis);
+    let along = |v: &V3| math::norm(&math::cross(&into.axis, v)) <= 1e-9;
+    let parallel = along(&axis);
     let same_line = match into.kind {
-        JointType::Revolute => norm(cross(into.axis, out.origin.xyz_m)) <= 1e-9,
+        JointType::Revolute => along(&out.origin.xyz_m),
         JointType::Prismatic => true,
     };
     (parallel && same_line).then(|| {
@@ -892,14 +882,7 @@ pub(crate) fn build(
     for (body, part) in bodies.iter_mut().zip(&parts) {
         body.inertial = combine(part);
     }
-    let mut carried = vec![0.0f64; bodies.len()];
-    for b in (1..bodies.len()).rev() {
-        let parent = out_joints[b - 1].parent_body;
-        let below = carried[b] + bodies[b].inertial.mass_kg;
-        if parent < b {
-            carried[parent] += below;
-        }
-    }
+    let carried = crate::carried_masses(&bodies, &out_joints);
     let mut massless = Vec::new();
     for (b, body) in bodies.iter().enumerate() {
         let moving = b > 0 || base == BaseKind::Floating;
@@ -920,13 +903,7 @@ pub(crate) fn build(
         } else {
             String::new()
         };
-        let i = &body.inertial;
-        if b > 0
-            && i.mass_kg == 0.0
-            && i.com_m == [0.0; 3]
-            && i.inertia_kgm2 == [0.0; 6]
-            && carried[b] > 0.0
-        {
+        if b > 0 && body.is_massless() && carried[b] > 0.0 {
             if let Some(refusal) = same_motion(b, &out_joints, &body.link) {
                 return Err(refusal);
             }

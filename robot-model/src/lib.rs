@@ -211,6 +211,24 @@ pub struct RobotModel {
     pub notes: Vec<String>,
 }
 
+/// The mass each body carries through its joints: its moving descendants' masses summed (its
+/// own left out). `bodies` and `joints` as in [`RobotModel`] (body k + 1 the child of joint k);
+/// a joint whose parent is not an earlier body adds nothing, so a hand-made, inconsistent model
+/// gives a result, never a panic.
+pub fn carried_masses(bodies: &[Body], joints: &[Joint]) -> Vec<f64> {
+    let mut carried = vec![0.0f64; bodies.len()];
+    for b in (1..bodies.len()).rev() {
+        let Some(parent) = joints.get(b - 1).map(|j| j.parent_body) else {
+            continue;
+        };
+        let below = carried[b] + bodies[b].inertial.mass_kg;
+        if let Some(c) = carried.get_mut(parent).filter(|_| parent < b) {
+            *c += below;
+        }
+    }
+    carried
+}
+
 /// One rigid body of the tree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Body {
@@ -434,6 +452,14 @@ impl TreeSpecBuf {
             base_body: self.base_body,
             joints: &self.joints,
         }
+    }
+}
+
+impl Body {
+    /// No mass, centre or inertia at all ([`Inertial::ZERO`]): a massless frame when it moves and
+    /// carries a body that has mass ([`carried_masses`]).
+    pub fn is_massless(&self) -> bool {
+        self.inertial == Inertial::ZERO
     }
 }
 

@@ -36,6 +36,18 @@ pub(crate) fn mul_v(a: &M3, v: &V3) -> V3 {
     ]
 }
 
+pub(crate) fn cross(a: &V3, b: &V3) -> V3 {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+pub(crate) fn norm(a: &V3) -> f64 {
+    (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
+}
+
 pub(crate) fn add(a: &V3, b: &V3) -> V3 {
     [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
 }

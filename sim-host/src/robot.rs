@@ -2138,25 +2138,13 @@ fn check_model(model: &RobotModel) -> Result<(), String> {
             ));
         }
     }
-    // The mass each body carries through its joints (its subtree's, itself left out).
-    let mut carried = vec![0.0f64; model.bodies.len()];
-    for b in (1..model.bodies.len()).rev() {
-        let parent = model.joints.get(b - 1).map_or(0, |j| j.parent_body);
-        let below = carried[b] + model.bodies[b].inertial.mass_kg;
-        if parent < b {
-            carried[parent] += below;
-        }
-    }
+    let carried = robot_model::carried_masses(&model.bodies, &model.joints);
     for (b, body) in model.bodies.iter().enumerate() {
         let link = &body.link;
         let i = &body.inertial;
         let moving = b > 0 || model.base == BaseKind::Floating;
-        // A massless frame (no mass, centre or inertia) between joints, carrying mass.
-        let frame = b > 0
-            && i.mass_kg == 0.0
-            && i.com_m == [0.0; 3]
-            && i.inertia_kgm2 == [0.0; 6]
-            && carried[b] > 0.0;
+        // A massless frame between joints, carrying mass.
+        let frame = b > 0 && body.is_massless() && carried[b] > 0.0;
         if !(i.mass_kg.is_finite() && i.mass_kg >= 0.0 && i.mass_kg <= MAX_URDF_MASS_KG)
             || (moving && i.mass_kg <= 0.0 && !frame)
         {
