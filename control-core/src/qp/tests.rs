@@ -1104,7 +1104,8 @@ fn extreme_magnitudes_give_finite_answers() {
 
 /// Random feasible problems (of the proptest below) on which the solver once stalled short of
 /// its tolerances, by inaccurate Newton solves near the cone's boundary, or cycled from a poorly
-/// centred cold start; Clarabel solves each in 6 to 13 iterations.
+/// centred cold start or under five equilibration passes; Clarabel solves each of the first
+/// fourteen in 6 to 13 iterations.
 #[test]
 fn hard_random_problems_are_solved() {
     for seed in [
@@ -1122,6 +1123,9 @@ fn hard_random_problems_are_solved() {
         17915581793671567925,
         2205385363551424117,
         6684047916185611827,
+        // Cycles without converging under five equilibration passes (the gap stuck at 0.37):
+        // found by the property test in CI; one pass solves it in 7 iterations.
+        4941141968384756244,
     ] {
         let prob = random_feasible(seed);
         let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
