@@ -96,7 +96,7 @@
 //! parameters: `NV` the tree's velocity capacity, `NX` the QP's variables (at least
 //! `nv + 3 × contact points + multi-axis groups`), `NR` its rows (at least `6 + 6 × contact
 //! bodies + 4 × points + 2 × one-axis groups + 6 × multi-axis groups`). It is large (the
-//! solver.s `8 (6 NX² + 2.25 NX NR + …)` bytes and the QP data, about 1.0 MB for `NX = 96`,
+//! solver's `8 (9 NX² + 2.25 NX NR + …)` bytes and the QP data, about 1.2 MB for `NX = 96`,
 //! `NR = 160`): keep it in a `static` or a box.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 

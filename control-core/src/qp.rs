@@ -136,8 +136,8 @@
 //!
 //! Allocate, block or panic. Every buffer is inside [`Solver`], sized by its const parameters
 //! (`N` variables, `M` constraint rows at most): a controller keeps one solver and reuses it
-//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (6N² + 2.25 NM + 33N + 41M)` bytes
-//! (1.0 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
+//! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (9N² + 2.25 NM + 35N + 41M)` bytes
+//! (1.3 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
 //! NaN or infinity in the data, wrong lengths, more variables or rows than the capacity, an
 //! asymmetric or indefinite `P` and out-of-range settings are each refused with a [`QpError`]
 //! before any work. Whatever the numbers, the
@@ -166,6 +166,7 @@ mod condense;
 mod cone;
 mod ipm;
 mod linalg;
+mod range;
 mod reduce;
 #[cfg(test)]
 #[path = "../tests/support/qp_testgen.rs"]
@@ -262,6 +263,13 @@ pub struct Settings {
     /// positive definite (module docs, step 3): the iterations then work on the others alone.
     /// The same solution to the tolerances; off, the interior point sees every coordinate.
     pub condense: bool,
+    /// Eliminate the variables that no inequality or cone row touches by their own
+    /// factorisations when the objective does not couple them to the others and the
+    /// equalities have full rank on them (module docs, step 2): in the balance QP, the joint
+    /// accelerations by `nv`- and equality-sized Cholesky factors instead of a QR of the
+    /// equalities over every variable. The same reduced problem (to rounding); where it does
+    /// not apply, or off, the null-space way.
+    pub range_space: bool,
 }
 
 impl Settings {
@@ -283,6 +291,7 @@ impl Settings {
         psd_tol: 1e-9,
         rank_tol: 1e-10,
         condense: true,
+        range_space: true,
     };
 
     fn check(&self) -> Result<(), QpError> {
@@ -577,6 +586,8 @@ struct Qr<const N: usize, const M: usize> {
     coef: [f64; N],
     /// `½ x̃_pᵀ P̃ x̃_p + q̃ᵀ x̃_p`.
     offset: f64,
+    /// [`Basis::Range`]'s factors.
+    range: range::Factors<N>,
 }
 
 /// The null-space basis `N` of the equalities, `x̃ = x̃_p + N w`.
@@ -591,6 +602,10 @@ enum Basis {
     /// free variables only stays as sparse in `w` as it is in `x̃`: the friction cones' rows
     /// on the contact forces keep their one or three entries.
     Eliminated,
+    /// Range-space elimination ([`Settings::range_space`]): the variables no inequality
+    /// touches (`pivcol`) are the best ones for the kept ones (`freecol`, `w` itself), through
+    /// the factors in [`Qr::range`]; `x̃_p = 0`.
+    Range,
 }
 
 /// The reduced problem: minimise `½ wᵀ H w + gᵀ w` subject to `G w + s = h`, `s ∈ R₊^l × SOC^c`.
@@ -781,6 +796,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 xp: [0.0; N],
                 coef: [0.0; N],
                 offset: 0.0,
+                range: range::Factors::new(),
             },
             red: Reduced {
                 hess: [[0.0; N]; N],
@@ -908,7 +924,10 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let (old_dims, old_previous) = (self.dims, self.out.previous);
         self.dims = dims;
         self.equilibrate(problem);
-        if !self.psd_ok(problem) {
+        let eliminated = self.range_space();
+        if eliminated == range::Outcome::NotPsd
+            || (eliminated == range::Outcome::NotApplicable && !self.psd_ok(problem))
+        {
             // Refused: nothing of the last solution was touched but its sizes.
             self.dims = old_dims;
             self.out.previous = old_previous;
@@ -938,17 +957,23 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             equality_rank: 0,
             condensed: 0,
         };
-        self.factor_equalities();
-        info.equality_rank = self.dims.k;
-        if let Some(ratio) = self.inconsistent_equalities(problem) {
-            info.status = Status::PrimalInfeasible;
-            info.certificate_residual = ratio;
-            info.warm_started = false;
-            return Ok(self.finish(info));
+        if eliminated == range::Outcome::Reduced {
+            // Equalities of full rank on variables they leave free: consistent.
+            info.equality_rank = self.dims.z;
+            info.condensed = self.qr.range.na - self.dims.z;
+        } else {
+            self.factor_equalities();
+            info.equality_rank = self.dims.k;
+            if let Some(ratio) = self.inconsistent_equalities(problem) {
+                info.status = Status::PrimalInfeasible;
+                info.certificate_residual = ratio;
+                info.warm_started = false;
+                return Ok(self.finish(info));
+            }
+            self.form_reduced();
+            self.condense();
+            info.condensed = self.cond.nu;
         }
-        self.form_reduced();
-        self.condense();
-        info.condensed = self.cond.nu;
         self.check = None;
         let status = self.interior_point(problem, warm_ok, &mut info);
         info.status = status;

@@ -604,6 +604,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                     *w = lam * dot(head(b, n), head(&out.xt, n));
                 }
             }
+            Basis::Range => {
+                // The kept variables themselves (`x̃_p = 0`).
+                for (w, fj) in head_mut(&mut it.w, r).iter_mut().zip(&self.qr.freecol) {
+                    *w = lam * linalg::at(&out.xt, *fj);
+                }
+            }
             Basis::Eliminated => {
                 // The orthogonal projection on the null space, Q [0; (Qᵀd)_{k..}], read at
                 // the free variables (where N is the identity).

@@ -341,6 +341,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let ak = rows_range(&data.a, z, m);
         let offset;
         match qr.kind {
+            // Formed by `range_space` instead.
+            Basis::Range => return,
             Basis::Identity => {
                 for (dst, src) in rows_head_mut(&mut red.hess, n).iter_mut().zip(&data.p) {
                     linalg::copy(head(src, n), dst);
@@ -534,6 +536,10 @@ pub(super) fn x_from_w<const N: usize, const M: usize>(
     xt: &mut [f64],
 ) {
     let xt = head_mut(xt, n);
+    if qr.kind == Basis::Range {
+        super::range::x_from_kept(qr, head(w, r), scale, with_xp, xt);
+        return;
+    }
     if qr.kind == Basis::Identity {
         for (x, wi) in xt.iter_mut().zip(w) {
             *x = wi * scale;
@@ -577,6 +583,10 @@ pub(super) fn equality_duals<const N: usize, const M: usize>(
     v: &mut [f64],
     yt: &mut [f64],
 ) {
+    if qr.kind == Basis::Range {
+        super::range::equality_duals(qr, v, yt);
+        return;
+    }
     let Dims { n, z, k, .. } = dims;
     for s in 0..k {
         apply_householder(

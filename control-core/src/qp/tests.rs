@@ -504,7 +504,11 @@ fn both_null_space_bases_agree() {
         soc3: 1,
     };
     let prob = owned(n, &p, &q, &a, &b, cones);
-    let mut solver = boxed::<10, 8>();
+    // The null-space way (this structure would go the range-space way by default).
+    let mut solver = Box::new(Solver::<10, 8>::new(Settings {
+        range_space: false,
+        ..Settings::DEFAULT
+    }));
     let mut reference = boxed::<10, 8>();
     reference.force_orthonormal = true;
     let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
@@ -1024,7 +1028,7 @@ proptest! {
 #[test]
 fn the_solver_size_is_as_documented() {
     let size = core::mem::size_of::<Solver<112, 176>>();
-    let formula = 8 * (6 * 112 * 112 + 9 * 112 * 176 / 4 + 33 * 112 + 41 * 176);
+    let formula = 8 * (9 * 112 * 112 + 9 * 112 * 176 / 4 + 35 * 112 + 41 * 176);
     assert!(size.abs_diff(formula) * 50 < formula, "{size} vs {formula}");
 }
 
@@ -1327,4 +1331,137 @@ fn condensed_problems_still_find_unbounded_directions() {
         x[2] > 0.9 && x[0].abs() < 1e-6 && x[1].abs() < 1e-6,
         "{x:?}"
     );
+}
+
+/// Balance-shaped problems (the inequality and cone rows on the last variables only, `P` block
+/// diagonal) go the range-space way and agree with the null-space way; where `P_aa` is singular
+/// they go the null-space way and are solved all the same.
+#[test]
+fn range_space_agrees_with_the_null_space_way() {
+    let mut rng = Rng(71);
+    let mut solver = boxed::<32, 48>();
+    let mut reference = Box::new(Solver::<32, 48>::new(Settings {
+        range_space: false,
+        ..Settings::DEFAULT
+    }));
+    let mut ranged = 0;
+    for case in 0..80 {
+        let n = 6 + rng.below(24);
+        let untouched = 2 + rng.below(n - 4);
+        let cones = Cones {
+            zero: 1 + rng.below(untouched),
+            nonneg: 1 + rng.below(10),
+            soc3: rng.below(6),
+        };
+        let mut prob = testgen::feasible_split(&mut rng, n, cones, n, 0.1, untouched);
+        let singular = case % 10 == 9;
+        if singular {
+            // An eliminated variable the objective does not weigh: P_aa singular.
+            for j in 0..n {
+                prob.p[j] = 0.0;
+                prob.p[j * n] = 0.0;
+            }
+        }
+        let a = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        let b = reference.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(
+            (a.status, b.status),
+            (Status::Solved, Status::Solved),
+            "case {case}"
+        );
+        assert_kkt(&prob, solver.x(), solver.s(), solver.y(), &a);
+        assert_eq!(solver.qr.kind == Basis::Range, !singular, "case {case}");
+        ranged += usize::from(solver.qr.kind == Basis::Range);
+        if solver.qr.kind == Basis::Range {
+            assert_eq!(a.equality_rank, cones.zero);
+            assert_eq!(a.condensed, untouched - cones.zero);
+        }
+        let scale = 1.0 + inf(reference.x());
+        for (x, y) in solver.x().iter().zip(reference.x()) {
+            assert!((x - y).abs() <= 1e-5 * scale, "case {case}: {x} vs {y}");
+        }
+        let (fa, fb) = (prob.objective(solver.x()), prob.objective(reference.x()));
+        assert!(
+            (fa - fb).abs() <= 1e-7 * (1.0 + fb.abs()),
+            "case {case}: {fa} vs {fb}"
+        );
+        // The same problem again, warm: the same answer.
+        let w = solver.solve(&prob.problem(), WarmStart::Previous).unwrap();
+        assert!(w.warm_started && w.status == Status::Solved, "case {case}");
+        assert_kkt(&prob, solver.x(), solver.s(), solver.y(), &w);
+    }
+    assert_eq!(ranged, 72);
+}
+
+/// Infeasibility and refusals the range-space way: bounds on a kept variable that contradict
+/// each other, a kept variable the objective decreases along without bound, an indefinite
+/// `P_ff`: each as the null-space way reports it, certificates checked.
+#[test]
+fn range_space_reports_infeasibility_and_refuses_indefinite_p() {
+    let settings = Settings::DEFAULT;
+    // x = (a₀, a₁, f₀, f₁, f₂); a₀ + a₁ + f₀ = 1, a₀ − a₁ + 0.5 f₁ = 0; rows on f only.
+    let n = 5;
+    let mut p = vec![0.0; n * n];
+    for (i, d) in [1.0, 2.0, 1.0, 1.0, 0.5].iter().enumerate() {
+        p[i * n + i] = *d;
+    }
+    let mut a = vec![0.0; 5 * n];
+    a[..5].copy_from_slice(&[1.0, 1.0, 1.0, 0.0, 0.0]);
+    a[5..10].copy_from_slice(&[1.0, -1.0, 0.0, 0.5, 0.0]);
+    a[10 + 4] = 1.0; // f₂ ≤ b₂
+    a[15 + 4] = -1.0; // −f₂ ≤ b₃
+    a[20 + 2] = 1.0; // f₀ ≤ 5
+    let cones = Cones {
+        zero: 2,
+        nonneg: 3,
+        soc3: 0,
+    };
+    let q = [0.1, -0.2, 0.3, 0.0, 0.0];
+    for range_space in [true, false] {
+        let mut solver = Box::new(Solver::<8, 8>::new(Settings {
+            range_space,
+            ..settings
+        }));
+        let basis = |solver: &Solver<8, 8>| solver.qr.kind == Basis::Range;
+        // Feasible: −1 ≤ f₂ ≤ 1.
+        let prob = owned(n, &p, &q, &a, &[1.0, 0.0, 1.0, 1.0, 5.0], cones);
+        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(info.status, Status::Solved);
+        assert_eq!(basis(&solver), range_space);
+        assert_kkt(&prob, solver.x(), solver.s(), solver.y(), &info);
+        // f₂ ≤ −1 and f₂ ≥ 1.
+        let prob = owned(n, &p, &q, &a, &[1.0, 0.0, -1.0, -1.0, 5.0], cones);
+        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(
+            info.status,
+            Status::PrimalInfeasible,
+            "range_space {range_space}"
+        );
+        assert_eq!(basis(&solver), range_space);
+        assert_primal_certificate(&prob, solver.y(), &settings);
+        // f₂ unweighted, only bounded above, and the objective falls as it does.
+        let mut pz = p.clone();
+        pz[4 * n + 4] = 0.0;
+        let mut az = a.clone();
+        az[15 + 4] = 0.0;
+        let qz = [0.1, -0.2, 0.3, 0.0, 1.0];
+        let prob = owned(n, &pz, &qz, &az, &[1.0, 0.0, 1.0, 1.0, 5.0], cones);
+        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(
+            info.status,
+            Status::DualInfeasible,
+            "range_space {range_space}"
+        );
+        assert_eq!(basis(&solver), range_space);
+        assert_dual_certificate(&prob, solver.x(), &settings);
+        // P_ff indefinite.
+        let mut pn = p.clone();
+        pn[3 * n + 4] = 2.0;
+        pn[4 * n + 3] = 2.0;
+        let prob = owned(n, &pn, &q, &a, &[1.0, 0.0, 1.0, 1.0, 5.0], cones);
+        assert_eq!(
+            solver.solve(&prob.problem(), WarmStart::Cold),
+            Err(QpError::NotPsd)
+        );
+    }
 }

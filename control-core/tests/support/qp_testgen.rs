@@ -168,8 +168,42 @@ pub fn feasible_masked(
     ridge: f64,
     untouched: usize,
 ) -> Owned {
+    feasible_blocks(rng, n, cones, rank, ridge, untouched, false)
+}
+
+/// [`feasible_masked`] with `P` block diagonal too: no coupling between the first `untouched`
+/// variables and the others (the balance QP's accelerations and forces).
+pub fn feasible_split(
+    rng: &mut Rng,
+    n: usize,
+    cones: Cones,
+    rank: usize,
+    ridge: f64,
+    untouched: usize,
+) -> Owned {
+    feasible_blocks(rng, n, cones, rank, ridge, untouched, true)
+}
+
+fn feasible_blocks(
+    rng: &mut Rng,
+    n: usize,
+    cones: Cones,
+    rank: usize,
+    ridge: f64,
+    untouched: usize,
+    split: bool,
+) -> Owned {
     let m = cones.rows().unwrap();
-    let p = random_p(rng, n, rank, ridge);
+    let mut p = random_p(rng, n, rank, ridge);
+    if split {
+        for i in 0..n {
+            for j in 0..n {
+                if (i < untouched) != (j < untouched) {
+                    p[i * n + j] = 0.0;
+                }
+            }
+        }
+    }
     let mut a: Vec<f64> = (0..m * n).map(|_| rng.normal()).collect();
     for row in a.chunks_exact_mut(n).skip(cones.zero) {
         row[..untouched.min(n)].fill(0.0);

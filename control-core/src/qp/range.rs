@@ -1,0 +1,339 @@
+//! Range-space elimination of the variables that no inequality or cone row touches, when the
+//! objective does not couple them to the others ([`Settings::range_space`]).
+//!
+//! With `x = (a, f)`, `a` the variables in no row of `A_K`, `P = diag(P_aa, P_ff)` (no
+//! coupling) and `P_aa` positive definite, the equalities `E_a a + E_f f = b_E` leave `a` free
+//! for any `f` as long as `E_a` has full row rank, and the best `a` for a given `f` is the
+//! equality-constrained least squares
+//!
+//! ```text
+//! P_aa = L Lᵀ,  B = E_a L⁻ᵀ,  S = B Bᵀ = K Kᵀ,  c = L⁻¹ q_a
+//! ρ(f) = K⁻¹ (b_E − E_f f + B c) = ρ₀ − F f      (F = K⁻¹ E_f)
+//! min over a = ½ ‖ρ(f)‖² − ½ ‖c‖²,   a(f) = L⁻ᵀ (Bᵀ K⁻ᵀ ρ(f) − c)
+//! ```
+//!
+//! so the interior point runs on `f` alone: `H = P_ff + FᵀF`, `g = q_f − Fᵀ ρ₀`, `G = A_K`'s
+//! `f` columns, `h = b_K`. In the balance QP `a` is the joint accelerations and `f` the contact
+//! forces: the equations of motion and the no-slip rows are eliminated by factorisations of the
+//! size of the accelerations and of the equalities (`nv³/6 + z nv²/2`), instead of a QR of the
+//! equalities over every variable, the null-space basis, `NᵀPN` and the closed-form step
+//! ([`super::reduce`], [`super::condense`]) that give the same reduced problem.
+//!
+//! Taken only when it applies: some equality and some inequality or cone row, `P_af = 0`
+//! exactly, `P_aa`'s Cholesky pivots above `1e-10` of its largest diagonal entry and `S`'s
+//! likewise (otherwise the problem goes the null-space way, which handles dependent equalities
+//! and semidefinite blocks). `P` is then positive semidefinite if and only if `P_ff` passes the
+//! same shifted Cholesky test as the whole `P` would ([`Settings::psd_tol`]).
+//!
+//! The equality duals come back from the stationarity on `a`: `E_aᵀ y_E = −(P_aa a + q_a)`,
+//! `y_E = −S⁻¹ B L⁻¹ (P_aa a + q_a)`; for a certificate (no `a` part) they are 0.
+//!
+//! Never allocates, blocks or panics: every buffer is in [`Factors`].
+//!
+//! [`Settings::range_space`]: super::Settings::range_space
+//! [`Settings::psd_tol`]: super::Settings::psd_tol
+
+use super::linalg::{
+    at, back_substitute_transposed, cholesky, dot, forward_substitute, head, head_mut, norm_inf,
+    put, range, row, row_mut, rows_head, rows_head_mut, rows_range,
+};
+use super::reduce::{head_usize, mirror_lower, supports};
+use super::{Basis, Dims, Qr, Solver};
+
+/// Pivots of `P_aa`'s or `S`'s Cholesky factor below this fraction of the largest diagonal
+/// entry: not taken (the null-space way instead).
+const PIVOT_FLOOR: f64 = 1e-10;
+
+/// What [`Solver::range_space`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// The reduced problem is formed ([`Basis::Range`]).
+    Reduced,
+    /// The structure does not allow it: go the null-space way.
+    NotApplicable,
+    /// `P_ff` (and so `P`) is not positive semidefinite.
+    NotPsd,
+}
+
+/// The factors of the elimination (module docs). The eliminated variables are
+/// `Qr::pivcol[..na]`, the kept ones `Qr::freecol[..r]`; `B`'s rows are `Qr::basis[..z]`.
+pub(super) struct Factors<const N: usize> {
+    /// How many variables are eliminated.
+    pub(super) na: usize,
+    /// How many equality rows (all independent).
+    z: usize,
+    /// `L` (lower triangle, `na × na`).
+    l: [[f64; N]; N],
+    /// `K` (lower triangle, `z × z`).
+    k: [[f64; N]; N],
+    /// `Fᵀ`: row `j` is `K⁻¹ E_f e_j` (`z` entries), one kept variable a row.
+    ft: [[f64; N]; N],
+    /// `L⁻¹ q_a`.
+    c: [f64; N],
+    /// `K⁻¹ (b_E + B c)`.
+    rho0: [f64; N],
+}
+
+impl<const N: usize> Factors<N> {
+    /// Nothing formed.
+    pub(super) const fn new() -> Self {
+        Self {
+            na: 0,
+            z: 0,
+            l: [[0.0; N]; N],
+            k: [[0.0; N]; N],
+            ft: [[0.0; N]; N],
+            c: [0.0; N],
+            rho0: [0.0; N],
+        }
+    }
+}
+
+impl<const N: usize, const M: usize> Solver<N, M> {
+    /// Forms the reduced problem by range-space elimination if it applies (module docs).
+    #[inline(never)]
+    pub(super) fn range_space(&mut self) -> Outcome {
+        let Dims { n, m, z, mk, .. } = self.dims;
+        if !self.settings.range_space || z == 0 || mk == 0 {
+            return Outcome::NotApplicable;
+        }
+        #[cfg(test)]
+        if self.force_orthonormal {
+            return Outcome::NotApplicable;
+        }
+        let data = &self.data;
+        let Qr {
+            range: fac,
+            pivcol,
+            freecol,
+            basis,
+            offset,
+            xp,
+            kind,
+            ..
+        } = &mut self.qr;
+        // The variables some inequality or cone row touches are kept.
+        let mut touched = [false; N];
+        for arow in rows_range(&data.a, z, m) {
+            for (t, v) in touched.iter_mut().zip(head(arow, n)) {
+                *t |= *v != 0.0;
+            }
+        }
+        let (mut na, mut nk) = (0, 0);
+        for (c, t) in touched.iter().enumerate().take(n) {
+            let (list, count) = if *t {
+                (&mut *freecol, &mut nk)
+            } else {
+                (&mut *pivcol, &mut na)
+            };
+            if let Some(slot) = list.get_mut(*count) {
+                *slot = c;
+            }
+            *count += 1;
+        }
+        if na < z || nk == 0 {
+            return Outcome::NotApplicable;
+        }
+        let elim = head_usize(pivcol, na);
+        let kept = head_usize(freecol, nk);
+        // No coupling in the objective.
+        for a in elim {
+            let prow = row(&data.p, *a);
+            if kept.iter().any(|k| at(prow, *k) != 0.0) {
+                return Outcome::NotApplicable;
+            }
+        }
+        // L, clearly positive definite.
+        let mut max_diag = 0.0f64;
+        for (i, (lrow, ai)) in rows_head_mut(&mut fac.l, na)
+            .iter_mut()
+            .zip(elim)
+            .enumerate()
+        {
+            let prow = row(&data.p, *ai);
+            for (v, aj) in head_mut(lrow, i + 1).iter_mut().zip(elim) {
+                *v = at(prow, *aj);
+            }
+            max_diag = max_diag.max(at(lrow, i));
+        }
+        if !(max_diag > 0.0) || !max_diag.is_finite() {
+            return Outcome::NotApplicable;
+        }
+        if cholesky(&mut fac.l, na, PIVOT_FLOOR * max_diag, 1.0).0 > 0 {
+            return Outcome::NotApplicable;
+        }
+        // B's rows: L⁻¹ E_a[i]ᵀ.
+        for (i, brow) in rows_head_mut(basis, z).iter_mut().enumerate() {
+            let arow = row(&data.a, i);
+            for (v, aj) in head_mut(brow, na).iter_mut().zip(elim) {
+                *v = at(arow, *aj);
+            }
+            forward_substitute(&fac.l, na, head_mut(brow, na));
+        }
+        // K, clearly positive definite (E_a of full row rank).
+        let brows = rows_head(basis, z);
+        let mut max_diag = 0.0f64;
+        for (i, (krow, bi)) in rows_head_mut(&mut fac.k, z)
+            .iter_mut()
+            .zip(brows)
+            .enumerate()
+        {
+            for (v, bj) in head_mut(krow, i + 1).iter_mut().zip(brows) {
+                *v = dot(head(bi, na), head(bj, na));
+            }
+            max_diag = max_diag.max(at(krow, i));
+        }
+        if !(max_diag > 0.0) || !max_diag.is_finite() {
+            return Outcome::NotApplicable;
+        }
+        if cholesky(&mut fac.k, z, PIVOT_FLOOR * max_diag, 1.0).0 > 0 {
+            return Outcome::NotApplicable;
+        }
+        // P_ff positive semidefinite: the whole P's test on its block (P is block diagonal).
+        let scratch = &mut self.kkt.chol;
+        let mut pmax = 0.0f64;
+        for prow in rows_head(&data.p, n) {
+            pmax = pmax.max(norm_inf(head(prow, n)));
+        }
+        if pmax > 0.0 {
+            let shift = self.settings.psd_tol * pmax;
+            for (i, (srow, ki)) in rows_head_mut(scratch, nk).iter_mut().zip(kept).enumerate() {
+                let prow = row(&data.p, *ki);
+                for (v, kj) in head_mut(srow, i + 1).iter_mut().zip(kept) {
+                    *v = at(prow, *kj);
+                }
+                let d = at(srow, i);
+                put(srow, i, d + shift);
+            }
+            if cholesky(scratch, nk, 0.0, 1.0).0 > 0 {
+                return Outcome::NotPsd;
+            }
+        }
+        // c, ρ₀ and Fᵀ.
+        for (ci, ai) in head_mut(&mut fac.c, na).iter_mut().zip(elim) {
+            *ci = at(&data.q, *ai);
+        }
+        forward_substitute(&fac.l, na, head_mut(&mut fac.c, na));
+        for (i, (r0, bi)) in head_mut(&mut fac.rho0, z).iter_mut().zip(brows).enumerate() {
+            *r0 = at(&data.b, i) + dot(head(bi, na), head(&fac.c, na));
+        }
+        forward_substitute(&fac.k, z, head_mut(&mut fac.rho0, z));
+        for (ftrow, kj) in rows_head_mut(&mut fac.ft, nk).iter_mut().zip(kept) {
+            for (i, v) in head_mut(ftrow, z).iter_mut().enumerate() {
+                *v = at(row(&data.a, i), *kj);
+            }
+            forward_substitute(&fac.k, z, head_mut(ftrow, z));
+        }
+        // H = P_ff + FᵀF, g = q_f − Fᵀρ₀, G, h.
+        let red = &mut self.red;
+        let ft = rows_head(&fac.ft, nk);
+        let rho0 = head(&fac.rho0, z);
+        for (j, (fj, kj)) in ft.iter().zip(kept).enumerate() {
+            let prow = row(&data.p, *kj);
+            let hrow = row_mut(&mut red.hess, j);
+            for (i, (fi, ki)) in ft.iter().zip(kept).enumerate().take(j + 1) {
+                put(hrow, i, at(prow, *ki) + dot(head(fj, z), head(fi, z)));
+            }
+            put(&mut red.g, j, at(&data.q, *kj) - dot(head(fj, z), rho0));
+        }
+        mirror_lower(&mut red.hess, nk);
+        for (grow, arow) in rows_head_mut(&mut red.gmat, mk)
+            .iter_mut()
+            .zip(rows_range(&data.a, z, m))
+        {
+            for (v, kj) in head_mut(grow, nk).iter_mut().zip(kept) {
+                *v = at(arow, *kj);
+            }
+        }
+        for (h, b) in head_mut(&mut red.h, mk)
+            .iter_mut()
+            .zip(range(&data.b, z, m))
+        {
+            *h = *b;
+        }
+        red.linear = rows_head(&red.hess, nk)
+            .iter()
+            .all(|r| head(r, nk).iter().all(|v| *v == 0.0));
+        supports(red, nk, mk);
+        let c = head(&fac.c, na);
+        *offset = 0.5 * (dot(rho0, rho0) - dot(c, c));
+        head_mut(xp, n).fill(0.0);
+        fac.na = na;
+        fac.z = z;
+        *kind = Basis::Range;
+        self.cond.nu = 0;
+        self.cond.r_full = nk;
+        self.dims.k = z;
+        self.dims.r = nk;
+        Outcome::Reduced
+    }
+}
+
+/// `x̃` from the kept variables `ŵ = w · scale` ([`Basis::Range`]): `ŵ` itself at the kept
+/// variables and `a(ŵ)` at the eliminated ones (without `ρ₀` and `c`, the direction's part:
+/// `with_offset` false).
+pub(super) fn x_from_kept<const N: usize, const M: usize>(
+    qr: &Qr<N, M>,
+    w: &[f64],
+    scale: f64,
+    with_offset: bool,
+    xt: &mut [f64],
+) {
+    let fac = &qr.range;
+    let (na, z) = (fac.na, fac.z);
+    let elim = head_usize(&qr.pivcol, na);
+    let kept = head_usize(&qr.freecol, w.len());
+    let basis = &qr.basis;
+    let mut rho = [0.0f64; N];
+    if with_offset {
+        head_mut(&mut rho, z).copy_from_slice(head(&fac.rho0, z));
+    }
+    for ((kj, wj), ftrow) in kept.iter().zip(w).zip(&fac.ft) {
+        let v = wj * scale;
+        put(xt, *kj, v);
+        if v != 0.0 {
+            super::linalg::axpy(-v, head(ftrow, z), head_mut(&mut rho, z));
+        }
+    }
+    back_substitute_transposed(&fac.k, z, head_mut(&mut rho, z));
+    let mut y = [0.0f64; N];
+    if with_offset {
+        for (yi, ci) in head_mut(&mut y, na).iter_mut().zip(&fac.c) {
+            *yi = -ci;
+        }
+    }
+    for (bi, ti) in rows_head(basis, z).iter().zip(head(&rho, z)) {
+        super::linalg::axpy(*ti, head(bi, na), head_mut(&mut y, na));
+    }
+    back_substitute_transposed(&fac.l, na, head_mut(&mut y, na));
+    for (ai, v) in elim.iter().zip(head(&y, na)) {
+        put(xt, *ai, *v);
+    }
+}
+
+/// The equality duals (scaled) that cancel `v`'s eliminated part in the stationarity
+/// condition, `ỹ_E = −S⁻¹ B L⁻¹ v_a`, into `yt[..z]`.
+pub(super) fn equality_duals<const N: usize, const M: usize>(
+    qr: &Qr<N, M>,
+    v: &[f64],
+    yt: &mut [f64],
+) {
+    let fac = &qr.range;
+    let (na, z) = (fac.na, fac.z);
+    let elim = head_usize(&qr.pivcol, na);
+    let basis = &qr.basis;
+    let mut u = [0.0f64; N];
+    for (ui, ai) in head_mut(&mut u, na).iter_mut().zip(elim) {
+        *ui = at(v, *ai);
+    }
+    forward_substitute(&fac.l, na, head_mut(&mut u, na));
+    let yt = head_mut(yt, z);
+    for (y, bi) in yt.iter_mut().zip(rows_head(basis, z)) {
+        *y = dot(head(bi, na), head(&u, na));
+    }
+    forward_substitute(&fac.k, z, yt);
+    back_substitute_transposed(&fac.k, z, yt);
+    for y in yt.iter_mut() {
+        *y = -*y;
+    }
+}
