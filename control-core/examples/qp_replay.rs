@@ -15,6 +15,8 @@
 //! fresh solver (so every pass repeats the first's warm starts exactly), and prints the median
 //! over the passes of the wall time a solve: a comparison of two builds on the same recorded
 //! problems, run side by side.
+//!
+//! `QP_REPLAY_RANGE_SPACE=1` solves them with [`control_core::qp::Settings::range_space`] on.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -146,7 +148,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let mut solver: Box<Qp> = Box::new(Solver::new(BalanceSettings::DEFAULT.qp));
+    let mut solver: Box<Qp> = Box::new(Solver::new(settings()));
     let (mut iterations, mut solved, mut other) = (0u64, 0usize, Vec::new());
     let mut condensed = 0usize;
     let mut worst = 0.0f64;
@@ -188,7 +190,7 @@ fn main() -> ExitCode {
     };
     let mut pass_us = Vec::with_capacity(passes);
     for _ in 0..passes {
-        let mut solver: Box<Qp> = Box::new(Solver::new(BalanceSettings::DEFAULT.qp));
+        let mut solver: Box<Qp> = Box::new(Solver::new(settings()));
         let mut last = None;
         let start = std::time::Instant::now();
         for r in &problems {
@@ -218,4 +220,11 @@ fn main() -> ExitCode {
         condensed as f64 / count as f64,
     );
     ExitCode::SUCCESS
+}
+
+/// The balance controller's solver settings, with the range-space elimination if asked for.
+fn settings() -> control_core::qp::Settings {
+    let mut settings = BalanceSettings::DEFAULT.qp;
+    settings.range_space = std::env::var("QP_REPLAY_RANGE_SPACE").is_ok_and(|v| v == "1");
+    settings
 }

@@ -1339,7 +1339,10 @@ fn condensed_problems_still_find_unbounded_directions() {
 #[test]
 fn range_space_agrees_with_the_null_space_way() {
     let mut rng = Rng(71);
-    let mut solver = boxed::<32, 48>();
+    let mut solver = Box::new(Solver::<32, 48>::new(Settings {
+        range_space: true,
+        ..Settings::DEFAULT
+    }));
     let mut reference = Box::new(Solver::<32, 48>::new(Settings {
         range_space: false,
         ..Settings::DEFAULT
