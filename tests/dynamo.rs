@@ -620,6 +620,14 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
             "qp_balance.momentum_weight",
         ),
         (
+            "qp_balance_range_space_not_bool",
+            (
+                "[root_spring]",
+                "[qp_balance]\nrange_space = 1\n\n[root_spring]",
+            ),
+            "qp_balance.range_space",
+        ),
+        (
             "qp_balance_unknown",
             (
                 "[root_spring]",

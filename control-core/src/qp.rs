@@ -280,11 +280,12 @@ pub struct Settings {
     /// equalities have full rank on them (module docs, step 2): in the balance QP, the joint
     /// accelerations by `nv`- and equality-sized Cholesky factors instead of a QR of the
     /// equalities over every variable. The same reduced problem (to rounding); where it does
-    /// not apply, or off, the null-space way. Off by default: on the humanoid's 700 recorded
-    /// balance QPs it takes 98 µs a solve against 127 µs, every one solved, but the humanoid
-    /// driven by it survives pushes of 20 – 22 N·s and falls at 23 – 25 N·s, where with the
-    /// null-space way (at tolerances 1e-8 and 2e-8) it stands to 25 – 26 N·s; until that is
-    /// understood the balance controller keeps the null-space way.
+    /// not apply, or off, the null-space way. On the humanoid's 700 recorded balance QPs it
+    /// takes 98 µs a solve against 127 µs, every one solved. Off by default: its answers differ
+    /// from the null-space way's within the tolerance, and the humanoid's largest survived push
+    /// moves with such differences (22 N·s with it, 26 N·s without, at least 27 N·s for both
+    /// at a tolerance of 5e-9: docs/RESULTS.md, "Balance by a QP"), so making it the default
+    /// moves the balance figures, which are measured without it.
     pub range_space: bool,
 }
 

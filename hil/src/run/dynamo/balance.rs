@@ -363,6 +363,10 @@ impl HumanoidBalance {
             com_weight: qp.map_or(s.com_weight, |q| q.com_weight),
             screen_fraction: qp.map_or(s.screen_fraction, |q| q.screen_fraction),
             momentum_weight: qp.map_or(MOMENTUM_WEIGHT, |q| q.momentum_weight),
+            qp: control_core::qp::Settings {
+                range_space: qp.is_some_and(|q| q.range_space),
+                ..s.qp
+            },
             ..s
         };
         let recipe = Recipe {
