@@ -201,13 +201,24 @@ fn the_balance_qps_of_real_runs_agree_with_clarabel() {
         "gain_scopes = [\"all_joints\"]",
     );
     let log = out.parent().unwrap_or(&out).join("qp_recorded.jsonl");
+    let (_, stood) = recorded_run(&out, &file, &log);
+    assert_eq!(
+        stood,
+        [true, true, false],
+        "the runs are the ones described"
+    );
+    check(&log);
+}
+
+/// Runs `file` recording its QPs into `log`; its report and whether each push stood.
+fn recorded_run(out: &Path, file: &Path, log: &Path) -> (Value, Vec<Value>) {
     let run = hil_run(
         &[
             file.to_str().unwrap_or_default(),
             "--record-qp",
             log.to_str().unwrap_or_default(),
         ],
-        &out,
+        out,
     );
     assert_eq!(
         run.status.code(),
@@ -215,17 +226,12 @@ fn the_balance_qps_of_real_runs_agree_with_clarabel() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let r = report(&out);
+    let r = report(out);
     let stood: Vec<Value> = r["controllers"][0]["pushes"]
         .as_array()
         .map(|p| p.iter().map(|x| x["stood"].clone()).collect())
         .unwrap_or_default();
-    assert_eq!(
-        stood,
-        [true, true, false],
-        "the runs are the ones described"
-    );
-    check(&log);
+    (r, stood)
 }
 
 /// The same with the solver's range-space elimination (`[qp_balance] range_space = true`, the
@@ -246,30 +252,12 @@ fn the_range_space_answers_agree_with_clarabel() {
     text.push_str("\n[qp_balance]\nrange_space = true\n");
     std::fs::write(&file, text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let log = out.parent().unwrap_or(&out).join("qp_recorded_range.jsonl");
-    let run = hil_run(
-        &[
-            file.to_str().unwrap_or_default(),
-            "--record-qp",
-            log.to_str().unwrap_or_default(),
-        ],
-        &out,
-    );
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let r = report(&out);
+    let (r, stood) = recorded_run(&out, &file, &log);
     assert_eq!(
         r["qp_balance"]["range_space"], true,
         "{:#}",
         r["qp_balance"]
     );
-    let stood: Vec<Value> = r["controllers"][0]["pushes"]
-        .as_array()
-        .map(|p| p.iter().map(|x| x["stood"].clone()).collect())
-        .unwrap_or_default();
     assert_eq!(stood, [true, true, true], "the runs are the ones described");
     check(&log);
 }

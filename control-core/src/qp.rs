@@ -123,7 +123,7 @@
 //! iterations and 1.85 M instructions a solve, about 60 % of it the setup; 127 µs a solve on
 //! this machine (`QP_REPLAY_PASSES`). The controller's whole tick is about 0.16 ms at 200 Hz
 //! and 0.20 ms at 1 kHz. With [`Settings::range_space`] (`QP_REPLAY_RANGE_SPACE=1`): 4.25
-//! iterations, 1.33 M instructions and 98 µs a solve. RESULTS.md ("A conic QP solver for balance") has the figures with the
+//! iterations, 1.32 M instructions and 92 µs a solve. RESULTS.md ("A conic QP solver for balance") has the figures with the
 //! library's momentum weight and with every limit in.
 //!
 //! # Tolerances
@@ -281,7 +281,7 @@ pub struct Settings {
     /// accelerations by `nv`- and equality-sized Cholesky factors instead of a QR of the
     /// equalities over every variable. The same reduced problem (to rounding); where it does
     /// not apply, or off, the null-space way. On the humanoid's 700 recorded balance QPs it
-    /// takes 98 µs a solve against 127 µs, every one solved. Off by default: its answers differ
+    /// takes 92 µs a solve against 127 µs, every one solved. Off by default: its answers differ
     /// from the null-space way's within the tolerance, and the humanoid's largest survived push
     /// moves with such differences (22 N·s with it, 26 N·s without, at least 27 N·s for both
     /// at a tolerance of 5e-9: docs/RESULTS.md, "Balance by a QP"), so making it the default

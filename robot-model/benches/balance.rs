@@ -7,7 +7,9 @@
 //! One tick is timed from a state that changes every tick (the base's velocity cycling through
 //! 16 small values, as a controller sees a standing robot sway), so the solver warm-starts from
 //! the last tick as it would in a loop. Before timing, the bench prints one tick's status and
-//! iterations (the QP is solved, not refused).
+//! iterations (the QP is solved, not refused). Twice: with the library's settings
+//! (`balance/talos_full/tick`) and with the solver's range-space setup
+//! (`balance/talos_full/tick_range_space`, `control_core::qp::Settings::range_space`).
 //!
 //! `cargo bench -p robot-model --bench balance -- --warm-up-time 1 --measurement-time 5`
 
@@ -69,9 +71,9 @@ const HALF_SITTING: [(&str, f64); 30] = [
     ("torso_2_joint", 0.006761),
 ];
 
-/// The controller, the standing state (base pose, q), the centre of mass's height above the
-/// soles and the mass.
-fn talos() -> (Box<Talos>, Isometry3<f64>, [f64; NV], f64, f64) {
+/// The controller with `settings`, the standing state (base pose, q), the centre of mass's
+/// height above the soles and the mass.
+fn talos(settings: BalanceSettings) -> (Box<Talos>, Isometry3<f64>, [f64; NV], f64, f64) {
     let urdf = robots_dir().join("talos_data/robots/talos_full_v2.urdf");
     let options = LoadOptions {
         mimic_as_independent: true,
@@ -122,7 +124,7 @@ fn talos() -> (Box<Talos>, Isometry3<f64>, [f64; NV], f64, f64) {
         .stack_size(64 << 20)
         .spawn(move || {
             Box::new(
-                Talos::new(tree, &contacts, &groups, BalanceSettings::DEFAULT)
+                Talos::new(tree, &contacts, &groups, settings)
                     .unwrap_or_else(|e| panic!("talos: {e}")),
             )
         })
@@ -133,50 +135,61 @@ fn talos() -> (Box<Talos>, Isometry3<f64>, [f64; NV], f64, f64) {
 }
 
 fn bench(c: &mut Criterion) {
-    let (mut balance, base, q, height, mass) = talos();
-    let planted = [[true; MAX_POINTS]; 2];
-    let velocities: Vec<[f64; NV]> = (0..16)
-        .map(|k| {
-            let phase = k as f64 * std::f64::consts::TAU / 16.0;
-            let mut v = [0.0; NV];
-            v[0] = 0.02 * phase.sin();
-            v[1] = 0.01 * phase.cos();
-            v[4] = 0.05 * phase.sin();
-            v
-        })
-        .collect();
-    let mut k = 0;
-    let mut tick = |balance: &mut Talos| {
-        k = (k + 1) % velocities.len();
-        balance.tick(&BalanceInput {
-            base_pose: &base,
-            q: &q,
-            v: &velocities[k],
-            q_target: &q,
-            upright_target: &UnitQuaternion::identity(),
-            com_height_m: height,
-            planted: &planted,
-            gravity: Vector3::new(0.0, 0.0, -9.81),
-            tasks: &[],
-        })
+    let range_space = BalanceSettings {
+        qp: control_core::qp::Settings {
+            range_space: true,
+            ..BalanceSettings::DEFAULT.qp
+        },
+        ..BalanceSettings::DEFAULT
     };
-    let mut iterations = Vec::new();
-    for _ in 0..32 {
+    // The library's settings, and the same with the solver's range-space setup.
+    for (name, settings) in [
+        ("balance/talos_full/tick", BalanceSettings::DEFAULT),
+        ("balance/talos_full/tick_range_space", range_space),
+    ] {
+        let (mut balance, base, q, height, mass) = talos(settings);
+        let planted = [[true; MAX_POINTS]; 2];
+        let velocities: Vec<[f64; NV]> = (0..16)
+            .map(|k| {
+                let phase = k as f64 * std::f64::consts::TAU / 16.0;
+                let mut v = [0.0; NV];
+                v[0] = 0.02 * phase.sin();
+                v[1] = 0.01 * phase.cos();
+                v[4] = 0.05 * phase.sin();
+                v
+            })
+            .collect();
+        let mut k = 0;
+        let mut tick = |balance: &mut Talos| {
+            k = (k + 1) % velocities.len();
+            balance.tick(&BalanceInput {
+                base_pose: &base,
+                q: &q,
+                v: &velocities[k],
+                q_target: &q,
+                upright_target: &UnitQuaternion::identity(),
+                com_height_m: height,
+                planted: &planted,
+                gravity: Vector3::new(0.0, 0.0, -9.81),
+                tasks: &[],
+            })
+        };
+        let mut iterations = Vec::new();
+        for _ in 0..32 {
+            let out = tick(&mut balance);
+            assert_eq!(out.status, BalanceStatus::Solved, "{:?}", out.qp);
+            iterations.push(out.qp.map_or(0, |i| i.iterations));
+        }
         let out = tick(&mut balance);
-        assert_eq!(out.status, BalanceStatus::Solved, "{:?}", out.qp);
-        iterations.push(out.qp.map_or(0, |i| i.iterations));
+        let normal: f64 = out.forces.iter().take(out.point_count).map(|f| f[2]).sum();
+        let weight = mass * 9.81;
+        eprintln!(
+            "{name}: solved, {} contact points carrying {:.1} N of its {:.1} N weight, \
+             iterations per tick {:?} (the first cold)",
+            out.point_count, normal, weight, iterations
+        );
+        c.bench_function(name, |b| b.iter(|| black_box(tick(&mut balance))));
     }
-    let out = tick(&mut balance);
-    let normal: f64 = out.forces.iter().take(out.point_count).map(|f| f[2]).sum();
-    let weight = mass * 9.81;
-    eprintln!(
-        "talos balance: solved, {} contact points carrying {:.1} N of its {:.1} N weight, \
-         iterations per tick {:?} (the first cold)",
-        out.point_count, normal, weight, iterations
-    );
-    c.bench_function("balance/talos_full/tick", |b| {
-        b.iter(|| black_box(tick(&mut balance)))
-    });
 }
 
 criterion_group!(benches, bench);

@@ -64,6 +64,9 @@ pub(super) struct Factors<const N: usize> {
     z: usize,
     /// `L` (lower triangle, `na × na`).
     l: [[f64; N]; N],
+    /// Row `i` of `L` is zero before column `lo[i]` (`L` is as sparse as `P_aa`: diagonal in
+    /// the balance QP without hand tasks).
+    lo: [usize; N],
     /// `K` (lower triangle, `z × z`).
     k: [[f64; N]; N],
     /// `Fᵀ`: row `j` is `K⁻¹ E_f e_j` (`z` entries), one kept variable a row.
@@ -81,6 +84,7 @@ impl<const N: usize> Factors<N> {
             na: 0,
             z: 0,
             l: [[0.0; N]; N],
+            lo: [0; N],
             k: [[0.0; N]; N],
             ft: [[0.0; N]; N],
             c: [0.0; N],
@@ -143,24 +147,16 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 return Outcome::NotApplicable;
             }
         }
-        // L, clearly positive definite.
-        let mut max_diag = 0.0f64;
-        for (i, (lrow, ai)) in rows_head_mut(&mut fac.l, na)
-            .iter_mut()
-            .zip(elim)
-            .enumerate()
-        {
-            let prow = row(&data.p, *ai);
-            for (v, aj) in head_mut(lrow, i + 1).iter_mut().zip(elim) {
-                *v = at(prow, *aj);
-            }
-            max_diag = max_diag.max(at(lrow, i));
-        }
+        // L, clearly positive definite, and where each of its rows begins.
+        let max_diag = lower_block(&data.p, elim, &mut fac.l);
         if !(max_diag > 0.0) || !max_diag.is_finite() {
             return Outcome::NotApplicable;
         }
         if cholesky(&mut fac.l, na, PIVOT_FLOOR * max_diag, 1.0).0 > 0 {
             return Outcome::NotApplicable;
+        }
+        for (i, (lo, lrow)) in fac.lo.iter_mut().zip(rows_head(&fac.l, na)).enumerate() {
+            *lo = head(lrow, i).iter().position(|v| *v != 0.0).unwrap_or(i);
         }
         // B's rows: L⁻¹ E_a[i]ᵀ.
         for (i, brow) in rows_head_mut(basis, z).iter_mut().enumerate() {
@@ -168,7 +164,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             for (v, aj) in head_mut(brow, na).iter_mut().zip(elim) {
                 *v = at(arow, *aj);
             }
-            forward_substitute(&fac.l, na, head_mut(brow, na));
+            forward_l(&fac.l, &fac.lo, head_mut(brow, na));
         }
         // K, clearly positive definite (E_a of full row rank).
         let brows = rows_head(basis, z);
@@ -197,11 +193,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         if pmax > 0.0 {
             let shift = self.settings.psd_tol * pmax;
-            for (i, (srow, ki)) in rows_head_mut(scratch, nk).iter_mut().zip(kept).enumerate() {
-                let prow = row(&data.p, *ki);
-                for (v, kj) in head_mut(srow, i + 1).iter_mut().zip(kept) {
-                    *v = at(prow, *kj);
-                }
+            lower_block(&data.p, kept, scratch);
+            for (i, srow) in rows_head_mut(scratch, nk).iter_mut().enumerate() {
                 let d = at(srow, i);
                 put(srow, i, d + shift);
             }
@@ -213,7 +206,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         for (ci, ai) in head_mut(&mut fac.c, na).iter_mut().zip(elim) {
             *ci = at(&data.q, *ai);
         }
-        forward_substitute(&fac.l, na, head_mut(&mut fac.c, na));
+        forward_l(&fac.l, &fac.lo, head_mut(&mut fac.c, na));
         for (i, (r0, bi)) in head_mut(&mut fac.rho0, z).iter_mut().zip(brows).enumerate() {
             *r0 = at(&data.b, i) + dot(head(bi, na), head(&fac.c, na));
         }
@@ -305,7 +298,7 @@ pub(super) fn x_from_kept<const N: usize, const M: usize>(
     for (bi, ti) in rows_head(basis, z).iter().zip(head(&rho, z)) {
         super::linalg::axpy(*ti, head(bi, na), head_mut(&mut y, na));
     }
-    back_substitute_transposed(&fac.l, na, head_mut(&mut y, na));
+    backward_l(&fac.l, &fac.lo, head_mut(&mut y, na));
     for (ai, v) in elim.iter().zip(head(&y, na)) {
         put(xt, *ai, *v);
     }
@@ -326,7 +319,7 @@ pub(super) fn equality_duals<const N: usize, const M: usize>(
     for (ui, ai) in head_mut(&mut u, na).iter_mut().zip(elim) {
         *ui = at(v, *ai);
     }
-    forward_substitute(&fac.l, na, head_mut(&mut u, na));
+    forward_l(&fac.l, &fac.lo, head_mut(&mut u, na));
     let yt = head_mut(yt, z);
     for (y, bi) in yt.iter_mut().zip(rows_head(basis, z)) {
         *y = dot(head(bi, na), head(&u, na));
@@ -335,5 +328,40 @@ pub(super) fn equality_duals<const N: usize, const M: usize>(
     back_substitute_transposed(&fac.k, z, yt);
     for y in yt.iter_mut() {
         *y = -*y;
+    }
+}
+
+/// The lower triangle of `P̃`'s block on the variables `idx` into `dst`'s leading rows; returns
+/// its largest diagonal entry.
+fn lower_block<const N: usize>(p: &[[f64; N]], idx: &[usize], dst: &mut [[f64; N]]) -> f64 {
+    let mut max_diag = 0.0f64;
+    for (i, (drow, pi)) in rows_head_mut(dst, idx.len())
+        .iter_mut()
+        .zip(idx)
+        .enumerate()
+    {
+        let prow = row(p, *pi);
+        for (v, pj) in head_mut(drow, i + 1).iter_mut().zip(idx) {
+            *v = at(prow, *pj);
+        }
+        max_diag = max_diag.max(at(drow, i));
+    }
+    max_diag
+}
+
+/// Solves `L y = b` in place over each row's non-zero span.
+fn forward_l<const N: usize>(l: &[[f64; N]], lo: &[usize], b: &mut [f64]) {
+    for (i, (r, lo)) in rows_head(l, b.len()).iter().zip(lo).enumerate() {
+        let v = (at(b, i) - dot(range(r, *lo, i), range(b, *lo, i))) / at(r, i);
+        put(b, i, v);
+    }
+}
+
+/// Solves `Lᵀ x = y` in place over each row's non-zero span.
+fn backward_l<const N: usize>(l: &[[f64; N]], lo: &[usize], b: &mut [f64]) {
+    for (i, (r, lo)) in rows_head(l, b.len()).iter().zip(lo).enumerate().rev() {
+        let xi = at(b, i) / at(r, i);
+        put(b, i, xi);
+        super::linalg::axpy(-xi, range(r, *lo, i), super::linalg::range_mut(b, *lo, i));
     }
 }

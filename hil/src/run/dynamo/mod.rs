@@ -320,7 +320,7 @@ pub struct QpBalanceSpec {
     pub momentum_weight: f64,
     /// Eliminate the accelerations by the solver's range-space way
     /// (`control_core::qp::Settings::range_space`; default false, the library's): the same QP
-    /// to the solver's tolerance, about 1.25× faster on the humanoid.
+    /// to the solver's tolerance, its tick about 1.3× faster on the humanoid.
     #[serde(default)]
     pub range_space: bool,
 }
