@@ -137,18 +137,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             return;
         }
         // L, from H_uu's lower triangle.
-        let mut max_diag = 0.0f64;
-        for (a, (frow, ca)) in rows_head_mut(&mut cond.fac, nu)
-            .iter_mut()
-            .zip(&cond.closed)
-            .enumerate()
-        {
-            let hrow = row(&red.hess, *ca);
-            for (f, cb) in head_mut(frow, a + 1).iter_mut().zip(&cond.closed) {
-                *f = linalg::at(hrow, *cb);
-            }
-            max_diag = max_diag.max(linalg::at(frow, a));
-        }
+        let max_diag = linalg::lower_block(&red.hess, head_usize(&cond.closed, nu), &mut cond.fac);
         if !(max_diag > 0.0) || !max_diag.is_finite() {
             return;
         }

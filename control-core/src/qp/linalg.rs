@@ -200,6 +200,28 @@ pub(super) fn matvec<const N: usize>(rows: &[[f64; N]], cols: usize, x: &[f64], 
     }
 }
 
+/// The lower triangle of the symmetric `p`'s block on the rows and columns `idx` into `dst`'s
+/// leading rows; returns its largest diagonal entry.
+pub(super) fn lower_block<const N: usize>(
+    p: &[[f64; N]],
+    idx: &[usize],
+    dst: &mut [[f64; N]],
+) -> f64 {
+    let mut max_diag = 0.0f64;
+    for (i, (drow, pi)) in rows_head_mut(dst, idx.len())
+        .iter_mut()
+        .zip(idx)
+        .enumerate()
+    {
+        let prow = row(p, *pi);
+        for (v, pj) in head_mut(drow, i + 1).iter_mut().zip(idx) {
+            *v = at(prow, *pj);
+        }
+        max_diag = max_diag.max(at(drow, i));
+    }
+    max_diag
+}
+
 /// In-place Cholesky factorisation `S = L Lᵀ` of the leading `n × n` block, reading and writing
 /// the lower triangle only (row `i`, columns `..=i`). A pivot that is not above `floor` (including
 /// NaN) is replaced by `replacement` and counted. Returns the count and the smallest pivot met

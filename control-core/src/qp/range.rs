@@ -34,8 +34,8 @@
 //! [`Settings::psd_tol`]: super::Settings::psd_tol
 
 use super::linalg::{
-    at, back_substitute_transposed, cholesky, dot, forward_substitute, head, head_mut, norm_inf,
-    put, range, row, row_mut, rows_head, rows_head_mut, rows_range,
+    at, back_substitute_transposed, cholesky, dot, forward_substitute, head, head_mut, lower_block,
+    norm_inf, put, range, row, row_mut, rows_head, rows_head_mut, rows_range,
 };
 use super::reduce::{head_usize, mirror_lower, supports};
 use super::{Basis, Dims, Qr, Solver};
@@ -329,24 +329,6 @@ pub(super) fn equality_duals<const N: usize, const M: usize>(
     for y in yt.iter_mut() {
         *y = -*y;
     }
-}
-
-/// The lower triangle of `P̃`'s block on the variables `idx` into `dst`'s leading rows; returns
-/// its largest diagonal entry.
-fn lower_block<const N: usize>(p: &[[f64; N]], idx: &[usize], dst: &mut [[f64; N]]) -> f64 {
-    let mut max_diag = 0.0f64;
-    for (i, (drow, pi)) in rows_head_mut(dst, idx.len())
-        .iter_mut()
-        .zip(idx)
-        .enumerate()
-    {
-        let prow = row(p, *pi);
-        for (v, pj) in head_mut(drow, i + 1).iter_mut().zip(idx) {
-            *v = at(prow, *pj);
-        }
-        max_diag = max_diag.max(at(drow, i));
-    }
-    max_diag
 }
 
 /// Solves `L y = b` in place over each row's non-zero span.
