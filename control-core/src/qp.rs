@@ -1119,7 +1119,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             finite(Operand::WarmS, s)?;
             finite(Operand::WarmY, y)?;
         }
-        let pmax = norm_inf(problem.p);
+        // Finite: checked above.
+        let pmax = linalg::max_abs(problem.p);
         let tol = 1e-9 * pmax.max(1.0);
         // Row i right of the diagonal against column i below it, every pair looked at.
         let mut asymmetric = false;
@@ -1153,12 +1154,19 @@ impl<const N: usize, const M: usize> Solver<N, M> {
     fn equilibrate(&mut self, problem: &Problem<'_>) {
         let Dims { n, m, z, l, .. } = self.dims;
         let data = &mut self.data;
-        // Copy, symmetrising P.
-        for (i, r) in rows_head_mut_n(&mut data.p, n).iter_mut().enumerate() {
-            for (j, v) in head_mut(r, n).iter_mut().enumerate() {
+        // Copy, symmetrising P: each pair once, the mean written to both (a sum does not
+        // depend on the order of its two terms).
+        for i in 0..n {
+            for j in i..n {
                 let a = problem.p.get(i * n + j).copied().unwrap_or(0.0);
                 let b = problem.p.get(j * n + i).copied().unwrap_or(0.0);
-                *v = 0.5 * (a + b);
+                let v = 0.5 * (a + b);
+                if let Some(e) = data.p.get_mut(i).and_then(|r| r.get_mut(j)) {
+                    *e = v;
+                }
+                if let Some(e) = data.p.get_mut(j).and_then(|r| r.get_mut(i)) {
+                    *e = v;
+                }
             }
         }
         for (r, src) in rows_head_mut_n(&mut data.a, m)
@@ -1197,12 +1205,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 for (c, v) in col.iter_mut().zip(r) {
                     *c = linalg::fmax(*c, v.abs());
                 }
-                *f = norm_inf(r);
+                *f = linalg::max_abs(r);
             }
             // One factor per second-order cone.
             let (_, soc_rows) = rowf.split_at_mut((z + l).min(m));
             for b in soc_rows.chunks_exact_mut(3) {
-                let v = norm_inf(b);
+                let v = linalg::max_abs(b);
                 b.fill(v);
             }
             for c in col.iter_mut() {
@@ -1238,10 +1246,10 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         if self.settings.equilibrate_iters > 0 {
             let mut mean = 0.0;
             for r in rows_head(&data.p, n) {
-                mean += norm_inf(head(r, n));
+                mean += linalg::max_abs(head(r, n));
             }
             mean /= n as f64;
-            let scale = mean.max(norm_inf(head(&data.q, n)));
+            let scale = mean.max(linalg::max_abs(head(&data.q, n)));
             let c = if !(scale >= 1e-4) {
                 1.0
             } else {
@@ -1275,7 +1283,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             .zip(rows_head(&self.data.p, n))
         {
             linalg::copy(head(src, n), dst);
-            pmax = pmax.max(norm_inf(head(src, n)));
+            pmax = pmax.max(linalg::max_abs(head(src, n)));
         }
         let ok = if pmax > 0.0 {
             let shift = self.settings.psd_tol * pmax;

@@ -34,8 +34,9 @@
 //! [`Settings::psd_tol`]: super::Settings::psd_tol
 
 use super::linalg::{
-    at, back_substitute_transposed, cholesky, dot, forward_substitute, head, head_mut, lower_block,
-    norm_inf, put, range, row, row_mut, rows_head, rows_head_mut, rows_range,
+    at, back_substitute_transposed, cholesky, dot, fmax, forward_substitute,
+    forward_substitute_rows, head, head_mut, lower_block, max_abs, put, range, row, row_mut,
+    rows_head, rows_head_mut, rows_range,
 };
 use super::reduce::{head_usize, mirror_lower, supports};
 use super::{Basis, Dims, Qr, Solver};
@@ -117,15 +118,17 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             ..
         } = &mut self.qr;
         // The variables some inequality or cone row touches are kept.
-        let mut touched = [false; N];
+        // (Each column's largest magnitude, non-zero where a row touches it: plain maxima
+        // that vectorise, the data being finite.)
+        let mut touched = [0.0f64; N];
         for arow in rows_range(&data.a, z, m) {
             for (t, v) in touched.iter_mut().zip(head(arow, n)) {
-                *t |= *v != 0.0;
+                *t = fmax(v.abs(), *t);
             }
         }
         let (mut na, mut nk) = (0, 0);
         for (c, t) in touched.iter().enumerate().take(n) {
-            let (list, count) = if *t {
+            let (list, count) = if *t != 0.0 {
                 (&mut *freecol, &mut nk)
             } else {
                 (&mut *pivcol, &mut na)
@@ -189,7 +192,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let scratch = &mut self.kkt.chol;
         let mut pmax = 0.0f64;
         for prow in rows_head(&data.p, n) {
-            pmax = pmax.max(norm_inf(head(prow, n)));
+            pmax = pmax.max(max_abs(head(prow, n)));
         }
         if pmax > 0.0 {
             let shift = self.settings.psd_tol * pmax;
@@ -215,8 +218,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             for (i, v) in head_mut(ftrow, z).iter_mut().enumerate() {
                 *v = at(row(&data.a, i), *kj);
             }
-            forward_substitute(&fac.k, z, head_mut(ftrow, z));
         }
+        forward_substitute_rows(&fac.k, z, &mut fac.ft, nk);
         // H = P_ff + FᵀF, g = q_f − Fᵀρ₀, G, h.
         let red = &mut self.red;
         let ft = rows_head(&fac.ft, nk);
