@@ -932,7 +932,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         warm: WarmStart<'_>,
     ) -> Result<SolveInfo, QpError> {
         self.settings.check()?;
-        let dims = self.validate(problem, &warm)?;
+        let (dims, mirrored) = self.validate(problem, &warm)?;
         let warm_ok = match warm {
             WarmStart::Cold => false,
             WarmStart::Previous => self.out.previous == Some((dims.n, dims.m, problem.cones)),
@@ -940,7 +940,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         };
         let (old_dims, old_previous) = (self.dims, self.out.previous);
         self.dims = dims;
-        self.equilibrate(problem);
+        self.equilibrate(problem, mirrored);
         let eliminated = self.range_space();
         if eliminated == range::Outcome::NotPsd
             || (eliminated == range::Outcome::NotApplicable && !self.psd_ok(problem))
@@ -1064,8 +1064,13 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         info
     }
 
-    /// Checks sizes, finiteness and symmetry; returns the dimensions.
-    fn validate(&self, problem: &Problem<'_>, warm: &WarmStart<'_>) -> Result<Dims, QpError> {
+    /// Checks sizes, finiteness and symmetry; returns the dimensions, and whether `P` is its
+    /// own transpose bit for bit (then symmetrising it would change nothing).
+    fn validate(
+        &self,
+        problem: &Problem<'_>,
+        warm: &WarmStart<'_>,
+    ) -> Result<(Dims, bool), QpError> {
         let n = problem.q.len();
         let m = problem.b.len();
         if n == 0 {
@@ -1124,6 +1129,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let tol = 1e-9 * pmax.max(1.0);
         // Row i right of the diagonal against column i below it, every pair looked at.
         let mut asymmetric = false;
+        let mut mirrored = true;
         for (i, r) in problem.p.chunks_exact(n).enumerate() {
             for (v, below) in r
                 .iter()
@@ -1132,13 +1138,14 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             {
                 let w = below.get(i).copied().unwrap_or(*v);
                 asymmetric |= (v - w).abs() > tol;
+                mirrored &= v.to_bits() == w.to_bits();
             }
         }
         if asymmetric {
             return Err(QpError::NotSymmetric);
         }
         let mk = cones.nonneg + 3 * cones.soc3;
-        Ok(Dims {
+        let dims = Dims {
             n,
             m,
             z: cones.zero,
@@ -1147,16 +1154,27 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             mk,
             k: 0,
             r: n,
-        })
+        };
+        Ok((dims, mirrored))
     }
 
-    /// Copies the data into the scaled buffers and equilibrates it (modified Ruiz).
-    fn equilibrate(&mut self, problem: &Problem<'_>) {
+    /// Copies the data into the scaled buffers and equilibrates it (modified Ruiz). `mirrored`:
+    /// `P` equals its transpose bit for bit, so that the symmetrised copy is a plain copy.
+    fn equilibrate(&mut self, problem: &Problem<'_>, mirrored: bool) {
         let Dims { n, m, z, l, .. } = self.dims;
         let data = &mut self.data;
         // Copy, symmetrising P: each pair once, the mean written to both (a sum does not
-        // depend on the order of its two terms).
-        for i in 0..n {
+        // depend on the order of its two terms). A mirrored P is copied as it is: the mean of
+        // two equal numbers is that number, `0.5 (a + a) = a` exactly (short of overflow).
+        if mirrored {
+            for (r, src) in rows_head_mut_n(&mut data.p, n)
+                .iter_mut()
+                .zip(problem.p.chunks_exact(n))
+            {
+                linalg::copy(src, r);
+            }
+        }
+        for i in (0..n).filter(|_| !mirrored) {
             for j in i..n {
                 let a = problem.p.get(i * n + j).copied().unwrap_or(0.0);
                 let b = problem.p.get(j * n + i).copied().unwrap_or(0.0);
