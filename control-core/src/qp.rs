@@ -186,7 +186,7 @@ mod testgen;
 #[cfg(test)]
 mod tests;
 
-use linalg::{at, dot, head, head_mut, norm_inf, put, rows_head};
+use linalg::{at, dot, head, head_mut, norm_inf, put, range, range_mut, rows_head};
 
 /// The cone `K`, as numbers of rows in the order of `A`'s rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -575,6 +575,13 @@ struct Scaled<const N: usize, const M: usize> {
     e: [f64; M],
     /// Cost scaling `c`.
     c: f64,
+    /// Where each row of the caller's `P` (and of `P̃`) is non-zero: entries outside
+    /// `lo..hi` are zero, so products, maxima and scalings skip them (see
+    /// [`linalg::dot_span`]). The whole row when `P` is not its own transpose bit for bit.
+    pspan: [(usize, usize); N],
+    /// The same for the rows of the caller's `A` (and of `Ã`, which scaling only makes
+    /// sparser), as long as they hold it: not the equality rows after a QR.
+    aspan: [(usize, usize); M],
 }
 
 /// The QR factors of `Ã_Eᵀ` (Householder vectors and `R` in `Scaled::a`'s equality rows) and
@@ -799,6 +806,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 d: [1.0; N],
                 e: [1.0; M],
                 c: 1.0,
+                pspan: [(0, 0); N],
+                aspan: [(0, 0); M],
             },
             qr: Qr {
                 tau: [0.0; M],
@@ -1167,12 +1176,16 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         // depend on the order of its two terms). A mirrored P is copied as it is: the mean of
         // two equal numbers is that number, `0.5 (a + a) = a` exactly (short of overflow).
         if mirrored {
-            for (r, src) in rows_head_mut_n(&mut data.p, n)
+            for ((r, src), span) in rows_head_mut_n(&mut data.p, n)
                 .iter_mut()
                 .zip(problem.p.chunks_exact(n))
+                .zip(data.pspan.iter_mut())
             {
                 linalg::copy(src, r);
+                *span = linalg::nonzero_span(src);
             }
+        } else {
+            head_mut_span(&mut data.pspan, n).fill((0, n));
         }
         for i in (0..n).filter(|_| !mirrored) {
             for j in i..n {
@@ -1187,11 +1200,13 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 }
             }
         }
-        for (r, src) in rows_head_mut_n(&mut data.a, m)
+        for ((r, src), span) in rows_head_mut_n(&mut data.a, m)
             .iter_mut()
             .zip(problem.a.chunks_exact(n))
+            .zip(data.aspan.iter_mut())
         {
             linalg::copy(src, r);
+            *span = linalg::nonzero_span(src);
         }
         linalg::copy(problem.q, &mut data.q);
         linalg::copy(problem.b, &mut data.b);
@@ -1212,15 +1227,20 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         for _ in 0..self.settings.equilibrate_iters {
             let col = head_mut(&mut col, n);
             col.fill(0.0);
-            for r in rows_head(&data.p, n) {
-                for (c, v) in col.iter_mut().zip(head(r, n)) {
+            // (Over each row's non-zero span: a zero changes no maximum and scales to itself.)
+            for (r, &(lo, hi)) in rows_head(&data.p, n).iter().zip(&data.pspan) {
+                for (c, v) in range_mut(col, lo, hi).iter_mut().zip(range(r, lo, hi)) {
                     *c = linalg::fmax(*c, v.abs());
                 }
             }
             let rowf = head_mut(&mut rowf, m);
-            for (r, f) in rows_head(&data.a, m).iter().zip(rowf.iter_mut()) {
-                let r = head(r, n);
-                for (c, v) in col.iter_mut().zip(r) {
+            for ((r, f), &(lo, hi)) in rows_head(&data.a, m)
+                .iter()
+                .zip(rowf.iter_mut())
+                .zip(&data.aspan)
+            {
+                let r = range(r, lo, hi);
+                for (c, v) in range_mut(col, lo, hi).iter_mut().zip(r) {
                     *c = linalg::fmax(*c, v.abs());
                 }
                 *f = linalg::max_abs(r);
@@ -1237,13 +1257,21 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             for f in rowf.iter_mut() {
                 *f = clamp(*f);
             }
-            for (r, ci) in rows_head_mut_n(&mut data.p, n).iter_mut().zip(col.iter()) {
-                for (v, cj) in head_mut(r, n).iter_mut().zip(col.iter()) {
+            for ((r, ci), &(lo, hi)) in rows_head_mut_n(&mut data.p, n)
+                .iter_mut()
+                .zip(col.iter())
+                .zip(&data.pspan)
+            {
+                for (v, cj) in range_mut(r, lo, hi).iter_mut().zip(range(col, lo, hi)) {
                     *v *= ci * cj;
                 }
             }
-            for (r, f) in rows_head_mut_n(&mut data.a, m).iter_mut().zip(rowf.iter()) {
-                for (v, cj) in head_mut(r, n).iter_mut().zip(col.iter()) {
+            for ((r, f), &(lo, hi)) in rows_head_mut_n(&mut data.a, m)
+                .iter_mut()
+                .zip(rowf.iter())
+                .zip(&data.aspan)
+            {
+                for (v, cj) in range_mut(r, lo, hi).iter_mut().zip(range(col, lo, hi)) {
                     *v *= f * cj;
                 }
             }
@@ -1263,8 +1291,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         // Cost scaling: the mean column norm of P̃ or ‖q̃‖, whichever is larger, to about 1.
         if self.settings.equilibrate_iters > 0 {
             let mut mean = 0.0;
-            for r in rows_head(&data.p, n) {
-                mean += linalg::max_abs(head(r, n));
+            for (r, &(lo, hi)) in rows_head(&data.p, n).iter().zip(&data.pspan) {
+                mean += linalg::max_abs(range(r, lo, hi));
             }
             mean /= n as f64;
             let scale = mean.max(linalg::max_abs(head(&data.q, n)));
@@ -1274,8 +1302,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 1.0 / scale.min(1e4)
             };
             data.c = c;
-            for r in rows_head_mut_n(&mut data.p, n) {
-                linalg::scal(c, head_mut(r, n));
+            for (r, &(lo, hi)) in rows_head_mut_n(&mut data.p, n).iter_mut().zip(&data.pspan) {
+                linalg::scal(c, range_mut(r, lo, hi));
             }
             linalg::scal(c, head_mut(&mut data.q, n));
         }
@@ -1350,6 +1378,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         residuals(
             problem,
+            (&data.pspan, &data.aspan),
             n,
             m,
             &out.x,
@@ -1363,6 +1392,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
     }
 }
 
+/// `v[..n]` mutably, for the spans.
+fn head_mut_span(v: &mut [(usize, usize)], n: usize) -> &mut [(usize, usize)] {
+    let n = n.min(v.len());
+    v.split_at_mut(n).0
+}
+
 /// `rows[..n]` mutably (local helper with a name that does not clash with `linalg`'s).
 fn rows_head_mut_n<const N: usize>(rows: &mut [[f64; N]], n: usize) -> &mut [[f64; N]] {
     linalg::rows_head_mut(rows, n)
@@ -1372,6 +1407,7 @@ fn rows_head_mut_n<const N: usize>(rows: &mut [[f64; N]], n: usize) -> &mut [[f6
 #[allow(clippy::too_many_arguments)]
 fn residuals(
     problem: &Problem<'_>,
+    (pspan, aspan): (&[(usize, usize)], &[(usize, usize)]),
     n: usize,
     m: usize,
     x: &[f64],
@@ -1387,12 +1423,22 @@ fn residuals(
     let aty = head_mut(aty, n);
     let px = head_mut(px, n);
     aty.fill(0.0);
-    for ((axi, r), yi) in ax.iter_mut().zip(problem.a.chunks_exact(n)).zip(y) {
-        *axi = dot(r, x);
-        linalg::axpy(*yi, r, aty);
+    // Over each row's non-zero span (the same sums, bit for bit: `linalg::dot_span`).
+    for (((axi, r), yi), &span) in ax
+        .iter_mut()
+        .zip(problem.a.chunks_exact(n))
+        .zip(y)
+        .zip(aspan)
+    {
+        *axi = linalg::dot_span(r, x, span);
+        linalg::axpy(
+            *yi,
+            range(r, span.0, span.1),
+            range_mut(aty, span.0, span.1),
+        );
     }
-    for (pi, r) in px.iter_mut().zip(problem.p.chunks_exact(n)) {
-        *pi = dot(r, x);
+    for ((pi, r), &span) in px.iter_mut().zip(problem.p.chunks_exact(n)).zip(pspan) {
+        *pi = linalg::dot_span(r, x, span);
     }
     let (eps_abs, eps_rel) = (settings.eps_abs, settings.eps_rel);
     let mut pres = 0.0f64;

@@ -119,6 +119,35 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
     (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail_sum
 }
 
+/// Where `x` is non-zero: `(lo, hi)` with every entry outside `lo..hi` zero (`(0, 0)` for a
+/// zero `x`; NaN counts as non-zero).
+pub(super) fn nonzero_span(x: &[f64]) -> (usize, usize) {
+    match x.iter().position(|v| *v != 0.0) {
+        None => (0, 0),
+        Some(lo) => (
+            lo,
+            x.iter().rposition(|v| *v != 0.0).map_or(lo + 1, |i| i + 1),
+        ),
+    }
+}
+
+/// [`dot`]`(a, b)` for an `a` that is zero outside `span` ([`nonzero_span`]), bit for bit, over
+/// that span widened to [`dot`]'s blocks of four (each entry then lands in the same running
+/// sum as in the whole product, and the rest would add products that are zero to sums that
+/// are never −0: each starts at +0). Entries of `b` outside it are not looked at.
+#[inline]
+pub(super) fn dot_span(a: &[f64], b: &[f64], (lo, hi): (usize, usize)) -> f64 {
+    let n = a.len().min(b.len());
+    let hi = hi.min(n);
+    if lo >= hi {
+        return 0.0;
+    }
+    let whole = n - n % 4;
+    let from = lo - lo % 4;
+    let to = if hi > whole { n } else { hi.div_ceil(4) * 4 };
+    dot(range(a, from, to), range(b, from, to))
+}
+
 /// `y += alpha x` over the common length.
 #[inline]
 pub(super) fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
@@ -517,6 +546,42 @@ mod tests {
                 assert!((got[i][j] - want[i][j]).abs() < 1e-13, "L[{i}][{j}]");
                 if block(i) != block(j) {
                     assert_eq!(got[i][j], 0.0, "L[{i}][{j}] across the blocks");
+                }
+            }
+        }
+    }
+
+    /// A product over the non-zero span is the whole product, bit for bit, wherever the span
+    /// starts and ends (within and across blocks of four, into the remainder) and whatever the
+    /// signs of the zeros outside it.
+    #[test]
+    fn a_product_over_the_non_zero_span_is_the_whole_product() {
+        for n in 0..14 {
+            for lo in 0..=n {
+                for hi in lo..=n {
+                    for signed in [false, true] {
+                        let zero = if signed { -0.0 } else { 0.0 };
+                        let a: Vec<f64> = (0..n)
+                            .map(|i| {
+                                if (lo..hi).contains(&i) {
+                                    ((i * 7 + 3) as f64 * 0.37).sin() * 1e3
+                                } else {
+                                    zero
+                                }
+                            })
+                            .collect();
+                        let b: Vec<f64> =
+                            (0..n).map(|i| ((i * 5 + 1) as f64 * 0.91).cos()).collect();
+                        let span = nonzero_span(&a);
+                        let expected = if lo < hi { (lo, hi) } else { (0, 0) };
+                        assert_eq!(span, expected);
+                        let whole = dot(&a, &b);
+                        let part = dot_span(&a, &b, span);
+                        assert_eq!(part.to_bits(), whole.to_bits(), "n {n} span {lo}..{hi}");
+                        // A wider span than the non-zero one gives the same too.
+                        let wide = dot_span(&a, &b, (lo.saturating_sub(1), (hi + 1).min(n)));
+                        assert_eq!(wide.to_bits(), whole.to_bits(), "n {n} wide {lo}..{hi}");
+                    }
                 }
             }
         }

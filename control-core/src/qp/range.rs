@@ -35,8 +35,8 @@
 
 use super::linalg::{
     at, back_substitute_transposed, cholesky, dot, fmax, forward_substitute,
-    forward_substitute_rows, head, head_mut, lower_block, max_abs, put, range, row, row_mut,
-    rows_head, rows_head_mut, rows_range,
+    forward_substitute_rows, head, head_mut, lower_block, max_abs, put, range, range_mut, row,
+    row_mut, rows_head, rows_head_mut, rows_range,
 };
 use super::reduce::{head_usize, mirror_lower, supports};
 use super::{Basis, Dims, Qr, Solver};
@@ -121,8 +121,14 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         // (Each column's largest magnitude, non-zero where a row touches it: plain maxima
         // that vectorise, the data being finite.)
         let mut touched = [0.0f64; N];
-        for arow in rows_range(&data.a, z, m) {
-            for (t, v) in touched.iter_mut().zip(head(arow, n)) {
+        for (arow, &(lo, hi)) in rows_range(&data.a, z, m)
+            .iter()
+            .zip(data.aspan.iter().skip(z))
+        {
+            for (t, v) in range_mut(&mut touched, lo, hi)
+                .iter_mut()
+                .zip(range(arow, lo, hi))
+            {
                 *t = fmax(v.abs(), *t);
             }
         }
@@ -191,8 +197,8 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         // P_ff positive semidefinite: the whole P's test on its block (P is block diagonal).
         let scratch = &mut self.kkt.chol;
         let mut pmax = 0.0f64;
-        for prow in rows_head(&data.p, n) {
-            pmax = pmax.max(max_abs(head(prow, n)));
+        for (prow, &(lo, hi)) in rows_head(&data.p, n).iter().zip(&data.pspan) {
+            pmax = pmax.max(max_abs(range(prow, lo, hi)));
         }
         if pmax > 0.0 {
             let shift = self.settings.psd_tol * pmax;

@@ -499,14 +499,21 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         {
             let data = &self.data;
             let xt = head(&self.out.xt, n);
-            for ((vi, prow), q) in v.iter_mut().zip(rows_head(&data.p, n)).zip(&data.q) {
-                *vi = dot(head(prow, n), xt) + q;
+            // (Over each row's non-zero span: the same sums, bit for bit.)
+            for (((vi, prow), q), &span) in v
+                .iter_mut()
+                .zip(rows_head(&data.p, n))
+                .zip(&data.q)
+                .zip(&data.pspan)
+            {
+                *vi = linalg::dot_span(head(prow, n), xt, span) + q;
             }
-            for (arow, yi) in rows_range(&data.a, z, m)
+            for ((arow, yi), &(lo, hi)) in rows_range(&data.a, z, m)
                 .iter()
                 .zip(range(&self.out.yt, z, m))
+                .zip(data.aspan.iter().skip(z))
             {
-                axpy(*yi, head(arow, n), head_mut(&mut v, n));
+                axpy(*yi, range(arow, lo, hi), range_mut(&mut v, lo, hi));
             }
         }
         equality_duals(&self.data.a, &self.qr, self.dims, &mut v, &mut self.out.yt);
