@@ -46,16 +46,20 @@
 //! accelerations `ω × (ω × d)` are no rigid motion's (measured on the humanoid: up to 2 m/s²
 //! between a foot's corners, every such tick infeasible).
 //!
-//! The rows still depend on one another: four corners of one foot give twelve rows of rank
-//! six, and a foot and its toes, joined by a hinge, add only the hinge's acceleration. Equal in
-//! exact arithmetic, dependent rows' right-hand sides differ by rounding (and by the error of
-//! the central difference that gives `J̇ q̇`), and such a set of equalities has no solution at
-//! all: the solver would report the QP infeasible, correctly.
+//! A body whose touching points span a plane (three of them off one line: a flat foot's
+//! corners) is held by its own six rows `J a = t` instead: the same motion (`u + w × d = 0` at
+//! three points off one line forces `u = w = 0`), in six rows rather than three per point.
+//!
+//! The rows still depend on one another: two corners give six rows of rank five, and a foot
+//! and its toes, joined by a hinge, add only the hinge's acceleration. Equal in exact
+//! arithmetic, dependent rows' right-hand sides differ by rounding (and by the error of the
+//! central difference that gives `J̇ q̇`), and such a set of equalities has no solution at all:
+//! the solver would report the QP infeasible, correctly.
 //! So the no-slip rows are orthonormalised
-//! (Gram–Schmidt, twice) in order, each row whose remainder is below [`DEPENDENT_ROW`] of its
-//! norm is left out, and [`BalanceOutput::dependent_rows`] counts them, with the largest gap
-//! between a left-out row's right-hand side and the one the kept rows imply in
-//! [`BalanceOutput::slip_inconsistency`].
+//! (Gram–Schmidt, a second pass where the first cancelled much of a row) in order, each row
+//! whose remainder is below [`DEPENDENT_ROW`] of its norm is left out, and
+//! [`BalanceOutput::dependent_rows`] counts them, with the largest gap between a left-out row's
+//! right-hand side and the one the kept rows imply in [`BalanceOutput::slip_inconsistency`].
 //!
 //! # Joint groups
 //! A joint of the robot is a [`JointGroup`]: one tree joint (a hinge or a slider), or two or
@@ -531,6 +535,10 @@ const JDOT_STEP_S: f64 = 1e-5;
 /// fraction of its norm depends on them and is left out (see the module docs).
 pub const DEPENDENT_ROW: f64 = 1e-8;
 
+/// How far from one line a body's touching points must be for its own six no-slip rows to
+/// stand for theirs ([`spans_plane`]): a foot's corners are at 0.46.
+const PLANE_AREA: f64 = 1e-3;
+
 /// Most independent no-slip rows (six per body).
 const MAX_SLIP_ROWS: usize = 6 * MAX_CONTACT_BODIES;
 
@@ -953,61 +961,43 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             }
         }
 
-        // The no-slip rows of every touching point: J_p a = t_lin + t_ang × d, its body's
-        // no-slip acceleration t = −J̇ q̇ − k_v J q̇ (6D) carried to the point (see the module
-        // docs), reduced to independent ones.
-        let mut kept = 0;
-        for pi in 0..points {
-            let (Some(jp), Some(&slot), Some(&d)) = (
-                self.point_jacobians.get(pi),
-                point_body.get(pi),
-                point_offset.get(pi),
-            ) else {
-                return Err(BalanceStatus::Capacity);
-            };
+        // The no-slip rows, reduced to independent ones (see the module docs): per touching
+        // body, its own six J a = t (t = −J̇ q̇ − k_v J q̇) when its touching points span a
+        // plane (then those and the points' rows hold the same motion), else each touching
+        // point's three J_p a = t_lin + t_ang × d (t carried to the point).
+        let mut slip = Slip {
+            rows: &mut self.slip_rows,
+            rhs: &mut self.slip_rhs,
+            kept: 0,
+        };
+        for slot in 0..bodies {
             let (Some(jac), Some(bias)) = (self.body_jacobians.get(slot), self.body_bias.get(slot))
             else {
                 return Err(BalanceStatus::Capacity);
             };
             let t = -bias - jac * v * s.contact_kv;
-            let target = Vector3::new(t[0], t[1], t[2]) + Vector3::new(t[3], t[4], t[5]).cross(&d);
-            for r3 in 0..3 {
-                let mut row: SVector<f64, NV> = jp.row(r3).transpose();
-                let mut rhs = target[r3];
-                let norm = row.norm();
-                if !(norm > 0.0) {
-                    // A point that nothing moves: 0 = rhs.
-                    out.dependent_rows += 1;
-                    out.slip_inconsistency = out.slip_inconsistency.max(rhs.abs());
-                    continue;
+            let offsets = (0..points)
+                .filter(|pi| point_body.get(*pi) == Some(&slot))
+                .filter_map(|pi| point_offset.get(pi).copied());
+            if spans_plane(offsets) {
+                for r in 0..6 {
+                    slip.add(jac.row(r).transpose(), t[r], out)?;
                 }
-                for _pass in 0..2 {
-                    for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
-                        let k = e.dot(&row);
-                        // row −= k e, in place (the same products and differences as
-                        // `row -= e * k`, without the temporary vector).
-                        for (r, x) in row.as_mut_slice().iter_mut().zip(e.as_slice()) {
-                            *r -= x * k;
-                        }
-                        rhs -= k * c;
-                    }
-                }
-                let rest = row.norm();
-                if rest <= DEPENDENT_ROW * norm {
-                    out.dependent_rows += 1;
-                    out.slip_inconsistency = out.slip_inconsistency.max(rhs.abs() / norm);
-                    continue;
-                }
-                let (Some(e), Some(c)) =
-                    (self.slip_rows.get_mut(kept), self.slip_rhs.get_mut(kept))
+                continue;
+            }
+            for pi in (0..points).filter(|pi| point_body.get(*pi) == Some(&slot)) {
+                let (Some(jp), Some(&d)) = (self.point_jacobians.get(pi), point_offset.get(pi))
                 else {
                     return Err(BalanceStatus::Capacity);
                 };
-                *e = row / rest;
-                *c = rhs / rest;
-                kept += 1;
+                let target =
+                    Vector3::new(t[0], t[1], t[2]) + Vector3::new(t[3], t[4], t[5]).cross(&d);
+                for r3 in 0..3 {
+                    slip.add(jp.row(r3).transpose(), target[r3], out)?;
+                }
             }
         }
+        let kept = slip.kept;
 
         // The multi-axis groups' torque maps T = S (SᵀS)⁻¹ (3 × count), world axes.
         let mut maps = [Matrix3::<f64>::zeros(); MAX_GROUPS];
@@ -1100,7 +1090,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             }
             let p = self.p.as_flattened_mut();
             let qv = &mut self.q;
-            let mut add_p = |i: usize, j: usize, w: f64| {
+            let add_p = |p: &mut [f64], i: usize, j: usize, w: f64| {
                 if let Some(x) = p.get_mut(i * nx + j) {
                     *x += w;
                 }
@@ -1112,26 +1102,26 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
             };
 
             // Objectives on a single coordinate: w (x_i − d)².
-            let mut single = |i: usize, d: f64, w: f64, qv: &mut [f64; NX]| {
-                add_p(i, i, w);
+            let single = |p: &mut [f64], i: usize, d: f64, w: f64, qv: &mut [f64; NX]| {
+                add_p(p, i, i, w);
                 add_q(qv, i, -w * d);
             };
             for k in 0..joints {
                 let i = 6 + k;
                 let d = s.pose_kp * (input.q_target[k] - input.q[k]) - s.pose_kd * v[i];
-                single(i, d, s.pose_weight, qv);
+                single(p, i, d, s.pose_weight, qv);
             }
             let error = (base.rotation.inverse() * input.upright_target).scaled_axis();
             for j in 0..3 {
                 let d = s.upright_kp * error[j] - s.upright_kd * v[3 + j];
-                single(3 + j, d, s.upright_weight, qv);
+                single(p, 3 + j, d, s.upright_weight, qv);
             }
             for i in 0..nv {
-                single(i, 0.0, s.accel_weight, qv);
+                single(p, i, 0.0, s.accel_weight, qv);
             }
             let force_reg = s.force_weight / (total_mass * total_mass);
             for i in f0..f0 + nf {
-                single(i, 0.0, force_reg, qv);
+                single(p, i, 0.0, force_reg, qv);
             }
             // Point tasks: J_p a = ẍ* + k_p (x* − x) + k_d (ẋ* − J_p q̇) − J̇_p q̇, on the
             // accelerations.
@@ -1149,7 +1139,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 for e in 0..3 {
                     let row: SVector<f64, NV> = jp.row(e).transpose();
                     let row = row.as_slice().get(..nv).unwrap_or(&[]);
-                    add_row_task(&mut add_p, qv, 0, row, d[e], s.task_weight);
+                    add_row_task(p, nx, qv, 0, row, d[e], s.task_weight);
                 }
             }
 
@@ -1185,7 +1175,7 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                             }
                         }
                     }
-                    add_row_task(&mut add_p, qv, f0, row.get(..nf).unwrap_or(&[]), target, w);
+                    add_row_task(p, nx, qv, f0, row.get(..nf).unwrap_or(&[]), target, w);
                 }
                 // Σ (p − x) × f = −k_L L, per world axis e: coefficients e × (p − x).
                 for e in [Vector3::x(), Vector3::y(), Vector3::z()] {
@@ -1202,7 +1192,8 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                         }
                     }
                     add_row_task(
-                        &mut add_p,
+                        p,
+                        nx,
                         qv,
                         f0,
                         row.get(..nf).unwrap_or(&[]),
@@ -1483,9 +1474,11 @@ impl<const NV: usize> Rows<'_, NV> {
     }
 }
 
-/// Adds the task w (row · f − target)² on the force variables starting at `f0`.
+/// Adds the task w (row · f − target)² on the force variables starting at `f0`, into the
+/// row-major `p` with `nx` columns and `qv`.
 fn add_row_task<const NX: usize>(
-    add_p: &mut impl FnMut(usize, usize, f64),
+    p: &mut [f64],
+    nx: usize,
     qv: &mut [f64; NX],
     f0: usize,
     row: &[f64],
@@ -1496,11 +1489,13 @@ fn add_row_task<const NX: usize>(
         if *ri == 0.0 {
             continue;
         }
-        for (j, rj) in row.iter().enumerate() {
-            if *rj != 0.0 {
-                // w (rᵢ rⱼ), not (w rᵢ) rⱼ: the same product for (i, j) and (j, i), so that
-                // `P` is symmetric to the bit (the recorded QP is one triangle of it).
-                add_p(f0 + i, f0 + j, w * (ri * rj));
+        // w (rᵢ rⱼ), not (w rᵢ) rⱼ: the same product for (i, j) and (j, i), so that `P` is
+        // symmetric to the bit (the recorded QP is one triangle of it). Where rⱼ is zero the
+        // product is a zero, which leaves the entry as it was (never −0: each starts at +0).
+        let start = (f0 + i) * nx + f0;
+        if let Some(prow) = p.get_mut(start..start + row.len()) {
+            for (x, rj) in prow.iter_mut().zip(row) {
+                *x += w * (ri * rj);
             }
         }
         if let Some(x) = qv.get_mut(f0 + i) {
@@ -1685,6 +1680,89 @@ fn point_jacobian<const NV: usize>(
     let world = pose * nalgebra::Point3::from(point);
     let d = world.coords - pose.translation.vector;
     Ok((carried(&jac, &d), world.coords))
+}
+
+/// The independent no-slip rows kept so far (orthonormal), and their right-hand sides.
+struct Slip<'a, const NV: usize> {
+    rows: &'a mut [SVector<f64, NV>; MAX_SLIP_ROWS],
+    rhs: &'a mut [f64; MAX_SLIP_ROWS],
+    kept: usize,
+}
+
+impl<const NV: usize> Slip<'_, NV> {
+    /// Adds `row · a = rhs` if it is independent of the rows kept (Gram–Schmidt against them,
+    /// a second time where the first cancelled much of the row); otherwise counts it in
+    /// `out.dependent_rows` with its gap from the right-hand side the kept rows imply.
+    fn add(
+        &mut self,
+        mut row: SVector<f64, NV>,
+        mut rhs: f64,
+        out: &mut BalanceOutput<NV>,
+    ) -> Result<(), BalanceStatus> {
+        let norm = row.norm();
+        if !(norm > 0.0) {
+            // A point that nothing moves: 0 = rhs.
+            out.dependent_rows += 1;
+            out.slip_inconsistency = out.slip_inconsistency.max(rhs.abs());
+            return Ok(());
+        }
+        let mut before = norm;
+        let mut rest = norm;
+        for _pass in 0..2 {
+            for (e, c) in self.rows.iter().zip(self.rhs.iter()).take(self.kept) {
+                let k = e.dot(&row);
+                // row −= k e, in place (the same products and differences as
+                // `row -= e * k`, without the temporary vector).
+                for (r, x) in row.as_mut_slice().iter_mut().zip(e.as_slice()) {
+                    *r -= x * k;
+                }
+                rhs -= k * c;
+            }
+            rest = row.norm();
+            // A second pass only where this one cancelled much of the row (below 1/√2 of
+            // it, Daniel, Gragg, Kaufman and Stewart's test) and left it independent: the
+            // remainder is then orthogonal to the kept rows to rounding. A dependent row's
+            // remainder is already far below DEPENDENT_ROW.
+            if rest <= DEPENDENT_ROW * norm || rest >= core::f64::consts::FRAC_1_SQRT_2 * before {
+                break;
+            }
+            before = rest;
+        }
+        if rest <= DEPENDENT_ROW * norm {
+            out.dependent_rows += 1;
+            out.slip_inconsistency = out.slip_inconsistency.max(rhs.abs() / norm);
+            return Ok(());
+        }
+        let (Some(e), Some(c)) = (self.rows.get_mut(self.kept), self.rhs.get_mut(self.kept)) else {
+            return Err(BalanceStatus::Capacity);
+        };
+        *e = row / rest;
+        *c = rhs / rest;
+        self.kept += 1;
+        Ok(())
+    }
+}
+
+/// Whether the points (offsets from one body's origin) span a plane: three of them clearly
+/// not on one line, the triangle's doubled area above [`PLANE_AREA`] of the largest
+/// distance's square. Then the body's six no-slip rows and the points' rows hold the same
+/// motion: `u + w × d_i = 0` at every point forces `w` and `u` to zero.
+fn spans_plane(offsets: impl Iterator<Item = Vector3<f64>> + Clone) -> bool {
+    let mut first = None;
+    let mut far = 0.0f64;
+    let mut area = 0.0f64;
+    for (i, di) in offsets.clone().enumerate() {
+        let Some(d0) = first else {
+            first = Some(di);
+            continue;
+        };
+        let ei = di - d0;
+        far = far.max(ei.norm_squared());
+        for dj in offsets.clone().skip(i + 1) {
+            area = area.max(ei.cross(&(dj - d0)).norm());
+        }
+    }
+    far > 0.0 && area > PLANE_AREA * far
 }
 
 /// A body's frame Jacobian `jac` (origin's linear velocity, then angular) carried to the point

@@ -578,11 +578,14 @@ struct Scaled<const N: usize, const M: usize> {
     /// Where each row of the caller's `P` (and of `P̃`) is non-zero: entries outside
     /// `lo..hi` are zero, so products, maxima and scalings skip them (see
     /// [`linalg::dot_span`]). The whole row when `P` is not its own transpose bit for bit.
-    pspan: [(usize, usize); N],
+    pspan: [Span; N],
     /// The same for the rows of the caller's `A` (and of `Ã`, which scaling only makes
     /// sparser), as long as they hold it: not the equality rows after a QR.
-    aspan: [(usize, usize); M],
+    aspan: [Span; M],
 }
+
+/// A row's non-zero columns `lo..hi` (`linalg::nonzero_span`).
+type Span = (usize, usize);
 
 /// The QR factors of `Ã_Eᵀ` (Householder vectors and `R` in `Scaled::a`'s equality rows) and
 /// the null-space parametrisation `x̃ = x̃_p + N w`.
@@ -1393,7 +1396,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
 }
 
 /// `v[..n]` mutably, for the spans.
-fn head_mut_span(v: &mut [(usize, usize)], n: usize) -> &mut [(usize, usize)] {
+fn head_mut_span(v: &mut [Span], n: usize) -> &mut [Span] {
     let n = n.min(v.len());
     v.split_at_mut(n).0
 }
@@ -1407,7 +1410,7 @@ fn rows_head_mut_n<const N: usize>(rows: &mut [[f64; N]], n: usize) -> &mut [[f6
 #[allow(clippy::too_many_arguments)]
 fn residuals(
     problem: &Problem<'_>,
-    (pspan, aspan): (&[(usize, usize)], &[(usize, usize)]),
+    (pspan, aspan): (&[Span], &[Span]),
     n: usize,
     m: usize,
     x: &[f64],

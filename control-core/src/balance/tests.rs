@@ -419,9 +419,10 @@ fn leaning() -> State {
 }
 
 #[test]
-fn a_flat_foots_corner_rows_reduce_to_its_six_and_agree() {
-    // Four corners give twelve no-slip rows of rank six per foot: six of each left out, their
-    // right-hand sides equal to the kept rows' to rounding (the targets are one rigid motion's).
+fn a_flat_foot_is_held_by_its_six_rows_at_every_corner() {
+    // Four corners spanning the sole: the foot's own six no-slip rows stand for the corners'
+    // twelve (of rank six), none left out, and every corner's no-slip row holds
+    // (`check_solved`).
     let mut c = biped(BalanceSettings::DEFAULT);
     for s in [
         State {
@@ -433,22 +434,24 @@ fn a_flat_foots_corner_rows_reduce_to_its_six_and_agree() {
     ] {
         let out = tick(&mut c, &s, &[true, true]);
         check_solved(&c, &s, &out, &[true, true]);
-        assert_eq!(out.dependent_rows, 12);
-        assert!(out.slip_inconsistency < 1e-9, "{}", out.slip_inconsistency);
+        assert_eq!(out.dependent_rows, 0);
+        assert_eq!(out.slip_inconsistency, 0.0);
     }
 }
 
 #[test]
 fn a_foot_on_its_front_corners_is_free_to_roll_about_them() {
-    // The right foot on its two front corners: six rows of rank five (turning about the line
-    // through them is free), so one left out; the left foot flat, six left out.
+    // The right foot on its two front corners (on one line: their own rows, not the foot's):
+    // six rows of rank five (turning about the line through them is free), so one left out,
+    // its right-hand side the kept rows' to rounding; the left foot flat, by its six rows.
     let mut c = biped(BalanceSettings::DEFAULT);
     let s = leaning();
     let planted = [[true; MAX_POINTS], [false, false, true, true]];
     let out = tick_points(&mut c, &s, &planted);
     check_solved_points(&c, &s, &out, &planted);
     assert_eq!(out.point_count, 6);
-    assert_eq!(out.dependent_rows, 7);
+    assert_eq!(out.dependent_rows, 1);
+    assert!(out.slip_inconsistency < 1e-9, "{}", out.slip_inconsistency);
     // The rolling foot's angular acceleration about the corner line is not held: it differs
     // from the flat foot's no-slip target there.
     let kin = c.tree().kinematics(&s.base, &s.q).unwrap();
@@ -806,4 +809,26 @@ proptest! {
             prop_assert!(tau.norm() <= group.effort);
         }
     }
+}
+
+#[test]
+fn a_bodys_own_rows_stand_for_its_points_only_when_they_span_a_plane() {
+    let v = |x: f64, y: f64, z: f64| Vector3::new(x, y, z);
+    let corners = [
+        v(0.1, -0.05, 0.06),
+        v(0.1, -0.05, -0.06),
+        v(-0.1, -0.05, 0.06),
+        v(-0.1, -0.05, -0.06),
+    ];
+    assert!(super::spans_plane(corners.iter().copied()));
+    assert!(super::spans_plane(corners.iter().copied().take(3)));
+    // Two corners, three on one line, one point, none: the points' own rows.
+    assert!(!super::spans_plane(corners.iter().copied().take(2)));
+    let line = [v(0.0, 0.0, 0.0), v(0.1, 0.0, 0.0), v(0.2, 0.0, 0.0)];
+    assert!(!super::spans_plane(line.iter().copied()));
+    assert!(!super::spans_plane(corners.iter().copied().take(1)));
+    assert!(!super::spans_plane(core::iter::empty()));
+    // Nearly on one line (1e-5 m off a 0.2 m segment): below PLANE_AREA, the points' rows.
+    let thin = [v(0.0, 0.0, 0.0), v(0.2, 0.0, 0.0), v(0.1, 1e-5, 0.0)];
+    assert!(!super::spans_plane(thin.iter().copied()));
 }
