@@ -16,7 +16,8 @@
 //! over the passes of the wall time a solve: a comparison of two builds on the same recorded
 //! problems, run side by side.
 //!
-//! `QP_REPLAY_RANGE_SPACE=1` solves them with [`control_core::qp::Settings::range_space`] on.
+//! `QP_REPLAY_NULL_SPACE=1` solves them with [`control_core::qp::Settings::range_space`] off
+//! (the null-space setup) instead of the balance controller's range-space one.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -222,9 +223,11 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The balance controller's solver settings, with the range-space elimination if asked for.
+/// The balance controller's solver settings, with the null-space setup if asked for.
 fn settings() -> control_core::qp::Settings {
     let mut settings = BalanceSettings::DEFAULT.qp;
-    settings.range_space = std::env::var("QP_REPLAY_RANGE_SPACE").is_ok_and(|v| v == "1");
+    if std::env::var("QP_REPLAY_NULL_SPACE").is_ok_and(|v| v == "1") {
+        settings.range_space = false;
+    }
     settings
 }

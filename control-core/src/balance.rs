@@ -207,7 +207,9 @@ pub struct BalanceSettings {
     /// The QP solver's settings. The default is [`Settings::DEFAULT`] with one equilibration
     /// pass instead of five: the balance QP is already scaled by its physics (accelerations,
     /// forces of the body's weight), and on the humanoid's recorded QPs one pass takes 9.0
-    /// iterations a tick against 9.4 with five, and 14 % fewer instructions.
+    /// iterations a tick against 9.4 with five, and 14 % fewer instructions; and with the
+    /// range-space setup ([`Settings::range_space`]): the accelerations eliminated by their own
+    /// factorisations, the humanoid's tick 97–101 µs against 139–140 µs the null-space way.
     pub qp: Settings,
 }
 
@@ -242,6 +244,7 @@ impl BalanceSettings {
         screen_fraction: 0.5,
         qp: Settings {
             equilibrate_iters: 1,
+            range_space: true,
             ..Settings::DEFAULT
         },
     };

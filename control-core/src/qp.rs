@@ -119,12 +119,12 @@
 //! On the humanoid's own QPs (700 ticks recorded by `hil run --record-qp-every 1` and replayed
 //! by the example `qp_replay`): as the balance controller poses them, its joints' torque limits
 //! left out while far from binding (typically 64 variables, 19 equalities, 10 inequalities, 10
-//! cones; 15 coordinates minimised in closed form) and its angular momentum weighed 30, 4.2
-//! iterations and 1.85 M instructions a solve, about 60 % of it the setup; 127 µs a solve on
-//! this machine (`QP_REPLAY_PASSES`). The controller's whole tick is about 0.16 ms at 200 Hz
-//! and 0.20 ms at 1 kHz. With [`Settings::range_space`] (`QP_REPLAY_RANGE_SPACE=1`): 4.25
-//! iterations, 1.32 M instructions and 92 µs a solve. RESULTS.md ("A conic QP solver for balance") has the figures with the
-//! library's momentum weight and with every limit in.
+//! cones) and its angular momentum weighed 30, 4.25 iterations and 75 µs a solve on this
+//! machine (`QP_REPLAY_PASSES`) with the balance controller's settings ([`Settings::range_space`]
+//! on), 116 µs the null-space way (`QP_REPLAY_NULL_SPACE=1`: 4.21 iterations, 15 coordinates
+//! minimised in closed form). The controller's whole tick is about 0.10 ms at 200 Hz and 0.12 ms
+//! at 1 kHz. RESULTS.md ("A conic QP solver for balance") has the figures with the library's
+//! momentum weight and with every limit in.
 //!
 //! # Tolerances
 //!
@@ -281,11 +281,11 @@ pub struct Settings {
     /// accelerations by `nv`- and equality-sized Cholesky factors instead of a QR of the
     /// equalities over every variable. The same reduced problem (to rounding); where it does
     /// not apply, or off, the null-space way. On the humanoid's 700 recorded balance QPs it
-    /// takes 92 µs a solve against 127 µs, every one solved. Off by default: its answers differ
-    /// from the null-space way's within the tolerance, and the humanoid's largest survived push
-    /// moves with such differences (22 N·s with it, 26 N·s without, at least 27 N·s for both
-    /// at a tolerance of 5e-9: docs/RESULTS.md, "Balance by a QP"), so making it the default
-    /// moves the balance figures, which are measured without it.
+    /// takes 75 µs a solve against 116 µs, every one solved. Off in [`Settings::DEFAULT`] (a
+    /// generic problem rarely has the structure), on in the balance controller's settings
+    /// (`balance::BalanceSettings::DEFAULT`). Its answers differ from the null-space way's
+    /// within the tolerance, which moves outcomes near a threshold (docs/RESULTS.md, "Balance
+    /// by a QP").
     pub range_space: bool,
 }
 

@@ -7,9 +7,9 @@
 //! One tick is timed from a state that changes every tick (the base's velocity cycling through
 //! 16 small values, as a controller sees a standing robot sway), so the solver warm-starts from
 //! the last tick as it would in a loop. Before timing, the bench prints one tick's status and
-//! iterations (the QP is solved, not refused). Twice: with the library's settings
-//! (`balance/talos_full/tick`) and with the solver's range-space setup
-//! (`balance/talos_full/tick_range_space`, `control_core::qp::Settings::range_space`).
+//! iterations (the QP is solved, not refused). Twice: with the library's settings, the
+//! solver's range-space setup (`balance/talos_full/tick`), and with its null-space setup
+//! (`balance/talos_full/tick_null_space`, `control_core::qp::Settings::range_space` off).
 //!
 //! `cargo bench -p robot-model --bench balance -- --warm-up-time 1 --measurement-time 5`
 
@@ -135,17 +135,17 @@ fn talos(settings: BalanceSettings) -> (Box<Talos>, Isometry3<f64>, [f64; NV], f
 }
 
 fn bench(c: &mut Criterion) {
-    let range_space = BalanceSettings {
+    let null_space = BalanceSettings {
         qp: control_core::qp::Settings {
-            range_space: true,
+            range_space: false,
             ..BalanceSettings::DEFAULT.qp
         },
         ..BalanceSettings::DEFAULT
     };
-    // The library's settings, and the same with the solver's range-space setup.
+    // The library's settings, and the same with the solver's null-space setup.
     for (name, settings) in [
         ("balance/talos_full/tick", BalanceSettings::DEFAULT),
-        ("balance/talos_full/tick_range_space", range_space),
+        ("balance/talos_full/tick_null_space", null_space),
     ] {
         let (mut balance, base, q, height, mass) = talos(settings);
         let planted = [[true; MAX_POINTS]; 2];

@@ -364,7 +364,7 @@ impl HumanoidBalance {
             screen_fraction: qp.map_or(s.screen_fraction, |q| q.screen_fraction),
             momentum_weight: qp.map_or(MOMENTUM_WEIGHT, |q| q.momentum_weight),
             qp: control_core::qp::Settings {
-                range_space: qp.is_some_and(|q| q.range_space),
+                range_space: qp.map_or(s.qp.range_space, |q| q.range_space),
                 ..s.qp
             },
             ..s
