@@ -1078,8 +1078,10 @@ impl<const N: usize, const M: usize> Solver<N, M> {
 
     /// Checks sizes, finiteness and symmetry; returns the dimensions, and whether `P` is its
     /// own transpose bit for bit (then symmetrising it would change nothing).
+    /// Also records each row's non-zero span of `P` and `A` (scratch: recomputed every solve),
+    /// which bounds the finiteness check too (NaN and ±∞ count as non-zero).
     fn validate(
-        &self,
+        &mut self,
         problem: &Problem<'_>,
         warm: &WarmStart<'_>,
     ) -> Result<(Dims, bool), QpError> {
@@ -1124,9 +1126,23 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 Err(QpError::NonFinite(operand))
             }
         };
-        finite(Operand::P, problem.p)?;
+        // P's and A's rows: each one's span, and the span finite (zeros outside it are).
+        let spans = |m: &[f64], spans: &mut [Span]| {
+            let mut ok = true;
+            for (row, span) in m.chunks_exact(n).zip(spans.iter_mut()) {
+                let (lo, hi) = linalg::nonzero_span(row);
+                ok &= linalg::all_finite(range(row, lo, hi));
+                *span = (lo, hi);
+            }
+            ok
+        };
+        if !spans(problem.p, &mut self.data.pspan) {
+            return Err(QpError::NonFinite(Operand::P));
+        }
         finite(Operand::Q, problem.q)?;
-        finite(Operand::A, problem.a)?;
+        if !spans(problem.a, &mut self.data.aspan) {
+            return Err(QpError::NonFinite(Operand::A));
+        }
         finite(Operand::B, problem.b)?;
         if let WarmStart::From { x, s, y } = warm {
             size(Operand::WarmX, n, x.len())?;
@@ -1179,13 +1195,11 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         // depend on the order of its two terms). A mirrored P is copied as it is: the mean of
         // two equal numbers is that number, `0.5 (a + a) = a` exactly (short of overflow).
         if mirrored {
-            for ((r, src), span) in rows_head_mut_n(&mut data.p, n)
+            for (r, src) in rows_head_mut_n(&mut data.p, n)
                 .iter_mut()
                 .zip(problem.p.chunks_exact(n))
-                .zip(data.pspan.iter_mut())
             {
                 linalg::copy(src, r);
-                *span = linalg::nonzero_span(src);
             }
         } else {
             head_mut_span(&mut data.pspan, n).fill((0, n));
@@ -1203,13 +1217,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 }
             }
         }
-        for ((r, src), span) in rows_head_mut_n(&mut data.a, m)
+        // (The rows' spans are validate's.)
+        for (r, src) in rows_head_mut_n(&mut data.a, m)
             .iter_mut()
             .zip(problem.a.chunks_exact(n))
-            .zip(data.aspan.iter_mut())
         {
             linalg::copy(src, r);
-            *span = linalg::nonzero_span(src);
         }
         linalg::copy(problem.q, &mut data.q);
         linalg::copy(problem.b, &mut data.b);
