@@ -1202,19 +1202,22 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 linalg::copy(src, r);
             }
         } else {
-            head_mut_span(&mut data.pspan, n).fill((0, n));
-        }
-        for i in (0..n).filter(|_| !mirrored) {
-            for j in i..n {
-                let a = problem.p.get(i * n + j).copied().unwrap_or(0.0);
-                let b = problem.p.get(j * n + i).copied().unwrap_or(0.0);
-                let v = 0.5 * (a + b);
-                if let Some(e) = data.p.get_mut(i).and_then(|r| r.get_mut(j)) {
-                    *e = v;
+            for i in 0..n {
+                for j in i..n {
+                    let a = problem.p.get(i * n + j).copied().unwrap_or(0.0);
+                    let b = problem.p.get(j * n + i).copied().unwrap_or(0.0);
+                    let v = 0.5 * (a + b);
+                    if let Some(e) = data.p.get_mut(i).and_then(|r| r.get_mut(j)) {
+                        *e = v;
+                    }
+                    if let Some(e) = data.p.get_mut(j).and_then(|r| r.get_mut(i)) {
+                        *e = v;
+                    }
                 }
-                if let Some(e) = data.p.get_mut(j).and_then(|r| r.get_mut(i)) {
-                    *e = v;
-                }
+            }
+            // The caller's rows' spans do not bound the symmetrised ones.
+            for span in data.pspan.iter_mut().take(n) {
+                *span = (0, n);
             }
         }
         // (The rows' spans are validate's.)
@@ -1406,12 +1409,6 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             &self.settings,
         )
     }
-}
-
-/// `v[..n]` mutably, for the spans.
-fn head_mut_span(v: &mut [Span], n: usize) -> &mut [Span] {
-    let n = n.min(v.len());
-    v.split_at_mut(n).0
 }
 
 /// `rows[..n]` mutably (local helper with a name that does not clash with `linalg`'s).
