@@ -231,9 +231,10 @@ fn assert_orderings(out: &Path, r: &Value) {
     assert_eq!(csv.lines().count(), 1 + 54 + 30, "{csv}");
 }
 
-/// `balance_push` cut to `parent_space` and `qp_balance` at three impulses and the nominal
+/// `balance_push` cut to `parent_space` and `qp_balance` at four impulses and the nominal
 /// gains: the QP controller stands unpushed, at 10 N·s and at 20 N·s, which parent-space servos
-/// do not survive (the ordering measured: 22 against 16 N·s); it holds the pose closer than
+/// do not survive (the ordering measured: 32 against 16 N·s), on its feet where they stand;
+/// and at 24 N·s, 1.5× parent-space's 16, by one recovery step; it holds the pose closer than
 /// parent-space servos, solves nearly every tick (each fallback named), keeps the forces it
 /// chooses inside its cones, and never sends a torque the plant refuses (`run` checks).
 #[test]
@@ -246,7 +247,7 @@ fn balance_push_qp_balance_stands_holds_the_pose_and_solves_its_ticks() {
         ),
         (
             "impulses_ns = [0.0, 4.0,",
-            "impulses_ns = [0.0, 10.0, 20.0]\n# ",
+            "impulses_ns = [0.0, 10.0, 20.0, 24.0]\n# ",
         ),
         (
             "gain_scales = [0.25, 0.5, 1.0, 2.0, 4.0]",
@@ -272,14 +273,29 @@ fn balance_push_qp_balance_stands_holds_the_pose_and_solves_its_ticks() {
     let (qp, ps) = (by_name("qp_balance"), by_name("parent_space"));
     assert_eq!(
         pushes(&qp),
-        [(0.0, true), (10.0, true), (20.0, true)],
+        [(0.0, true), (10.0, true), (20.0, true), (24.0, true)],
         "{qp:#}"
     );
     assert_eq!(
         pushes(&ps),
-        [(0.0, true), (10.0, true), (20.0, false)],
+        [(0.0, true), (10.0, true), (20.0, false), (24.0, false)],
         "{ps:#}"
     );
+    // Up to 20 N·s on the feet where they stand; at 24 N·s one step, of a foot's length or
+    // so, a swing of 0.35 s (70 ticks) and then the foot on the ground again.
+    for p in qp["pushes"].as_array().cloned().unwrap_or_default() {
+        let account = &p["qp"];
+        if num(&p["impulse_ns"]) < 24.0 {
+            assert!(account["step_foot"].is_null(), "{account:#}");
+            assert_eq!(num(&account["swing_ticks"]), 0.0, "{account:#}");
+        } else {
+            assert!(account["step_foot"].is_string(), "{account:#}");
+            let length = num(&account["step_length_m"]);
+            assert!((0.05..=0.4).contains(&length), "{account:#}");
+            let swing = num(&account["swing_ticks"]);
+            assert!((70.0..=100.0).contains(&swing), "{account:#}");
+        }
+    }
     // Where each stood, its capture point ended inside the feet's footprint.
     for c in [&qp, &ps] {
         for p in c["pushes"].as_array().cloned().unwrap_or_default() {
@@ -626,6 +642,11 @@ fn broken_dynamo_scenarios_name_the_file_and_the_field() {
                 "[qp_balance]\nrange_space = 1\n\n[root_spring]",
             ),
             "qp_balance.range_space",
+        ),
+        (
+            "qp_balance_step_not_bool",
+            ("[root_spring]", "[qp_balance]\nstep = 1\n\n[root_spring]"),
+            "qp_balance.step",
         ),
         (
             "qp_balance_unknown",

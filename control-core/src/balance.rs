@@ -1589,6 +1589,7 @@ impl<const NV: usize, const NX: usize, const NR: usize>
     }
 }
 
+pub mod step;
 #[cfg(test)]
 mod tests;
 

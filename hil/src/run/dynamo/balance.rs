@@ -25,6 +25,7 @@
 //! controller is built), blocking, panics.
 
 use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper};
 use control_core::balance::{
     Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
     MAX_POINTS, PointTask,
@@ -267,6 +268,14 @@ pub struct HumanoidBalance {
     pub log: Option<QpLog>,
     /// The hand's reach (none: no hand task).
     pub hand: Option<HandReach>,
+    /// The recovery step (none: `[qp_balance] step = false`).
+    stepper: Option<Stepper>,
+    /// The last tick's step command.
+    last_step: Option<StepCommand>,
+    /// Once a step has landed, the legs' coordinates there: their pose targets from then on.
+    legs_held: Option<[f64; NV]>,
+    /// The plant's bodies' masses, kg (the centre of mass's velocity for the step).
+    masses: Vec<f64>,
 }
 
 impl std::fmt::Debug for HumanoidBalance {
@@ -292,6 +301,10 @@ impl Clone for HumanoidBalance {
             last: None,
             log: self.log.clone(),
             hand: self.hand,
+            stepper: self.stepper.and_then(|st| Stepper::new(*st.settings())),
+            legs_held: None,
+            last_step: None,
+            masses: self.masses.clone(),
         }
     }
 }
@@ -376,6 +389,7 @@ impl HumanoidBalance {
             groups,
             settings,
         };
+        let step = qp.is_none_or(|q| q.step);
         let qp = build(&recipe)?;
         Ok(Self {
             recipe,
@@ -387,6 +401,14 @@ impl HumanoidBalance {
             last: None,
             log: None,
             hand: None,
+            stepper: if step {
+                Stepper::new(StepSettings::DEFAULT)
+            } else {
+                None
+            },
+            legs_held: None,
+            last_step: None,
+            masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
         })
     }
 
@@ -443,6 +465,68 @@ impl HumanoidBalance {
         Some((now - Vector3::from(target)).norm())
     }
 
+    /// The recovery step once one has started: the foot (0 left, 1 right) and its length, m.
+    pub fn step(&self) -> Option<(usize, f64)> {
+        self.stepper.as_ref().and_then(Stepper::step)
+    }
+
+    /// Whether a foot was in the air, stepping, at the last tick.
+    pub fn swinging(&self) -> bool {
+        matches!(self.last_step, Some(StepCommand::Swing { .. }))
+    }
+
+    /// The recovery step's tick ([`Stepper::tick`]): the centre of mass from the plant's
+    /// bodies, the feet (contact bodies 0 and 1, each with its toes, 2 and 3) from the tree at
+    /// `base`, `q`. `None` if the state cannot be mapped.
+    fn step_tick(
+        &mut self,
+        time_s: f64,
+        bodies: &[BodyMotion],
+        base: &control_core::articulated::nalgebra::Isometry3<f64>,
+        q: &[f64; NV],
+        contact_normal_n: &[f64; 4],
+    ) -> Option<StepCommand> {
+        let (mut mass, mut com, mut velocity) = (0.0, Vector3::zeros(), Vector3::zeros());
+        for (b, m) in bodies.iter().zip(&self.masses) {
+            mass += m;
+            com += Vector3::from(b.com_m) * *m;
+            velocity += Vector3::from(b.velocity_m_s) * *m;
+        }
+        let (com, velocity) = (com / mass, velocity / mass);
+        let omega = (self.gravity.norm() / self.com_height_m).sqrt();
+        let up = -self.gravity.normalize();
+        let kin = self.qp.tree().kinematics(base, q).ok()?;
+        // Per foot: its sole's corners and its toes' (world).
+        let mut world = [[[0.0; 3]; 2 * MAX_POINTS]; 2];
+        let mut counts = [0usize; 2];
+        for (k, (w, n)) in world.iter_mut().zip(&mut counts).enumerate() {
+            for c in [k, k + 2] {
+                let cb = self.recipe.contacts.get(c)?;
+                let pose = kin.body_pose(cb.body)?;
+                for p in cb.points.iter().take(cb.count) {
+                    let at = pose * control_core::articulated::nalgebra::Point3::from(*p);
+                    *w.get_mut(*n)? = at.coords.into();
+                    *n += 1;
+                }
+            }
+        }
+        let foot = |k: usize| -> Option<FootState<'_>> {
+            let cb = self.recipe.contacts.get(k)?;
+            let w = world.get(k)?;
+            Some(FootState {
+                body: cb.body,
+                sole: cb.points.get(..cb.count)?,
+                corners_world: w.get(..*counts.get(k)?)?,
+                sole_world: [*w.first()?, *w.get(1)?, *w.get(2)?],
+                loaded: *contact_normal_n.get(k)? > PLANTED_N,
+                load_n: *contact_normal_n.get(k)?,
+            })
+        };
+        let feet = [foot(0)?, foot(1)?];
+        let stepper = self.stepper.as_mut()?;
+        Some(stepper.tick(time_s, &com, &velocity, omega, &up, &feet))
+    }
+
     /// One tick: the bodies' motions `bodies`, each joint's target rotation relative to its
     /// parent `targets` (joint order), the ground's normal force on the contact bodies
     /// `contact_normal_n` (feet, toes); writes each joint's torque vector (world) into
@@ -463,7 +547,7 @@ impl HumanoidBalance {
             target: [0.0; 3],
             target_velocity: [0.0; 3],
             target_acceleration: [0.0; 3],
-        }];
+        }; 4];
         let mut tasks = 0;
         if let Some(h) = self.hand.as_mut()
             && time_s >= h.start_s
@@ -528,6 +612,45 @@ impl HumanoidBalance {
         let mut planted = [[false; MAX_POINTS]; 4];
         for (touch, f) in planted.iter_mut().zip(contact_normal_n) {
             *touch = [*f > PLANTED_N; MAX_POINTS];
+        }
+        if self.stepper.is_some() {
+            let command = self.step_tick(time_s, bodies, &base, &q, contact_normal_n)?;
+            self.last_step = Some(command);
+            match command {
+                StepCommand::Stand => {}
+                StepCommand::Swing { foot, tasks: swing } => {
+                    // The foot and its toes are in the air, whatever brushes the ground.
+                    for k in [foot, foot + 2] {
+                        if let Some(p) = planted.get_mut(k) {
+                            *p = [false; MAX_POINTS];
+                        }
+                    }
+                    for t in swing {
+                        *task.get_mut(tasks)? = t;
+                        tasks += 1;
+                    }
+                }
+                StepCommand::Landed { now, .. } => {
+                    if now {
+                        self.legs_held = Some(q);
+                    }
+                }
+            }
+        }
+        if let Some(held) = self.legs_held {
+            // The standing pose would pull the feet back together: the legs hold where they
+            // landed.
+            let tree = self.qp.tree();
+            for cb in self.recipe.contacts.iter().take(2) {
+                let mut body = cb.body;
+                while body > 0 {
+                    let joint = body - 1;
+                    if let (Some(t), Some(h)) = (q_target.get_mut(joint), held.get(joint)) {
+                        *t = *h;
+                    }
+                    body = tree.parent_body(joint)?;
+                }
+            }
         }
         let out = self.qp.tick(&BalanceInput {
             base_pose: &base,

@@ -267,6 +267,10 @@ pub struct QpTick {
     pub limits_left_out: u32,
     /// Largest ‖f_t‖ / (μ f_n) over the forces it chose.
     pub friction_use: f64,
+    /// The recovery step once one has started: the foot (0 left, 1 right) and its length, m.
+    pub step: Option<(usize, f64)>,
+    /// Whether a foot was in the air, stepping, this tick.
+    pub swinging: bool,
 }
 
 impl QpTick {
@@ -281,6 +285,8 @@ impl QpTick {
             solves: out.map_or(0, |o| o.solves),
             limits_left_out: out.map_or(0, |o| o.limits_left_out),
             friction_use: out.map_or(0.0, |o| o.friction_use),
+            step: None,
+            swinging: false,
         }
     }
 }
@@ -813,7 +819,11 @@ impl DynamoController {
                 Some(status) => {
                     out.hand_error_m = balance.hand_error_m(bodies);
                     let last = balance.last.as_ref();
-                    out.qp = Some(QpTick::of(status, last));
+                    out.qp = Some(QpTick {
+                        step: balance.step(),
+                        swinging: balance.swinging(),
+                        ..QpTick::of(status, last)
+                    });
                     out.limited += last.map_or(0, |o| o.limited) as u16;
                 }
                 None => {

@@ -324,6 +324,15 @@ pub struct QpBalanceSpec {
     /// tick about 1.4× slower on the humanoid.
     #[serde(default = "default_range_space")]
     pub range_space: bool,
+    /// Take one recovery step when the capture point leaves the feet's footprint
+    /// (`control_core::balance::step`, its `StepSettings::DEFAULT`; default true); false
+    /// balances on the feet where they stand.
+    #[serde(default = "default_step")]
+    pub step: bool,
+}
+
+fn default_step() -> bool {
+    true
 }
 
 fn default_range_space() -> bool {
@@ -1159,6 +1168,12 @@ pub struct QpOut {
     /// Mean joint groups per tick whose torque limits were left out of the QP (their torques
     /// checked within their efforts after the solve).
     pub mean_limits_left_out: f64,
+    /// The recovery step, if one was taken: `left_foot` or `right_foot` (none: no step).
+    pub step_foot: Option<&'static str>,
+    /// Its length, m (how far the foot moved; none: no step).
+    pub step_length_m: Option<f64>,
+    /// Ticks with a foot in the air, stepping.
+    pub swing_ticks: u64,
 }
 
 impl QpOut {
@@ -1178,6 +1193,11 @@ impl QpOut {
             self.resolved_ticks += 1;
         }
         self.mean_limits_left_out += (f64::from(t.limits_left_out) - self.mean_limits_left_out) / n;
+        if let Some((foot, length)) = t.step {
+            self.step_foot = robot_model::humanoid::CONTACT_BODY_NAMES.get(foot).copied();
+            self.step_length_m = Some(length);
+        }
+        self.swing_ticks += u64::from(t.swinging);
     }
 }
 

@@ -1,0 +1,513 @@
+//! One recovery step for a biped balancing with [`super::Balance`]: when the capture point
+//! leaves the feet's footprint, lift one foot and put it down where the capture point will be.
+//!
+//! Standing, a push the ankles and hips cannot absorb carries the capture point
+//! `ξ = x + ẋ/ω` (`x` the centre of mass, horizontal, `ω = √(g/h)`) beyond the feet; from
+//! there no force of the feet can bring the body back to rest. [`Stepper::tick`] watches `ξ`
+//! against the footprint (every corner of both feet, touching or not: a heel or a toe lifting
+//! is no reason to step) and, once `ξ` is beyond it, starts a step along `ξ`'s direction from
+//! the footprint's middle with the less loaded foot:
+//! - **Where.** With the stance foot's centre of pressure at its edge `e` (the farthest corner
+//!   along the direction), `ξ` runs away from it as `ξ(t) − e = (ξ₀ − e) e^{ωt}`. The swing
+//!   foot's front edge goes to the capture point predicted at touchdown plus
+//!   [`StepSettings::aim_m`] (so that `ξ` lands inside the new footprint, near the middle of
+//!   the foot), at most [`StepSettings::max_length_m`] from where it started. The prediction
+//!   is made again every tick during the first [`StepSettings::adapt_fraction`] of the swing,
+//!   as the push may still be acting; then the landing point is kept.
+//! - **How.** Three corners of the swing foot's sole follow the same path, a smoothstep
+//!   along the step and `lift_m · sin(π u)` up (`u` the swing's fraction,
+//!   [`StepSettings::swing_s`] long), as [`super::PointTask`]s: the foot keeps its
+//!   orientation. The caller leaves the swing foot (and what moves with it, such as toes) out
+//!   of the planted set while [`StepCommand::Swing`] lasts.
+//! - **After.** Once the swing's time is over and the ground carries the swing foot
+//!   ([`FootState::loaded`]), the step has landed ([`StepCommand::Landed`], from then on):
+//!   the caller plants the foot again and should hold the legs where they landed (the
+//!   standing pose would pull the feet back together). One step, not a gait: a push that a
+//!   step does not catch ends in a fall.
+//!
+//! Never allocates, blocks or panics: a non-finite input is [`StepCommand::Stand`] (no step
+//! is started on it), and every value it returns is finite.
+
+use nalgebra::Vector3;
+
+use super::PointTask;
+
+/// How a recovery step is taken. [`StepSettings::DEFAULT`] fits a human-sized biped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepSettings {
+    /// The swing's duration, s, > 0.
+    pub swing_s: f64,
+    /// The sole's highest lift above its start during the swing, m, ≥ 0.
+    pub lift_m: f64,
+    /// The longest step (how far the foot moves horizontally), m, ≥ 0.
+    pub max_length_m: f64,
+    /// How far beyond the capture point predicted at touchdown the swing foot's front edge
+    /// lands, m (about half a foot's length: the capture point lands mid-foot).
+    pub aim_m: f64,
+    /// During this fraction of the swing, `[0, 1]`, the landing point is predicted again every
+    /// tick; then it is kept.
+    pub adapt_fraction: f64,
+    /// How far beyond the footprint the capture point must be before a step starts, m
+    /// (≥ 0; 0: as soon as it leaves).
+    pub trigger_m: f64,
+}
+
+impl StepSettings {
+    /// A 0.35 s swing lifting 5 cm, at most 0.4 m long, the capture point landing 11 cm
+    /// behind the foot's front edge, the landing point followed through the first 40 % of the
+    /// swing. On the 15-body humanoid (`balance_push`), swings of 0.3–0.4 s and adaptation
+    /// over 30–50 % of the swing were measured; this is the middle of what stood.
+    pub const DEFAULT: Self = Self {
+        swing_s: 0.35,
+        lift_m: 0.05,
+        max_length_m: 0.4,
+        aim_m: 0.11,
+        adapt_fraction: 0.4,
+        trigger_m: 0.0,
+    };
+
+    /// Whether every field is finite and in its range.
+    pub fn is_valid(&self) -> bool {
+        self.swing_s > 0.0
+            && self.swing_s.is_finite()
+            && self.lift_m >= 0.0
+            && self.lift_m.is_finite()
+            && self.max_length_m >= 0.0
+            && self.max_length_m.is_finite()
+            && self.aim_m.is_finite()
+            && (0.0..=1.0).contains(&self.adapt_fraction)
+            && self.trigger_m >= 0.0
+            && self.trigger_m.is_finite()
+    }
+}
+
+impl Default for StepSettings {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// One foot as [`Stepper::tick`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct FootState<'a> {
+    /// The tree body of its sole (the swing's point tasks are on it).
+    pub body: usize,
+    /// Its sole's corners in that body's frame, m (the first three are moved in a swing; at
+    /// least three).
+    pub sole: &'a [[f64; 3]],
+    /// Every corner of the foot in the world, m: its sole's and those of what moves with it
+    /// (toes). The footprint is all of both feet's.
+    pub corners_world: &'a [[f64; 3]],
+    /// The sole's first three corners in the world, m (where a swing starts).
+    pub sole_world: [[f64; 3]; 3],
+    /// Whether the ground carries it now (the plant measured a normal force on it).
+    pub loaded: bool,
+    /// The ground's normal force on it, N (the less loaded foot swings).
+    pub load_n: f64,
+}
+
+/// What to do this tick.
+// The swing's tasks are returned by value: no allocation, and the caller copies them into
+// its task list anyway.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StepCommand {
+    /// No step: stand on what touches.
+    Stand,
+    /// Foot `foot` (0 or 1) is in the air: leave it out of the planted set and give the QP
+    /// these tasks (its sole's three corners).
+    Swing {
+        /// Which foot swings.
+        foot: usize,
+        /// The sole corners' tasks.
+        tasks: [PointTask; 3],
+    },
+    /// The step has landed (this tick or before): plant what touches, hold the legs.
+    Landed {
+        /// Which foot stepped.
+        foot: usize,
+        /// Whether it landed this tick.
+        now: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Swing {
+    foot: usize,
+    start_s: f64,
+    start: [Vector3<f64>; 3],
+    direction: Vector3<f64>,
+    length_m: f64,
+    landed: bool,
+}
+
+/// The recovery step's state: standing, swinging, landed. See the module docs.
+#[derive(Debug, Clone, Copy)]
+pub struct Stepper {
+    settings: StepSettings,
+    swing: Option<Swing>,
+}
+
+impl Stepper {
+    /// A stepper that has not stepped; `None` if the settings are not valid
+    /// ([`StepSettings::is_valid`]).
+    pub fn new(settings: StepSettings) -> Option<Self> {
+        settings.is_valid().then_some(Self {
+            settings,
+            swing: None,
+        })
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> &StepSettings {
+        &self.settings
+    }
+
+    /// The step's length so far (the landing point's distance from the start), m, and the
+    /// foot, once a step has started.
+    pub fn step(&self) -> Option<(usize, f64)> {
+        self.swing.map(|s| (s.foot, s.length_m))
+    }
+
+    /// One tick at `time_s`: the centre of mass `com` and its velocity (world), the pendulum's
+    /// rate `omega` (1/s, `√(g/h)`), the unit `up` vector, and both feet. Decides whether a
+    /// step starts, moves the swing along and notices the landing.
+    pub fn tick(
+        &mut self,
+        time_s: f64,
+        com: &Vector3<f64>,
+        com_velocity: &Vector3<f64>,
+        omega: f64,
+        up: &Vector3<f64>,
+        feet: &[FootState<'_>; 2],
+    ) -> StepCommand {
+        let finite = time_s.is_finite()
+            && com.iter().chain(com_velocity.iter()).all(|x| x.is_finite())
+            && omega.is_finite()
+            && omega > 0.0
+            && up.iter().all(|x| x.is_finite())
+            && feet.iter().all(|f| {
+                f.corners_world.iter().flatten().all(|x| x.is_finite())
+                    && f.sole_world.iter().flatten().all(|x| x.is_finite())
+                    && f.sole.len() >= 3
+            });
+        if !finite {
+            return match self.swing {
+                Some(s) if s.landed => StepCommand::Landed {
+                    foot: s.foot,
+                    now: false,
+                },
+                _ => StepCommand::Stand,
+            };
+        }
+        let flat = |x: Vector3<f64>| x - up * up.dot(&x);
+        let xi = flat(com + com_velocity / omega);
+        let s = self.settings;
+        match self.swing {
+            None => {
+                // The footprint's middle (the corners' mean) and how far ξ is beyond it.
+                let (mut sum, mut n) = (Vector3::zeros(), 0.0);
+                for p in feet.iter().flat_map(|f| f.corners_world) {
+                    sum += flat(Vector3::from(*p));
+                    n += 1.0;
+                }
+                if n == 0.0 {
+                    return StepCommand::Stand;
+                }
+                let off = xi - sum / n;
+                let Some(direction) = off.try_normalize(1e-9) else {
+                    return StepCommand::Stand;
+                };
+                let beyond = direction.dot(&xi) - reach(feet, &direction);
+                if !(beyond > s.trigger_m) {
+                    return StepCommand::Stand;
+                }
+                let foot = usize::from(feet[1].load_n < feet[0].load_n);
+                let start = feet[foot].sole_world.map(Vector3::from);
+                self.swing = Some(Swing {
+                    foot,
+                    start_s: time_s,
+                    start,
+                    direction,
+                    length_m: 0.0,
+                    landed: false,
+                });
+                self.aim(&xi, omega, feet, 0.0);
+                self.swinging(time_s, up, feet)
+            }
+            Some(sw) if sw.landed => StepCommand::Landed {
+                foot: sw.foot,
+                now: false,
+            },
+            Some(sw) => {
+                let u = ((time_s - sw.start_s) / s.swing_s).clamp(0.0, 1.0);
+                if u >= 1.0 && feet[sw.foot].loaded {
+                    if let Some(w) = self.swing.as_mut() {
+                        w.landed = true;
+                    }
+                    return StepCommand::Landed {
+                        foot: sw.foot,
+                        now: true,
+                    };
+                }
+                if u < s.adapt_fraction {
+                    self.aim(&xi, omega, feet, u);
+                }
+                self.swinging(time_s, up, feet)
+            }
+        }
+    }
+
+    /// Sets the step's length from the capture point predicted at touchdown, the swing
+    /// being at fraction `u`.
+    fn aim(&mut self, xi: &Vector3<f64>, omega: f64, feet: &[FootState<'_>; 2], u: f64) {
+        let s = self.settings;
+        let Some(sw) = self.swing.as_mut() else {
+            return;
+        };
+        let stance = feet.get(1 - sw.foot.min(1));
+        let swing = feet.get(sw.foot.min(1));
+        let (Some(stance), Some(swing)) = (stance, swing) else {
+            return;
+        };
+        let edge = reach(core::slice::from_ref(stance), &sw.direction);
+        let front = reach(core::slice::from_ref(swing), &sw.direction);
+        let left_s = s.swing_s * (1.0 - u);
+        let predicted = edge + (sw.direction.dot(xi) - edge) * libm::exp(omega * left_s);
+        let length = predicted + s.aim_m - front;
+        if length.is_finite() {
+            sw.length_m = length.clamp(0.0, s.max_length_m);
+        }
+    }
+
+    /// The swing's tasks at `time_s`.
+    fn swinging(&self, time_s: f64, up: &Vector3<f64>, feet: &[FootState<'_>; 2]) -> StepCommand {
+        let Some(sw) = self.swing else {
+            return StepCommand::Stand;
+        };
+        let s = self.settings;
+        let t = s.swing_s;
+        let u = ((time_s - sw.start_s) / t).clamp(0.0, 1.0);
+        let moving = u < 1.0;
+        let (along, d_along, dd_along) = if moving {
+            (
+                u * u * (3.0 - 2.0 * u),
+                6.0 * u * (1.0 - u) / t,
+                (6.0 - 12.0 * u) / (t * t),
+            )
+        } else {
+            (1.0, 0.0, 0.0)
+        };
+        let pi = core::f64::consts::PI;
+        let (lift, d_lift, dd_lift) = if moving {
+            let (sin, cos) = (libm::sin(pi * u), libm::cos(pi * u));
+            (
+                s.lift_m * sin,
+                s.lift_m * pi / t * cos,
+                -s.lift_m * (pi / t) * (pi / t) * sin,
+            )
+        } else {
+            (0.0, 0.0, 0.0)
+        };
+        let way = sw.direction * sw.length_m;
+        let foot = feet.get(sw.foot.min(1));
+        let body = foot.map_or(0, |f| f.body);
+        let mut tasks = [PointTask {
+            body,
+            point: [0.0; 3],
+            target: [0.0; 3],
+            target_velocity: [0.0; 3],
+            target_acceleration: [0.0; 3],
+        }; 3];
+        for (k, task) in tasks.iter_mut().enumerate() {
+            let point = foot
+                .and_then(|f| f.sole.get(k))
+                .copied()
+                .unwrap_or([0.0; 3]);
+            let start = sw.start.get(k).copied().unwrap_or_else(Vector3::zeros);
+            *task = PointTask {
+                body,
+                point,
+                target: (start + way * along + up * lift).into(),
+                target_velocity: (way * d_along + up * d_lift).into(),
+                target_acceleration: (way * dd_along + up * dd_lift).into(),
+            };
+        }
+        StepCommand::Swing {
+            foot: sw.foot,
+            tasks,
+        }
+    }
+}
+
+/// The farthest any corner of `feet` reaches along the horizontal unit `direction`, m
+/// (−∞ for no corner). A direction with no vertical part makes the height drop out.
+fn reach(feet: &[FootState<'_>], direction: &Vector3<f64>) -> f64 {
+    feet.iter()
+        .flat_map(|f| f.corners_world)
+        .map(|p| direction.dot(&Vector3::from(*p)))
+        .fold(f64::NEG_INFINITY, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOLE: [[f64; 3]; 4] = [
+        [-0.1, 0.0, -0.05],
+        [-0.1, 0.0, 0.05],
+        [0.1, 0.0, -0.05],
+        [0.1, 0.0, 0.05],
+    ];
+
+    /// Two feet side by side at z = ±0.1, soles 0.2 m long, in a y-up world.
+    fn feet(
+        world: &mut [[[f64; 3]; 4]; 2],
+        loads: [f64; 2],
+        loaded: [bool; 2],
+    ) -> [FootState<'_>; 2] {
+        for (k, foot) in world.iter_mut().enumerate() {
+            let z = if k == 0 { 0.1 } else { -0.1 };
+            for (c, s) in foot.iter_mut().zip(SOLE) {
+                *c = [s[0], 0.0, s[2] + z];
+            }
+        }
+        fn state<'a>(w: &'a [[f64; 3]; 4], k: usize, load_n: f64, loaded: bool) -> FootState<'a> {
+            FootState {
+                body: k + 1,
+                sole: &SOLE,
+                corners_world: &w[..],
+                sole_world: [w[0], w[1], w[2]],
+                loaded,
+                load_n,
+            }
+        }
+        let [a, b] = world;
+        [
+            state(a, 0, loads[0], loaded[0]),
+            state(b, 1, loads[1], loaded[1]),
+        ]
+    }
+
+    const UP: Vector3<f64> = Vector3::new(0.0, 1.0, 0.0);
+    const OMEGA: f64 = 3.0;
+
+    #[test]
+    fn a_capture_point_inside_the_footprint_takes_no_step() {
+        let mut world = [[[0.0; 3]; 4]; 2];
+        let feet = feet(&mut world, [300.0, 300.0], [true, true]);
+        let mut stepper = Stepper::new(StepSettings::DEFAULT).unwrap();
+        // ξ = 0.05 + 0.1·(0.3/3) … inside the soles' front edge at x = 0.1.
+        let com = Vector3::new(0.05, 1.0, 0.0);
+        let velocity = Vector3::new(0.14, 0.0, 0.0);
+        assert_eq!(
+            stepper.tick(0.0, &com, &velocity, OMEGA, &UP, &feet),
+            StepCommand::Stand
+        );
+        assert!(stepper.step().is_none());
+    }
+
+    #[test]
+    fn a_capture_point_beyond_the_footprint_steps_with_the_less_loaded_foot_past_it() {
+        let mut world = [[[0.0; 3]; 4]; 2];
+        let feet = feet(&mut world, [400.0, 200.0], [true, true]);
+        let s = StepSettings::DEFAULT;
+        let mut stepper = Stepper::new(s).unwrap();
+        let com = Vector3::new(0.05, 1.0, 0.0);
+        let velocity = Vector3::new(0.3, 0.0, 0.0); // ξ at 0.15: 5 cm beyond the toes
+        let StepCommand::Swing { foot, tasks } =
+            stepper.tick(0.0, &com, &velocity, OMEGA, &UP, &feet)
+        else {
+            panic!("no step");
+        };
+        assert_eq!(foot, 1);
+        // The capture point at touchdown: 0.1 + 0.05 e^{ω T}, the front edge aim_m past it.
+        let predicted = 0.1 + 0.05 * (OMEGA * s.swing_s).exp();
+        let (_, length) = stepper.step().unwrap();
+        assert!(
+            (length - (predicted + s.aim_m - 0.1)).abs() < 1e-12,
+            "{length}"
+        );
+        // The swing starts where the sole is, rising (sin(π u)'s slope) but not yet moving along.
+        let rise = s.lift_m * core::f64::consts::PI / s.swing_s;
+        for (task, start) in tasks.iter().zip(&feet[1].sole_world) {
+            assert_eq!(task.body, 2);
+            assert_eq!(task.target, *start);
+            assert_eq!(task.target_velocity, [0.0, rise, 0.0]);
+        }
+        // Half-way it is lifted by lift_m and half-way along; at the end on the ground.
+        let mid = stepper.tick(s.swing_s / 2.0, &com, &velocity, OMEGA, &UP, &feet);
+        let StepCommand::Swing { tasks, .. } = mid else {
+            panic!("{mid:?}");
+        };
+        let (_, length) = stepper.step().unwrap();
+        let t = tasks[0].target;
+        let start = feet[1].sole_world[0];
+        assert!((t[1] - (start[1] + s.lift_m)).abs() < 1e-12);
+        assert!((t[0] - (start[0] + length / 2.0)).abs() < 1e-12);
+        let end = stepper.tick(s.swing_s, &com, &velocity, OMEGA, &UP, &feet);
+        assert_eq!(end, StepCommand::Landed { foot: 1, now: true });
+        let after = stepper.tick(s.swing_s + 1.0, &com, &velocity, OMEGA, &UP, &feet);
+        assert_eq!(
+            after,
+            StepCommand::Landed {
+                foot: 1,
+                now: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_swing_ends_only_on_the_ground_and_its_length_is_bounded() {
+        let mut world = [[[0.0; 3]; 4]; 2];
+        let feet_in_air = feet(&mut world, [400.0, 0.0], [true, false]);
+        let s = StepSettings {
+            max_length_m: 0.3,
+            ..StepSettings::DEFAULT
+        };
+        let mut stepper = Stepper::new(s).unwrap();
+        let com = Vector3::new(0.1, 1.0, 0.0);
+        let velocity = Vector3::new(3.0, 0.0, 0.0); // far beyond: the longest step
+        assert!(matches!(
+            stepper.tick(0.0, &com, &velocity, OMEGA, &UP, &feet_in_air),
+            StepCommand::Swing { foot: 1, .. }
+        ));
+        assert_eq!(stepper.step(), Some((1, 0.3)));
+        // Time is up but the foot is not on the ground: it is held at the landing point.
+        let late = stepper.tick(2.0 * s.swing_s, &com, &velocity, OMEGA, &UP, &feet_in_air);
+        let StepCommand::Swing { tasks, .. } = late else {
+            panic!("{late:?}");
+        };
+        assert!((tasks[0].target[0] - (-0.1 + 0.3)).abs() < 1e-12);
+        assert_eq!(tasks[0].target_velocity, [0.0; 3]);
+    }
+
+    #[test]
+    fn non_finite_input_takes_no_step_and_bad_settings_are_refused() {
+        let mut world = [[[0.0; 3]; 4]; 2];
+        let feet = feet(&mut world, [300.0, 300.0], [true, true]);
+        let mut stepper = Stepper::new(StepSettings::DEFAULT).unwrap();
+        let com = Vector3::new(f64::NAN, 1.0, 0.0);
+        let velocity = Vector3::new(3.0, 0.0, 0.0);
+        assert_eq!(
+            stepper.tick(0.0, &com, &velocity, OMEGA, &UP, &feet),
+            StepCommand::Stand
+        );
+        for bad in [
+            StepSettings {
+                swing_s: 0.0,
+                ..StepSettings::DEFAULT
+            },
+            StepSettings {
+                adapt_fraction: 1.5,
+                ..StepSettings::DEFAULT
+            },
+            StepSettings {
+                lift_m: f64::NAN,
+                ..StepSettings::DEFAULT
+            },
+        ] {
+            assert!(Stepper::new(bad).is_none(), "{bad:?}");
+        }
+    }
+}
