@@ -88,6 +88,12 @@
 //! the objective. On the 15-body humanoid standing (14 groups), all 14 are left out on almost
 //! every tick and the tick takes about half the time.
 //!
+//! # Stepping
+//! The QP balances on the feet where they stand. A push beyond what the feet and the body's
+//! momentum can absorb needs a step: [`step::Stepper`] decides when and where (the capture
+//! point against the footprint) and gives the swing as [`PointTask`]s and the planted set to
+//! leave the swing foot out of, for the caller to pass in [`BalanceInput`].
+//!
 //! # When the QP fails
 //! An infeasible QP (no force the cones allow holds the body), a solve that stops without
 //! converging, a model evaluation that fails (a singular Euler configuration of a group, a

@@ -6,7 +6,8 @@
 //! there no force of the feet can bring the body back to rest. [`Stepper::tick`] watches `ξ`
 //! against the footprint (every corner of both feet, touching or not: a heel or a toe lifting
 //! is no reason to step) and, once `ξ` is beyond it, starts a step along `ξ`'s direction from
-//! the footprint's middle with the less loaded foot:
+//! the footprint's middle with the foot ahead along it (the other would cross in front of it;
+//! of two feet level with each other, within [`LEVEL_M`], the less loaded one):
 //! - **Where.** With the stance foot's centre of pressure at its edge `e` (the farthest corner
 //!   along the direction), `ξ` runs away from it as `ξ(t) − e = (ξ₀ − e) e^{ωt}`. The swing
 //!   foot's front edge goes to the capture point predicted at touchdown plus
@@ -22,8 +23,14 @@
 //! - **After.** Once the swing's time is over and the ground carries the swing foot
 //!   ([`FootState::loaded`]), the step has landed ([`StepCommand::Landed`], from then on):
 //!   the caller plants the foot again and should hold the legs where they landed (the
-//!   standing pose would pull the feet back together). One step, not a gait: a push that a
-//!   step does not catch ends in a fall.
+//!   standing pose would pull the feet back together). While the ground does not carry the
+//!   other foot (the body has passed over the new one and lifted it), its sole is brought
+//!   straight down, flat, where it is ([`StepCommand::Landed`]'s `settle` tasks), so that the
+//!   body ends on both feet.
+//! - **Again.** Once the ground carries both feet after a landing, the stepper stands again
+//!   (the footprint now the new one) and steps again if the capture point leaves it: a push
+//!   one step does not catch gets a second, a body pelted again steps again. Steps, not a
+//!   gait: no rhythm, no walking on.
 //!
 //! Never allocates, blocks or panics: a non-finite input is [`StepCommand::Stand`] (no step
 //! is started on it), and every value it returns is finite.
@@ -31,6 +38,10 @@
 use nalgebra::Vector3;
 
 use super::PointTask;
+
+/// Two feet whose reach along the step's direction differs by less than this are level, m:
+/// the less loaded one steps.
+pub const LEVEL_M: f64 = 0.02;
 
 /// How a recovery step is taken. [`StepSettings::DEFAULT`] fits a human-sized biped.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,17 +64,21 @@ pub struct StepSettings {
 }
 
 impl StepSettings {
-    /// A 0.35 s swing lifting 5 cm, at most 0.4 m long, the capture point landing 11 cm
-    /// behind the foot's front edge, the landing point followed through the first 40 % of the
-    /// swing. On the 15-body humanoid (`balance_push`), swings of 0.3–0.4 s and adaptation
-    /// over 30–50 % of the swing were measured; this is the middle of what stood.
+    /// A step once the capture point is 1 cm beyond the footprint (the ankles and hips bring
+    /// back a capture point just outside: the pelted humanoid's balls take it out by less, and
+    /// it stands them without a step), a 0.35 s swing lifting 5 cm, at most 0.4 m long, the
+    /// capture point landing 11 cm behind the foot's front edge, the landing point followed
+    /// through the first half of the swing. Measured on the 15-body humanoid (`balance_push`,
+    /// every push of 20–34 N·s and 36–44 N·s): these settings stand every one; swings of 0.3–0.4 s
+    /// with the landing point followed through 30–70 % of the swing, aims of 8–14 cm and
+    /// triggers of 0–2 cm stand every push up to 23–44 N·s (docs/RESULTS.md of the repository).
     pub const DEFAULT: Self = Self {
         swing_s: 0.35,
         lift_m: 0.05,
         max_length_m: 0.4,
         aim_m: 0.11,
-        adapt_fraction: 0.4,
-        trigger_m: 0.0,
+        adapt_fraction: 0.5,
+        trigger_m: 0.01,
     };
 
     /// Whether every field is finite and in its range.
@@ -128,6 +143,10 @@ pub enum StepCommand {
         foot: usize,
         /// Whether it landed this tick.
         now: bool,
+        /// While the ground does not carry the other foot (it lifts as the body passes over
+        /// the new one): its sole's three corners brought down flat onto the ground where
+        /// they are, as tasks (none: it is on the ground).
+        settle: Option<[PointTask; 3]>,
     },
 }
 
@@ -137,6 +156,8 @@ struct Swing {
     start_s: f64,
     start: [Vector3<f64>; 3],
     direction: Vector3<f64>,
+    /// The swing foot's reach along `direction` where it started, m.
+    front_m: f64,
     length_m: f64,
     landed: bool,
 }
@@ -146,6 +167,8 @@ struct Swing {
 pub struct Stepper {
     settings: StepSettings,
     swing: Option<Swing>,
+    steps: u32,
+    longest_m: f64,
 }
 
 impl Stepper {
@@ -155,6 +178,8 @@ impl Stepper {
         settings.is_valid().then_some(Self {
             settings,
             swing: None,
+            steps: 0,
+            longest_m: 0.0,
         })
     }
 
@@ -163,10 +188,17 @@ impl Stepper {
         &self.settings
     }
 
-    /// The step's length so far (the landing point's distance from the start), m, and the
-    /// foot, once a step has started.
+    /// The current (or last) step's length so far (the landing point's distance from the
+    /// start), m, and its foot, from a step's start until the stepper stands again.
     pub fn step(&self) -> Option<(usize, f64)> {
         self.swing.map(|s| (s.foot, s.length_m))
+    }
+
+    /// Steps started so far, and the longest of them (its length when it landed, or so far),
+    /// m.
+    pub fn steps(&self) -> (u32, f64) {
+        let current = self.swing.map_or(0.0, |s| s.length_m);
+        (self.steps, self.longest_m.max(current))
     }
 
     /// One tick at `time_s`: the centre of mass `com` and its velocity (world), the pendulum's
@@ -196,6 +228,7 @@ impl Stepper {
                 Some(s) if s.landed => StepCommand::Landed {
                     foot: s.foot,
                     now: false,
+                    settle: None,
                 },
                 _ => StepCommand::Stand,
             };
@@ -222,23 +255,42 @@ impl Stepper {
                 if !(beyond > s.trigger_m) {
                     return StepCommand::Stand;
                 }
-                let foot = usize::from(feet[1].load_n < feet[0].load_n);
+                // The foot ahead along the direction steps (the other would cross in front of
+                // it); of two feet level with each other, the less loaded one.
+                let ahead = reach(core::slice::from_ref(&feet[1]), &direction)
+                    - reach(core::slice::from_ref(&feet[0]), &direction);
+                let foot = if ahead.abs() > LEVEL_M {
+                    usize::from(ahead > 0.0)
+                } else {
+                    usize::from(feet[1].load_n < feet[0].load_n)
+                };
                 let start = feet[foot].sole_world.map(Vector3::from);
+                self.steps = self.steps.saturating_add(1);
                 self.swing = Some(Swing {
                     foot,
                     start_s: time_s,
                     start,
                     direction,
+                    front_m: reach(core::slice::from_ref(&feet[foot]), &direction),
                     length_m: 0.0,
                     landed: false,
                 });
                 self.aim(&xi, omega, feet, 0.0);
                 self.swinging(time_s, up, feet)
             }
-            Some(sw) if sw.landed => StepCommand::Landed {
-                foot: sw.foot,
-                now: false,
-            },
+            Some(sw) if sw.landed => {
+                if feet.iter().all(|f| f.loaded) {
+                    // On both feet again: stand, and step again if need be.
+                    self.longest_m = self.longest_m.max(sw.length_m);
+                    self.swing = None;
+                    return StepCommand::Stand;
+                }
+                StepCommand::Landed {
+                    foot: sw.foot,
+                    now: false,
+                    settle: settle(&sw, up, feet),
+                }
+            }
             Some(sw) => {
                 let u = ((time_s - sw.start_s) / s.swing_s).clamp(0.0, 1.0);
                 if u >= 1.0 && feet[sw.foot].loaded {
@@ -248,6 +300,7 @@ impl Stepper {
                     return StepCommand::Landed {
                         foot: sw.foot,
                         now: true,
+                        settle: settle(&sw, up, feet),
                     };
                 }
                 if u < s.adapt_fraction {
@@ -265,13 +318,11 @@ impl Stepper {
         let Some(sw) = self.swing.as_mut() else {
             return;
         };
-        let stance = feet.get(1 - sw.foot.min(1));
-        let swing = feet.get(sw.foot.min(1));
-        let (Some(stance), Some(swing)) = (stance, swing) else {
+        let Some(stance) = feet.get(1 - sw.foot.min(1)) else {
             return;
         };
         let edge = reach(core::slice::from_ref(stance), &sw.direction);
-        let front = reach(core::slice::from_ref(swing), &sw.direction);
+        let front = sw.front_m;
         let left_s = s.swing_s * (1.0 - u);
         let predicted = edge + (sw.direction.dot(xi) - edge) * libm::exp(omega * left_s);
         let length = predicted + s.aim_m - front;
@@ -340,6 +391,30 @@ impl Stepper {
     }
 }
 
+/// The other foot's tasks after a step while the ground does not carry it: its sole's
+/// three corners straight down to the ground's height (where the swing foot's sole started),
+/// at rest.
+fn settle(sw: &Swing, up: &Vector3<f64>, feet: &[FootState<'_>; 2]) -> Option<[PointTask; 3]> {
+    let other = feet.get(1 - sw.foot.min(1))?;
+    if other.loaded {
+        return None;
+    }
+    let ground = up.dot(sw.start.first()?);
+    let mut tasks = [PointTask {
+        body: other.body,
+        point: [0.0; 3],
+        target: [0.0; 3],
+        target_velocity: [0.0; 3],
+        target_acceleration: [0.0; 3],
+    }; 3];
+    for (k, task) in tasks.iter_mut().enumerate() {
+        let now = Vector3::from(*other.sole_world.get(k)?);
+        task.point = *other.sole.get(k)?;
+        task.target = (now - up * (up.dot(&now) - ground)).into();
+    }
+    Some(tasks)
+}
+
 /// The farthest any corner of `feet` reaches along the horizontal unit `direction`, m
 /// (−∞ for no corner). A direction with no vertical part makes the height drop out.
 fn reach(feet: &[FootState<'_>], direction: &Vector3<f64>) -> f64 {
@@ -361,7 +436,7 @@ mod tests {
     ];
 
     /// Two feet side by side at z = ±0.1, soles 0.2 m long, in a y-up world.
-    fn feet(
+    fn feet_at(
         world: &mut [[[f64; 3]; 4]; 2],
         loads: [f64; 2],
         loaded: [bool; 2],
@@ -395,7 +470,7 @@ mod tests {
     #[test]
     fn a_capture_point_inside_the_footprint_takes_no_step() {
         let mut world = [[[0.0; 3]; 4]; 2];
-        let feet = feet(&mut world, [300.0, 300.0], [true, true]);
+        let feet = feet_at(&mut world, [300.0, 300.0], [true, true]);
         let mut stepper = Stepper::new(StepSettings::DEFAULT).unwrap();
         // ξ = 0.05 + 0.1·(0.3/3) … inside the soles' front edge at x = 0.1.
         let com = Vector3::new(0.05, 1.0, 0.0);
@@ -410,7 +485,7 @@ mod tests {
     #[test]
     fn a_capture_point_beyond_the_footprint_steps_with_the_less_loaded_foot_past_it() {
         let mut world = [[[0.0; 3]; 4]; 2];
-        let feet = feet(&mut world, [400.0, 200.0], [true, true]);
+        let feet = feet_at(&mut world, [400.0, 200.0], [true, true]);
         let s = StepSettings::DEFAULT;
         let mut stepper = Stepper::new(s).unwrap();
         let com = Vector3::new(0.05, 1.0, 0.0);
@@ -446,21 +521,53 @@ mod tests {
         assert!((t[1] - (start[1] + s.lift_m)).abs() < 1e-12);
         assert!((t[0] - (start[0] + length / 2.0)).abs() < 1e-12);
         let end = stepper.tick(s.swing_s, &com, &velocity, OMEGA, &UP, &feet);
-        assert_eq!(end, StepCommand::Landed { foot: 1, now: true });
-        let after = stepper.tick(s.swing_s + 1.0, &com, &velocity, OMEGA, &UP, &feet);
         assert_eq!(
-            after,
+            end,
             StepCommand::Landed {
                 foot: 1,
-                now: false
+                now: true,
+                settle: None
             }
         );
+        // The other foot lifted (by 2 cm, its heel up): it is brought down where it is.
+        let mut lifted = [[[0.0; 3]; 4]; 2];
+        let mut one_foot = feet_at(&mut lifted, [0.0, 600.0], [false, true]);
+        let mut sole = one_foot[0].sole_world;
+        for c in &mut sole {
+            c[1] += 0.02;
+        }
+        one_foot[0].sole_world = sole;
+        let later = stepper.tick(s.swing_s + 0.1, &com, &velocity, OMEGA, &UP, &one_foot);
+        let StepCommand::Landed {
+            foot: 1,
+            now: false,
+            settle: Some(tasks),
+        } = later
+        else {
+            panic!("{later:?}");
+        };
+        for (task, now) in tasks.iter().zip(&sole) {
+            assert_eq!(task.body, 1);
+            assert_eq!(task.target, [now[0], 0.0, now[2]]);
+            assert_eq!(task.target_velocity, [0.0; 3]);
+        }
+        // On both feet again it stands, and steps again while ξ is beyond the footprint.
+        let (_, first) = stepper.step().unwrap();
+        let stand = stepper.tick(s.swing_s + 0.2, &com, &velocity, OMEGA, &UP, &feet);
+        assert_eq!(stand, StepCommand::Stand);
+        assert_eq!(stepper.steps(), (1, first));
+        let again = stepper.tick(s.swing_s + 0.205, &com, &velocity, OMEGA, &UP, &feet);
+        assert!(
+            matches!(again, StepCommand::Swing { foot: 1, .. }),
+            "{again:?}"
+        );
+        assert_eq!(stepper.steps().0, 2);
     }
 
     #[test]
     fn a_swing_ends_only_on_the_ground_and_its_length_is_bounded() {
         let mut world = [[[0.0; 3]; 4]; 2];
-        let feet_in_air = feet(&mut world, [400.0, 0.0], [true, false]);
+        let feet_in_air = feet_at(&mut world, [400.0, 0.0], [true, false]);
         let s = StepSettings {
             max_length_m: 0.3,
             ..StepSettings::DEFAULT
@@ -485,7 +592,7 @@ mod tests {
     #[test]
     fn non_finite_input_takes_no_step_and_bad_settings_are_refused() {
         let mut world = [[[0.0; 3]; 4]; 2];
-        let feet = feet(&mut world, [300.0, 300.0], [true, true]);
+        let feet = feet_at(&mut world, [300.0, 300.0], [true, true]);
         let mut stepper = Stepper::new(StepSettings::DEFAULT).unwrap();
         let com = Vector3::new(f64::NAN, 1.0, 0.0);
         let velocity = Vector3::new(3.0, 0.0, 0.0);

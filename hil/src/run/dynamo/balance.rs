@@ -465,9 +465,9 @@ impl HumanoidBalance {
         Some((now - Vector3::from(target)).norm())
     }
 
-    /// The recovery step once one has started: the foot (0 left, 1 right) and its length, m.
-    pub fn step(&self) -> Option<(usize, f64)> {
-        self.stepper.as_ref().and_then(Stepper::step)
+    /// Recovery steps started so far and the longest of them, m.
+    pub fn steps(&self) -> (u32, f64) {
+        self.stepper.as_ref().map_or((0, 0.0), Stepper::steps)
     }
 
     /// Whether a foot was in the air, stepping, at the last tick.
@@ -630,9 +630,13 @@ impl HumanoidBalance {
                         tasks += 1;
                     }
                 }
-                StepCommand::Landed { now, .. } => {
+                StepCommand::Landed { now, settle, .. } => {
                     if now {
                         self.legs_held = Some(q);
+                    }
+                    for t in settle.into_iter().flatten() {
+                        *task.get_mut(tasks)? = t;
+                        tasks += 1;
                     }
                 }
             }

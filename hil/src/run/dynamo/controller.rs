@@ -267,8 +267,8 @@ pub struct QpTick {
     pub limits_left_out: u32,
     /// Largest ‖f_t‖ / (μ f_n) over the forces it chose.
     pub friction_use: f64,
-    /// The recovery step once one has started: the foot (0 left, 1 right) and its length, m.
-    pub step: Option<(usize, f64)>,
+    /// Recovery steps started so far and the longest of them, m.
+    pub steps: (u32, f64),
     /// Whether a foot was in the air, stepping, this tick.
     pub swinging: bool,
 }
@@ -285,7 +285,7 @@ impl QpTick {
             solves: out.map_or(0, |o| o.solves),
             limits_left_out: out.map_or(0, |o| o.limits_left_out),
             friction_use: out.map_or(0.0, |o| o.friction_use),
-            step: None,
+            steps: (0, 0.0),
             swinging: false,
         }
     }
@@ -820,7 +820,7 @@ impl DynamoController {
                     out.hand_error_m = balance.hand_error_m(bodies);
                     let last = balance.last.as_ref();
                     out.qp = Some(QpTick {
-                        step: balance.step(),
+                        steps: balance.steps(),
                         swinging: balance.swinging(),
                         ..QpTick::of(status, last)
                     });

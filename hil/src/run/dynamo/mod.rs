@@ -1168,10 +1168,10 @@ pub struct QpOut {
     /// Mean joint groups per tick whose torque limits were left out of the QP (their torques
     /// checked within their efforts after the solve).
     pub mean_limits_left_out: f64,
-    /// The recovery step, if one was taken: `left_foot` or `right_foot` (none: no step).
-    pub step_foot: Option<&'static str>,
-    /// Its length, m (how far the foot moved; none: no step).
-    pub step_length_m: Option<f64>,
+    /// Recovery steps taken (`[qp_balance] step`).
+    pub steps: u32,
+    /// The longest of them, m (how far the foot moved; 0 without a step).
+    pub longest_step_m: f64,
     /// Ticks with a foot in the air, stepping.
     pub swing_ticks: u64,
 }
@@ -1193,10 +1193,7 @@ impl QpOut {
             self.resolved_ticks += 1;
         }
         self.mean_limits_left_out += (f64::from(t.limits_left_out) - self.mean_limits_left_out) / n;
-        if let Some((foot, length)) = t.step {
-            self.step_foot = robot_model::humanoid::CONTACT_BODY_NAMES.get(foot).copied();
-            self.step_length_m = Some(length);
-        }
+        (self.steps, self.longest_step_m) = t.steps;
         self.swing_ticks += u64::from(t.swinging);
     }
 }
