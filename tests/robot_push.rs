@@ -80,6 +80,7 @@ fn talos_stands_and_takes_a_push_under_qp_balance_only() {
         None,
     );
     assert_eq!(r["dof"], 50);
+    assert_eq!(r["qp_step"], true);
     let qp = controller(&r, "qp_balance");
     stood_solving_every_tick(qp, 0.0);
     stood_solving_every_tick(qp, 30.0);
@@ -107,6 +108,8 @@ fn solo12_stands_on_four_feet_and_takes_a_push() {
     );
     assert_eq!(r["dof"], 18);
     assert_eq!(r["feet"].as_array().unwrap().len(), 4);
+    // The recovery step is for two feet: four are said not to take it.
+    assert_eq!(r["qp_step"], false);
     let qp = controller(&r, "qp_balance");
     stood_solving_every_tick(qp, 0.0);
     stood_solving_every_tick(qp, 1.0);
@@ -116,20 +119,28 @@ fn solo12_stands_on_four_feet_and_takes_a_push() {
     }
 }
 
-/// G1 (29 joints, feet of four balls each): `qp_balance` stands unpushed and after 10 N·s.
+/// G1 (29 joints, feet of four balls each): `qp_balance` stands unpushed and after 10 N·s on
+/// its feet where they stand, and after 15 N·s (beyond what it stands without a step) by
+/// recovery steps, the swing as long in pendulum time as the humanoid's.
 #[test]
 fn g1_stands_and_takes_a_push_under_qp_balance() {
     let r = run(
         "robot_push_g1",
         "robot_push_g1.toml",
-        "impulses_ns = [0.0, 10.0]",
+        "impulses_ns = [0.0, 10.0, 15.0]",
         "g1_description/urdf/g1_29dof_rev_1_0.urdf",
         Some("qp_balance"),
     );
     assert_eq!(r["dof"], 35);
+    assert_eq!(r["qp_step"], true);
     let qp = controller(&r, "qp_balance");
     stood_solving_every_tick(qp, 0.0);
     stood_solving_every_tick(qp, 10.0);
+    stood_solving_every_tick(qp, 15.0);
+    for (impulse, stepped) in [(0.0, false), (10.0, false), (15.0, true)] {
+        let account = &push(qp, impulse)["qp"];
+        assert_eq!(num(&account["steps"]) > 0.0, stepped, "{account}");
+    }
 }
 
 /// Robots the scenario does not fit, and a missing file, are refused before any plant starts:

@@ -43,6 +43,10 @@ use super::PointTask;
 /// the less loaded one steps.
 pub const LEVEL_M: f64 = 0.02;
 
+/// The pendulum rate `ω = √(g/h)` of the 15-body humanoid [`StepSettings::DEFAULT`] was
+/// measured on, 1/s.
+pub const HUMANOID_OMEGA: f64 = 2.97;
+
 /// How a recovery step is taken. [`StepSettings::DEFAULT`] fits a human-sized biped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepSettings {
@@ -80,6 +84,19 @@ impl StepSettings {
         adapt_fraction: 0.5,
         trigger_m: 0.01,
     };
+
+    /// [`StepSettings::DEFAULT`] carried to another body: the swing as long in pendulum time
+    /// (`0.35 s × 2.97/s / ω`, the 15-body humanoid's ω = √(g/h) being 2.97/s), the capture
+    /// point landing half a foot (`foot_length_m / 2`) behind the foot's front edge; the rest
+    /// as the default. `None` if `omega` or `foot_length_m` is not finite and positive.
+    pub fn scaled(omega: f64, foot_length_m: f64) -> Option<Self> {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        (ok(omega) && ok(foot_length_m)).then(|| Self {
+            swing_s: Self::DEFAULT.swing_s * HUMANOID_OMEGA / omega,
+            aim_m: foot_length_m / 2.0,
+            ..Self::DEFAULT
+        })
+    }
 
     /// Whether every field is finite and in its range.
     pub fn is_valid(&self) -> bool {
@@ -587,6 +604,35 @@ mod tests {
         };
         assert!((tasks[0].target[0] - (-0.1 + 0.3)).abs() < 1e-12);
         assert_eq!(tasks[0].target_velocity, [0.0; 3]);
+    }
+
+    #[test]
+    fn scaled_settings_keep_the_swing_in_pendulum_time_and_aim_half_a_foot() {
+        let d = StepSettings::DEFAULT;
+        let same = StepSettings::scaled(HUMANOID_OMEGA, 2.0 * d.aim_m).unwrap();
+        assert!((same.swing_s - d.swing_s).abs() < 1e-15);
+        assert_eq!(
+            StepSettings {
+                swing_s: d.swing_s,
+                ..same
+            },
+            d
+        );
+        let small = StepSettings::scaled(2.0 * HUMANOID_OMEGA, 0.1).unwrap();
+        assert!((small.swing_s - d.swing_s / 2.0).abs() < 1e-15);
+        assert_eq!(small.aim_m, 0.05);
+        assert!(small.is_valid());
+        for (omega, length) in [
+            (0.0, 0.2),
+            (3.0, 0.0),
+            (f64::NAN, 0.2),
+            (3.0, f64::INFINITY),
+        ] {
+            assert!(
+                StepSettings::scaled(omega, length).is_none(),
+                "{omega} {length}"
+            );
+        }
     }
 
     #[test]

@@ -27,8 +27,9 @@ use std::time::Duration;
 use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
+use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper};
 use control_core::balance::{
-    Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS,
+    Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS, PointTask,
 };
 use control_core::frames::{BodyMotion, MAX_CONTACTS, MAX_JOINTS, StateFrame};
 use control_core::tree::{BaseKind, Tree};
@@ -202,6 +203,15 @@ pub struct QpSpec {
     /// The friction coefficient the QP's cones use (default 0.7, under the ground's).
     #[serde(default = "default_qp_friction")]
     pub friction: f64,
+    /// Take a recovery step when the capture point leaves the feet's footprint
+    /// (`control_core::balance::step`, its defaults; default true). Only a robot on two feet of
+    /// at least three points each can: the report's `qp_step` says whether it does.
+    #[serde(default = "default_step")]
+    pub step: bool,
+}
+
+fn default_step() -> bool {
+    true
 }
 
 impl Default for QpSpec {
@@ -210,6 +220,7 @@ impl Default for QpSpec {
             com_kp: default_com_kp(),
             min_normal_fraction: default_min_normal(),
             friction: default_qp_friction(),
+            step: default_step(),
         }
     }
 }
@@ -825,6 +836,43 @@ struct Shared {
     kp: Vec<f64>,
     kd: Vec<f64>,
     hold: Vec<f64>,
+    /// Whether `qp_balance` takes a recovery step: `[qp_balance] step` on a robot with two
+    /// feet of at least three points each.
+    steps: bool,
+    /// The longest foot's extent along the base's forward axis, standing, m (the step aims
+    /// half of it behind the capture point).
+    foot_length_m: f64,
+}
+
+/// The longest foot's extent along the base's forward axis (its x) in the standing pose, m.
+fn foot_length(robot: &Robot) -> Result<f64, String> {
+    let kin = robot
+        .tree
+        .kinematics(&robot.base_pose, &robot.pose)
+        .map_err(|e| format!("the standing pose: {e}"))?;
+    let forward = robot.base_pose.rotation * Vector3::x();
+    let mut longest = 0.0f64;
+    for foot in &robot.feet {
+        let pose = kin
+            .body_pose(foot.body)
+            .ok_or_else(|| format!("foot body {} is not in the tree", foot.body))?;
+        let along = foot.points.iter().take(foot.count).map(|p| {
+            forward.dot(&(pose * control_core::articulated::nalgebra::Point3::from(*p)).coords)
+        });
+        let (lo, hi) = along.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
+        if hi > lo {
+            longest = longest.max(hi - lo);
+        }
+    }
+    Ok(longest)
+}
+
+/// Whether a robot on `feet` can take the recovery step: two feet, each of at least three
+/// points (a sole the swing holds flat).
+pub fn can_step(feet: &[ContactBody]) -> bool {
+    feet.len() == 2 && feet.iter().all(|f| f.count >= 3)
 }
 
 /// A `robot_push` controller: the same object in lockstep and in real time.
@@ -832,6 +880,12 @@ pub struct LeggedController {
     law: LeggedLaw,
     shared: Arc<Shared>,
     qp: Option<Box<Qp>>,
+    /// `qp_balance`'s recovery step (none: not wired, see [`Shared::steps`]).
+    stepper: Option<Stepper>,
+    /// The last tick's step command.
+    last_step: Option<StepCommand>,
+    /// Once a step has landed, the joints' coordinates there: the legs' pose targets from then.
+    legs_held: Option<[f64; NV]>,
 }
 
 impl std::fmt::Debug for LeggedController {
@@ -967,6 +1021,8 @@ impl LeggedController {
         settings.friction = s.qp_balance.friction;
         let (kp, kd, capped) = pd_gains(&robot, &s.pd_hold, period_s)?;
         let hold = static_torques(&robot)?;
+        let foot_length_m = foot_length(&robot)?;
+        let steps = s.qp_balance.step && can_step(&robot.feet) && foot_length_m > 0.0;
         let shared = Arc::new(Shared {
             robot,
             groups,
@@ -974,6 +1030,8 @@ impl LeggedController {
             kp,
             kd,
             hold,
+            steps,
+            foot_length_m,
         });
         Ok((Self::build(law, shared)?, capped))
     }
@@ -998,7 +1056,70 @@ impl LeggedController {
                 )
             }
         };
-        Ok(Self { law, shared, qp })
+        let stepper = if law == LeggedLaw::QpBalance && shared.steps {
+            let omega = (9.81 / shared.robot.com_height_m).sqrt();
+            StepSettings::scaled(omega, shared.foot_length_m).and_then(Stepper::new)
+        } else {
+            None
+        };
+        Ok(Self {
+            law,
+            shared,
+            qp,
+            stepper,
+            last_step: None,
+            legs_held: None,
+        })
+    }
+
+    /// The recovery step's tick: the centre of mass and its velocity and both feet from the
+    /// tree at `base`, `q`, `v`; what it says to do. `None` if the model cannot be evaluated.
+    fn step_tick(
+        &mut self,
+        s: &LeggedState,
+        base: &Isometry3<f64>,
+        q: &[f64; NV],
+        v: &[f64; NV],
+    ) -> Option<StepCommand> {
+        let sh = &*self.shared;
+        let kin = self.qp.as_ref()?.tree().kinematics(base, q).ok()?;
+        let (_, com) = kin.center_of_mass().ok()?;
+        let velocity = kin.com_jacobian().ok()?
+            * control_core::articulated::nalgebra::SVector::<f64, NV>::from(*v);
+        let gravity = Vector3::from(GRAVITY);
+        let omega = (gravity.norm() / sh.robot.com_height_m).sqrt();
+        let up = -gravity.normalize();
+        let mut world = [[[0.0; 3]; MAX_POINTS]; 2];
+        for (w, foot) in world.iter_mut().zip(&sh.robot.feet) {
+            let pose = kin.body_pose(foot.body)?;
+            for (slot, p) in w.iter_mut().zip(foot.points.iter().take(foot.count)) {
+                *slot = (pose * control_core::articulated::nalgebra::Point3::from(*p))
+                    .coords
+                    .into();
+            }
+        }
+        let state = |k: usize| -> Option<FootState<'_>> {
+            let foot = sh.robot.feet.get(k)?;
+            let w = world.get(k)?;
+            let load = s.normal_on(foot.body);
+            Some(FootState {
+                body: foot.body,
+                sole: foot.points.get(..foot.count)?,
+                corners_world: w.get(..foot.count)?,
+                sole_world: [*w.first()?, *w.get(1)?, *w.get(2)?],
+                loaded: load > PLANTED_N,
+                load_n: load,
+            })
+        };
+        let feet = [state(0)?, state(1)?];
+        Some(self.stepper.as_mut()?.tick(
+            s.sim_time_s,
+            &com,
+            &Vector3::new(velocity[0], velocity[1], velocity[2]),
+            omega,
+            &up,
+            &feet,
+        ))
     }
 
     fn command(&self, s: &LeggedState, safe: bool) -> LeggedCommand {
@@ -1038,28 +1159,85 @@ impl LoopController for LeggedController {
 
     fn tick(&mut self, s: LeggedState) -> LeggedCommand {
         let mut c = self.command(&s, false);
-        let sh = &*self.shared;
-        match (self.law, self.qp.as_mut()) {
-            (LeggedLaw::QpBalance, Some(qp)) => {
+        let shared = self.shared.clone();
+        let sh = &*shared;
+        match self.law {
+            LeggedLaw::QpBalance if self.qp.is_some() => {
                 let (base, v) = sh.robot.base_and_velocity(&s);
                 let q = sh.robot.positions(&s);
                 let mut planted = [[false; MAX_POINTS]; MAX_FEET];
                 for (p, foot) in planted.iter_mut().zip(&sh.robot.feet) {
                     *p = [s.normal_on(foot.body) > PLANTED_N; MAX_POINTS];
                 }
+                let mut tasks = [PointTask {
+                    body: 0,
+                    point: [0.0; 3],
+                    target: [0.0; 3],
+                    target_velocity: [0.0; 3],
+                    target_acceleration: [0.0; 3],
+                }; 3];
+                let mut task_count = 0;
+                let mut q_target = sh.robot.pose;
+                if self.stepper.is_some() {
+                    let command = self.step_tick(&s, &base, &q, &v);
+                    self.last_step = command;
+                    let (tasks_now, swing) = match command {
+                        Some(StepCommand::Swing { foot, tasks }) => (Some(tasks), Some(foot)),
+                        Some(StepCommand::Landed { now, settle, .. }) => {
+                            if now {
+                                self.legs_held = Some(q);
+                            }
+                            (settle, None)
+                        }
+                        // No step, or a model the step could not evaluate (the QP reports
+                        // that one itself).
+                        Some(StepCommand::Stand) | None => (None, None),
+                    };
+                    if let Some(p) = swing.and_then(|f| planted.get_mut(f)) {
+                        *p = [false; MAX_POINTS];
+                    }
+                    if let Some(t) = tasks_now {
+                        tasks = t;
+                        task_count = 3;
+                    }
+                    if let (Some(held), Some(qp)) = (self.legs_held, self.qp.as_ref()) {
+                        // The standing pose would pull the feet back together: the legs
+                        // hold where they landed.
+                        let tree = qp.tree();
+                        for foot in &sh.robot.feet {
+                            let mut body = foot.body;
+                            while body > 0 {
+                                let joint = body - 1;
+                                if let (Some(t), Some(h)) =
+                                    (q_target.get_mut(joint), held.get(joint))
+                                {
+                                    *t = *h;
+                                }
+                                body = tree.parent_body(joint).unwrap_or(0);
+                            }
+                        }
+                    }
+                }
+                let Some(qp) = self.qp.as_mut() else {
+                    return self.command(&s, true);
+                };
                 let out = qp.tick(&BalanceInput {
                     base_pose: &base,
                     q: &q,
                     v: &v,
-                    q_target: &sh.robot.pose,
+                    q_target: &q_target,
                     upright_target: &sh.robot.base_pose.rotation,
                     com_height_m: sh.robot.com_height_m,
                     planted: &planted[..sh.robot.feet.len()],
                     gravity: Vector3::from(GRAVITY),
-                    tasks: &[],
+                    tasks: &tasks[..task_count],
                 });
                 c.torques[..sh.robot.joints].copy_from_slice(&out.torques[6..6 + sh.robot.joints]);
-                c.qp = Some(QpTick::of(out.status, Some(&out)));
+                c.qp = Some(QpTick {
+                    steps: self.stepper.as_ref().map_or((0, 0.0), Stepper::steps),
+                    swinging: matches!(self.last_step, Some(StepCommand::Swing { .. })),
+                    ..QpTick::of(out.status, Some(&out))
+                });
             }
             _ => {
                 for k in 0..sh.robot.joints {
@@ -1444,6 +1622,9 @@ pub struct RobotPushReport {
     pub pd_hold_capped_joints: Vec<String>,
     /// `qp_balance`'s smallest normal force per foot point, N.
     pub qp_min_normal_n: f64,
+    /// Whether `qp_balance` takes a recovery step (`[qp_balance] step` and two feet of at
+    /// least three points each).
+    pub qp_step: bool,
     /// The impulse along the push that puts the standing robot's capture point on the edge of
     /// its feet's footprint, `m ω d` (d: how far the footprint reaches beyond the centre of
     /// mass along the push, ω = √(g/h)): the most feet that stay flat (ankle torques alone) can
@@ -1808,6 +1989,9 @@ pub fn run_scenario(
         push_link: robot.push_link.clone(),
         pd_hold_capped_joints: capped,
         qp_min_normal_n: min_normal,
+        qp_step: s.qp_balance.step
+            && can_step(&robot.feet)
+            && foot_length(robot).is_ok_and(|l| l > 0.0),
         foot_points_above_ground_m: -lowest,
         ankle_bound_ns,
         controllers: outs,
@@ -2014,6 +2198,14 @@ mod tests {
         assert_eq!(e.field, "judge.fall_height_fraction");
         let e = parse(&scenario("[qp_balance]\ncom_kpp = 1.0")).unwrap_err();
         assert_eq!(e.field, "qp_balance.com_kpp");
+        let e = parse(&scenario("[qp_balance]\nstep = 1")).unwrap_err();
+        assert_eq!(e.field, "qp_balance.step");
+        assert!(
+            !parse(&scenario("[qp_balance]\nstep = false"))
+                .unwrap()
+                .qp_balance
+                .step
+        );
         assert_eq!(
             parse(&scenario("")).map(|s| s.laws()).unwrap(),
             vec![LeggedLaw::QpBalance, LeggedLaw::PdHold]
