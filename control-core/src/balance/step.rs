@@ -38,6 +38,7 @@
 use nalgebra::Vector3;
 
 use super::PointTask;
+use crate::tree::Tree;
 
 /// Two feet whose reach along the step's direction differs by less than this are level, m:
 /// the less loaded one steps.
@@ -408,6 +409,34 @@ impl Stepper {
     }
 }
 
+/// After a step has landed, the legs hold where they landed: every joint between the base and
+/// each of `bodies` (the feet's tree bodies) gets its pose target from `held` (the joints'
+/// coordinates when the step landed) instead of the standing pose, which would pull the feet
+/// back together. Other joints keep their targets. A body past the tree changes nothing.
+pub fn hold_legs<const N: usize>(
+    tree: &Tree<N>,
+    bodies: impl IntoIterator<Item = usize>,
+    held: &[f64; N],
+    q_target: &mut [f64; N],
+) {
+    for foot in bodies {
+        let mut body = foot;
+        // A joint's child is the body after it; each path to the base is at most every joint.
+        for _ in 0..tree.joint_count() {
+            let Some(joint) = body.checked_sub(1) else {
+                break;
+            };
+            if let (Some(t), Some(h)) = (q_target.get_mut(joint), held.get(joint)) {
+                *t = *h;
+            }
+            let Some(parent) = tree.parent_body(joint) else {
+                break;
+            };
+            body = parent;
+        }
+    }
+}
+
 /// The other foot's tasks after a step while the ground does not carry it: its sole's
 /// three corners straight down to the ground's height (where the swing foot's sole started),
 /// at rest.
@@ -604,6 +633,27 @@ mod tests {
         };
         assert!((tasks[0].target[0] - (-0.1 + 0.3)).abs() < 1e-12);
         assert_eq!(tasks[0].target_velocity, [0.0; 3]);
+    }
+
+    #[test]
+    fn held_legs_are_the_joints_between_the_base_and_the_feet() {
+        use crate::articulated::{LinkSpec, serial_tree};
+        let rod = LinkSpec {
+            origin_xyz_m: [0.0, 0.0, -0.3],
+            origin_rpy_rad: [0.0; 3],
+            axis: [0.0, 1.0, 0.0],
+            mass_kg: 1.0,
+            com_m: [0.0, 0.0, -0.15],
+            inertia_kgm2: [0.01, 0.0, 0.0, 0.01, 0.0, 0.001],
+        };
+        // A chain of four: "feet" at bodies 2 and 9 (past the tree).
+        let tree = serial_tree::<4>(&[rod; 4]).unwrap();
+        let held = [1.0, 2.0, 3.0, 4.0];
+        let mut target = [0.0; 4];
+        hold_legs(&tree, [2, 9], &held, &mut target);
+        assert_eq!(target, [1.0, 2.0, 0.0, 0.0]);
+        hold_legs(&tree, [4], &held, &mut target);
+        assert_eq!(target, held);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::time::Duration;
 use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
-use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper};
+use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
 use control_core::balance::{
     Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS, PointTask,
 };
@@ -1201,21 +1201,8 @@ impl LoopController for LeggedController {
                         task_count = 3;
                     }
                     if let (Some(held), Some(qp)) = (self.legs_held, self.qp.as_ref()) {
-                        // The standing pose would pull the feet back together: the legs
-                        // hold where they landed.
-                        let tree = qp.tree();
-                        for foot in &sh.robot.feet {
-                            let mut body = foot.body;
-                            while body > 0 {
-                                let joint = body - 1;
-                                if let (Some(t), Some(h)) =
-                                    (q_target.get_mut(joint), held.get(joint))
-                                {
-                                    *t = *h;
-                                }
-                                body = tree.parent_body(joint).unwrap_or(0);
-                            }
-                        }
+                        let feet = sh.robot.feet.iter().map(|f| f.body);
+                        hold_legs(qp.tree(), feet, &held, &mut q_target);
                     }
                 }
                 let Some(qp) = self.qp.as_mut() else {

@@ -25,7 +25,7 @@
 //! controller is built), blocking, panics.
 
 use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
-use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper};
+use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
 use control_core::balance::{
     Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
     MAX_POINTS, PointTask,
@@ -642,19 +642,9 @@ impl HumanoidBalance {
             }
         }
         if let Some(held) = self.legs_held {
-            // The standing pose would pull the feet back together: the legs hold where they
-            // landed.
-            let tree = self.qp.tree();
-            for cb in self.recipe.contacts.iter().take(2) {
-                let mut body = cb.body;
-                while body > 0 {
-                    let joint = body - 1;
-                    if let (Some(t), Some(h)) = (q_target.get_mut(joint), held.get(joint)) {
-                        *t = *h;
-                    }
-                    body = tree.parent_body(joint)?;
-                }
-            }
+            // The feet's legs (the toes' joints keep the standing pose's targets).
+            let feet = self.recipe.contacts.iter().take(2).map(|c| c.body);
+            hold_legs(self.qp.tree(), feet, &held, &mut q_target);
         }
         let out = self.qp.tick(&BalanceInput {
             base_pose: &base,
