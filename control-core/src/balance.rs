@@ -335,6 +335,19 @@ pub struct PointTask {
     pub target_acceleration: [f64; 3],
 }
 
+impl PointTask {
+    /// A task on `body`'s frame origin held at the world's origin, at rest: a blank to fill in.
+    pub const fn on(body: usize) -> Self {
+        Self {
+            body,
+            point: [0.0; 3],
+            target: [0.0; 3],
+            target_velocity: [0.0; 3],
+            target_acceleration: [0.0; 3],
+        }
+    }
+}
+
 /// The size of a tick's QP (see [`Balance::last_qp`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpDims {

@@ -381,13 +381,7 @@ impl Stepper {
         let way = sw.direction * sw.length_m;
         let foot = feet.get(sw.foot.min(1));
         let body = foot.map_or(0, |f| f.body);
-        let mut tasks = [PointTask {
-            body,
-            point: [0.0; 3],
-            target: [0.0; 3],
-            target_velocity: [0.0; 3],
-            target_acceleration: [0.0; 3],
-        }; 3];
+        let mut tasks = [PointTask::on(body); 3];
         for (k, task) in tasks.iter_mut().enumerate() {
             let point = foot
                 .and_then(|f| f.sole.get(k))
@@ -446,13 +440,7 @@ fn settle(sw: &Swing, up: &Vector3<f64>, feet: &[FootState<'_>; 2]) -> Option<[P
         return None;
     }
     let ground = up.dot(sw.start.first()?);
-    let mut tasks = [PointTask {
-        body: other.body,
-        point: [0.0; 3],
-        target: [0.0; 3],
-        target_velocity: [0.0; 3],
-        target_acceleration: [0.0; 3],
-    }; 3];
+    let mut tasks = [PointTask::on(other.body); 3];
     for (k, task) in tasks.iter_mut().enumerate() {
         let now = Vector3::from(*other.sole_world.get(k)?);
         task.point = *other.sole.get(k)?;

@@ -1169,13 +1169,7 @@ impl LoopController for LeggedController {
                 for (p, foot) in planted.iter_mut().zip(&sh.robot.feet) {
                     *p = [s.normal_on(foot.body) > PLANTED_N; MAX_POINTS];
                 }
-                let mut tasks = [PointTask {
-                    body: 0,
-                    point: [0.0; 3],
-                    target: [0.0; 3],
-                    target_velocity: [0.0; 3],
-                    target_acceleration: [0.0; 3],
-                }; 3];
+                let mut tasks = [PointTask::on(0); 3];
                 let mut task_count = 0;
                 let mut q_target = sh.robot.pose;
                 if self.stepper.is_some() {

@@ -541,13 +541,7 @@ impl HumanoidBalance {
         torques: &mut [f64],
     ) -> Option<BalanceStatus> {
         // The hand's task: none before its start; then the point along its path.
-        let mut task = [PointTask {
-            body: 0,
-            point: [0.0; 3],
-            target: [0.0; 3],
-            target_velocity: [0.0; 3],
-            target_acceleration: [0.0; 3],
-        }; 4];
+        let mut task = [PointTask::on(0); 4];
         let mut tasks = 0;
         if let Some(h) = self.hand.as_mut()
             && time_s >= h.start_s
