@@ -5,7 +5,8 @@
 //! `ξ = x + ẋ/ω` (`x` the centre of mass, horizontal, `ω = √(g/h)`) beyond the feet; from
 //! there no force of the feet can bring the body back to rest. [`Stepper::tick`] watches `ξ`
 //! against the footprint (every corner of both feet, touching or not: a heel or a toe lifting
-//! is no reason to step) and, once `ξ` is beyond it, starts a step along `ξ`'s direction from
+//! is no reason to step) and, once `ξ` is [`StepSettings::trigger_m`] beyond it (the ankles
+//! and hips bring back a capture point just outside), starts a step along `ξ`'s direction from
 //! the footprint's middle with the foot ahead along it (the other would cross in front of it;
 //! of two feet level with each other, within [`LEVEL_M`], the less loaded one):
 //! - **Where.** With the stance foot's centre of pressure at its edge `e` (the farthest corner
@@ -32,8 +33,9 @@
 //!   one step does not catch gets a second, a body pelted again steps again. Steps, not a
 //!   gait: no rhythm, no walking on.
 //!
-//! Never allocates, blocks or panics: a non-finite input is [`StepCommand::Stand`] (no step
-//! is started on it), and every value it returns is finite.
+//! Never allocates, blocks or panics: a tick with a non-finite input is
+//! [`StepCommand::Stand`] (no step is started and no swing task given on it; the balance QP
+//! refuses such a state anyway and sends its fallback), and every value it returns is finite.
 
 use nalgebra::Vector3;
 
