@@ -170,6 +170,34 @@ pub enum StepCommand {
     },
 }
 
+impl StepCommand {
+    /// The foot in the air this tick (none: both are planted as they touch).
+    pub fn swing_foot(&self) -> Option<usize> {
+        match self {
+            Self::Swing { foot, .. } => Some(*foot),
+            _ => None,
+        }
+    }
+
+    /// The tasks to give the QP this tick: the swinging sole's, or the other foot's being
+    /// brought down after a landing (none standing).
+    pub fn tasks(&self) -> &[PointTask] {
+        match self {
+            Self::Swing { tasks, .. }
+            | Self::Landed {
+                settle: Some(tasks),
+                ..
+            } => tasks,
+            _ => &[],
+        }
+    }
+
+    /// Whether a step landed this tick: the caller holds the legs where they are from now.
+    pub fn landed_now(&self) -> bool {
+        matches!(self, Self::Landed { now: true, .. })
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Swing {
     foot: usize,
@@ -623,6 +651,32 @@ mod tests {
         };
         assert!((tasks[0].target[0] - (-0.1 + 0.3)).abs() < 1e-12);
         assert_eq!(tasks[0].target_velocity, [0.0; 3]);
+    }
+
+    #[test]
+    fn a_command_says_which_foot_swings_its_tasks_and_a_landing() {
+        let task = PointTask::on(2);
+        let swing = StepCommand::Swing {
+            foot: 1,
+            tasks: [task; 3],
+        };
+        assert_eq!((swing.swing_foot(), swing.tasks().len()), (Some(1), 3));
+        assert!(!swing.landed_now());
+        let landed = StepCommand::Landed {
+            foot: 1,
+            now: true,
+            settle: None,
+        };
+        assert_eq!((landed.swing_foot(), landed.tasks().len()), (None, 0));
+        assert!(landed.landed_now());
+        let settling = StepCommand::Landed {
+            foot: 1,
+            now: false,
+            settle: Some([task; 3]),
+        };
+        assert_eq!(settling.tasks(), &[task; 3]);
+        assert!(!settling.landed_now());
+        assert!(StepCommand::Stand.tasks().is_empty());
     }
 
     #[test]

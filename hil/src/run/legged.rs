@@ -1175,24 +1175,18 @@ impl LoopController for LeggedController {
                 if self.stepper.is_some() {
                     let command = self.step_tick(&s, &base, &q, &v);
                     self.last_step = command;
-                    let (tasks_now, swing) = match command {
-                        Some(StepCommand::Swing { foot, tasks }) => (Some(tasks), Some(foot)),
-                        Some(StepCommand::Landed { now, settle, .. }) => {
-                            if now {
-                                self.legs_held = Some(q);
-                            }
-                            (settle, None)
-                        }
-                        // No step, or a model the step could not evaluate (the QP reports
-                        // that one itself).
-                        Some(StepCommand::Stand) | None => (None, None),
-                    };
-                    if let Some(p) = swing.and_then(|f| planted.get_mut(f)) {
+                    // None: a model the step could not evaluate (the QP reports that one
+                    // itself); no step this tick.
+                    let command = command.unwrap_or(StepCommand::Stand);
+                    if let Some(p) = command.swing_foot().and_then(|f| planted.get_mut(f)) {
                         *p = [false; MAX_POINTS];
                     }
-                    if let Some(t) = tasks_now {
-                        tasks = t;
-                        task_count = 3;
+                    if command.landed_now() {
+                        self.legs_held = Some(q);
+                    }
+                    for (slot, t) in tasks.iter_mut().zip(command.tasks()) {
+                        *slot = *t;
+                        task_count += 1;
                     }
                     if let (Some(held), Some(qp)) = (self.legs_held, self.qp.as_ref()) {
                         let feet = sh.robot.feet.iter().map(|f| f.body);
@@ -1726,6 +1720,8 @@ pub struct RobotPush {
     ankle_bound_ns: Option<f64>,
     capped: Vec<String>,
     min_normal: f64,
+    /// Whether `qp_balance` takes the recovery step on this robot.
+    steps: bool,
 }
 
 impl RobotPush {
@@ -1767,6 +1763,7 @@ impl RobotPush {
         let ankle_bound_ns = ankle_bound(&robot, s.push.direction);
         let period = 1.0 / s.control_rate_hz;
         let (mut controllers, mut capped, mut min_normal) = (Vec::new(), Vec::new(), 0.0);
+        let mut steps = false;
         for law in s.laws() {
             let (c, cap) = LeggedController::new(law, robot.clone(), &s, period).map_err(|e| {
                 refuse((
@@ -1776,6 +1773,7 @@ impl RobotPush {
             })?;
             capped = cap;
             min_normal = c.shared.settings.min_normal_n;
+            steps = c.shared.steps;
             controllers.push((law, c));
         }
         Ok(Self {
@@ -1787,6 +1785,7 @@ impl RobotPush {
             ankle_bound_ns,
             capped,
             min_normal,
+            steps,
         })
     }
 
@@ -1970,9 +1969,7 @@ pub fn run_scenario(
         push_link: robot.push_link.clone(),
         pd_hold_capped_joints: capped,
         qp_min_normal_n: min_normal,
-        qp_step: s.qp_balance.step
-            && can_step(&robot.feet)
-            && foot_length(robot).is_ok_and(|l| l > 0.0),
+        qp_step: prepared.steps,
         foot_points_above_ground_m: -lowest,
         ankle_bound_ns,
         controllers: outs,

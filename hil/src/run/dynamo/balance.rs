@@ -610,29 +610,20 @@ impl HumanoidBalance {
         if self.stepper.is_some() {
             let command = self.step_tick(time_s, bodies, &base, &q, contact_normal_n)?;
             self.last_step = Some(command);
-            match command {
-                StepCommand::Stand => {}
-                StepCommand::Swing { foot, tasks: swing } => {
-                    // The foot and its toes are in the air, whatever brushes the ground.
-                    for k in [foot, foot + 2] {
-                        if let Some(p) = planted.get_mut(k) {
-                            *p = [false; MAX_POINTS];
-                        }
-                    }
-                    for t in swing {
-                        *task.get_mut(tasks)? = t;
-                        tasks += 1;
+            if let Some(foot) = command.swing_foot() {
+                // The foot and its toes are in the air, whatever brushes the ground.
+                for k in [foot, foot + 2] {
+                    if let Some(p) = planted.get_mut(k) {
+                        *p = [false; MAX_POINTS];
                     }
                 }
-                StepCommand::Landed { now, settle, .. } => {
-                    if now {
-                        self.legs_held = Some(q);
-                    }
-                    for t in settle.into_iter().flatten() {
-                        *task.get_mut(tasks)? = t;
-                        tasks += 1;
-                    }
-                }
+            }
+            if command.landed_now() {
+                self.legs_held = Some(q);
+            }
+            for t in command.tasks() {
+                *task.get_mut(tasks)? = *t;
+                tasks += 1;
             }
         }
         if let Some(held) = self.legs_held {
