@@ -336,6 +336,16 @@ pub struct PointTask {
 }
 
 impl PointTask {
+    /// Whether its point, target, velocity and acceleration are all finite.
+    pub fn is_finite(&self) -> bool {
+        self.point
+            .iter()
+            .chain(&self.target)
+            .chain(&self.target_velocity)
+            .chain(&self.target_acceleration)
+            .all(|x| x.is_finite())
+    }
+
     /// A task on `body`'s frame origin held at the world's origin, at rest: a blank to fill in.
     pub const fn on(body: usize) -> Self {
         Self {

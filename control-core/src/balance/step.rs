@@ -33,9 +33,11 @@
 //!   one step does not catch gets a second, a body pelted again steps again. Steps, not a
 //!   gait: no rhythm, no walking on.
 //!
-//! Never allocates, blocks or panics: a tick with a non-finite input is
-//! [`StepCommand::Stand`] (no step is started and no swing task given on it; the balance QP
-//! refuses such a state anyway and sends its fallback), and every value it returns is finite.
+//! Never allocates, blocks or panics: a tick with a non-finite input, an `up` whose length is
+//! not 1 (within [`UNIT_TOLERANCE`]), or finite input so large that a swing target would
+//! overflow is [`StepCommand::Stand`] (or, once a step has landed, [`StepCommand::Landed`]
+//! without tasks): no step is started and no task given on it (the balance QP refuses a
+//! non-finite state anyway and sends its fallback). Every value it returns is finite.
 
 use nalgebra::Vector3;
 
@@ -49,6 +51,10 @@ pub const LEVEL_M: f64 = 0.02;
 /// The pendulum rate `ω = √(g/h)` of the 15-body humanoid [`StepSettings::DEFAULT`] was
 /// measured on, 1/s.
 pub const HUMANOID_OMEGA: f64 = 2.97;
+
+/// How far `up`'s length may be from 1 in [`Stepper::tick`]: beyond, the tick's input is not
+/// used (as a non-finite one).
+pub const UNIT_TOLERANCE: f64 = 1e-6;
 
 /// How a recovery step is taken. [`StepSettings::DEFAULT`] fits a human-sized biped.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -250,8 +256,9 @@ impl Stepper {
     }
 
     /// One tick at `time_s`: the centre of mass `com` and its velocity (world), the pendulum's
-    /// rate `omega` (1/s, `√(g/h)`), the unit `up` vector, and both feet. Decides whether a
-    /// step starts, moves the swing along and notices the landing.
+    /// rate `omega` (1/s, `√(g/h)`), the unit `up` vector, and both feet (input it cannot use:
+    /// see the module docs). Decides whether a step starts, moves the swing along and notices
+    /// the landing.
     pub fn tick(
         &mut self,
         time_s: f64,
@@ -265,22 +272,47 @@ impl Stepper {
             && com.iter().chain(com_velocity.iter()).all(|x| x.is_finite())
             && omega.is_finite()
             && omega > 0.0
-            && up.iter().all(|x| x.is_finite())
+            && (up.norm() - 1.0).abs() <= UNIT_TOLERANCE
             && feet.iter().all(|f| {
                 f.corners_world.iter().flatten().all(|x| x.is_finite())
                     && f.sole_world.iter().flatten().all(|x| x.is_finite())
                     && f.sole.len() >= 3
             });
         if !finite {
-            return match self.swing {
-                Some(s) if s.landed => StepCommand::Landed {
-                    foot: s.foot,
-                    now: false,
-                    settle: None,
-                },
-                _ => StepCommand::Stand,
-            };
+            return self.held();
         }
+        let command = self.advance(time_s, com, com_velocity, omega, up, feet);
+        // Finite inputs of absurd size can still overflow a target: never passed on.
+        if command.tasks().iter().all(PointTask::is_finite) {
+            command
+        } else {
+            self.held()
+        }
+    }
+
+    /// What a tick whose input or output is not usable returns: no step started and no task
+    /// given; a landed step stays landed.
+    fn held(&self) -> StepCommand {
+        match self.swing {
+            Some(s) if s.landed => StepCommand::Landed {
+                foot: s.foot,
+                now: false,
+                settle: None,
+            },
+            _ => StepCommand::Stand,
+        }
+    }
+
+    /// [`Stepper::tick`] on checked input.
+    fn advance(
+        &mut self,
+        time_s: f64,
+        com: &Vector3<f64>,
+        com_velocity: &Vector3<f64>,
+        omega: f64,
+        up: &Vector3<f64>,
+        feet: &[FootState<'_>; 2],
+    ) -> StepCommand {
         let flat = |x: Vector3<f64>| x - up * up.dot(&x);
         let xi = flat(com + com_velocity / omega);
         let s = self.settings;
@@ -491,6 +523,7 @@ fn reach(feet: &[FootState<'_>], direction: &Vector3<f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     const SOLE: [[f64; 3]; 4] = [
         [-0.1, 0.0, -0.05],
@@ -755,6 +788,98 @@ mod tests {
             },
         ] {
             assert!(Stepper::new(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    /// A value of any kind now and then (NaN, ±∞, huge, subnormal), else an ordinary one.
+    fn any_f64(ordinary: core::ops::Range<f64>) -> impl Strategy<Value = f64> {
+        prop_oneof![12 => ordinary, 1 => proptest::num::f64::ANY]
+    }
+
+    fn any_vector(ordinary: core::ops::Range<f64>) -> impl Strategy<Value = Vector3<f64>> {
+        prop::array::uniform3(any_f64(ordinary)).prop_map(Vector3::from)
+    }
+
+    /// One tick's input: time step, centre of mass and its velocity, ω, up, and per foot its
+    /// corners (world; 0 to 6, the first three its sole's start), load and whether loaded.
+    type TickInput = (
+        f64,
+        Vector3<f64>,
+        Vector3<f64>,
+        f64,
+        Vector3<f64>,
+        [(Vec<[f64; 3]>, f64, bool); 2],
+    );
+
+    fn tick_input() -> impl Strategy<Value = TickInput> {
+        let foot = || {
+            (
+                prop::collection::vec(prop::array::uniform3(any_f64(-0.4..0.4)), 0..=6),
+                any_f64(0.0..600.0),
+                any::<bool>(),
+            )
+        };
+        (
+            any_f64(0.0..0.05),
+            any_vector(-0.3..0.3),
+            any_vector(-3.0..3.0),
+            any_f64(0.5..5.0),
+            prop_oneof![8 => Just(UP), 1 => any_vector(-2.0..2.0)],
+            [foot(), foot()],
+        )
+    }
+
+    proptest! {
+        /// Over any sequence of ticks, ordinary or garbage: no panic, every task finite and on
+        /// its foot's body, a swing's foot 0 or 1, steps within the longest allowed, a landing
+        /// only of the foot that swung.
+        #[test]
+        fn any_ticks_give_finite_commands_within_the_settings(
+            ticks in prop::collection::vec(tick_input(), 1..80),
+            settings in (0.05..1.0f64, 0.0..0.2f64, 0.0..0.6f64, -0.1..0.3f64, 0.0..=1.0f64, 0.0..0.05f64),
+        ) {
+            let (swing_s, lift_m, max_length_m, aim_m, adapt_fraction, trigger_m) = settings;
+            let settings = StepSettings { swing_s, lift_m, max_length_m, aim_m, adapt_fraction, trigger_m };
+            let mut stepper = Stepper::new(settings).unwrap();
+            let mut time = 0.0;
+            let mut swung: Option<usize> = None;
+            for (dt, com, velocity, omega, up, feet) in &ticks {
+                time += dt;
+                let state = |k: usize| {
+                    let (corners, load_n, loaded) = &feet[k];
+                    let at = |i: usize| corners.get(i).copied().unwrap_or([0.0; 3]);
+                    FootState {
+                        body: k + 1,
+                        sole: &SOLE,
+                        corners_world: corners,
+                        sole_world: [at(0), at(1), at(2)],
+                        loaded: *loaded,
+                        load_n: *load_n,
+                    }
+                };
+                let command = stepper.tick(time, com, velocity, *omega, up, &[state(0), state(1)]);
+                prop_assert!(command.tasks().iter().all(PointTask::is_finite), "{command:?}");
+                match command {
+                    StepCommand::Swing { foot, tasks } => {
+                        prop_assert!(foot <= 1);
+                        prop_assert!(swung.is_none_or(|f| f == foot), "{swung:?} then {foot}");
+                        prop_assert!(tasks.iter().all(|t| t.body == foot + 1));
+                        swung = Some(foot);
+                    }
+                    StepCommand::Landed { foot, settle, .. } => {
+                        prop_assert_eq!(swung, Some(foot));
+                        prop_assert!(settle.iter().flatten().all(|t| t.body == 2 - foot));
+                    }
+                    StepCommand::Stand => {
+                        if stepper.step().is_none() {
+                            swung = None;
+                        }
+                    }
+                }
+                let (count, longest) = stepper.steps();
+                prop_assert!((0.0..=max_length_m).contains(&longest), "{longest}");
+                prop_assert!(count as usize <= ticks.len());
+            }
         }
     }
 }
