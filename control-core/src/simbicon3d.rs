@@ -1883,5 +1883,45 @@ mod tests {
             }
             prop_assert!((0.0..=1.0).contains(&cmd.phase));
         }
+
+        /// Any state at all, every number now and then NaN, ±∞, huge or subnormal and an
+        /// orientation now and then any four numbers: refused, or finite torques within the
+        /// efforts; never a panic.
+        #[test]
+        fn any_state_is_refused_or_gives_finite_torques_within_the_efforts(
+            values in prop::collection::vec(
+                prop_oneof![200 => -3.0f64..3.0, 1 => proptest::num::f64::ANY],
+                15 * 13 + 5,
+            ),
+            raw_orientation in prop::collection::vec(prop::bool::weighted(0.02), 15),
+        ) {
+            let mut w = Simbicon3d::new(config(300.0)).unwrap();
+            let mut b = standing();
+            for (k, m) in b.iter_mut().enumerate() {
+                let r = &values[13 * k..13 * k + 13];
+                // A unit quaternion from three of the numbers, or now and then the four as
+                // they are.
+                m.orientation = if raw_orientation[k] {
+                    [r[0], r[1], r[2], r[3]]
+                } else {
+                    let q = UnitQuaternion::from_euler_angles(r[0], r[1], r[2]);
+                    let c = q.as_ref();
+                    [c.w, c.i, c.j, c.k]
+                };
+                m.angular_velocity_rad_s = [r[4], r[5], r[6]];
+                m.velocity_m_s = [r[7], r[8], r[9]];
+                m.com_m = [m.com_m[0] + r[10], m.com_m[1] + r[11], m.com_m[2] + r[12]];
+            }
+            let r = &values[15 * 13..];
+            let mut i = input(r[0].abs(), &b, [1000.0 * r[1], 1000.0 * r[2]]);
+            i.desired_velocity_m_s = [r[3], r[4]];
+            if let Ok(cmd) = w.tick(&i) {
+                for t in cmd.torques_nm.iter() {
+                    let n = Vector3::from(*t).norm();
+                    prop_assert!(n.is_finite() && n <= 300.0, "{cmd:?}");
+                }
+                prop_assert!((0.0..=1.0).contains(&cmd.phase));
+            }
+        }
     }
 }
