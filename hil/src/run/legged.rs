@@ -1575,8 +1575,6 @@ pub struct RobotPushReport {
     /// Completeness, scenario, kind and mode.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// Control rate, Hz.
-    pub control_rate_hz: f64,
     /// The URDF.
     pub urdf: String,
     /// The robot's name.
@@ -1610,10 +1608,6 @@ pub struct RobotPushReport {
     pub foot_points_above_ground_m: f64,
     /// Per controller.
     pub controllers: Vec<RobotControllerOut>,
-    /// The first run's timing.
-    pub timing: Timing,
-    /// Every run's faults, summed.
-    pub faults: Faults,
 }
 
 /// In lockstep the controller ticks once per plant step.
@@ -1957,8 +1951,12 @@ pub fn run_scenario(
             file,
             KIND,
             args.mode,
+        )
+        .with_runs(
+            Some(s.control_rate_hz),
+            first_timing.unwrap_or_default(),
+            Faults::sum(faults.iter()),
         ),
-        control_rate_hz: s.control_rate_hz,
         urdf: urdf.display().to_string(),
         robot: robot.name.clone(),
         mass_kg: robot.mass_kg,
@@ -1973,8 +1971,6 @@ pub fn run_scenario(
         foot_points_above_ground_m: -lowest,
         ankle_bound_ns,
         controllers: outs,
-        timing: first_timing.unwrap_or_default(),
-        faults: Faults::sum(faults.iter()),
     };
     std::fs::write(
         staging.join("report.json"),
@@ -2027,7 +2023,7 @@ pub fn summary_table(r: &RobotPushReport) -> String {
         r.robot,
         r.mass_kg,
         r.dof,
-        r.control_rate_hz,
+        r.header.control_rate_hz.unwrap_or_default(),
         r.header.mode,
         r.ankle_bound_ns
             .map_or("-".to_owned(), |j| format!("{j:.1} N·s"))

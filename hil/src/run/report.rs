@@ -161,7 +161,8 @@ pub struct Timing {
 }
 
 /// What every kind's `report.json` opens with (flattened into it): whether the run is complete
-/// and why not, the scenario, its kind and the mode.
+/// and why not, the scenario, its kind and the mode; the control rate, the timing and the
+/// faults.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportHeader {
     /// Whether every run ran to the scene's end. A run cut short (plant lost, SIGINT, SIGTERM)
@@ -178,6 +179,14 @@ pub struct ReportHeader {
     pub kind: &'static str,
     /// `"lockstep"` or `"realtime"`.
     pub mode: &'static str,
+    /// Control rate, Hz; left out where the runs have rates of their own (`walk3d`: each
+    /// run's `control_rate_hz`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_rate_hz: Option<f64>,
+    /// The first run's timing (`ball_blocking`: the analytic controller's run, or the first).
+    pub timing: Timing,
+    /// Every run's faults, summed.
+    pub faults: Faults,
 }
 
 impl ReportHeader {
@@ -199,6 +208,20 @@ impl ReportHeader {
             scenario_file: scenario_file.to_owned(),
             kind,
             mode: mode.name(),
+            control_rate_hz: None,
+            timing: Timing::default(),
+            faults: Faults::default(),
+        }
+    }
+
+    /// The header with the runs' control rate (none where each run has its own), timing and
+    /// faults.
+    pub fn with_runs(self, control_rate_hz: Option<f64>, timing: Timing, faults: Faults) -> Self {
+        Self {
+            control_rate_hz,
+            timing,
+            faults,
+            ..self
         }
     }
 }

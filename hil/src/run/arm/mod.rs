@@ -273,8 +273,8 @@ fn build_report(
             file,
             scenario::BALL_BLOCKING,
             mode,
-        ),
-        control_rate_hz: scenario.control_rate_hz,
+        )
+        .with_runs(Some(scenario.control_rate_hz), timing, faults),
         physics_dt_s: scenario.physics_dt_s,
         seed: scenario.seed,
         weights: scenario.weights.enabled,
@@ -284,8 +284,6 @@ fn build_report(
             .map(|t| (t.time_s, t.angle_rad))
             .collect(),
         controllers,
-        timing,
-        faults,
     }
 }
 

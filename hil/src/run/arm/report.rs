@@ -147,8 +147,6 @@ pub struct Report {
     /// Completeness, scenario, kind and mode.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// Control rate, Hz.
-    pub control_rate_hz: f64,
     /// Physics step, s.
     pub physics_dt_s: f64,
     /// Seed.
@@ -159,11 +157,6 @@ pub struct Report {
     pub target_list: Vec<(f64, f64)>,
     /// One per controller that ran.
     pub controllers: Vec<ControllerOutcome>,
-    /// Timing over the whole run: the analytic controller's (the one the product ships), or the
-    /// first that ran.
-    pub timing: Timing,
-    /// Faults over the whole run (any controller).
-    pub faults: Faults,
 }
 
 fn or_na(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -178,7 +171,7 @@ pub fn summary_table(report: &Report) -> String {
         report.header.scenario,
         report.header.scenario_file,
         report.header.mode,
-        report.control_rate_hz,
+        report.header.control_rate_hz.unwrap_or_default(),
         report.physics_dt_s,
         if report.weights { "on" } else { "off" },
         if report.header.complete {
@@ -214,7 +207,7 @@ pub fn summary_table(report: &Report) -> String {
             c.weight_hits
         ));
     }
-    let t = &report.timing;
+    let t = &report.header.timing;
     let p = |x: &Option<Percentiles>| match x {
         Some(p) => format!("p50 {:.1} p99 {:.1} max {:.1}", p.p50, p.p99, p.max),
         None => "n/a (no samples)".to_owned(),
@@ -230,7 +223,7 @@ pub fn summary_table(report: &Report) -> String {
         ));
     }
     s.push('\n');
-    let f = &report.faults;
+    let f = &report.header.faults;
     s.push_str(&format!(
         "faults: rejected state frames {}, torque frames rejected by the plant {} ({} over the limit), watchdog trips {}, records dropped {}, safe state {}, plant lost {}\n",
         f.rejected_frames,

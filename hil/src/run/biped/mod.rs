@@ -32,7 +32,7 @@ use sim_host::walk::{FALL_TORSO_HEIGHT_M, jsimbicon_start};
 use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
-use super::report::{Faults, ReportHeader, Timing};
+use super::report::{Faults, ReportHeader};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -207,8 +207,6 @@ pub struct WalkReport {
     /// Completeness, scenario, kind and mode.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// Control rate, Hz (= 1 / physics step).
-    pub control_rate_hz: f64,
     /// Physics step, s.
     pub physics_dt_s: f64,
     /// The walk's length, s.
@@ -223,10 +221,6 @@ pub struct WalkReport {
     pub fall_torso_height_m: f64,
     /// One entry per controller run.
     pub controllers: Vec<WalkOutcome>,
-    /// Timing of the first run.
-    pub timing: Timing,
-    /// Faults of all runs.
-    pub faults: Faults,
 }
 
 /// The steps (and their runs) of one walk controller against one plant process: what both
@@ -372,8 +366,14 @@ pub fn run_scenario(
             file,
             KIND,
             args.mode,
+        )
+        .with_runs(
+            Some(scenario.control_rate_hz),
+            runs.first()
+                .map(|(r, _)| r.timing.clone())
+                .unwrap_or_default(),
+            Faults::sum(runs.iter().map(|(r, _)| &r.faults)),
         ),
-        control_rate_hz: scenario.control_rate_hz,
         physics_dt_s: scenario.control_period_s(),
         duration_s: scenario.duration_s,
         start: scenario.start,
@@ -385,11 +385,6 @@ pub fn run_scenario(
             .sum(),
         fall_torso_height_m: FALL_TORSO_HEIGHT_M,
         controllers: runs.iter().map(|(_, o)| o.clone()).collect(),
-        timing: runs
-            .first()
-            .map(|(r, _)| r.timing.clone())
-            .unwrap_or_default(),
-        faults: Faults::sum(runs.iter().map(|(r, _)| &r.faults)),
     };
     let path = staging.join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
@@ -424,7 +419,7 @@ pub fn run_scenario(
 pub fn summary_table(report: &WalkReport) -> String {
     let mut out = format!(
         "{} ({} Hz, {} s, {}):\n| controller | fell | fell at s | distance m | mean speed m/s | steps | limited | tick µs (median) | plant step µs (median) | × real time |\n|---|---|---|---|---|---|---|---|---|---|\n",
-        report.header.scenario, report.control_rate_hz, report.duration_s, report.header.mode
+        report.header.scenario, report.header.control_rate_hz.unwrap_or_default(), report.duration_s, report.header.mode
     );
     for c in &report.controllers {
         out.push_str(&format!(

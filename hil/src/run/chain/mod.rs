@@ -29,7 +29,7 @@ use sim_host::{Mode, Push, Wall};
 
 pub use scenario::ChainScenario;
 
-use super::report::{Faults, ReportHeader, Timing};
+use super::report::{Faults, ReportHeader};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
@@ -111,8 +111,6 @@ pub struct ChainReport {
     /// Completeness, scenario, kind and mode.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// Control rate, Hz.
-    pub control_rate_hz: f64,
     /// Physics step, s.
     pub physics_dt_s: f64,
     /// The URDF both sides were built from.
@@ -143,10 +141,6 @@ pub struct ChainReport {
     pub controllers: Vec<ChainOutcome>,
     /// Composite inertia against Rapier's M_ii along the `arrival` run (or the first run).
     pub inertia_check: Option<InertiaCheck>,
-    /// Timing of the first run.
-    pub timing: Timing,
-    /// Faults of all runs.
-    pub faults: Faults,
 }
 
 /// A keyframe the torque limits make unreachable.
@@ -391,8 +385,12 @@ pub fn run_scenario(
             file,
             scenario.kind.name(),
             args.mode,
+        )
+        .with_runs(
+            Some(scenario.control_rate_hz),
+            runs.first().map(|r| r.timing.clone()).unwrap_or_default(),
+            Faults::sum(runs.iter().map(|r| &r.faults)),
         ),
-        control_rate_hz: scenario.control_rate_hz,
         physics_dt_s: scenario.physics_dt_s,
         urdf: urdf.display().to_string(),
         notes,
@@ -416,8 +414,6 @@ pub fn run_scenario(
         walls: scenario.walls.clone(),
         controllers: runs.iter().map(|r| r.outcome(joints)).collect(),
         inertia_check,
-        timing: runs.first().map(|r| r.timing.clone()).unwrap_or_default(),
-        faults: Faults::sum(runs.iter().map(|r| &r.faults)),
     };
     let path = staging.join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
@@ -505,7 +501,7 @@ pub fn summary_table(report: &ChainReport) -> String {
         report.header.scenario,
         report.header.scenario_file,
         report.header.mode,
-        report.control_rate_hz,
+        report.header.control_rate_hz.unwrap_or_default(),
         report.physics_dt_s,
         if report.hand_targets.is_empty() {
             format!("{} keyframes", report.keyframes.len())

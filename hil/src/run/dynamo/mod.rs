@@ -1511,8 +1511,6 @@ pub struct DynamoReport {
     /// Completeness, scenario, kind and mode.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// Control rate, Hz.
-    pub control_rate_hz: f64,
     /// The URDF.
     pub urdf: String,
     /// Total mass, kg.
@@ -1528,10 +1526,6 @@ pub struct DynamoReport {
     pub controllers: Vec<ControllerOut>,
     /// The gain sweep.
     pub gain_sweep: Vec<SweepOut>,
-    /// Timing of the first run.
-    pub timing: Timing,
-    /// Faults of all runs.
-    pub faults: Faults,
 }
 
 /// Run every selected controller of `scenario`, writing into `staging`.
@@ -1833,8 +1827,12 @@ pub fn run_scenario(
             file,
             KIND,
             args.mode,
+        )
+        .with_runs(
+            Some(scenario.control_rate_hz),
+            first_timing.unwrap_or_default(),
+            Faults::sum(faults.iter()),
         ),
-        control_rate_hz: scenario.control_rate_hz,
         urdf: scenario.urdf.display().to_string(),
         mass_kg: model.total_mass_kg(),
         push: (
@@ -1847,8 +1845,6 @@ pub fn run_scenario(
         qp_balance: scenario.qp_balance,
         controllers,
         gain_sweep: sweep,
-        timing: first_timing.unwrap_or_default(),
-        faults: Faults::sum(faults.iter()),
     };
     std::fs::write(
         staging.join("report.json"),
@@ -1944,7 +1940,7 @@ fn survived_cell(c: &ControllerOut) -> String {
 pub fn summary_table(r: &DynamoReport) -> String {
     let mut out = format!(
         "{} ({} Hz, {}):\n| controller | max push survived N·s | pose error rad | reach error at arrival rad | root torque N·m·s | spring broke at N·s | tick µs | plant step µs |\n|---|---|---|---|---|---|---|---|\n",
-        r.header.scenario, r.control_rate_hz, r.header.mode
+        r.header.scenario, r.header.control_rate_hz.unwrap_or_default(), r.header.mode
     );
     for c in &r.controllers {
         out.push_str(&format!(

@@ -1831,10 +1831,6 @@ pub struct Walk3dReport {
     pub push_summary: Vec<PushSummaryOut>,
     /// Every pushed walk.
     pub push_runs: Vec<PushRunOut>,
-    /// The first run's timing.
-    pub timing: Timing,
-    /// Faults, summed.
-    pub faults: Faults,
 }
 
 /// The mean over strides of |stride's mean speed − desired|, the speed and the desired one
@@ -2139,6 +2135,11 @@ pub fn run_scenario(
             file,
             KIND,
             args.mode,
+        )
+        .with_runs(
+            None,
+            first_timing.unwrap_or_default(),
+            Faults::sum(faults.iter()),
         ),
         urdf: s.urdf.display().to_string(),
         duration_s: s.duration_s,
@@ -2153,8 +2154,6 @@ pub fn run_scenario(
         push_link: s.push_test.as_ref().map(|_| s.push_link().to_owned()),
         push_summary,
         push_runs,
-        timing: first_timing.unwrap_or_default(),
-        faults: Faults::sum(faults.iter()),
     };
     std::fs::write(
         staging.join("report.json"),
