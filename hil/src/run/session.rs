@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use control_core::frames::{RejectCounts, StateFrame, TorqueFlags, TorqueFrame};
 use transport::{FrameLink, LinkError, SeqPacket};
 
+use super::recorder::LoopTimes;
 use super::report::{Faults, SafeState, Timing};
 use super::state_check::{Refusal, StateCheck};
 
@@ -172,10 +173,16 @@ pub trait LoopRecorder<C: LoopController>: Send {
     fn state(&mut self, frame: &StateFrame) -> Option<C::State>;
     /// Note one tick's command, and its compute time when measured on this thread.
     fn tick(&mut self, command: &C::Command, compute: Option<Duration>);
+    /// The run's timing figures (step cost, compute, round trip, wake-up latency).
+    fn times(&mut self) -> &mut LoopTimes;
     /// Note one round trip (torque sent → the state it drove received).
-    fn round_trip(&mut self, d: Duration);
+    fn round_trip(&mut self, d: Duration) {
+        self.times().round_trip(d);
+    }
     /// Note one control-thread tick's wake-up latency (real time).
-    fn thread_tick(&mut self, wake_latency_ns: u64);
+    fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.times().wake(wake_latency_ns);
+    }
     /// The newest state noted.
     fn last_state(&self) -> Option<C::State>;
     /// Close the record.

@@ -12,7 +12,7 @@ use control_core::servo::ServoStatus;
 use super::controller::{ArmCommand, ArmState, ArmTick};
 use super::report::{BallOutcome, ControllerRun};
 use super::scenario::Target;
-use crate::run::recorder::{CsvFile, Decimated, LatencyHistogram, LatencyUs};
+use crate::run::recorder::{CsvFile, Decimated, LoopTimes};
 use crate::run::report::{Faults, Timing};
 use crate::run::session::{LoopController, LoopRecorder};
 
@@ -98,15 +98,10 @@ pub struct Recorder {
     torque_limited_ticks: u64,
     max_damping_nms_per_rad: f64,
     ticks: u64,
-    step_cost: LatencyHistogram,
-    round_trip: LatencyHistogram,
-    compute: LatencyHistogram,
-    wake: LatencyHistogram,
+    times: LoopTimes,
     trajectory: Decimated,
     /// The newest state seen.
     pub last_state: Option<ArmState>,
-    /// The newest accepted state frame's plant-side counts (rejected, over the limit).
-    plant_counts: (u32, u32),
     csv: Option<TrajectoryCsv>,
 }
 
@@ -132,13 +127,9 @@ impl Recorder {
             torque_limited_ticks: 0,
             max_damping_nms_per_rad: 0.0,
             ticks: 0,
-            step_cost: LatencyHistogram::default(),
-            round_trip: LatencyHistogram::default(),
-            compute: LatencyHistogram::default(),
-            wake: LatencyHistogram::default(),
+            times: LoopTimes::default(),
             trajectory: Decimated::default(),
             last_state: None,
-            plant_counts: (0, 0),
             csv,
         }
     }
@@ -181,10 +172,7 @@ impl Recorder {
                 _ => {}
             }
         }
-        if frame.step > 0 {
-            self.step_cost.record(frame.step_cost_ns);
-        }
-        self.plant_counts = (frame.plant_rejected_frames, frame.plant_over_limit_frames);
+        self.times.frame(frame);
         let state = ArmState::of(frame)?;
         self.arrival(state);
         self.trajectory.push(t, state.joint.position_rad);
@@ -232,17 +220,10 @@ impl Recorder {
             Some((_, n)) => *n += 1,
             None => self.status_counts.push((name, 1)),
         }
-        if let Some(c) = compute {
-            self.compute.record_duration(c);
-        }
+        self.times.compute(compute);
         if let Some(csv) = &mut self.csv {
             csv.row(self.name, record);
         }
-    }
-
-    /// Note one round trip.
-    pub fn round_trip(&mut self, d: Duration) {
-        self.round_trip.record_duration(d);
     }
 
     /// Close the record: figures, faults. Returns the run and the CSV writer for the next one.
@@ -252,13 +233,8 @@ impl Recorder {
         mut faults: Faults,
         wall: Duration,
     ) -> (ControllerRun, Option<TrajectoryCsv>) {
-        timing.round_trip_us = self.round_trip.percentiles_us();
         // Real time: the control thread's own summaries (every tick) are already in `timing`.
-        if timing.compute_us.is_none() {
-            timing.compute_us = self.compute.percentiles_us();
-        }
-        faults.plant_rejected_frames = u64::from(self.plant_counts.0);
-        faults.plant_over_limit_frames = u64::from(self.plant_counts.1);
+        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
         let run = ControllerRun {
             name: self.name,
             balls: self.balls,
@@ -271,14 +247,10 @@ impl Recorder {
             torque_limited_ticks: self.torque_limited_ticks,
             max_damping_nms_per_rad: self.max_damping_nms_per_rad,
             ticks: self.ticks,
-            plant_step_us: self.step_cost.percentiles_us(),
+            plant_step_us,
             wall_s: wall.as_secs_f64(),
             trajectory: self.trajectory.points,
-            latency: if self.wake.count() == 0 {
-                self.round_trip
-            } else {
-                self.wake
-            },
+            latency,
             firmware: None,
         };
         (run, self.csv)
@@ -296,12 +268,8 @@ impl<C: LoopController<State = ArmState, Command = ArmCommand>> LoopRecorder<C> 
         Self::tick(self, &command.record, compute);
     }
 
-    fn round_trip(&mut self, d: Duration) {
-        Self::round_trip(self, d);
-    }
-
-    fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.wake.record(wake_latency_ns);
+    fn times(&mut self) -> &mut LoopTimes {
+        &mut self.times
     }
 
     fn last_state(&self) -> Option<ArmState> {

@@ -419,7 +419,10 @@ pub fn run_scenario(
 pub fn summary_table(report: &WalkReport) -> String {
     let mut out = format!(
         "{} ({} Hz, {} s, {}):\n| controller | fell | fell at s | distance m | mean speed m/s | steps | limited | tick µs (median) | plant step µs (median) | × real time |\n|---|---|---|---|---|---|---|---|---|---|\n",
-        report.header.scenario, report.header.control_rate_hz.unwrap_or_default(), report.duration_s, report.header.mode
+        report.header.scenario,
+        report.header.control_rate_hz.unwrap_or_default(),
+        report.duration_s,
+        report.header.mode
     );
     for c in &report.controllers {
         out.push_str(&format!(

@@ -1388,12 +1388,8 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
         self.times.compute(compute);
     }
 
-    fn round_trip(&mut self, d: Duration) {
-        self.times.round_trip(d);
-    }
-
-    fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.times.wake(wake_latency_ns);
+    fn times(&mut self) -> &mut LoopTimes {
+        &mut self.times
     }
 
     fn last_state(&self) -> Option<HumanoidState> {
@@ -1940,7 +1936,9 @@ fn survived_cell(c: &ControllerOut) -> String {
 pub fn summary_table(r: &DynamoReport) -> String {
     let mut out = format!(
         "{} ({} Hz, {}):\n| controller | max push survived N·s | pose error rad | reach error at arrival rad | root torque N·m·s | spring broke at N·s | tick µs | plant step µs |\n|---|---|---|---|---|---|---|---|\n",
-        r.header.scenario, r.header.control_rate_hz.unwrap_or_default(), r.header.mode
+        r.header.scenario,
+        r.header.control_rate_hz.unwrap_or_default(),
+        r.header.mode
     );
     for c in &r.controllers {
         out.push_str(&format!(

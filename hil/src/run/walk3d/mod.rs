@@ -1572,12 +1572,8 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         *target = c.target_forward_m_s;
     }
 
-    fn round_trip(&mut self, d: Duration) {
-        self.times.round_trip(d);
-    }
-
-    fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.times.wake(wake_latency_ns);
+    fn times(&mut self) -> &mut LoopTimes {
+        &mut self.times
     }
 
     fn last_state(&self) -> Option<HumanoidState> {
