@@ -211,6 +211,24 @@ pub struct RobotModel {
     pub notes: Vec<String>,
 }
 
+/// The first eight of `names`, quoted and joined, and "… N in all" when there are more.
+fn some_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 8;
+    let names: Vec<&str> = names.collect();
+    let mut list = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        list.push_str(&format!(", … {} in all", names.len()));
+    }
+    if names.is_empty() {
+        list.push_str("none");
+    }
+    list
+}
 /// The mass each body carries through its joints: its moving descendants' masses summed (its
 /// own left out). `bodies` and `joints` as in [`RobotModel`] (body k + 1 the child of joint k);
 /// a joint whose parent is not an earlier body adds nothing, so a hand-made, inconsistent model
@@ -530,6 +548,29 @@ impl RobotModel {
         self.joints.iter().position(|j| j.name == name)
     }
 
+    /// "no such moving joint (its moving joints: …)": the first few of the model's moving
+    /// joints, so that a misspelt or foreign name shows what the file has.
+    fn no_such_joint(&self) -> String {
+        format!(
+            "no such moving joint (its moving joints: {})",
+            some_names(self.joints.iter().map(|j| j.name.as_str()))
+        )
+    }
+
+    /// "no such link (its links: …)", likewise: the bodies' links and the merged frames.
+    pub fn no_such_link(&self) -> String {
+        let bodies = self.bodies.iter().map(|b| b.link.as_str());
+        let merged = self
+            .frames
+            .iter()
+            .map(|f| f.name.as_str())
+            .filter(|n| !self.bodies.iter().any(|b| b.link == *n));
+        format!(
+            "no such link (its links: {})",
+            some_names(bodies.chain(merged))
+        )
+    }
+
     /// A refusal of this model's `element`.
     fn refuse(&self, element: String, reason: String) -> LoadError {
         LoadError {
@@ -554,7 +595,7 @@ impl RobotModel {
             Some(f) => (f.body, f.placement),
             None => match self.bodies.iter().position(|b| b.link == link) {
                 Some(b) => (b, Placement::IDENTITY),
-                None => return Err(self.refuse(element, String::from("no such link"))),
+                None => return Err(self.refuse(element, self.no_such_link())),
             },
         };
         if body == 0 && self.base == BaseKind::Floating {
@@ -624,7 +665,7 @@ impl RobotModel {
         for &(name, v) in by_name {
             let element = format!("joint {name:?}");
             let Some(j) = self.joint_index(name).filter(|&j| j < N) else {
-                return Err(self.refuse(element, String::from("no such moving joint")));
+                return Err(self.refuse(element, self.no_such_joint()));
             };
             if !v.is_finite() {
                 return Err(self.refuse(element, format!("position {v} is not finite")));
@@ -724,6 +765,28 @@ mod tests {
             "joint \"hip\""
         );
         assert_eq!(refused(&[("hip", 0.0)]), "joint \"knee\"");
+        // A name the model does not have is refused with the names it has.
+        let reason = m.positions::<4>(&[("ankle", 0.0)]).unwrap_err().reason;
+        assert_eq!(
+            reason,
+            "no such moving joint (its moving joints: \"hip\", \"knee\")"
+        );
+        let reason = m.contact_body("toe", &[[0.0; 3]]).unwrap_err().reason;
+        assert_eq!(
+            reason,
+            "no such link (its links: \"base\", \"thigh\", \"shin\", \"sole\")"
+        );
+    }
+
+    #[test]
+    fn some_names_shows_eight_and_counts_the_rest() {
+        assert_eq!(some_names([].into_iter()), "none");
+        assert_eq!(some_names(["a", "b"].into_iter()), "\"a\", \"b\"");
+        let many: Vec<String> = (0..10).map(|i| format!("j{i}")).collect();
+        assert_eq!(
+            some_names(many.iter().map(String::as_str)),
+            "\"j0\", \"j1\", \"j2\", \"j3\", \"j4\", \"j5\", \"j6\", \"j7\", … 10 in all"
+        );
     }
 
     #[test]

@@ -664,7 +664,11 @@ impl Robot {
                 if model.frame(l).is_none() && !model.bodies.iter().any(|b| &b.link == l) {
                     return fail(
                         "push.link",
-                        format!("{} has no link \"{l}\"", model.source.display()),
+                        format!(
+                            "{}: link {l:?}: {}",
+                            model.source.display(),
+                            model.no_such_link()
+                        ),
                     );
                 }
                 l.clone()
