@@ -262,7 +262,8 @@ pub struct Settings {
     /// was the best of 0 – 0.999 on the balance QP perturbed by 1e-4 – 1e-2 per tick
     /// (`tests::warm_start_weight_sweep`: 5 – 6 iterations instead of 10; 0.7 – 0.9 take 6).
     pub warm_start_weight: f64,
-    /// Fraction of the step to the cone boundary taken, in `(0, 1)`.
+    /// Fraction of the step to the cone boundary taken, in `(0, 1)`; at most 0.95 while a
+    /// solve has gone 15 iterations without coming closer to its tolerances (a cycle).
     pub step_fraction: f64,
     /// `P` is accepted when `P + psd_tol · max|Pᵢⱼ| · I` has a Cholesky factorisation (after
     /// equilibration), in `[0, 1)`.
@@ -715,6 +716,8 @@ struct Iterate<const N: usize, const M: usize> {
     best_tau: f64,
     best_kappa: f64,
     best_merit: f64,
+    /// Iterations since `best_merit` last improved.
+    since_best: u32,
     /// A candidate dual-infeasibility certificate.
     cert: [f64; N],
 }
@@ -885,6 +888,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                 best_tau: 1.0,
                 best_kappa: 1.0,
                 best_merit: f64::INFINITY,
+                since_best: 0,
                 cert: [0.0; N],
             },
             out: Output {

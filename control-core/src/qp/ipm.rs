@@ -34,6 +34,17 @@ const ACCURATE: f64 = 1e-9;
 /// unregularised system removes its effect on the solution.
 const FALLBACK_REG: f64 = 1e-8;
 
+/// Once this many iterations have passed without the best merit improving, the steps are
+/// shortened to [`STALL_STEP_FRACTION`] of the way to the cone's boundary until it improves
+/// again. Two random feasible problems (6 and 11 variables, one and three second-order cones)
+/// cycled with period four at the default 0.99, their residuals frozen for hundreds of
+/// iterations; shortened, they converge (35 and 38 iterations). No balance QP of the scenarios
+/// goes 15 iterations without improving (with 8, a few did, and their answers moved).
+const STALL_ITERATIONS: u32 = 15;
+
+/// The step fraction once the iterations stall ([`STALL_ITERATIONS`]).
+const STALL_STEP_FRACTION: f64 = 0.95;
+
 /// The two regularisations whose solutions differ by the free component of `g`.
 const FREE_DELTAS: (f64, f64) = (1e-8, 2e-8);
 
@@ -68,6 +79,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let mut iter = 0u32;
         let mut delta = self.settings.static_reg;
         self.it.best_merit = f64::INFINITY;
+        self.it.since_best = 0;
         let status = loop {
             self.reduced_residuals();
             if !self.iterate_finite() {
@@ -76,6 +88,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             let merit = self.optimal_gate();
             if merit < self.it.best_merit {
                 self.save_best(merit);
+                self.it.since_best = 0;
+            } else {
+                self.it.since_best = self.it.since_best.saturating_add(1);
             }
             if merit <= 1.0 {
                 let check = self.recover(problem);
@@ -786,7 +801,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             cone::shift(head_mut(&mut it.dsr, mk), l, -sigma * mu);
         }
         self.direction(1.0 - sigma, dkappa, den);
-        let alpha = self.settings.step_fraction * self.max_step(1.0);
+        let fraction = if self.it.since_best >= STALL_ITERATIONS {
+            self.settings.step_fraction.min(STALL_STEP_FRACTION)
+        } else {
+            self.settings.step_fraction
+        };
+        let alpha = fraction * self.max_step(1.0);
         let it = &mut self.it;
         let finite = it.dtau.is_finite()
             && it.dkappa.is_finite()

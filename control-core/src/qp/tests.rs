@@ -1112,7 +1112,7 @@ fn extreme_magnitudes_give_finite_answers() {
 /// fourteen in 6 to 13 iterations.
 #[test]
 fn hard_random_problems_are_solved() {
-    for seed in [
+    let cycled = [
         16596797285419592964u64,
         18340453172907773434,
         2886133253382903668,
@@ -1130,12 +1130,22 @@ fn hard_random_problems_are_solved() {
         // Cycles without converging under five equilibration passes (the gap stuck at 0.37):
         // found by the property test in CI; one pass solves it in 7 iterations.
         4941141968384756244,
-    ] {
+    ];
+    // Cycle with period four at the default step fraction, the residuals frozen for hundreds
+    // of iterations: found by the property test in a stress run (150 runs of 400 cases);
+    // solved once the steps of a stalled solve are shortened (`ipm::STALL_ITERATIONS`), which
+    // takes the eight stalled iterations and about twenty more.
+    let stalled = [3723184324136862592u64, 12645774515445046501];
+    for (seed, most) in cycled
+        .into_iter()
+        .map(|s| (s, 25))
+        .chain(stalled.into_iter().map(|s| (s, 40)))
+    {
         let prob = random_feasible(seed);
         let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
         let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
         assert_eq!(info.status, Status::Solved, "seed {seed}: {info:?}");
-        assert!(info.iterations <= 25, "seed {seed}: {info:?}");
+        assert!(info.iterations <= most, "seed {seed}: {info:?}");
         assert_kkt(&prob, solver.x(), solver.s(), solver.y(), &info);
     }
 }
