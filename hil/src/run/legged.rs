@@ -38,6 +38,7 @@ use sim_host::{Mode, Push};
 
 use super::dynamo::controller::QpTick;
 use super::dynamo::{QpOut, support_margin};
+use super::feet::{FeetMeter, FeetOut, FootForce};
 use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
@@ -1259,29 +1260,6 @@ pub struct Judge {
     push_at_s: f64,
 }
 
-/// A planted foot whose points' centroid moves faster than this along the ground slips, m/s.
-pub const SLIP_M_S: f64 = 0.01;
-
-/// The ground's forces on the feet as the plant measured them, and the feet's motion, until the
-/// fall (or the end).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct FeetOut {
-    /// Largest ‖f_t‖ / (μ f_n) over the steps and the feet touching the ground (μ the ground's):
-    /// 1 is the cone's edge.
-    pub max_friction_use: f64,
-    /// Foot-steps at the cone's edge (friction use ≥ 0.99). With two or more feet down the
-    /// plant's solver may load their cones with internal forces (equal and opposite, moving
-    /// nothing): this counts forces, `slip_steps` motion.
-    pub saturated_steps: u64,
-    /// Foot-steps on which a foot touching at this step and the last moved along the ground
-    /// faster than [`SLIP_M_S`] (its points' centroid, from the model's kinematics).
-    pub slip_steps: u64,
-    /// A foot lifting: touching at one step, not at the next.
-    pub lift_events: u64,
-    /// The farthest a foot's centroid got from where it stood, along the ground, m.
-    pub max_drift_m: f64,
-}
-
 /// Each foot's points' centroid along the ground, m.
 type FeetXy = [[f64; 2]; MAX_FEET];
 
@@ -1297,10 +1275,7 @@ pub struct LeggedRecorder {
     fell_at_s: Option<f64>,
     fell_because: Option<String>,
     capture: CaptureRecord,
-    contacts: FeetOut,
-    planted: [bool; MAX_FEET],
-    /// Each foot's centroid at the last state and at the start.
-    feet_at: Option<(FeetXy, FeetXy)>,
+    feet: FeetMeter,
     qp: Option<QpOut>,
     limited: u64,
     min_base_height_m: f64,
@@ -1328,6 +1303,7 @@ pub struct CaptureRecord {
 
 impl LeggedRecorder {
     fn new(judge: Arc<Judge>, keep: bool) -> Self {
+        let feet = judge.robot.feet.len();
         Self {
             keep,
             samples: Vec::new(),
@@ -1339,9 +1315,7 @@ impl LeggedRecorder {
             fell_at_s: None,
             fell_because: None,
             capture: CaptureRecord::default(),
-            contacts: FeetOut::default(),
-            planted: [false; MAX_FEET],
-            feet_at: None,
+            feet: FeetMeter::new(feet),
             qp: None,
             limited: 0,
             min_base_height_m: f64::INFINITY,
@@ -1405,38 +1379,29 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
             }
             let measured = self.measure(&s);
             let dt = self.last.map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
-            for (k, foot) in robot.feet.iter().enumerate() {
+            let mut feet = [FootForce {
+                touching: false,
+                friction_use: 0.0,
+            }; MAX_FEET];
+            for (out, foot) in feet.iter_mut().zip(&robot.feet) {
                 let f = s.contacts[..s.contact_count]
                     .iter()
                     .filter(|(b, _)| usize::from(*b) == foot.body)
                     .fold([0.0; 3], |a, (_, f)| {
                         [a[0] + f[0], a[1] + f[1], a[2] + f[2]]
                     });
-                let touching = f[2] > PLANTED_N;
-                if touching {
-                    let use_ = f[0].hypot(f[1]) / (self.judge.mu * f[2]);
-                    self.contacts.max_friction_use = self.contacts.max_friction_use.max(use_);
-                    if use_ >= 0.99 {
-                        self.contacts.saturated_steps += 1;
-                    }
+                out.touching = f[2] > PLANTED_N;
+                if out.touching {
+                    out.friction_use = f[0].hypot(f[1]) / (self.judge.mu * f[2]);
                 }
-                if let (Some((_, _, now)), Some((last, start))) = (&measured, &self.feet_at) {
-                    let moved = (now[k][0] - last[k][0]).hypot(now[k][1] - last[k][1]);
-                    if touching && self.planted[k] && dt > 0.0 && moved > SLIP_M_S * dt {
-                        self.contacts.slip_steps += 1;
-                    }
-                    let drift = (now[k][0] - start[k][0]).hypot(now[k][1] - start[k][1]);
-                    self.contacts.max_drift_m = self.contacts.max_drift_m.max(drift);
-                }
-                if self.planted[k] && !touching && frame.step > 1 {
-                    self.contacts.lift_events += 1;
-                }
-                self.planted[k] = touching;
             }
-            if let Some((_, _, now)) = &measured {
-                let start = self.feet_at.map_or(*now, |(_, start)| start);
-                self.feet_at = Some((*now, start));
-            }
+            let count = robot.feet.len().min(MAX_FEET);
+            self.feet.state(
+                &feet[..count],
+                measured.as_ref().map(|(_, _, now)| &now[..count]),
+                dt,
+                frame.step > 1,
+            );
             if s.sim_time_s >= self.judge.push_at_s
                 && let Some((Some(margin), speed, _)) = measured
             {
@@ -1502,7 +1467,7 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
             fell_because: self.fell_because,
             min_base_height_m: self.min_base_height_m,
             capture: self.capture,
-            contacts: self.contacts,
+            contacts: self.feet.out().clone(),
             qp: self.qp,
             limited: self.limited,
             plant_step_us,

@@ -25,6 +25,7 @@ pub mod arm;
 pub mod biped;
 pub mod chain;
 pub mod dynamo;
+pub mod feet;
 pub mod legged;
 pub mod lockstep;
 #[cfg(test)]

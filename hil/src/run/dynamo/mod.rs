@@ -13,7 +13,7 @@
 //! is falling, however little it has tilted yet ([`CaptureMeter`]). A run
 //! cut short (the plant lost, SIGINT or SIGTERM) before its end without having fallen is **not
 //! judged**: its `stood` (`fell` in the gain sweep) is `null` in `report.json` and empty in
-//! `runs.csv`, it counts as neither stood nor fallen (so not towards `max_push_survived_ns`),
+//! `runs.csv`, it counts as neither stood nor fallen (so not towards `largest_push_survived_ns`),
 //! and the report says `complete: false` with an `incomplete_reason` naming the run. A run that
 //! fell before it was cut is judged: it fell.
 //! Figures: the largest impulse after which the humanoid still stands, the torso's largest tilt
@@ -35,13 +35,14 @@ use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
 use control_core::dynamo::{ConfigField, DynamoError, RootSpringConfig, SpringState};
 use control_core::frames::{Event, StateFrame};
 use plotters::prelude::*;
-use robot_model::humanoid::{Geometry, HumanoidModel};
+use robot_model::humanoid::{Geometry, HumanoidModel, Sole};
 use serde::{Deserialize, Serialize};
 use sim_host::Push;
 use sim_host::humanoid::{HumanoidPlant, HumanoidScene};
 use sim_host::scene::MAX_TORQUE_LIMIT_NM;
 use sim_host::{Mode, SceneError};
 
+use super::feet::{FeetMeter, FeetOut, FootForce};
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::{LatencyHistogram, LoopTimes};
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
@@ -921,9 +922,10 @@ pub struct DynamoRecorder {
     limited: u64,
     refused: u64,
     times: LoopTimes,
-    contacts: ContactOut,
-    /// Whether each of the feet and toes was touching at the last frame.
-    planted: [bool; 4],
+    /// The feet and toes (ground-contact order, the frame's first four contacts).
+    feet_meter: FeetMeter,
+    /// Their soles, the same order.
+    soles: Vec<Sole>,
     qp: Option<QpOut>,
     capture: CaptureMeter,
     /// The hand's arrival time and what it did after (a scenario with a hand).
@@ -1134,17 +1136,28 @@ pub fn support_margin(points: &[[f64; 2]], p: [f64; 2]) -> Option<f64> {
     Some(if inside { nearest } else { -nearest })
 }
 
-/// The ground's forces on the feet and toes as the plant measured them, until the fall (or the
-/// end).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ContactOut {
-    /// Largest ‖f_t‖ / (μ f_n) over the steps and the feet and toes touching the ground
-    /// (μ = the plant's friction, 0.8); 1 is sliding.
-    pub max_friction_use: f64,
-    /// Steps on which a foot or toes touching slid: friction use ≥ 0.99.
-    pub slip_steps: u64,
-    /// A foot or toes lifting: touching at one step, not at the next.
-    pub lift_events: u64,
+/// Each sole's corners' centroid along the ground (world x, z: the scene is y-up), in `soles`
+/// order; `None` if a sole's body is not among `bodies`.
+fn sole_centroids(
+    soles: &[Sole],
+    bodies: &[control_core::frames::BodyMotion],
+) -> Option<Vec<[f64; 2]>> {
+    soles
+        .iter()
+        .map(|sole| {
+            let b = bodies.get(sole.body)?;
+            let [w, i, j, k] = b.orientation;
+            let r = UnitQuaternion::new_normalize(
+                control_core::articulated::nalgebra::Quaternion::new(w, i, j, k),
+            );
+            let (mut sum, mut n) = (Vector3::zeros(), 0.0);
+            for c in sole.corners_from([0.0; 3]) {
+                sum += Vector3::from(b.com_m) + r * Vector3::from(c);
+                n += 1.0;
+            }
+            (n > 0.0).then(|| [sum.x / n, sum.z / n])
+        })
+        .collect()
 }
 
 /// What `qp_balance`'s QP did over a run.
@@ -1218,8 +1231,8 @@ pub struct DynamoRun {
     pub limited: u64,
     /// Joint-ticks whose servo refused its input.
     pub refused: u64,
-    /// The ground's forces on the feet and toes.
-    pub contacts: ContactOut,
+    /// The ground's forces on the feet and toes, and their motion.
+    pub feet: FeetOut,
     /// `qp_balance`'s QP.
     pub qp: Option<QpOut>,
     /// The capture point against the support.
@@ -1307,21 +1320,29 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
                 frame.sim_time_s,
                 s.bodies.get(..s.body_count).unwrap_or(&[]),
             );
-            for (k, c) in frame.contacts.iter().take(4).enumerate() {
+            let mut feet = [FootForce {
+                touching: false,
+                friction_use: 0.0,
+            }; 4];
+            for (foot, c) in feet.iter_mut().zip(frame.contacts.iter().take(4)) {
                 let [x, y, z] = c.force_n;
-                let touching = y > 0.0;
-                if touching {
-                    let use_ = (x * x + z * z).sqrt() / (sim_host::humanoid::FRICTION * y);
-                    self.contacts.max_friction_use = self.contacts.max_friction_use.max(use_);
-                    if use_ >= 0.99 {
-                        self.contacts.slip_steps += 1;
-                    }
+                foot.touching = y > 0.0;
+                if foot.touching {
+                    foot.friction_use = (x * x + z * z).sqrt() / (sim_host::humanoid::FRICTION * y);
                 }
-                if self.planted[k] && !touching && frame.step > 1 {
-                    self.contacts.lift_events += 1;
-                }
-                self.planted[k] = touching;
             }
+            let count = frame.contacts.len().min(4);
+            let at = sole_centroids(&self.soles, s.bodies.get(..s.body_count).unwrap_or(&[]));
+            let dt = self
+                .last
+                .as_ref()
+                .map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
+            self.feet_meter.state(
+                &feet[..count],
+                at.as_ref().map(|a| &a[..count.min(a.len())]),
+                dt,
+                frame.step > 1,
+            );
         }
         if let Some(torso) = frame.bodies.get(self.torso) {
             let tilt = tilt_of(torso);
@@ -1407,7 +1428,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             spring_broke_at_s: self.spring_broke_at_s,
             limited: self.limited,
             refused: self.refused,
-            contacts: self.contacts,
+            feet: self.feet_meter.out().clone(),
             qp: self.qp,
             capture: self.capture.out,
             hand: self.hand.map(|(_, h)| h),
@@ -1442,8 +1463,8 @@ pub struct PushOut {
     pub limited_joint_ticks: u64,
     /// Joint-ticks whose servo refused its input (damping sent instead).
     pub refused_joint_ticks: u64,
-    /// The ground's forces on the feet and toes until the fall.
-    pub contacts: ContactOut,
+    /// The ground's forces on the feet and toes, and their motion, until the fall.
+    pub feet: FeetOut,
     /// `qp_balance` only: its QP.
     pub qp: Option<QpOut>,
     /// The capture point against the support, from the push until the fall.
@@ -1462,7 +1483,7 @@ pub struct ControllerOut {
     /// The largest impulse after which it still stood, every smaller one judged and stood too,
     /// N·s; runs not judged count as not stood. `None` (`null`): not even the smallest stood,
     /// or it was not judged (its `pushes[0].stood` is then `null`).
-    pub max_push_survived_ns: Option<f64>,
+    pub largest_push_survived_ns: Option<f64>,
     /// RMS pose error while standing (the unpushed or smallest-impulse run, nominal gains), rad.
     pub pose_error_rad: Option<f64>,
     /// The reach joint's angle from its target at the reach's arrival time (the same run), rad:
@@ -1562,6 +1583,7 @@ pub fn run_scenario(
     let torso = model.body_index(&scenario.push_body).unwrap_or(0);
     let feet: Vec<usize> = model.ground_contact_bodies.to_vec();
     let capture = CaptureMeter::new(&model, scenario.push_direction, scenario.push_at_s)?;
+    let soles = robot_model::humanoid::soles(&model)?;
     let qp_log = match &args.record_qp {
         Some(path) => Some(balance::QpLogFile::create(path)?),
         None => None,
@@ -1612,8 +1634,8 @@ pub fn run_scenario(
             limited: 0,
             refused: 0,
             times: LoopTimes::default(),
-            contacts: ContactOut::default(),
-            planted: [false; 4],
+            feet_meter: FeetMeter::new(4),
+            soles: soles.clone(),
             qp: None,
             capture: capture.clone(),
             hand: scenario
@@ -1701,7 +1723,7 @@ pub fn run_scenario(
                 spring_broke_at_s: run.spring_broke_at_s,
                 limited_joint_ticks: run.limited,
                 refused_joint_ticks: run.refused,
-                contacts: run.contacts.clone(),
+                feet: run.feet.clone(),
                 qp: run.qp.clone(),
                 capture: run.capture.clone(),
                 hand: run.hand.clone(),
@@ -1908,7 +1930,7 @@ fn summarise(
         .collect();
     ControllerOut {
         name: law.name(),
-        max_push_survived_ns: survived.last().map(|p| p.impulse_ns),
+        largest_push_survived_ns: survived.last().map(|p| p.impulse_ns),
         pose_error_rad,
         reach_error_at_arrival_rad,
         external_torque_nm_s: survived.last().map_or(0.0, |p| p.external_torque_nm_s),
@@ -1925,7 +1947,10 @@ fn summarise(
 /// The console's "max push survived" cell: the impulse, `none`, or `not judged` when the first
 /// push was not judged.
 fn survived_cell(c: &ControllerOut) -> String {
-    match (c.max_push_survived_ns, c.pushes.first().map(|p| p.stood)) {
+    match (
+        c.largest_push_survived_ns,
+        c.pushes.first().map(|p| p.stood),
+    ) {
         (Some(v), _) => format!("{v}"),
         (None, Some(None)) => "not judged".into(),
         (None, _) => "none".into(),
@@ -2387,7 +2412,7 @@ mod tests {
             spring_broke_at_s: None,
             limited: 0,
             refused: 0,
-            contacts: ContactOut::default(),
+            feet: FeetOut::default(),
             qp: None,
             capture: CaptureOut {
                 end_margin_m: Some(0.01),
@@ -2428,7 +2453,7 @@ mod tests {
             spring_broke_at_s: None,
             limited_joint_ticks: 0,
             refused_joint_ticks: 0,
-            contacts: ContactOut::default(),
+            feet: FeetOut::default(),
             qp: None,
             capture: CaptureOut::default(),
             hand: None,
@@ -2441,7 +2466,7 @@ mod tests {
             None,
             None,
         );
-        assert_eq!(c.max_push_survived_ns, None);
+        assert_eq!(c.largest_push_survived_ns, None);
         assert_eq!(survived_cell(&c), "not judged");
         let c = summarise(
             DynamoLaw::WorldSpace,
@@ -2450,6 +2475,6 @@ mod tests {
             None,
             None,
         );
-        assert_eq!(c.max_push_survived_ns, Some(0.0));
+        assert_eq!(c.largest_push_survived_ns, Some(0.0));
     }
 }

@@ -1,0 +1,195 @@
+//! What the ground did to a standing robot's feet, measured the same way by every kind that
+//! pushes one (`dynamo_push` with its balance scenarios, `robot_push`): the forces as the plant
+//! measured them against the friction cone, and the feet's own motion along the ground. The
+//! two are different things: with two or more feet down the plant's solver may load their
+//! cones with internal forces (equal and opposite, moving nothing), so a foot at its cone's
+//! edge need not slide, and `slip_steps` counts motion, not forces.
+//!
+//! Runs in the recorder, off the control thread.
+
+use serde::Serialize;
+
+/// A planted foot whose points' centroid moves faster than this along the ground slips, m/s.
+pub const SLIP_M_S: f64 = 0.01;
+
+/// A foot whose tangential force is at least this fraction of μ times its normal force is at
+/// its friction cone's edge.
+pub const SATURATED_USE: f64 = 0.99;
+
+/// The ground's forces on the feet as the plant measured them, and the feet's motion, until the
+/// fall (or the end).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FeetOut {
+    /// Largest ‖f_t‖ / (μ f_n) over the steps and the feet touching the ground (μ the ground's):
+    /// 1 is the cone's edge.
+    pub max_friction_use: f64,
+    /// Foot-steps at the cone's edge (friction use ≥ [`SATURATED_USE`]): forces, not motion
+    /// (see the module docs).
+    pub saturated_steps: u64,
+    /// Foot-steps on which a foot touching at this step and the last moved along the ground
+    /// faster than [`SLIP_M_S`] (its sole points' centroid).
+    pub slip_steps: u64,
+    /// A foot lifting: touching at one step, not at the next.
+    pub lift_events: u64,
+    /// The farthest a foot's centroid got from where it stood at the first state, along the
+    /// ground, m (a step taken counts).
+    pub max_drift_m: f64,
+}
+
+/// One foot at one state, as the plant measured it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FootForce {
+    /// Whether the ground carries it (the kind's own threshold on the normal force).
+    pub touching: bool,
+    /// ‖f_t‖ / (μ f_n), read while it touches.
+    pub friction_use: f64,
+}
+
+/// Turns each state's feet into a [`FeetOut`].
+#[derive(Debug, Clone, Default)]
+pub struct FeetMeter {
+    out: FeetOut,
+    /// Whether each foot touched at the last state.
+    planted: Vec<bool>,
+    /// Each foot's centroid at the last measured state and at the first, along the ground, m.
+    last: Vec<[f64; 2]>,
+    start: Vec<[f64; 2]>,
+}
+
+impl FeetMeter {
+    /// A meter for `feet` feet.
+    pub fn new(feet: usize) -> Self {
+        Self {
+            out: FeetOut::default(),
+            planted: vec![false; feet],
+            last: Vec::with_capacity(feet),
+            start: Vec::with_capacity(feet),
+        }
+    }
+
+    /// One state: each foot's force (`feet`, one per foot in a fixed order), where their sole
+    /// points' centroids are along the ground (`at`, the same order; `None` where the state
+    /// could not be measured), the time since the last state `dt_s`, and whether a foot leaving
+    /// the ground counts as a lift (not on the run's first steps, while the body settles).
+    pub fn state(
+        &mut self,
+        feet: &[FootForce],
+        at: Option<&[[f64; 2]]>,
+        dt_s: f64,
+        count_lifts: bool,
+    ) {
+        let measured = !self.last.is_empty();
+        for (k, foot) in feet.iter().enumerate() {
+            let planted = self.planted.get(k).copied().unwrap_or(false);
+            if foot.touching {
+                self.out.max_friction_use = self.out.max_friction_use.max(foot.friction_use);
+                if foot.friction_use >= SATURATED_USE {
+                    self.out.saturated_steps += 1;
+                }
+            }
+            if let (Some(now), true) = (at.and_then(|a| a.get(k)), measured) {
+                let last = self.last.get(k).copied().unwrap_or(*now);
+                let start = self.start.get(k).copied().unwrap_or(*now);
+                let moved = (now[0] - last[0]).hypot(now[1] - last[1]);
+                if foot.touching && planted && dt_s > 0.0 && moved > SLIP_M_S * dt_s {
+                    self.out.slip_steps += 1;
+                }
+                let drift = (now[0] - start[0]).hypot(now[1] - start[1]);
+                self.out.max_drift_m = self.out.max_drift_m.max(drift);
+            }
+            if planted && !foot.touching && count_lifts {
+                self.out.lift_events += 1;
+            }
+            if let Some(p) = self.planted.get_mut(k) {
+                *p = foot.touching;
+            }
+        }
+        if let Some(now) = at {
+            if self.start.is_empty() {
+                self.start.extend_from_slice(now);
+            }
+            self.last.clear();
+            self.last.extend_from_slice(now);
+        }
+    }
+
+    /// What it measured so far.
+    pub fn out(&self) -> &FeetOut {
+        &self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn down(friction_use: f64) -> FootForce {
+        FootForce {
+            touching: true,
+            friction_use,
+        }
+    }
+
+    const UP: FootForce = FootForce {
+        touching: false,
+        friction_use: 0.0,
+    };
+
+    #[test]
+    fn forces_motion_and_lifts_are_counted_apart() {
+        let mut m = FeetMeter::new(2);
+        // First state: nothing to compare with yet.
+        m.state(
+            &[down(0.5), down(0.995)],
+            Some(&[[0.0, 0.0], [0.2, 0.0]]),
+            0.0,
+            false,
+        );
+        assert_eq!(m.out().saturated_steps, 1);
+        assert_eq!(m.out().slip_steps, 0);
+        // Foot 0 slides 1 mm in 10 ms (0.1 m/s); foot 1 stays put at its cone's edge.
+        m.state(
+            &[down(0.7), down(0.999)],
+            Some(&[[0.001, 0.0], [0.2, 0.0]]),
+            0.01,
+            true,
+        );
+        assert_eq!(m.out().slip_steps, 1);
+        assert_eq!(m.out().saturated_steps, 2);
+        assert_eq!(m.out().max_friction_use, 0.999);
+        // Foot 1 lifts and moves: a lift, not a slip.
+        m.state(
+            &[down(0.1), UP],
+            Some(&[[0.001, 0.0], [0.3, 0.0]]),
+            0.01,
+            true,
+        );
+        assert_eq!(m.out().slip_steps, 1);
+        assert_eq!(m.out().lift_events, 1);
+        assert!((m.out().max_drift_m - 0.1).abs() < 1e-12);
+        // Foot 1 lands moving: not planted at the last state, so no slip either.
+        m.state(
+            &[down(0.1), down(0.1)],
+            Some(&[[0.001, 0.0], [0.4, 0.0]]),
+            0.01,
+            true,
+        );
+        assert_eq!(m.out().slip_steps, 1);
+        assert!((m.out().max_drift_m - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_state_without_positions_counts_forces_and_lifts_only() {
+        let mut m = FeetMeter::new(1);
+        m.state(&[down(0.2)], None, 0.0, true);
+        m.state(&[UP], None, 0.01, true);
+        assert_eq!(m.out().lift_events, 1);
+        assert_eq!(m.out().slip_steps, 0);
+        assert_eq!(m.out().max_drift_m, 0.0);
+        // Lifts are not counted while the caller says so (the first steps).
+        let mut m = FeetMeter::new(1);
+        m.state(&[down(0.2)], None, 0.0, false);
+        m.state(&[UP], None, 0.01, false);
+        assert_eq!(m.out().lift_events, 0);
+    }
+}
