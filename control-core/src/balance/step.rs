@@ -79,23 +79,24 @@ pub struct StepSettings {
 impl StepSettings {
     /// A step once the capture point is 1 cm beyond the footprint (the ankles and hips bring
     /// back a capture point just outside: the pelted humanoid's balls take it out by less, and
-    /// it stands them without a step), a 0.35 s swing lifting 5 cm, at most 0.4 m long, the
+    /// it stands them without a step), a 0.25 s swing lifting 5 cm, at most 0.4 m long, the
     /// capture point landing 11 cm behind the foot's front edge, the landing point followed
-    /// through the first half of the swing. Measured on the 15-body humanoid (`balance_push`,
-    /// every push of 20–34 N·s and 36–44 N·s): these settings stand every one; swings of 0.3–0.4 s
-    /// with the landing point followed through 30–70 % of the swing, aims of 8–14 cm and
-    /// triggers of 0–2 cm stand every push up to 23–44 N·s (docs/RESULTS.md of the repository).
+    /// through the first 70 % of the swing. Measured on the 15-body humanoid (`balance_push`,
+    /// every push of 20–34 N·s and 36–44 N·s, with the contact hold of one tick): these settings
+    /// stand every one, and so do swings of 0.2–0.3 s with the landing point followed through
+    /// 60–80 % of the swing, aims of 11–14 cm and triggers of 0–2 cm; an aim of 8 cm stands
+    /// every push up to 34 N·s (docs/RESULTS.md of the repository).
     pub const DEFAULT: Self = Self {
-        swing_s: 0.35,
+        swing_s: 0.25,
         lift_m: 0.05,
         max_length_m: 0.4,
         aim_m: 0.11,
-        adapt_fraction: 0.5,
+        adapt_fraction: 0.7,
         trigger_m: 0.01,
     };
 
     /// [`StepSettings::DEFAULT`] carried to another body: the swing as long in pendulum time
-    /// (`0.35 s × 2.97/s / ω`, the 15-body humanoid's ω = √(g/h) being 2.97/s), the capture
+    /// (`0.25 s × 2.97/s / ω`, the 15-body humanoid's ω = √(g/h) being 2.97/s), the capture
     /// point landing half a foot (`foot_length_m / 2`) behind the foot's front edge; the rest
     /// as the default. `None` if `omega` or `foot_length_m` is not finite and positive.
     pub fn scaled(omega: f64, foot_length_m: f64) -> Option<Self> {

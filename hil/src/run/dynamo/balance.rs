@@ -11,7 +11,8 @@
 //! is one joint. Each is one [`JointGroup`] with the joint's effort, so the QP bounds the norm
 //! of the torque vector the plant checks. The feet stand on the four bottom corners of their
 //! sole box and the toes on the two front corners of theirs; every corner of a body touches
-//! while the plant measured a normal force on the body at the last step, so the QP holds each
+//! while the plant measured a normal force on the body at the last step (or, the contact hold,
+//! within [`CONTACT_HOLD_TICKS`] ticks before it), so the QP holds each
 //! planted foot flat with at least the minimum normal force on every corner (the slides'
 //! contact stabilisation: it keeps the centre of pressure inside the sole, away from its
 //! edges). Planting only the corners within 5 mm of the ground instead, which leaves a foot
@@ -44,23 +45,36 @@ pub const NR: usize = 144;
 type Qp = Balance<NV, NX, NR>;
 
 /// The centre of mass's horizontal spring `k_c`, 1/s² (the library's default is 60). With the
-/// plant's 70.4 kg humanoid, 200 Hz, `balance_push.toml`: 120, 150 and 180 survive 22, 24 and
-/// 22 N·s (60: 18).
+/// plant's 70.4 kg humanoid, 200 Hz, `balance_push.toml` on its feet (measured before the
+/// contact hold, [`CONTACT_HOLD_TICKS`]): 120, 150 and 180 survive 22, 24 and 22 N·s (60: 18).
 pub const COM_KP: f64 = 150.0;
 
-/// The smallest normal force per sole corner, N (the library's default is 5). 10, 15 and 20 N
-/// survive 22, 24 and 16 N·s (20 N: many ticks infeasible; 5 N: 18 N·s).
+/// The smallest normal force per sole corner, N (the library's default is 5). On its feet,
+/// before the contact hold, 10, 15 and 20 N survived 22, 24 and 16 N·s (20 N: many ticks
+/// infeasible; 5 N: 18 N·s).
 pub const MIN_NORMAL_N: f64 = 15.0;
 
 /// The weight of the angular-momentum damping objective (the library's default is 1), unless a
-/// scenario's `[qp_balance] momentum_weight` says. On `balance_push.toml`'s pushes (2 N·s
-/// steps, and 20–30 N·s in 1 N·s steps) 25, 30 and 35 survive every push up to 26/26, 26/26
+/// scenario's `[qp_balance] momentum_weight` says. On `balance_push.toml`'s pushes on its feet,
+/// before the contact hold (2 N·s steps, and 20–30 N·s in 1 N·s steps) 25, 30 and 35 survive
+/// every push up to 26/26, 26/26
 /// and 24/25 N·s, against 22/23 at 1; 20 and 40 fall at 23 and 24 N·s; with 20 and more a tick
 /// takes about 4 iterations instead of 8.
 pub const MOMENTUM_WEIGHT: f64 = 30.0;
 
 /// A contact body is planted while the plant measured more than this normal force on it, N.
 pub const PLANTED_N: f64 = 1.0;
+
+/// Ticks a contact body stays planted after the plant last measured a normal force on it
+/// (`[qp_balance] contact_hold_ticks`). The measurement is a step old: with none, a foot the
+/// plant saw unloaded for one step left the QP's planted set at once, the torques that held it
+/// changed, and after a push the feet could take turns, tick by tick, each unloading the other
+/// (on `balance_push.toml` at 16 N·s, 0.4 s of it walked both feet 8 cm forward and splayed
+/// the toes). One tick of hold ends that: the feet stay within 2 cm up to 18 N·s.
+pub const CONTACT_HOLD_TICKS: u32 = 1;
+
+/// Largest `[qp_balance] contact_hold_ticks` accepted.
+pub const MAX_CONTACT_HOLD_TICKS: u32 = 1000;
 
 /// Every how many `qp_balance` ticks [`QpLog`] records one, unless `--record-qp-every` says.
 pub const RECORD_EVERY: u64 = 10;
@@ -276,6 +290,11 @@ pub struct HumanoidBalance {
     legs_held: Option<[f64; NV]>,
     /// The plant's bodies' masses, kg (the centre of mass's velocity for the step).
     masses: Vec<f64>,
+    /// Ticks a contact body stays planted after it last carried load ([`CONTACT_HOLD_TICKS`]).
+    contact_hold_ticks: u32,
+    /// Per contact body (feet, then toes): ticks since the plant last measured a normal force
+    /// on it (`u32::MAX`: never yet).
+    unloaded_ticks: [u32; 4],
 }
 
 impl std::fmt::Debug for HumanoidBalance {
@@ -305,6 +324,8 @@ impl Clone for HumanoidBalance {
             legs_held: None,
             last_step: None,
             masses: self.masses.clone(),
+            contact_hold_ticks: self.contact_hold_ticks,
+            unloaded_ticks: [u32::MAX; 4],
         }
     }
 }
@@ -390,6 +411,7 @@ impl HumanoidBalance {
             settings,
         };
         let step = qp.is_none_or(|q| q.step);
+        let spec = qp;
         let qp = build(&recipe)?;
         Ok(Self {
             recipe,
@@ -409,6 +431,8 @@ impl HumanoidBalance {
             legs_held: None,
             last_step: None,
             masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
+            contact_hold_ticks: spec.map_or(CONTACT_HOLD_TICKS, |q| q.contact_hold_ticks),
+            unloaded_ticks: [u32::MAX; 4],
         })
     }
 
@@ -604,8 +628,17 @@ impl HumanoidBalance {
             UnitQuaternion::identity()
         };
         let mut planted = [[false; MAX_POINTS]; 4];
-        for (touch, f) in planted.iter_mut().zip(contact_normal_n) {
-            *touch = [*f > PLANTED_N; MAX_POINTS];
+        for ((touch, f), unloaded) in planted
+            .iter_mut()
+            .zip(contact_normal_n)
+            .zip(self.unloaded_ticks.iter_mut())
+        {
+            *unloaded = if *f > PLANTED_N {
+                0
+            } else {
+                unloaded.saturating_add(1)
+            };
+            *touch = [*unloaded <= self.contact_hold_ticks; MAX_POINTS];
         }
         if self.stepper.is_some() {
             let command = self.step_tick(time_s, bodies, &base, &q, contact_normal_n)?;
