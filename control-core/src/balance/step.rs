@@ -84,8 +84,9 @@ impl StepSettings {
     /// through the first 70 % of the swing. Measured on the 15-body humanoid (`balance_push`,
     /// every push of 20–34 N·s and 36–44 N·s, with the contact hold of one tick): these settings
     /// stand every one, and so do swings of 0.2–0.3 s with the landing point followed through
-    /// 60–80 % of the swing, aims of 11–14 cm and triggers of 0–2 cm; an aim of 8 cm stands
-    /// every push up to 34 N·s (docs/RESULTS.md of the repository).
+    /// 60–80 % of the swing (but 0.3 s and 80 %: every push up to 33 N·s), an aim of 14 cm and
+    /// triggers of 0–3 cm; an aim of 8 cm stands every push up to 34 N·s, and following the
+    /// landing point through only half the swing 23–36 N·s (docs/RESULTS.md of the repository).
     pub const DEFAULT: Self = Self {
         swing_s: 0.25,
         lift_m: 0.05,
