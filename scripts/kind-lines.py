@@ -52,8 +52,8 @@ CLASSES = [
     # Shared by some kinds.
     ("sim-host/src/humanoid.rs", "family"),
     ("hil/src/run/roles.rs", "family"),
-    # The feet's forces and motion, for the two push kinds (dynamo_push, robot_push).
-    ("hil/src/run/feet.rs", "family"),
+    # The feet and the capture point of a pushed robot, for the two push kinds (dynamo_push, robot_push).
+    ("hil/src/run/standing.rs", "family"),
     ("sim-host/src/robot.rs", "family"),
     ("hil/src/anim.rs", "family"),
     ("hil/src/replay/hull.rs", "family"),

@@ -38,11 +38,11 @@ use sim_host::{Mode, Push};
 
 use super::dynamo::controller::QpTick;
 use super::dynamo::{QpOut, support_margin};
-use super::feet::{FeetMeter, FeetOut, FootForce};
 use super::recorder::LoopTimes;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, LoopState, StopFlag};
+use super::standing::{CaptureOut, FeetMeter, FeetOut, FootForce};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 
 /// The `kind` of these scenario files.
@@ -1258,10 +1258,24 @@ pub struct Judge {
     mu: f64,
     fall_height_m: f64,
     push_at_s: f64,
+    /// The push's direction along the ground (unit; zero for a vertical push).
+    push_direction: [f64; 2],
 }
 
 /// Each foot's points' centroid along the ground, m.
 type FeetXy = [[f64; 2]; MAX_FEET];
+
+/// What [`LeggedRecorder::measure`] gives at a state.
+struct Measured {
+    /// The capture point's signed margin inside the footprint, m.
+    margin: Option<f64>,
+    /// The centre of mass's speed along the push, m/s.
+    speed_m_s: f64,
+    /// Each foot's points' centroid along the ground, m.
+    centroids: FeetXy,
+    /// How far the footprint reaches beyond the capture point along the push, m, and ω, 1/s.
+    front: Option<(f64, f64)>,
+}
 
 /// `pd_hold`'s stiffness and damping per joint, and the joints whose stiffness was capped.
 pub type PdGains = (Vec<f64>, Vec<f64>, Vec<String>);
@@ -1274,7 +1288,7 @@ pub struct LeggedRecorder {
     times: LoopTimes,
     fell_at_s: Option<f64>,
     fell_because: Option<String>,
-    capture: CaptureRecord,
+    capture: CaptureOut,
     feet: FeetMeter,
     qp: Option<QpOut>,
     limited: u64,
@@ -1289,18 +1303,6 @@ pub struct LeggedRecorder {
 /// The replay's sampling period, s.
 const SAMPLE_S: f64 = 0.01;
 
-/// The capture point against the feet's footprint.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct CaptureRecord {
-    /// Smallest signed distance from the capture point to the footprint's edge from the push on,
-    /// m (positive inside).
-    pub min_margin_m: Option<f64>,
-    /// The same at the run's last state (or at the fall), m.
-    pub end_margin_m: Option<f64>,
-    /// Largest horizontal speed of the centre of mass, m/s.
-    pub max_com_speed_m_s: f64,
-}
-
 impl LeggedRecorder {
     fn new(judge: Arc<Judge>, keep: bool) -> Self {
         let feet = judge.robot.feet.len();
@@ -1314,7 +1316,7 @@ impl LeggedRecorder {
             times: LoopTimes::default(),
             fell_at_s: None,
             fell_because: None,
-            capture: CaptureRecord::default(),
+            capture: CaptureOut::default(),
             feet: FeetMeter::new(feet),
             qp: None,
             limited: 0,
@@ -1323,8 +1325,10 @@ impl LeggedRecorder {
     }
 
     /// At state `s`: the capture point's margin in the footprint of every foot point, the
-    /// centre of mass's horizontal speed, and each foot's points' centroid along the ground.
-    fn measure(&self, s: &LeggedState) -> Option<(Option<f64>, f64, FeetXy)> {
+    /// centre of mass's speed along the push, each foot's points' centroid along the ground, and
+    /// (when the centre of mass is above the ground) how far the footprint reaches beyond the
+    /// capture point along the push, with ω.
+    fn measure(&self, s: &LeggedState) -> Option<Measured> {
         let robot = &self.judge.robot;
         let (base, v) = robot.base_and_velocity(s);
         let q = robot.positions(s);
@@ -1343,13 +1347,26 @@ impl LeggedRecorder {
                 c[1] += w.y / f.count as f64;
             }
         }
-        let margin = (x.z > 0.0)
-            .then(|| {
-                let omega = (9.81 / x.z).sqrt();
-                support_margin(&points, [x.x + xd.x / omega, x.y + xd.y / omega])
-            })
-            .flatten();
-        Some((margin, xd.x.hypot(xd.y), centroids))
+        let d = self.judge.push_direction;
+        let along = |p: [f64; 2]| p[0] * d[0] + p[1] * d[1];
+        let (margin, front) = if x.z > 0.0 {
+            let omega = (9.81 / x.z).sqrt();
+            let xi = [x.x + xd.x / omega, x.y + xd.y / omega];
+            let reach = points
+                .iter()
+                .map(|p| along(*p))
+                .fold(f64::NEG_INFINITY, f64::max);
+            let front = (!points.is_empty()).then(|| (reach - along(xi), omega));
+            (support_margin(&points, xi), front)
+        } else {
+            (None, None)
+        };
+        Some(Measured {
+            margin,
+            speed_m_s: along([xd.x, xd.y]),
+            centroids,
+            front,
+        })
     }
 }
 
@@ -1398,18 +1415,19 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
             let count = robot.feet.len().min(MAX_FEET);
             self.feet.state(
                 &feet[..count],
-                measured.as_ref().map(|(_, _, now)| &now[..count]),
+                measured.as_ref().map(|m| &m.centroids[..count]),
                 dt,
                 frame.step > 1,
             );
             if s.sim_time_s >= self.judge.push_at_s
-                && let Some((Some(margin), speed, _)) = measured
+                && let Some(m) = &measured
+                && let Some(margin) = m.margin
             {
-                self.capture.end_margin_m = Some(margin);
-                if self.capture.min_margin_m.is_none_or(|m| margin < m) {
-                    self.capture.min_margin_m = Some(margin);
+                if let Some((front, omega)) = m.front {
+                    self.capture.at_push(front, omega);
                 }
-                self.capture.max_com_speed_m_s = self.capture.max_com_speed_m_s.max(speed);
+                self.capture.margin(s.sim_time_s, Some(margin));
+                self.capture.speed(m.speed_m_s);
             }
             if let Some(why) = why {
                 self.fell_at_s = Some(s.sim_time_s);
@@ -1484,7 +1502,7 @@ pub struct RobotRun {
     fell_at_s: Option<f64>,
     fell_because: Option<String>,
     min_base_height_m: f64,
-    capture: CaptureRecord,
+    capture: CaptureOut,
     contacts: FeetOut,
     qp: Option<QpOut>,
     limited: u64,
@@ -1509,7 +1527,7 @@ pub struct RobotPushOut {
     /// The base origin's lowest height, m.
     pub min_base_height_m: f64,
     /// The capture point against the footprint.
-    pub capture: CaptureRecord,
+    pub capture: CaptureOut,
     /// The ground's forces on the feet as the plant measured them, and the feet's motion,
     /// until the fall.
     pub feet: FeetOut,
@@ -1780,6 +1798,11 @@ pub fn run_scenario(
         mu: s.robot.ground_friction,
         fall_height_m: s.judge.fall_height_fraction * robot.base_pose.translation.vector.z,
         push_at_s: s.push.at_s,
+        push_direction: {
+            let [x, y, _] = s.push.direction;
+            let n = x.hypot(y);
+            if n > 0.0 { [x / n, y / n] } else { [0.0, 0.0] }
+        },
         robot: robot.clone(),
     });
     let scenes = staging.join("scenes");

@@ -25,7 +25,6 @@ pub mod arm;
 pub mod biped;
 pub mod chain;
 pub mod dynamo;
-pub mod feet;
 pub mod legged;
 pub mod lockstep;
 #[cfg(test)]
@@ -39,6 +38,7 @@ pub mod report;
 pub mod roles;
 pub mod scenario;
 pub mod session;
+pub mod standing;
 pub mod state_check;
 pub mod walk3d;
 

@@ -42,13 +42,13 @@ use sim_host::humanoid::{HumanoidPlant, HumanoidScene};
 use sim_host::scene::MAX_TORQUE_LIMIT_NM;
 use sim_host::{Mode, SceneError};
 
-use super::feet::{FeetMeter, FeetOut, FootForce};
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::{LatencyHistogram, LoopTimes};
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::roles::{JointRole, RolesSpec, body_sides, joint_roles};
 use super::scenario::ScenarioError;
 use super::session::{Cut, LoopRecorder, StopFlag};
+use super::standing::{CaptureOut, FeetMeter, FeetOut, FootForce};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use crate::anim::{Bone, BoneKind, ForceArrow, GifSettings, Pose, write_gif};
 use control_core::simbicon3d::Side;
@@ -1010,27 +1010,6 @@ pub struct CaptureMeter {
     out: CaptureOut,
 }
 
-/// What [`CaptureMeter`] saw.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct CaptureOut {
-    /// The smallest signed distance from the capture point to the footprint's edge, m:
-    /// positive inside, negative outside (beyond the support).
-    pub min_margin_m: Option<f64>,
-    /// When that was, s.
-    pub min_margin_at_s: Option<f64>,
-    /// The same at the last state before the run ended (or fell), m: a run that ends with its
-    /// capture point outside its footprint is falling and does not count as standing.
-    pub end_margin_m: Option<f64>,
-    /// The largest speed of the centre of mass along the push direction, m/s.
-    pub max_com_speed_m_s: f64,
-    /// At the push's start: how far the footprint reaches beyond the capture point along the
-    /// push direction, m. An impulse of `m ω` times this puts the capture point on the
-    /// footprint's front edge: the most the ankles alone can stop.
-    pub front_at_push_m: Option<f64>,
-    /// ω = √(g / h) at the push's start, 1/s.
-    pub omega_at_push_per_s: Option<f64>,
-}
-
 impl CaptureMeter {
     /// A meter for `model` pushed along `direction` from `from_s`.
     pub fn new(model: &HumanoidModel, direction: [f64; 3], from_s: f64) -> Result<Self, String> {
@@ -1056,7 +1035,7 @@ impl CaptureMeter {
         }
         // The ground is y = 0, y up (the scene's gravity is −y).
         if !(m > 0.0 && x.y > 0.0) {
-            self.out.end_margin_m = None;
+            self.out.margin(time_s, None);
             return;
         }
         let (x, v) = (x / m, v / m);
@@ -1076,23 +1055,16 @@ impl CaptureMeter {
                 corners.push([p.x, p.z]);
             }
         }
-        self.out.max_com_speed_m_s = self.out.max_com_speed_m_s.max(v.dot(&self.direction));
+        self.out.speed(v.dot(&self.direction));
         if self.out.front_at_push_m.is_none() && !corners.is_empty() {
             let front = corners
                 .iter()
                 .map(|c| c[0] * self.direction.x + c[1] * self.direction.z)
                 .fold(f64::NEG_INFINITY, f64::max);
-            self.out.front_at_push_m = Some(front - xi.dot(&self.direction));
-            self.out.omega_at_push_per_s = Some(omega);
+            self.out.at_push(front - xi.dot(&self.direction), omega);
         }
-        let margin = support_margin(&corners, [xi.x, xi.z]);
-        self.out.end_margin_m = margin;
-        if let Some(margin) = margin
-            && self.out.min_margin_m.is_none_or(|m| margin < m)
-        {
-            self.out.min_margin_m = Some(margin);
-            self.out.min_margin_at_s = Some(time_s);
-        }
+        self.out
+            .margin(time_s, support_margin(&corners, [xi.x, xi.z]));
     }
 }
 

@@ -1,9 +1,10 @@
-//! What the ground did to a standing robot's feet, measured the same way by every kind that
-//! pushes one (`dynamo_push` with its balance scenarios, `robot_push`): the forces as the plant
-//! measured them against the friction cone, and the feet's own motion along the ground. The
-//! two are different things: with two or more feet down the plant's solver may load their
-//! cones with internal forces (equal and opposite, moving nothing), so a foot at its cone's
-//! edge need not slide, and `slip_steps` counts motion, not forces.
+//! What a pushed robot's standing is judged by, measured the same way by every kind that pushes
+//! one (`dynamo_push` with its balance scenarios, `robot_push`): its feet ([`FeetMeter`]: the
+//! forces as the plant measured them against the friction cone, and the feet's own motion along
+//! the ground) and its capture point against the feet's footprint ([`CaptureOut`]). Forces and
+//! motion are different things: with two or more feet down the plant's solver may load their
+//! cones with internal forces (equal and opposite, moving nothing), so a foot at its cone's edge
+//! need not slide, and `slip_steps` counts motion, not forces.
 //!
 //! Runs in the recorder, off the control thread.
 
@@ -119,6 +120,57 @@ impl FeetMeter {
     }
 }
 
+/// The capture point `ξ = x + ẋ/ω` (ω = √(g/h)) against the feet's footprint (the convex hull
+/// of every foot point on the ground, touching or not), from the push's start until the fall or
+/// the end.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CaptureOut {
+    /// The smallest signed distance from the capture point to the footprint's edge, m:
+    /// positive inside, negative outside (beyond the support).
+    pub min_margin_m: Option<f64>,
+    /// When that was, s.
+    pub min_margin_at_s: Option<f64>,
+    /// The same at the last state before the run ended (or fell), m: a run that ends with its
+    /// capture point outside its footprint is falling and does not count as standing.
+    pub end_margin_m: Option<f64>,
+    /// The largest speed of the centre of mass along the push direction, m/s.
+    pub max_com_speed_m_s: f64,
+    /// At the push's start: how far the footprint reaches beyond the capture point along the
+    /// push direction, m. An impulse of `m ω` times this puts the capture point on the
+    /// footprint's front edge: the most the ankles alone can stop.
+    pub front_at_push_m: Option<f64>,
+    /// ω = √(g / h) at the push's start, 1/s.
+    pub omega_at_push_per_s: Option<f64>,
+}
+
+impl CaptureOut {
+    /// A margin measured at `time_s` (`None`: none could be): the end margin, and the smallest
+    /// with its time.
+    pub fn margin(&mut self, time_s: f64, margin: Option<f64>) {
+        self.end_margin_m = margin;
+        if let Some(margin) = margin
+            && self.min_margin_m.is_none_or(|m| margin < m)
+        {
+            self.min_margin_m = Some(margin);
+            self.min_margin_at_s = Some(time_s);
+        }
+    }
+
+    /// The centre of mass's speed along the push at a state, m/s.
+    pub fn speed(&mut self, along_push_m_s: f64) {
+        self.max_com_speed_m_s = self.max_com_speed_m_s.max(along_push_m_s);
+    }
+
+    /// At the push's start: the footprint's reach beyond the capture point along the push, m,
+    /// and ω, 1/s. Only the first call counts.
+    pub fn at_push(&mut self, front_m: f64, omega_per_s: f64) {
+        if self.front_at_push_m.is_none() {
+            self.front_at_push_m = Some(front_m);
+            self.omega_at_push_per_s = Some(omega_per_s);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +228,30 @@ mod tests {
         );
         assert_eq!(m.out().slip_steps, 1);
         assert!((m.out().max_drift_m - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_capture_point_keeps_its_smallest_margin_and_the_first_push_state() {
+        let mut c = CaptureOut::default();
+        c.at_push(0.11, 2.97);
+        c.at_push(0.5, 1.0);
+        assert_eq!(
+            (c.front_at_push_m, c.omega_at_push_per_s),
+            (Some(0.11), Some(2.97))
+        );
+        c.margin(1.0, Some(0.05));
+        c.margin(1.5, Some(-0.02));
+        c.margin(2.0, Some(0.03));
+        c.speed(0.4);
+        c.speed(0.2);
+        assert_eq!(c.min_margin_m, Some(-0.02));
+        assert_eq!(c.min_margin_at_s, Some(1.5));
+        assert_eq!(c.end_margin_m, Some(0.03));
+        assert_eq!(c.max_com_speed_m_s, 0.4);
+        // A state that could not be measured leaves no end margin (not judged standing).
+        c.margin(2.5, None);
+        assert_eq!(c.end_margin_m, None);
+        assert_eq!(c.min_margin_m, Some(-0.02));
     }
 
     #[test]
