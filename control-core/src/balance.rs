@@ -1618,6 +1618,7 @@ impl<const NV: usize, const NX: usize, const NR: usize>
     }
 }
 
+pub mod contact;
 pub mod step;
 #[cfg(test)]
 mod tests;

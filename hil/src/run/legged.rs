@@ -27,6 +27,7 @@ use std::time::Duration;
 use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
+use control_core::balance::contact::ContactHold;
 use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
 use control_core::balance::{
     Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS, PointTask,
@@ -209,10 +210,19 @@ pub struct QpSpec {
     /// at least three points each can: the report's `qp_step` says whether it does.
     #[serde(default = "default_step")]
     pub step: bool,
+    /// Ticks a foot stays in the QP's planted set after the plant last measured a normal force
+    /// on it (`control_core::balance::contact::ContactHold`; default 1, as the humanoid's), in
+    /// [0, 1000]; 0 drops it as soon as a step reads unloaded.
+    #[serde(default = "default_contact_hold_ticks")]
+    pub contact_hold_ticks: u32,
 }
 
 fn default_step() -> bool {
     true
+}
+
+fn default_contact_hold_ticks() -> u32 {
+    super::dynamo::balance::CONTACT_HOLD_TICKS
 }
 
 impl Default for QpSpec {
@@ -222,6 +232,7 @@ impl Default for QpSpec {
             min_normal_fraction: default_min_normal(),
             friction: default_qp_friction(),
             step: default_step(),
+            contact_hold_ticks: default_contact_hold_ticks(),
         }
     }
 }
@@ -477,6 +488,16 @@ impl RobotPushScenario {
             return bad(
                 "qp_balance.friction",
                 format!("must lie in (0, 10] (got {})", q.friction),
+            );
+        }
+        if q.contact_hold_ticks > super::dynamo::balance::MAX_CONTACT_HOLD_TICKS {
+            return bad(
+                "qp_balance.contact_hold_ticks",
+                format!(
+                    "must lie in [0, {}] (got {})",
+                    super::dynamo::balance::MAX_CONTACT_HOLD_TICKS,
+                    q.contact_hold_ticks
+                ),
             );
         }
         let pd = &self.pd_hold;
@@ -847,6 +868,8 @@ struct Shared {
     /// The longest foot's extent along the base's forward axis, standing, m (the step aims
     /// half of it behind the capture point).
     foot_length_m: f64,
+    /// `[qp_balance] contact_hold_ticks`.
+    contact_hold_ticks: u32,
 }
 
 /// The longest foot's extent along the base's forward axis (its x) in the standing pose, m.
@@ -891,6 +914,8 @@ pub struct LeggedController {
     last_step: Option<StepCommand>,
     /// Once a step has landed, the joints' coordinates there: the legs' pose targets from then.
     legs_held: Option<[f64; NV]>,
+    /// The planted feet, held [`Shared::contact_hold_ticks`] ticks after their last load.
+    contacts: ContactHold<MAX_FEET>,
 }
 
 impl std::fmt::Debug for LeggedController {
@@ -1037,6 +1062,7 @@ impl LeggedController {
             hold,
             steps,
             foot_length_m,
+            contact_hold_ticks: s.qp_balance.contact_hold_ticks,
         });
         Ok((Self::build(law, shared)?, capped))
     }
@@ -1067,6 +1093,7 @@ impl LeggedController {
         } else {
             None
         };
+        let contacts = ContactHold::new(shared.contact_hold_ticks);
         Ok(Self {
             law,
             shared,
@@ -1074,6 +1101,7 @@ impl LeggedController {
             stepper,
             last_step: None,
             legs_held: None,
+            contacts,
         })
     }
 
@@ -1171,8 +1199,14 @@ impl LoopController for LeggedController {
                 let (base, v) = sh.robot.base_and_velocity(&s);
                 let q = sh.robot.positions(&s);
                 let mut planted = [[false; MAX_POINTS]; MAX_FEET];
-                for (p, foot) in planted.iter_mut().zip(&sh.robot.feet) {
-                    *p = [s.normal_on(foot.body) > PLANTED_N; MAX_POINTS];
+                let held = self.contacts.tick(
+                    sh.robot
+                        .feet
+                        .iter()
+                        .map(|f| s.normal_on(f.body) > PLANTED_N),
+                );
+                for (p, held) in planted.iter_mut().zip(held) {
+                    *p = [held; MAX_POINTS];
                 }
                 let mut tasks = [PointTask::on(0); 3];
                 let mut task_count = 0;
@@ -2162,6 +2196,13 @@ mod tests {
         assert_eq!(e.field, "qp_balance.com_kpp");
         let e = parse(&scenario("[qp_balance]\nstep = 1")).unwrap_err();
         assert_eq!(e.field, "qp_balance.step");
+        for hold in ["1001", "-1", "0.5"] {
+            let text = scenario(&format!("[qp_balance]\ncontact_hold_ticks = {hold}"));
+            let e = parse(&text).unwrap_err();
+            assert_eq!(e.field, "qp_balance.contact_hold_ticks", "{hold}: {e}");
+        }
+        let parsed = parse(&scenario("[qp_balance]\ncontact_hold_ticks = 0")).unwrap();
+        assert_eq!(parsed.qp_balance.contact_hold_ticks, 0);
         assert!(
             !parse(&scenario("[qp_balance]\nstep = false"))
                 .unwrap()

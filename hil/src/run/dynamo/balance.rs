@@ -26,6 +26,7 @@
 //! controller is built), blocking, panics.
 
 use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use control_core::balance::contact::ContactHold;
 use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
 use control_core::balance::{
     Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
@@ -66,11 +67,12 @@ pub const MOMENTUM_WEIGHT: f64 = 30.0;
 pub const PLANTED_N: f64 = 1.0;
 
 /// Ticks a contact body stays planted after the plant last measured a normal force on it
-/// (`[qp_balance] contact_hold_ticks`). The measurement is a step old: with none, a foot the
-/// plant saw unloaded for one step left the QP's planted set at once, the torques that held it
-/// changed, and after a push the feet could take turns, tick by tick, each unloading the other
-/// (on `balance_push.toml` at 16 N·s, 0.4 s of it walked both feet 8 cm forward and splayed
-/// the toes). One tick of hold ends that: the feet stay within 2 cm up to 18 N·s.
+/// (`[qp_balance] contact_hold_ticks`, [`ContactHold`]). The measurement is a step old: with
+/// none, a foot the plant saw unloaded for one step left the QP's planted set at once, the
+/// torques that held it changed, and after a push the feet could take turns, tick by tick, each
+/// unloading the other (on `balance_push.toml` at 16 N·s, 0.4 s of it walked both feet 8 cm
+/// forward and splayed the toes). One tick of hold ends that: the feet stay within 2 cm up to
+/// 18 N·s.
 pub const CONTACT_HOLD_TICKS: u32 = 1;
 
 /// Largest `[qp_balance] contact_hold_ticks` accepted.
@@ -290,11 +292,9 @@ pub struct HumanoidBalance {
     legs_held: Option<[f64; NV]>,
     /// The plant's bodies' masses, kg (the centre of mass's velocity for the step).
     masses: Vec<f64>,
-    /// Ticks a contact body stays planted after it last carried load ([`CONTACT_HOLD_TICKS`]).
-    contact_hold_ticks: u32,
-    /// Per contact body (feet, then toes): ticks since the plant last measured a normal force
-    /// on it (`u32::MAX`: never yet).
-    unloaded_ticks: [u32; 4],
+    /// The planted feet and toes, held [`CONTACT_HOLD_TICKS`] (or the scenario's) ticks after
+    /// their last load.
+    contacts: ContactHold<4>,
 }
 
 impl std::fmt::Debug for HumanoidBalance {
@@ -324,8 +324,7 @@ impl Clone for HumanoidBalance {
             legs_held: None,
             last_step: None,
             masses: self.masses.clone(),
-            contact_hold_ticks: self.contact_hold_ticks,
-            unloaded_ticks: [u32::MAX; 4],
+            contacts: ContactHold::new(self.contacts.hold_ticks()),
         }
     }
 }
@@ -431,8 +430,7 @@ impl HumanoidBalance {
             legs_held: None,
             last_step: None,
             masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
-            contact_hold_ticks: spec.map_or(CONTACT_HOLD_TICKS, |q| q.contact_hold_ticks),
-            unloaded_ticks: [u32::MAX; 4],
+            contacts: ContactHold::new(spec.map_or(CONTACT_HOLD_TICKS, |q| q.contact_hold_ticks)),
         })
     }
 
@@ -628,17 +626,11 @@ impl HumanoidBalance {
             UnitQuaternion::identity()
         };
         let mut planted = [[false; MAX_POINTS]; 4];
-        for ((touch, f), unloaded) in planted
-            .iter_mut()
-            .zip(contact_normal_n)
-            .zip(self.unloaded_ticks.iter_mut())
-        {
-            *unloaded = if *f > PLANTED_N {
-                0
-            } else {
-                unloaded.saturating_add(1)
-            };
-            *touch = [*unloaded <= self.contact_hold_ticks; MAX_POINTS];
+        let held = self
+            .contacts
+            .tick(contact_normal_n.iter().map(|f| *f > PLANTED_N));
+        for (touch, held) in planted.iter_mut().zip(held) {
+            *touch = [held; MAX_POINTS];
         }
         if self.stepper.is_some() {
             let command = self.step_tick(time_s, bodies, &base, &q, contact_normal_n)?;
