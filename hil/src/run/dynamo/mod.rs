@@ -1043,15 +1043,7 @@ impl CaptureMeter {
         let xi = x + v / omega;
         let mut corners = Vec::with_capacity(12);
         for sole in &self.soles {
-            let Some(b) = bodies.get(sole.body) else {
-                continue;
-            };
-            let [w, i, j, k] = b.orientation;
-            let r = UnitQuaternion::new_normalize(
-                control_core::articulated::nalgebra::Quaternion::new(w, i, j, k),
-            );
-            for c in sole.corners_from([0.0; 3]) {
-                let p = Vector3::from(b.com_m) + r * Vector3::from(c);
+            for p in world_corners(sole, bodies).into_iter().flatten() {
                 corners.push([p.x, p.z]);
             }
         }
@@ -1136,19 +1128,32 @@ fn sole_centroids(
     soles
         .iter()
         .map(|sole| {
-            let b = bodies.get(sole.body)?;
-            let [w, i, j, k] = b.orientation;
-            let r = UnitQuaternion::new_normalize(
-                control_core::articulated::nalgebra::Quaternion::new(w, i, j, k),
-            );
             let (mut sum, mut n) = (Vector3::zeros(), 0.0);
-            for c in sole.corners_from([0.0; 3]) {
-                sum += Vector3::from(b.com_m) + r * Vector3::from(c);
+            for p in world_corners(sole, bodies)? {
+                sum += p;
                 n += 1.0;
             }
             (n > 0.0).then(|| [sum.x / n, sum.z / n])
         })
         .collect()
+}
+
+/// A sole's corners in the world from its body's motion among `bodies` (`None`: the body is not
+/// there).
+fn world_corners<'a>(
+    sole: &'a Sole,
+    bodies: &[control_core::frames::BodyMotion],
+) -> Option<impl Iterator<Item = Vector3<f64>> + 'a> {
+    let b = bodies.get(sole.body)?;
+    let [w, i, j, k] = b.orientation;
+    let r = UnitQuaternion::new_normalize(control_core::articulated::nalgebra::Quaternion::new(
+        w, i, j, k,
+    ));
+    let com = Vector3::from(b.com_m);
+    Some(
+        sole.corners_from([0.0; 3])
+            .map(move |c| com + r * Vector3::from(c)),
+    )
 }
 
 /// What `qp_balance`'s QP did over a run.
