@@ -1,29 +1,33 @@
 //! The timing-and-tension controllers of "On the Beat!" (Allen, Chu, Shapiro, Faloutsos, SCA
-//! 2007) for a fixed-base serial chain ([`Chain`]): the baseline the Lambert-W arrival gains of
-//! [`crate::articulated::ChainArrival`] are compared against, for whole chains. Each joint follows
-//! keyframes γ = (θ̂, ω̂, t̂) with critically damped PD gains set by the keyframe's segment
-//! duration t̂ and a number n of time constants, λ = t̂/n:
+//! 2007) for a fixed-base kinematic tree ([`Tree`], any robot a URDF describes, a serial chain
+//! included): the baseline the Lambert-W arrival gains of [`crate::articulated::ChainArrival`]
+//! are compared against, for whole robots. Each joint follows keyframes γ = (θ̂, ω̂, t̂) with
+//! critically damped PD gains set by the keyframe's segment duration t̂ and a number n of time
+//! constants, λ = t̂/n:
 //!
 //!   τ_i = (m/λ²)(θ̂_i − θ_i) + (2m/λ)(ω̂_i − ω_i) + ff_i + τ_g,i,
 //!
 //! with m the joint's inertia about its axis ([`InertiaModel`]), ff_i the slide's parent
 //! feed-forward (optional, [`BeatConfig::parent_feedforward`]) and τ_g,i the gravity holding
 //! torque. From rest, with no coupling, the error left at the end of the segment is
-//! (1 + n)e^(−n) of the initial one (4.0 % for n = 5, 0.73 % for n = 7).
+//! (1 + n)e^(−n) of the initial one (4.0 % for n = 5, 0.73 % for n = 7). A prismatic joint's
+//! pose is in m, its velocity in m/s, its m a mass (kg) and its torque a force (N).
 //!
 //! Must never allocate, block or panic, whatever the input, and never return a NaN: as in
 //! [`crate::articulated`], every input is checked (a NaN or infinite one is
 //! [`ModelError::NonFinite`] naming it and its joint, a segment t̂ ≤ 0 is
-//! [`ModelError::NonPositiveSegment`] naming the joint) and every result too (a torque that is
-//! not a finite f64 is [`ModelError::OutOfRange`]); the caller's safe state takes over on any
-//! error. It must also never hand out gains the sampled loop cannot integrate stably: every
-//! joint's gains are clamped to [`GainLimit`] for its inertia and the period, and the clamp is
-//! reported ([`JointStatus::GainClamped`]).
+//! [`ModelError::NonPositiveSegment`] naming the joint, a floating base is
+//! [`ModelError::FloatingBase`]) and every result too (a torque that is not a finite f64 is
+//! [`ModelError::OutOfRange`]); the caller's safe state takes over on any error. It must also
+//! never hand out gains the sampled loop cannot integrate stably: every joint's gains are
+//! clamped to [`GainLimit`] for its inertia and the period, and the clamp is reported
+//! ([`JointStatus::GainClamped`]).
 //!
 //! ```
-//! use control_core::articulated::nalgebra::Vector3;
-//! use control_core::articulated::{Chain, JointStatus, LinkSpec};
+//! use control_core::articulated::nalgebra::{Isometry3, Vector3};
+//! use control_core::articulated::{JointStatus, LinkSpec, serial_tree};
 //! use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
+//! use control_core::tree::Tree;
 //! let rod = LinkSpec {
 //!     origin_xyz_m: [0.0; 3],
 //!     origin_rpy_rad: [0.0; 3],
@@ -32,12 +36,14 @@
 //!     com_m: [0.5, 0.0, 0.0],
 //!     inertia_kgm2: [0.003, 0.0, 0.0, 0.168, 0.0, 0.168],
 //! };
-//! let chain = Chain::<2>::new(&[rod, LinkSpec { origin_xyz_m: [1.0, 0.0, 0.0], ..rod }])?;
+//! // Two links as a fixed-base tree: link i is joint i, its body i + 1.
+//! let tree: Tree<2> = serial_tree(&[rod, LinkSpec { origin_xyz_m: [1.0, 0.0, 0.0], ..rod }])?;
+//! let base = Isometry3::identity();
 //! let servo = BeatServo::new(BeatConfig { inertia: InertiaModel::SingleLink, ..BeatConfig::default() })?;
 //! // Both joints to 1 rad, at rest, over a 0.5 s segment: λ = 0.1 s for n = 5.
 //! let target = BeatTarget { pose_rad: 1.0, velocity_rad_s: 0.0, segment_s: 0.5 };
 //! let gravity = Vector3::new(0.0, -9.81, 0.0);
-//! let command = servo.tick(&chain, &[0.0; 2], &[0.0; 2], &[target; 2], &gravity)?;
+//! let command = servo.tick(&tree, &base, &[0.0; 2], &[0.0; 2], &[target; 2], &gravity)?;
 //! let elbow = command.joints()[1];
 //! assert_eq!(elbow.status, JointStatus::Tracking);
 //! assert!((elbow.gains.stiffness_nm_per_rad - elbow.inertia_kgm2 / 0.01).abs() < 1e-9);
@@ -49,22 +55,23 @@
 //!   this one's, and stays the same for every tick of the segment: the gains are fixed for the
 //!   segment (static timing), unlike the arrival gains, which are re-solved from the time left.
 //!   The servo is stateless: the caller passes the current keyframe every tick.
-//! - **m**, the inertia the gains are scaled by, is the joint's composite inertia m_i (its link
-//!   and all descendants about its axis, [`crate::articulated::Composite::axis_inertia`]), as the
-//!   slides give it ([`InertiaModel::Composite`]); or, for comparison, the joint's own link alone
-//!   ([`InertiaModel::SingleLink`],
-//!   [`crate::articulated::Kinematics::own_axis_inertia`]), what a per-joint tuning that
-//!   ignores what the joint carries would use. The leaf joint has the same m under both.
-//! - **The parent feed-forward** is computed root to leaf exactly as
-//!   [`crate::articulated::Composite::parent_feedforward`] does it, read as a torque
-//!   m_i(a_i·s_i), with a_{j+1} = a_j + (τ_j/m_j)s_j and τ_j joint j's *drive* torque (its PD
-//!   term alone; see [`crate::articulated`] for why). It always uses the composite m_j and m_i,
-//!   whatever [`InertiaModel`] scales the gains: τ_j accelerates joint j's whole subtree, whose
-//!   inertia about the axis is m_j whatever inertia the gains were tuned for, and joint i must
-//!   carry its whole subtree (m_i) along with that acceleration. Switching the gain model thus
-//!   changes the drive torques only, not the physics the feed-forward stands for.
-//! - **Gravity**: every joint gets the gravity holding torque τ_g,i
-//!   ([`crate::articulated::Composite::gravity_torques`]), under both inertia models and with or
+//! - **m**, the inertia the gains are scaled by, is the joint's composite inertia m_i (its body
+//!   and all its descendants about its axis, [`crate::tree::TreeComposite::axis_inertia`]), as
+//!   the slides give it ([`InertiaModel::Composite`]); or, for comparison, the joint's own body
+//!   alone ([`InertiaModel::SingleLink`],
+//!   [`crate::tree::TreeKinematics::own_axis_inertia`]), what a per-joint tuning that ignores
+//!   what the joint carries would use. A leaf joint has the same m under both.
+//! - **The parent feed-forward** is computed root to leaf, read as a torque m_k(a_k·s_k), with
+//!   a_k the sum of the commanded angular accelerations (τ_j/m_j)s_j of the revolute joints j on
+//!   joint k's path from the base (on a serial chain a_{k+1} = a_k + (τ_k/m_k)s_k) and τ_j joint
+//!   j's *drive* torque (its PD term alone; see [`crate::articulated`] for why); a prismatic
+//!   joint gets none and adds none. It always uses the composite m_j and m_k, whatever
+//!   [`InertiaModel`] scales the gains: τ_j accelerates joint j's whole subtree, whose inertia
+//!   about the axis is m_j whatever inertia the gains were tuned for, and joint k must carry its
+//!   whole subtree (m_k) along with that acceleration. Switching the gain model thus changes the
+//!   drive torques only, not the physics the feed-forward stands for.
+//! - **Gravity**: every joint gets the gravity holding torque τ_g,i (the tree's generalized
+//!   gravity, [`crate::tree::TreeKinematics::gravity`]), under both inertia models and with or
 //!   without the feed-forward, so that the comparison with the arrival controller (which also
 //!   compensates gravity) is one of gains and timing alone. The slides leave gravity to the
 //!   simulated character's balance; here the PD would otherwise have to fight it with a
@@ -72,18 +79,19 @@
 //!
 //! # Costs (measured)
 //! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3
-//! beat`, x86-64 baseline build (SSE2, no FMA), on the shared 2-core machine under other jobs
-//! (load average 5.6): the medians of one run, the same 64 states as `ChainArrival::tick`'s
-//! mixed bench (each time to go taken as the segment, ω̂ = 0).
+//! beat`, the tick on the bench's 3-joint arm and 28-joint chain built as fixed-base trees
+//! ([`crate::articulated::serial_tree`]), x86-64 baseline build (SSE2, no FMA), on the shared
+//! 2-core machine (load average 1.1–1.2): the medians of one run, the same 64 states as the
+//! arrival tick's mixed bench (each time to go taken as the segment, ω̂ = 0).
 //!
 //! | | 3 joints | 28 joints |
 //! |---|---|---|
-//! | [`BeatServo::tick`], composite inertia, with feed-forward | 0.34 µs | 3.0 µs |
-//! | [`BeatServo::tick`], single-link inertia, with feed-forward | 0.39 µs | 3.3 µs |
+//! | [`BeatServo::tick`], composite inertia, with feed-forward | 0.32 µs | 2.8 µs |
+//! | [`BeatServo::tick`], single-link inertia, with feed-forward | 0.35 µs | 3.0 µs |
 //!
-//! No Lambert W, no `exp`, one `GainLimit` per joint: kinematics and composite inertia (about
-//! 2 µs of the 28-joint tick, see [`crate::articulated`]) dominate; the single-link model adds
-//! one own-inertia evaluation per joint.
+//! No Lambert W, no `exp`, one `GainLimit` per joint: the tree's kinematics and its one pass for
+//! the composite inertias and gravity dominate; the single-link model adds one own-inertia
+//! evaluation per joint.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -98,8 +106,7 @@
 use nalgebra::{Isometry3, Vector3};
 
 use crate::articulated::{
-    Chain, ChainCommand, ConfigField, Input, JointCommand, JointStatus, ModelError, TickModel,
-    TreeTick, all_finite, model_error,
+    ChainCommand, ConfigField, Input, JointCommand, JointStatus, ModelError, TreeTick, model_error,
 };
 use crate::gains::{Branch, CriticalGains, GainLimit, Integrator};
 use crate::tree::Tree;
@@ -107,11 +114,11 @@ use crate::tree::Tree;
 /// The inertia about each joint's axis that scales its gains (k = m/λ², γ = 2m/λ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InertiaModel {
-    /// The joint's own link alone, no descendants: s·I s + m‖(c − d) × s‖²
-    /// ([`crate::articulated::Kinematics::own_axis_inertia`]).
+    /// The joint's own body alone, no descendants: s·I s + m‖(c − d) × s‖² (kg·m²; a prismatic
+    /// joint's: its body's mass, kg) ([`crate::tree::TreeKinematics::own_axis_inertia`]).
     SingleLink,
-    /// The composite inertia m_i of the joint's link and all its descendants, the slides' m
-    /// ([`crate::articulated::Composite::axis_inertia`]).
+    /// The composite inertia m_i of the joint's body and all its descendants, the slides' m
+    /// ([`crate::tree::TreeComposite::axis_inertia`]).
     #[default]
     Composite,
 }
@@ -163,7 +170,7 @@ pub struct BeatTarget {
     pub segment_s: f64,
 }
 
-/// The "On the Beat!" controller of a chain: per joint, critically damped gains k = m/λ²,
+/// The "On the Beat!" controller of a fixed-base tree: per joint, critically damped gains k = m/λ²,
 /// γ = 2m/λ with λ = t̂/n, clamped to the stable limit of m for the period, the PD drive
 /// k(θ̂ − θ) + γ(ω̂ − ω), the parent feed-forward (if configured) and the gravity holding
 /// torque. Stateless: a configuration, validated once.
@@ -194,82 +201,24 @@ impl BeatServo {
         self.config
     }
 
-    /// One tick: forward kinematics at `q`, the composite inertia of every joint, and root to
-    /// leaf each joint's gains for its keyframe, its drive torque, its parent feed-forward (zero
-    /// when not configured, and always zero for joint 0), its gravity holding torque and its
-    /// total torque. Only the first [`Chain::len`] entries of `q`, `velocities` and `targets`
-    /// are read.
-    ///
-    /// Any non-finite input, a segment t̂ ≤ 0, or a result that is not a finite f64 is an error
-    /// for the whole tick: no NaN is ever returned.
-    pub fn tick<const N: usize>(
-        &self,
-        chain: &Chain<N>,
-        q: &[f64; N],
-        velocities: &[f64; N],
-        targets: &[BeatTarget; N],
-        gravity: &Vector3<f64>,
-    ) -> Result<ChainCommand<N>, ModelError> {
-        let mut model = TickModel::empty(chain);
-        model.fill(chain, q, gravity)?;
-        let TickModel { kin, composite } = &model;
-        let mut command = model.command();
-        let mut acceleration = Vector3::zeros();
-        for (joint, ((((out, sub), &theta), &omega), target)) in command
-            .joints
-            .iter_mut()
-            .zip(composite.subtrees())
-            .zip(q.iter())
-            .zip(velocities.iter())
-            .zip(targets.iter())
-            .enumerate()
-        {
-            check_joint(joint, omega, target)?;
-            let m = match self.config.inertia {
-                InertiaModel::Composite => sub.axis_inertia,
-                InertiaModel::SingleLink => kin.own_axis_inertia(joint)?,
-            };
-            let (gains, status) = self.joint_gains(joint, m, target.segment_s)?;
-            let drive = gains.stiffness_nm_per_rad * (target.pose_rad - theta)
-                + gains.damping_nms_per_rad * (target.velocity_rad_s - omega);
-            let parent_feedforward = if self.config.parent_feedforward {
-                sub.feedforward_step(&mut acceleration, drive)
-            } else {
-                0.0
-            };
-            let gravity_nm = sub.gravity_torque(gravity);
-            let torque = drive + parent_feedforward + gravity_nm;
-            if !(torque.is_finite() && all_finite(acceleration.as_slice())) {
-                return Err(ModelError::OutOfRange);
-            }
-            *out = JointCommand {
-                inertia_kgm2: m,
-                gains,
-                status,
-                setpoint_rad: target.pose_rad,
-                drive_nm: drive,
-                parent_feedforward_nm: parent_feedforward,
-                gravity_nm,
-                losses_nm: 0.0,
-                torque_nm: torque,
-            };
-        }
-        Ok(command)
-    }
-
-    /// The same tick on a fixed-base kinematic tree ([`Tree`], any robot a URDF describes), the
-    /// base welded at `base_pose`: m is the joint's composite inertia about its axis
-    /// ([`InertiaModel::Composite`]) or its own body's alone
-    /// ([`InertiaModel::SingleLink`],
-    /// [`TreeKinematics::own_axis_inertia`](crate::tree::TreeKinematics::own_axis_inertia)); a prismatic
-    /// joint's is a mass and its pose is in m. The parent feed-forward, when configured, is
-    /// m_k(a_k·s_k) with a_k the sum of the commanded angular accelerations (τ_j/m_j)s_j of the
-    /// revolute joints on the path from the base (none for a prismatic joint); gravity is the
-    /// tree's generalized gravity.
+    /// One tick on a fixed-base kinematic tree ([`Tree`], any robot a URDF describes), the base
+    /// welded at `base_pose` (world): the tree's kinematics at `q`, every joint's composite
+    /// inertia about its axis and gravity holding torque, and in joint order (root to leaf) each
+    /// joint's gains for its keyframe, its drive torque, its parent feed-forward (zero when not
+    /// configured, and always zero for a joint on the base or a prismatic one), its gravity
+    /// holding torque and its total torque. m is the joint's composite inertia about its axis
+    /// ([`InertiaModel::Composite`]) or its own body's alone ([`InertiaModel::SingleLink`],
+    /// [`TreeKinematics::own_axis_inertia`](crate::tree::TreeKinematics::own_axis_inertia)); a
+    /// prismatic joint's is a mass and its pose is in m. The parent feed-forward, when
+    /// configured, is m_k(a_k·s_k) with a_k the sum of the commanded angular accelerations
+    /// (τ_j/m_j)s_j of the revolute joints on the path from the base (none for a prismatic
+    /// joint); gravity (world, m/s²) is the tree's generalized gravity. Only the first
+    /// [`Tree::joint_count`] entries of `q`, `velocities` and `targets` are read.
     ///
     /// A floating base is [`ModelError::FloatingBase`]. Any non-finite input, a segment t̂ ≤ 0,
-    /// or a result that is not a finite f64 is an error for the whole tick.
-    pub fn tick_tree<const N: usize>(
+    /// or a result that is not a finite f64 is an error for the whole tick: no NaN is ever
+    /// returned.
+    pub fn tick<const N: usize>(
         &self,
         tree: &Tree<N>,
         base_pose: &Isometry3<f64>,
@@ -388,7 +337,15 @@ impl<const N: usize> crate::controller::Controller<crate::articulated::TreeInput
         &mut self,
         i: &crate::articulated::TreeInput<'_, N, BeatTarget>,
     ) -> Result<ChainCommand<N>, ModelError> {
-        self.tick_tree(i.tree, i.base_pose, i.q, i.velocities, i.targets, i.gravity)
+        BeatServo::tick(
+            self,
+            i.tree,
+            i.base_pose,
+            i.q,
+            i.velocities,
+            i.targets,
+            i.gravity,
+        )
     }
 
     fn limits(command: &ChainCommand<N>) -> crate::controller::Limits {
@@ -399,14 +356,19 @@ impl<const N: usize> crate::controller::Controller<crate::articulated::TreeInput
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::articulated::LinkSpec;
     use crate::articulated::tests::{
         CAP, all_finite_slice, box_link, close, link_strategy, pick, raw_values, spec_from,
     };
+    use crate::articulated::{LinkSpec, serial_tree};
     use crate::model::ArmModel;
     use core::f64::consts::PI;
     use nalgebra::{SMatrix, SVector};
     use proptest::prelude::*;
+
+    /// The base pose of every test tree: the world frame.
+    fn base() -> Isometry3<f64> {
+        Isometry3::identity()
+    }
 
     fn config(inertia: InertiaModel, parent_feedforward: bool) -> BeatConfig {
         BeatConfig {
@@ -430,10 +392,10 @@ mod tests {
         gravity_m_s2: 9.8,
     };
 
-    /// `ARM` as a one-link chain about +z, along +x at q = 0.
-    fn arm_chain() -> Chain<1> {
+    /// `ARM` as a one-joint fixed-base tree about +z, along +x at q = 0.
+    fn arm_tree() -> Tree<1> {
         let (l, a) = (ARM.length_m, ARM.thickness_m);
-        Chain::new(&[box_link(
+        serial_tree(&[box_link(
             [0.0; 3],
             [0.0, 0.0, 1.0],
             ARM.mass_kg,
@@ -462,7 +424,7 @@ mod tests {
     /// k = m n²/t̂², γ = 2mn/t̂, and the torque is k(θ̂ − θ) + γ(ω̂ − ω) plus gravity.
     #[test]
     fn single_link_models_agree_and_the_gains_are_the_formulas() {
-        let chain = arm_chain();
+        let tree = arm_tree();
         let g = Vector3::new(0.0, -ARM.gravity_m_s2, 0.0);
         let m = ARM.inertia_about_hinge_kgm2();
         let n = BeatConfig::default().time_constants;
@@ -479,7 +441,7 @@ mod tests {
             };
             let [single, composite] = MODELS.map(|model| {
                 servo(model, true)
-                    .tick(&chain, &[theta], &[omega], &[target], &g)
+                    .tick(&tree, &base(), &[theta], &[omega], &[target], &g)
                     .unwrap()
                     .joints()[0]
             });
@@ -502,14 +464,14 @@ mod tests {
         }
     }
 
-    /// Three planar links: the composite model's m is `Composite::axis_inertia`; the single-link
-    /// model's is each link's own, by hand m_k(l_k² + a²)/12 + m_k(l_k/2)² whatever q; at the
-    /// leaf the two agree.
+    /// Three planar links: the composite model's m is `TreeComposite::axis_inertia`; the
+    /// single-link model's is each link's own, by hand m_k(l_k² + a²)/12 + m_k(l_k/2)² whatever
+    /// q; at the leaf the two agree.
     #[test]
     fn three_link_inertias_are_the_composite_and_the_own_link() {
         let lengths = [0.7, 0.5, 0.3];
         let masses = [3.0, 2.0, 1.0];
-        let chain = Chain::<3>::new(&planar_specs(lengths, masses)).unwrap();
+        let tree: Tree<3> = serial_tree(&planar_specs(lengths, masses)).unwrap();
         let target = BeatTarget {
             pose_rad: 0.2,
             velocity_rad_s: 0.0,
@@ -517,15 +479,15 @@ mod tests {
         };
         let g = Vector3::new(0.0, -9.81, 0.0);
         for q in [[0.0; 3], [0.4, -1.1, 2.0], [-2.5, 0.3, -0.7]] {
-            let composite_m = chain
-                .forward_kinematics(&q)
+            let composite_m = tree
+                .kinematics(&base(), &q)
                 .unwrap()
                 .composite()
                 .unwrap()
                 .axis_inertia();
             let tick = |model| {
                 servo(model, true)
-                    .tick(&chain, &q, &[0.0; 3], &[target; 3], &g)
+                    .tick(&tree, &base(), &q, &[0.0; 3], &[target; 3], &g)
                     .unwrap()
             };
             let single = tick(InertiaModel::SingleLink);
@@ -555,7 +517,7 @@ mod tests {
     /// long that the gains vanish: tracking with (near) zero gains.
     #[test]
     fn gains_beyond_the_limit_are_clamped_and_say_so() {
-        let chain = Chain::<3>::new(&planar_specs([0.7, 0.5, 0.3], [3.0, 2.0, 1.0])).unwrap();
+        let tree: Tree<3> = serial_tree(&planar_specs([0.7, 0.5, 0.3], [3.0, 2.0, 1.0])).unwrap();
         let c = BeatConfig::default();
         let g = Vector3::new(0.0, -9.81, 0.0);
         for model in MODELS {
@@ -566,7 +528,7 @@ mod tests {
                     segment_s: segment,
                 };
                 let command = servo(model, true)
-                    .tick(&chain, &[0.1; 3], &[0.2; 3], &[target; 3], &g)
+                    .tick(&tree, &base(), &[0.1; 3], &[0.2; 3], &[target; 3], &g)
                     .unwrap();
                 for j in command.joints() {
                     assert_eq!(j.status, JointStatus::GainClamped, "{segment}");
@@ -588,7 +550,7 @@ mod tests {
                 segment_s: f64::MAX,
             };
             let command = servo(model, true)
-                .tick(&chain, &[0.1; 3], &[0.2; 3], &[target; 3], &g)
+                .tick(&tree, &base(), &[0.1; 3], &[0.2; 3], &[target; 3], &g)
                 .unwrap();
             for j in command.joints() {
                 assert_eq!(j.status, JointStatus::Tracking);
@@ -660,12 +622,12 @@ mod tests {
         }
     }
 
-    /// Every bad input is refused with its name and its joint; entries past the chain are never
-    /// read.
+    /// Every bad input is refused with its name and its joint; entries past the tree's joints
+    /// are never read.
     #[test]
     fn ticks_name_the_bad_input_and_its_joint() {
         let specs = planar_specs([0.7, 0.5, 0.3], [3.0, 2.0, 1.0]);
-        let chain = Chain::<4>::new(&specs).unwrap();
+        let tree: Tree<4> = serial_tree(&specs).unwrap();
         let servo = BeatServo::new(BeatConfig::default()).unwrap();
         let t = BeatTarget {
             pose_rad: 1.0,
@@ -674,7 +636,7 @@ mod tests {
         };
         let g = Vector3::new(0.0, 0.0, -9.81);
         let tick = |q: [f64; 4], qd: [f64; 4], targets: [BeatTarget; 4], g: Vector3<f64>| {
-            servo.tick(&chain, &q, &qd, &targets, &g)
+            servo.tick(&tree, &base(), &q, &qd, &targets, &g)
         };
         let at = |joint: usize, bad: BeatTarget| {
             let mut targets = [t; 4];
@@ -725,7 +687,7 @@ mod tests {
                 ModelError::NonPositiveSegment { joint: 2 }
             );
         }
-        // Past the chain (capacity 4, three links), nothing is read.
+        // Past the tree (capacity 4, three joints), nothing is read.
         let bad = BeatTarget {
             pose_rad: f64::NAN,
             velocity_rad_s: f64::NAN,
@@ -740,11 +702,28 @@ mod tests {
         .unwrap();
         assert_eq!(command.joints().len(), 3);
         assert_eq!(command.torques()[3], 0.0);
+        // A floating base is refused, whatever else is wrong (capacity 8: six base coordinates
+        // and one joint).
+        let joints = [specs[0].tree_joint(0)];
+        let floating = Tree::<8>::new(&crate::tree::TreeSpec {
+            base: crate::tree::BaseKind::Floating,
+            base_body: crate::tree::Inertial {
+                mass_kg: 5.0,
+                com_m: [0.0; 3],
+                inertia_kgm2: [0.1, 0.0, 0.0, 0.1, 0.0, 0.1],
+            },
+            joints: &joints,
+        })
+        .unwrap();
+        assert_eq!(
+            servo
+                .tick(&floating, &base(), &[f64::NAN; 8], &[0.0; 8], &[bad; 8], &g)
+                .unwrap_err(),
+            ModelError::FloatingBase
+        );
     }
 
-    /// Random chains and links: the own-link inertia is the composite inertia of the link's
-    /// joint in the chain cut after that link (where it is the leaf), an independent path
-    /// through the composite accumulation.
+    /// Random chains of 1 to `CAP` links, and a configuration.
     fn specs_strategy() -> impl Strategy<Value = (Vec<LinkSpec>, [f64; CAP])> {
         (
             prop::collection::vec(link_strategy(), 1..=CAP),
@@ -753,87 +732,41 @@ mod tests {
     }
 
     /// `specs` as a fixed-base tree: link i hangs from body i.
-    fn tree_of(specs: &[LinkSpec]) -> crate::tree::Tree<CAP> {
-        crate::articulated::serial_tree(specs).unwrap()
+    fn tree_of(specs: &[LinkSpec]) -> Tree<CAP> {
+        serial_tree(specs).unwrap()
     }
 
     proptest! {
-        /// On a serial chain the tree ticks of both servos (every inertia model, feed-forward on
-        /// and off; arrival with either coupling) are the chain ticks, to rounding.
-        #[test]
-        fn tree_ticks_are_the_chain_ticks_on_a_chain(
-            (specs, q) in specs_strategy(),
-            w in prop::array::uniform6(-3.0..3.0f64),
-            poses in prop::array::uniform6(-PI..PI),
-            segment in 0.05..2.0f64,
-        ) {
-            use crate::articulated::{ArrivalSettings, ChainArrival, Coupling, JointTarget};
-            let chain = Chain::<CAP>::new(&specs).unwrap();
-            let tree = tree_of(&specs);
-            let g = Vector3::new(0.3, -9.81, 0.2);
-            let base = Isometry3::identity();
-            let same = |a: &ChainCommand<CAP>, b: &ChainCommand<CAP>| {
-                prop_assert_eq!(a.joints().len(), b.joints().len());
-                for (x, y) in a.joints().iter().zip(b.joints()) {
-                    let scale = 1.0 + x.drive_nm.abs() + x.gravity_nm.abs() + x.parent_feedforward_nm.abs();
-                    prop_assert!(close(x.inertia_kgm2, y.inertia_kgm2, 1e-10, 1e-12), "{:?} {:?}", x, y);
-                    prop_assert!(close(x.torque_nm, y.torque_nm, 1e-9, 1e-9 * scale), "{:?} {:?}", x, y);
-                    prop_assert!(close(x.gravity_nm, y.gravity_nm, 1e-9, 1e-9 * scale), "{:?} {:?}", x, y);
-                    prop_assert_eq!(x.status, y.status);
-                }
-                Ok(())
-            };
-            let targets: [BeatTarget; CAP] = core::array::from_fn(|i| BeatTarget {
-                pose_rad: poses[i],
-                velocity_rad_s: 0.0,
-                segment_s: segment,
-            });
-            for inertia in MODELS {
-                for ff in [false, true] {
-                    let s = servo(inertia, ff);
-                    let a = s.tick(&chain, &q, &w, &targets, &g).unwrap();
-                    let b = s.tick_tree(&tree, &base, &q, &w, &targets, &g).unwrap();
-                    same(&a, &b)?;
-                }
-            }
-            let jt: [JointTarget; CAP] = core::array::from_fn(|i| JointTarget {
-                pose_rad: poses[i],
-                time_to_go_s: segment,
-            });
-            for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
-                let s = ChainArrival::new(ArrivalSettings::default(), coupling).unwrap();
-                let a = s.tick(&chain, &q, &w, &jt, &g).unwrap();
-                let b = s.tick_tree(&tree, &base, &q, &w, &jt, &g).unwrap();
-                same(&a, &b)?;
-            }
-        }
-    }
-
-    proptest! {
+        /// Random chains and links: the own-body inertia is the composite inertia of the body's
+        /// joint in the chain cut after that body (where it is the leaf), an independent path
+        /// through the composite accumulation.
         #[test]
         fn own_inertia_is_the_leaf_composite_of_the_cut_chain((specs, q) in specs_strategy()) {
-            let chain = Chain::<CAP>::new(&specs).unwrap();
-            let kin = chain.forward_kinematics(&q).unwrap();
-            let composite = kin.composite().unwrap();
+            let tree = tree_of(&specs);
+            let kin = tree.kinematics(&base(), &q).unwrap();
+            let composite = kin.composite().unwrap().axis_inertia();
             for i in 0..specs.len() {
                 let own = kin.own_axis_inertia(i).unwrap();
-                let cut = Chain::<CAP>::new(&specs[..=i]).unwrap();
-                let leaf = cut.forward_kinematics(&q).unwrap().composite().unwrap()
-                    .axis_inertia_of(i).unwrap();
+                let cut = tree_of(&specs[..=i]);
+                let leaf = cut.kinematics(&base(), &q).unwrap().composite().unwrap()
+                    .axis_inertia()[i];
                 prop_assert!(close(own, leaf, 1e-12, 0.0), "{i}: {own} vs {leaf}");
-                prop_assert!(own <= composite.axis_inertia_of(i).unwrap() * (1.0 + 1e-12));
+                prop_assert!(own <= composite[i] * (1.0 + 1e-12));
             }
             let last = specs.len() - 1;
-            prop_assert!(close(kin.own_axis_inertia(last).unwrap(),
-                composite.axis_inertia_of(last).unwrap(), 1e-12, 0.0));
+            prop_assert!(close(kin.own_axis_inertia(last).unwrap(), composite[last], 1e-12, 0.0));
             prop_assert_eq!(kin.own_axis_inertia(specs.len()).unwrap_err(),
-                ModelError::NoSuchLink { link: specs.len(), len: specs.len() });
+                crate::tree::TreeEvalError::NoSuchBody {
+                    body: specs.len() + 1,
+                    bodies: specs.len() + 1,
+                });
         }
 
         /// Joint by joint, the tick is the method: the gains of m (the model's) for λ = t̂/n,
-        /// clamped to the limit of m; the drive k(θ̂ − θ) + γ(ω̂ − ω); the feed-forward
-        /// `Composite::parent_feedforward` of the drives (zero at the root, zero everywhere
-        /// when not configured); the composite gravity holding torque; and their sum.
+        /// clamped to the limit of m; the drive k(θ̂ − θ) + γ(ω̂ − ω); the slides' parent
+        /// feed-forward m_i(a_i·s_i) of the drives, a_{i+1} = a_i + (τ_i/m_i)s_i with the
+        /// composite m (zero at the root, zero everywhere when not configured); the tree's
+        /// gravity holding torque; and their sum.
         #[test]
         fn tick_is_the_method_joint_by_joint(
             (specs, q) in specs_strategy(),
@@ -843,11 +776,11 @@ mod tests {
             segments in prop::array::uniform6(0.001..2.0f64),
             time_constants in 0.5..10.0f64,
         ) {
-            let chain = Chain::<CAP>::new(&specs).unwrap();
-            let kin = chain.forward_kinematics(&q).unwrap();
-            let composite = kin.composite().unwrap();
+            let tree = tree_of(&specs);
+            let kin = tree.kinematics(&base(), &q).unwrap();
+            let composite = kin.composite().unwrap().axis_inertia();
             let g = Vector3::new(0.0, -9.81, 0.0);
-            let gravity = composite.gravity_torques(&g).unwrap();
+            let gravity = kin.gravity(&g).unwrap();
             let targets = core::array::from_fn(|i| BeatTarget {
                 pose_rad: poses[i],
                 velocity_rad_s: velocities[i],
@@ -857,13 +790,13 @@ mod tests {
                 for feedforward in [true, false] {
                     let c = BeatConfig { time_constants, ..config(model, feedforward) };
                     let command = BeatServo::new(c).unwrap()
-                        .tick(&chain, &q, &qd, &targets, &g).unwrap();
-                    prop_assert_eq!(command.joints().len(), chain.len());
+                        .tick(&tree, &base(), &q, &qd, &targets, &g).unwrap();
+                    prop_assert_eq!(command.joints().len(), specs.len());
                     let mut drives = SVector::<f64, CAP>::zeros();
                     for (i, j) in command.joints().iter().enumerate() {
                         let m = match model {
                             InertiaModel::SingleLink => kin.own_axis_inertia(i).unwrap(),
-                            InertiaModel::Composite => composite.axis_inertia_of(i).unwrap(),
+                            InertiaModel::Composite => composite[i],
                         };
                         prop_assert_eq!(j.inertia_kgm2, m);
                         let limit = GainLimit::new(m, c.period_s, c.integrator,
@@ -886,13 +819,19 @@ mod tests {
                         prop_assert_eq!(j.torque_nm, drive + j.parent_feedforward_nm + gravity[i]);
                         drives[i] = drive;
                     }
-                    let ff = composite.parent_feedforward(&drives).unwrap();
+                    let mut ff = SVector::<f64, CAP>::zeros();
+                    let mut a = Vector3::zeros();
+                    for i in 0..specs.len() {
+                        let s = kin.joint_axis(i).unwrap();
+                        ff[i] = composite[i] * a.dot(&s);
+                        a += s * (drives[i] / composite[i]);
+                    }
                     prop_assert_eq!(ff[0], 0.0);
                     for (i, j) in command.joints().iter().enumerate() {
                         let expected = if feedforward { ff[i] } else { 0.0 };
                         prop_assert_eq!(j.parent_feedforward_nm, expected);
                     }
-                    prop_assert!(command.torques().iter().skip(chain.len()).all(|&t| t == 0.0));
+                    prop_assert!(command.torques().iter().skip(specs.len()).all(|&t| t == 0.0));
                 }
             }
         }
@@ -901,8 +840,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
 
-        /// Nothing panics on any input (chains of any scale, any f64 in every state, target,
-        /// gravity and configuration field), and every tick that returns is finite throughout.
+        /// Nothing panics on any input (chain-shaped trees of any scale, any f64 in every state,
+        /// target, gravity and configuration field), and every tick that returns is finite
+        /// throughout.
         #[test]
         fn nothing_panics_and_nothing_non_finite_escapes(
             links in prop::collection::vec((any::<u8>(), raw_values(19)), 0..=5),
@@ -914,7 +854,7 @@ mod tests {
             let four = |k: usize| [v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]];
             let (q, qd, poses, velocities, segments) = (four(0), four(1), four(2), four(3), four(4));
             let g = Vector3::new(v[20], v[21], v[22]);
-            let Ok(chain) = Chain::<4>::new(&specs) else { return Ok(()) };
+            let Ok(tree) = serial_tree::<4>(&specs) else { return Ok(()) };
             let targets = core::array::from_fn(|i| BeatTarget {
                 pose_rad: poses[i],
                 velocity_rad_s: velocities[i],
@@ -933,7 +873,7 @@ mod tests {
                 },
             ] {
                 let Ok(servo) = BeatServo::new(config) else { continue };
-                if let Ok(command) = servo.tick(&chain, &q, &qd, &targets, &g) {
+                if let Ok(command) = servo.tick(&tree, &base(), &q, &qd, &targets, &g) {
                     for j in command.joints() {
                         prop_assert!(all_finite_slice(&[j.inertia_kgm2, j.setpoint_rad, j.drive_nm,
                             j.parent_feedforward_nm, j.gravity_nm, j.torque_nm,
@@ -943,9 +883,9 @@ mod tests {
                     prop_assert!(all_finite_slice(&command.torques()));
                 }
             }
-            if let Ok(kin) = chain.forward_kinematics(&q) {
-                for link in 0..=chain.len() {
-                    if let Ok(m) = kin.own_axis_inertia(link) {
+            if let Ok(kin) = tree.kinematics(&base(), &q) {
+                for joint in 0..=tree.joint_count() {
+                    if let Ok(m) = kin.own_axis_inertia(joint) {
                         prop_assert!(m.is_finite() && m > 0.0);
                     }
                 }
@@ -953,12 +893,12 @@ mod tests {
         }
     }
 
-    /// Semi-implicit Euler on M(q)q̈ = τ − τ_g(q) (the model's own mass matrix and gravity
-    /// holding torque, no velocity terms: exact for one joint, a rough plant for more), ticking
-    /// the servo every step with the same keyframes; returns q and q̇ at `until_s`.
+    /// Semi-implicit Euler on M(q)q̈ = τ − τ_g(q) (the tree's own mass matrix and generalized
+    /// gravity, no velocity terms: exact for one joint, a rough plant for more), ticking the
+    /// servo every step with the same keyframes; returns q and q̇ at `until_s`.
     fn simulate<const N: usize>(
         servo: &BeatServo,
-        chain: &Chain<N>,
+        tree: &Tree<N>,
         mut q: [f64; N],
         targets: &[BeatTarget; N],
         until_s: f64,
@@ -967,13 +907,18 @@ mod tests {
         let g = Vector3::new(0.0, -9.81, 0.0);
         let mut qd = [0.0; N];
         for _ in 0..(until_s / h).round() as usize {
-            let tau = SVector::from(servo.tick(chain, &q, &qd, targets, &g).unwrap().torques());
-            let kin = chain.forward_kinematics(&q).unwrap();
+            let tau = SVector::from(
+                servo
+                    .tick(tree, &base(), &q, &qd, targets, &g)
+                    .unwrap()
+                    .torques(),
+            );
+            let kin = tree.kinematics(&base(), &q).unwrap();
             let m: SMatrix<f64, N, N> = kin.mass_matrix().unwrap();
             let qdd = m
                 .cholesky()
                 .unwrap()
-                .solve(&(tau - kin.gravity_torques(&g).unwrap()));
+                .solve(&(tau - kin.gravity(&g).unwrap()));
             for i in 0..N {
                 qd[i] += h * qdd[i];
                 q[i] += h * qd[i];
@@ -987,7 +932,7 @@ mod tests {
     /// for n = 5 and n = 7, whichever inertia model.
     #[test]
     fn one_joint_leaves_the_methods_residual_at_the_end_of_the_segment() {
-        let chain = arm_chain();
+        let tree = arm_tree();
         for n in [5.0, 7.0] {
             for model in MODELS {
                 let servo = BeatServo::new(BeatConfig {
@@ -1002,7 +947,7 @@ mod tests {
                     velocity_rad_s: 0.0,
                     segment_s: segment,
                 };
-                let (q, _) = simulate(&servo, &chain, [start], &[target], segment);
+                let (q, _) = simulate(&servo, &tree, [start], &[target], segment);
                 let residual = (pose - q[0]) / (pose - start);
                 let expected = (1.0 + n) * (-n).exp();
                 assert!(
@@ -1024,7 +969,7 @@ mod tests {
     /// composite model's error.
     #[test]
     fn three_joints_converge_and_the_composite_inertia_keeps_the_root_on_time() {
-        let chain = Chain::<3>::new(&planar_specs([0.7, 0.5, 0.3], [3.0, 2.0, 1.0])).unwrap();
+        let tree: Tree<3> = serial_tree(&planar_specs([0.7, 0.5, 0.3], [3.0, 2.0, 1.0])).unwrap();
         let start = [0.2, -0.4, 0.6];
         let poses = [1.0, 0.3, -0.5];
         let segment = 1.0;
@@ -1042,7 +987,7 @@ mod tests {
                 ..config(model, feedforward)
             })
             .unwrap();
-            let (q, qd) = simulate(&servo, &chain, start, &targets, until);
+            let (q, qd) = simulate(&servo, &tree, start, &targets, until);
             (errors(q), qd)
         };
         let (composite, _) = run(InertiaModel::Composite, true, segment);

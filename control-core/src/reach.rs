@@ -1,28 +1,29 @@
-//! Reaching with a chain's or a tree's hand: Kenwright's joint-torque control of an end
-//! effector ("Joint-Torque Control of Character Motions", seed 002), with the null-space posture
-//! torque projected either by the seed's pseudo-inverse or dynamically consistently (Khatib), and
+//! Reaching with a robot's hand: Kenwright's joint-torque control of an end effector
+//! ("Joint-Torque Control of Character Motions", seed 002), with the null-space posture torque
+//! projected either by the seed's pseudo-inverse or dynamically consistently (Khatib), and
 //! cyclic coordinate descent (CCD) inverse kinematics as the cheap kinematic alternative the seed
-//! names.
+//! names, both on a fixed-base kinematic [`Tree`] (branches, revolute and prismatic joints; a
+//! serial chain is a tree too).
 //!
-//! For: a controller tick that must put a hand point of an articulated [`Chain`] at a world
-//! target (a spring-damper pulling the hand, mapped to joint torques by Jᵀ) while a secondary
-//! posture goal uses only what the hand task leaves free; and a bounded IK solve whose joint
-//! targets a joint servo ([`crate::articulated::ChainArrival`]) can then track. Each exists for
-//! the serial [`Chain`] ([`Reach::tick`], [`ccd_ik`]) and for a fixed-base kinematic [`Tree`]
-//! ([`Reach::tick_tree`], [`ccd_ik_tree`]: branches, revolute and prismatic joints), with one
-//! implementation of everything after the hand's position and Jacobian.
+//! For: a controller tick that must put a hand point of the tree at a world target (a
+//! spring-damper pulling the hand, mapped to joint torques by Jᵀ) while a secondary posture goal
+//! uses only what the hand task leaves free ([`Reach::tick`]); and a bounded IK solve
+//! ([`ccd_ik`]) whose joint targets a joint servo ([`crate::articulated::ChainArrival`]) can then
+//! track.
 //!
 //! Must never allocate, block or panic, whatever the input, and never return a NaN: every input
 //! is checked ([`ReachError`] names it), a singular or rank-deficient Jacobian is regularised
 //! (below) rather than inverted, and a result that is not a finite f64 (finite inputs whose
 //! products overflow) is [`ModelError::OutOfRange`]. Nothing loops longer than O(N³) per tick;
-//! [`ccd_ik`] and [`ccd_ik_tree`] run at most the caller's `max_sweeps` sweeps of O(N) each.
+//! [`ccd_ik`] runs at most the caller's `max_sweeps` sweeps of O(N) each.
 //!
 //! ```
-//! use control_core::articulated::nalgebra::Vector3;
-//! use control_core::articulated::{Chain, LinkSpec};
+//! use control_core::articulated::nalgebra::{Isometry3, Vector3};
+//! use control_core::articulated::{LinkSpec, serial_tree};
 //! use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
-//! // A planar 3-link arm about +z, in a vertical plane (gravity −y).
+//! use control_core::tree::Tree;
+//! // A planar 3-link arm about +z, in a vertical plane (gravity −y), as a fixed-base tree: link i
+//! // is joint i, its body i + 1, so the hand, at the tip of link 2, is on body 3.
 //! let rod = |x: f64| LinkSpec {
 //!     origin_xyz_m: [x, 0.0, 0.0],
 //!     origin_rpy_rad: [0.0; 3],
@@ -31,10 +32,11 @@
 //!     com_m: [0.15, 0.0, 0.0],
 //!     inertia_kgm2: [0.0004, 0.0, 0.0, 0.0077, 0.0, 0.0077],
 //! };
-//! let chain = Chain::<3>::new(&[rod(0.0), rod(0.3), rod(0.3)])?;
+//! let tree: Tree<3> = serial_tree(&[rod(0.0), rod(0.3), rod(0.3)])?;
+//! let base = Isometry3::identity();
+//! let hand_body = 3;
 //! let reach = Reach::new(ReachConfig {
 //!     projector: Projector::DynamicallyConsistent,
-//!     hand_link: 2,
 //!     hand_point_m: [0.3, 0.0, 0.0],
 //!     stiffness_n_per_m: 400.0,
 //!     damping_ns_per_m: 40.0,
@@ -45,17 +47,16 @@
 //! let q = [0.3, 0.6, 0.4];
 //! let target = Vector3::new(0.5, 0.5, 0.0);
 //! let gravity = Vector3::new(0.0, -9.81, 0.0);
-//! let command = reach.tick(&chain, &q, &[0.0; 3], &target, &Vector3::zeros(), &q, &gravity)?;
+//! let command =
+//!     reach.tick(&tree, &base, hand_body, &q, &[0.0; 3], &target, &Vector3::zeros(), &q, &gravity)?;
 //! assert!(command.torques_nm.iter().all(|t| t.is_finite()));
 //! // The IK alternative: joint targets that put the hand on the target.
-//! let ik = ccd_ik(&chain, &q, 2, &Vector3::new(0.3, 0.0, 0.0), &target, 50, 1e-4)?;
+//! let hand_point = Vector3::new(0.3, 0.0, 0.0);
+//! let ik = ccd_ik(&tree, &base, &q, hand_body, &hand_point, &target, 50, 1e-4)?;
 //! assert!(ik.converged() && ik.residual_m <= 1e-4);
 //!
-//! // The same arm as a fixed-base tree: link i is joint i's child, body i + 1, so the hand is
-//! // on body 3 (on a branching tree, whichever body carries it).
-//! use control_core::articulated::nalgebra::Isometry3;
-//! use control_core::reach::ccd_ik_tree;
-//! use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
+//! // The same arm built joint by joint, as any tree is: each joint names its parent body.
+//! use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, TreeSpec};
 //! let joint = |parent_body: usize, x: f64| JointSpec {
 //!     parent_body,
 //!     kind: JointType::Revolute,
@@ -69,39 +70,32 @@
 //! };
 //! let joints = [joint(0, 0.0), joint(1, 0.3), joint(2, 0.3)];
 //! let spec = TreeSpec { base: BaseKind::Fixed, base_body: Inertial::ZERO, joints: &joints };
-//! let tree = Tree::<3>::new(&spec)?;
-//! let base = Isometry3::identity();
-//! let on_tree =
-//!     reach.tick_tree(&tree, &base, 3, &q, &[0.0; 3], &target, &Vector3::zeros(), &q, &gravity)?;
-//! assert!((on_tree.torques_nm[0] - command.torques_nm[0]).abs() < 1e-9);
-//! let ik = ccd_ik_tree(&tree, &base, &q, 3, &Vector3::new(0.3, 0.0, 0.0), &target, 50, 1e-4)?;
-//! assert!(ik.converged());
+//! let by_joint = Tree::<3>::new(&spec)?;
+//! let same =
+//!     reach.tick(&by_joint, &base, 3, &q, &[0.0; 3], &target, &Vector3::zeros(), &q, &gravity)?;
+//! assert_eq!(same.torques_nm, command.torques_nm);
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 //!
-//! # Chain and tree
-//! In a [`Chain`] link i is joint i's child; in a [`Tree`] joint k's child is body k + 1 (body 0
-//! is the base), and a body's parent is any earlier body. The tree versions therefore take the
-//! hand as a **body** index, `hand_body`, instead of [`ReachConfig::hand_link`] (which they do
-//! not read): for a chain-shaped tree built link by link, link i is body i + 1; on a branching
+//! # The hand
+//! The hand is a point ([`ReachConfig::hand_point_m`]) on a **body**, `hand_body`: body 0 is the
+//! base, joint k's child is body k + 1, and a body's parent is any earlier body. For a chain
+//! built link by link ([`crate::articulated::serial_tree`]) link i is body i + 1; on a branching
 //! tree no such formula exists. A body past the tree is [`ReachError::NoSuchBody`]; body 0 (the
 //! base) is allowed and moves with no joint. Only the joints on the hand body's path to the base
 //! carry the hand: the tree's frame Jacobian ([`TreeKinematics::frame_jacobian`], whose linear
 //! rows 0..3 are J here) is zero in every other column, so the joints of other branches get no
 //! task torque and their posture torque passes the projector unchanged. A prismatic joint's
 //! column is its axis s; its position, velocity and posture goal are in m and m/s, its torque
-//! entries are forces, N, and the posture gains act on it as N/m and N·s/m. Both tree versions
-//! are for a **fixed** base only: a floating base is
-//! [`ModelError::FloatingBase`] (its six unactuated coordinates can carry no torque, and CCD
-//! would hold them where they are).
+//! entries are forces, N, and the posture gains act on it as N/m and N·s/m. [`Reach::tick`] and
+//! [`ccd_ik`] are for a **fixed** base only: a floating base is [`ModelError::FloatingBase`] (its
+//! six unactuated coordinates can carry no torque, and CCD would hold them where they are).
 //!
 //! # The torques
-//! With x the world hand point, J its 3×N point Jacobian
-//! ([`crate::articulated::Kinematics::point_jacobian`] on a chain, the linear rows of
-//! [`TreeKinematics::frame_jacobian`] on a tree),
-//! ẋ = J q̇, M the mass matrix ([`crate::articulated::Composite::mass_matrix`],
-//! [`TreeKinematics::mass_matrix`]) and g the gravity holding torque
-//! ([`crate::articulated::Composite::gravity_torques`], [`TreeKinematics::gravity`]):
+//! With x the world hand point, J its 3×N point Jacobian (the linear rows of
+//! [`TreeKinematics::frame_jacobian`]), ẋ = J q̇, M the mass matrix
+//! ([`TreeKinematics::mass_matrix`]) and g the gravity holding torque
+//! ([`TreeKinematics::gravity`]):
 //!
 //!   F = K(x* − x) + D(ẋ* − ẋ),  τ_p = K_p(q_g − q) − K_d q̇,
 //!   τ = Jᵀ F + (I − Jᵀ Wᵀ) τ_p + g,
@@ -132,40 +126,39 @@
 //! The task torque Jᵀ F involves no inverse and is never regularised.
 //!
 //! # CCD
-//! [`ccd_ik`] sweeps from the hand's link to the root; each joint is turned about its axis by the
-//! angle that takes the hand toward the target in the plane normal to the axis (both projected
-//! onto it), which minimises the distance over that joint alone. The hand is carried along by
-//! the same rotation (joints closer to the root do not move), so a sweep costs one forward
-//! kinematics. [`ccd_ik_tree`] sweeps the joints on the hand body's path to the base, tip to
-//! root, in the same way; a prismatic joint there is slid along its unit axis s by the error's
-//! projection onto it, δ = s·(x* − x) (m), which likewise minimises the distance over that joint
-//! alone, and the hand is carried by s δ. Joints off the path keep their values. Both
-//! stop when the residual is within the tolerance ([`CcdOutcome::Converged`]),
+//! [`ccd_ik`] sweeps the joints on the hand body's path to the base, tip to root. A revolute
+//! joint is turned about its axis by the angle that takes the hand toward the target in the
+//! plane normal to the axis (both projected onto it), which minimises the distance over that
+//! joint alone, and the hand is carried along by the same rotation; a prismatic joint is slid
+//! along its unit axis s by the error's projection onto it, δ = s·(x* − x) (m), which likewise
+//! minimises the distance over that joint alone, and the hand is carried by s δ. The joints
+//! still to be moved, closer to the root, have not moved, so their positions and axes from the
+//! sweep's one tree kinematics hold: a sweep costs one tree kinematics. Joints off the path keep
+//! their values. It stops when the residual is within the tolerance ([`CcdOutcome::Converged`]),
 //! when a sweep improves it by less than [`CCD_STALL_FRACTION`] of itself (a fixed point: an
-//! unreachable target, [`CcdOutcome::Stalled`]) or after `max_sweeps` ([`CcdOutcome::SweepLimit`]);
-//! the residual is always reported. No joint limits are applied.
+//! unreachable target, [`CcdOutcome::Stalled`]) or after `max_sweeps`
+//! ([`CcdOutcome::SweepLimit`]); the residual is always reported. No joint limits are applied.
 //!
-//! To track the solution with PD and gravity, hand its joint angles to
-//! [`crate::articulated::ChainArrival::tick`] as [`crate::articulated::JointTarget`]s (a
+//! To track the solution with PD and gravity, hand its joint positions to
+//! [`crate::articulated::ChainArrival`]'s tree tick as [`crate::articulated::JointTarget`]s (a
 //! `time_to_go_s` of 0 holds each pose critically damped, with gravity feed-forward): no second
 //! PD is kept here.
 //!
 //! # Costs (measured)
-//! `cargo bench -p control-core --bench reach -- --warm-up-time 1 --measurement-time 3`, the
-//! articulated bench's 3-link arm, and the same arm built as a [`Tree`], x86-64 baseline build,
-//! on a shared 2-core machine under other jobs (load average 2–2.5; one run, criterion medians;
-//! expect up to 2× spread between runs):
+//! `cargo bench -p control-core --bench reach -- --warm-up-time 1 --measurement-time 3`, a
+//! 3-link arm built as a [`Tree`], x86-64 baseline build, on a shared 2-core machine under other
+//! jobs (load average 2–2.5; one run, criterion medians; expect up to 2× spread between runs):
 //!
-//! | | chain | tree |
-//! |---|---|---|
-//! | tick, [`Projector::PseudoInverse`] | 0.51 µs | 0.56 µs |
-//! | tick, [`Projector::DynamicallyConsistent`] (M and its Cholesky factor) | 0.74 µs | 0.80 µs |
-//! | CCD to 1e−4 m, 20 sweeps | 7.7 µs | 8.1 µs |
+//! | 3-link arm | median |
+//! |---|---|
+//! | [`Reach::tick`], [`Projector::PseudoInverse`] | 0.56 µs |
+//! | [`Reach::tick`], [`Projector::DynamicallyConsistent`] (M and its Cholesky factor) | 0.80 µs |
+//! | [`ccd_ik`] to 1e−4 m, 20 sweeps | 8.1 µs |
 //!
-//! A CCD sweep is one forward kinematics (~0.25 µs) and three `atan2`/`sincos`. The tree tick
-//! forms its hand position through a frame pose (a rotation-to-quaternion conversion it does
-//! not need) and its gravity and mass matrix from two separate subtree accumulations, where the
-//! chain's one composite serves both.
+//! A CCD sweep is one tree kinematics and, per revolute joint on the path, one `atan2` and one
+//! `sincos`. The tick forms its hand position through a frame pose (a rotation-to-quaternion
+//! conversion it does not need) and its gravity and mass matrix from two separate subtree
+//! accumulations.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -181,7 +174,7 @@ use core::fmt;
 
 use nalgebra::{Cholesky, Isometry3, Matrix3, SMatrix, SVector, Vector3};
 
-use crate::articulated::{Chain, Composite, Input, Kinematics, LinkFrame, ModelError, model_error};
+use crate::articulated::{Input, ModelError, model_error};
 use crate::tree::{BaseKind, EvalInput, JointType, Placement, Tree, TreeEvalError, TreeKinematics};
 
 /// ε: the regularisation of the 3×3 task-space inverse relative to its trace (see the module
@@ -208,12 +201,8 @@ pub enum Projector {
 pub struct ReachConfig {
     /// The null-space projector.
     pub projector: Projector,
-    /// The link that carries the hand (0 at the root). Checked against the chain every tick.
-    /// Read by [`Reach::tick`] only: [`Reach::tick_tree`] takes the hand's tree body as an
-    /// argument (see the module docs, "Chain and tree").
-    pub hand_link: usize,
-    /// The hand point in the hand link's frame ([`Reach::tick`]) or the hand body's frame
-    /// ([`Reach::tick_tree`]), m.
+    /// The hand point in the frame of the body that carries it ([`Reach::tick`]'s `hand_body`,
+    /// see the module docs, "The hand"), m.
     pub hand_point_m: [f64; 3],
     /// K, the hand spring, N/m (≥ 0).
     pub stiffness_n_per_m: f64,
@@ -227,7 +216,7 @@ pub struct ReachConfig {
     pub gravity_compensation: bool,
 }
 
-/// A field of a [`ReachConfig`], or a setting of [`ccd_ik`] and [`ccd_ik_tree`].
+/// A field of a [`ReachConfig`], or a setting of [`ccd_ik`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReachField {
@@ -241,11 +230,11 @@ pub enum ReachField {
     PostureStiffness,
     /// [`ReachConfig::posture_damping_nms_per_rad`].
     PostureDamping,
-    /// [`ccd_ik`]'s and [`ccd_ik_tree`]'s `tolerance_m` (finite, ≥ 0).
+    /// [`ccd_ik`]'s `tolerance_m` (finite, ≥ 0).
     IkTolerance,
 }
 
-/// An input of this module that the chain's [`Input`] does not name.
+/// An input of this module that [`Input`] does not name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReachInput {
@@ -258,23 +247,22 @@ pub enum ReachInput {
         /// The joint.
         joint: usize,
     },
-    /// The base pose given to [`Reach::tick_tree`] or [`ccd_ik_tree`] (a NaN or infinite
-    /// entry, or a quaternion of length zero).
+    /// The base pose given to [`Reach::tick`] or [`ccd_ik`] (a NaN or infinite entry, or a
+    /// quaternion of length zero).
     BasePose,
 }
 
-/// Why [`Reach`], [`ccd_ik`] or [`ccd_ik_tree`] returned no result.
+/// Why [`Reach`] or [`ccd_ik`] returned no result.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum ReachError {
-    /// The chain or the tree refused an evaluation: a non-finite joint position, velocity,
-    /// gravity or hand point (for a tree too: [`Input::Position`], [`Input::Velocity`] by
-    /// joint, [`Input::Gravity`], [`Input::Point`]), a hand link beyond the chain, a
-    /// floating-base tree ([`ModelError::FloatingBase`]), or a result beyond the f64 range
-    /// ([`ModelError::OutOfRange`], also when the mass matrix or the regularised task matrix
-    /// cannot be factored in f64).
+    /// The tree refused an evaluation: a non-finite joint position or velocity
+    /// ([`Input::Position`], [`Input::Velocity`], by joint), gravity ([`Input::Gravity`]) or
+    /// hand point ([`Input::Point`]), a floating base ([`ModelError::FloatingBase`]), or a
+    /// result beyond the f64 range ([`ModelError::OutOfRange`], also when the mass matrix or the
+    /// regularised task matrix cannot be factored in f64).
     Model(ModelError),
-    /// The hand body given to [`Reach::tick_tree`] or [`ccd_ik_tree`] is past the tree.
+    /// The hand body given to [`Reach::tick`] or [`ccd_ik`] is past the tree.
     NoSuchBody {
         /// The body asked for.
         body: usize,
@@ -315,9 +303,8 @@ impl core::error::Error for ReachError {
     }
 }
 
-/// What one [`Reach::tick`] or [`Reach::tick_tree`] commands, and its parts, for logging.
-/// Entries past the chain's length (the tree's joint count) are 0. On a tree a prismatic
-/// joint's entries are forces, N.
+/// What one [`Reach::tick`] commands, and its parts, for logging. Entries past the tree's joint
+/// count are 0. A prismatic joint's entries are forces, N.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReachCommand<const N: usize> {
     /// Task + null space + gravity, N·m (no torque limit is applied here).
@@ -336,7 +323,7 @@ pub struct ReachCommand<const N: usize> {
     pub hand_error_m: Vector3<f64>,
     /// F = K(x* − x) + D(ẋ* − ẋ), world, N.
     pub hand_force_n: Vector3<f64>,
-    /// ‖q_g − q‖ over the chain's (the tree's) joints, rad (m for a prismatic joint).
+    /// ‖q_g − q‖ over the tree's joints, rad (m for a prismatic joint).
     pub posture_error_rad: f64,
 }
 
@@ -347,7 +334,7 @@ impl<const N: usize> ReachCommand<N> {
     }
 }
 
-/// Kenwright's hand controller for a chain or a fixed-base tree (see the module docs).
+/// Kenwright's hand controller for a fixed-base tree (see the module docs).
 /// Stateless: a configuration, validated once.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reach {
@@ -385,62 +372,27 @@ impl Reach {
         self.config
     }
 
-    /// One tick: the hand's position, velocity and Jacobian at (`q`, `qd`), the hand force toward
-    /// `hand_target_m` moving at `hand_target_velocity` (world, m and m/s), the posture torque
-    /// toward `posture_rad`, its projection into the task's null space, and gravity. Only the
-    /// first [`Chain::len`] entries of `q`, `qd` and `posture_rad` are read; `gravity` (world,
-    /// m/s²) is checked even when compensation is off.
-    ///
-    /// Cost: forward kinematics, the composite inertias, one 3×N Jacobian, and for
-    /// [`Projector::DynamicallyConsistent`] the mass matrix and its Cholesky factor (O(N³)).
-    #[allow(clippy::too_many_arguments)]
-    pub fn tick<const N: usize>(
-        &self,
-        chain: &Chain<N>,
-        q: &[f64; N],
-        qd: &[f64; N],
-        hand_target_m: &Vector3<f64>,
-        hand_target_velocity: &Vector3<f64>,
-        posture_rad: &[f64; N],
-        gravity: &Vector3<f64>,
-    ) -> Result<ReachCommand<N>, ReachError> {
-        let goals = Goals {
-            q,
-            qd,
-            hand_target_m,
-            hand_target_velocity,
-            posture_rad,
-            gravity,
-        };
-        goals.check()?;
-        let c = &self.config;
-        let kin = chain.forward_kinematics(q)?;
-        let hand = kin.point_in_world(c.hand_link, &Vector3::from(c.hand_point_m))?;
-        let jacobian = kin.point_jacobian(c.hand_link, &hand)?;
-        let posture = self.posture(&goals, kin.len())?;
-        self.command(&goals, &posture, &hand, &jacobian, &kin.composite()?)
-    }
-
-    /// [`Reach::tick`] on a fixed-base kinematic tree ([`Tree`]) welded at `base_pose` (world),
-    /// the hand point [`ReachConfig::hand_point_m`] on body `hand_body` (0 the base, k + 1 joint
-    /// k's child; [`ReachConfig::hand_link`] is not read: see the module docs, "Chain and
-    /// tree"). The same controller, projectors, gravity compensation and outputs: J is the
-    /// linear part of the tree's frame Jacobian (zero in the columns of joints that do not
-    /// carry the hand), M the tree's mass matrix (CRBA), g its generalized gravity. Only the
-    /// first [`Tree::joint_count`] entries of `q`, `qd` and `posture_rad` are read (rad, rad/s
-    /// for a revolute joint; m, m/s for a prismatic one); `gravity` (world, m/s²) is checked
-    /// even when compensation is off.
+    /// One tick on a fixed-base kinematic tree ([`Tree`]) welded at `base_pose` (world), the
+    /// hand point [`ReachConfig::hand_point_m`] on body `hand_body` (0 the base, k + 1 joint k's
+    /// child; see the module docs, "The hand"): the hand's position, velocity and Jacobian at
+    /// (`q`, `qd`), the hand force toward `hand_target_m` moving at `hand_target_velocity`
+    /// (world, m and m/s), the posture torque toward `posture_rad`, its projection into the
+    /// task's null space, and gravity. J is the linear part of the tree's frame Jacobian (zero
+    /// in the columns of joints that do not carry the hand), M the tree's mass matrix (CRBA), g
+    /// its generalized gravity. Only the first [`Tree::joint_count`] entries of `q`, `qd` and
+    /// `posture_rad` are read (rad, rad/s for a revolute joint; m, m/s for a prismatic one);
+    /// `gravity` (world, m/s²) is checked even when compensation is off.
     ///
     /// A floating base is [`ModelError::FloatingBase`] and a hand body past the tree
     /// [`ReachError::NoSuchBody`], both before any input is read; a non-finite base pose is
-    /// [`ReachInput::BasePose`]; every other input is named as by [`Reach::tick`] (a
-    /// non-finite joint position or velocity by its joint).
+    /// [`ReachInput::BasePose`], a non-finite joint position or velocity is named with its
+    /// joint, and every other input by its name ([`ReachError`]).
     ///
     /// Cost: the tree's kinematics, one frame pose and 6×N frame Jacobian, the generalized
     /// gravity (when compensated), and for [`Projector::DynamicallyConsistent`] the mass matrix
     /// and its Cholesky factor (O(N³)).
     #[allow(clippy::too_many_arguments)]
-    pub fn tick_tree<const N: usize>(
+    pub fn tick<const N: usize>(
         &self,
         tree: &Tree<N>,
         base_pose: &Isometry3<f64>,
@@ -474,9 +426,9 @@ impl Reach {
         self.command(&goals, &posture, &hand, &jacobian, &kin)
     }
 
-    /// The joint-space part of a tick over the model's first `joints` joints (entries past them
+    /// The joint-space part of a tick over the tree's first `joints` joints (entries past them
     /// are never read: they may hold anything), checked joint by joint: q̇, the posture torque
-    /// τ_p = K_p(q_g − q) − K_d q̇ and ‖q_g − q‖². Shared by the chain and the tree.
+    /// τ_p = K_p(q_g − q) − K_d q̇ and ‖q_g − q‖².
     fn posture<const N: usize>(
         &self,
         goals: &Goals<'_, N>,
@@ -514,16 +466,16 @@ impl Reach {
     }
 
     /// Everything after the hand's position `hand`, its finite 3×N Jacobian `jacobian` (zero
-    /// past the model's joints) and the checked `posture`, for a chain and a tree alike:
-    /// ẋ = J q̇, F, Jᵀ F, the null-space projection, gravity from `dynamics` (the model's at
-    /// the same configuration) and the finite check of the result.
+    /// past the tree's joints) and the checked `posture`: ẋ = J q̇, F, Jᵀ F, the null-space
+    /// projection, gravity from `kin` (the tree's kinematics at the same configuration) and the
+    /// finite check of the result.
     fn command<const N: usize>(
         &self,
         goals: &Goals<'_, N>,
         posture: &Posture<N>,
         hand: &Vector3<f64>,
         jacobian: &SMatrix<f64, 3, N>,
-        dynamics: &impl JointDynamics<N>,
+        kin: &TreeKinematics<N>,
     ) -> Result<ReachCommand<N>, ReachError> {
         let c = &self.config;
         let hand_velocity = jacobian * posture.velocity;
@@ -531,15 +483,10 @@ impl Reach {
         let force = hand_error * c.stiffness_n_per_m
             + (goals.hand_target_velocity - hand_velocity) * c.damping_ns_per_m;
         let task = jacobian.transpose() * force;
-        let null_space = null_space_torque(
-            c.projector,
-            jacobian,
-            posture.joints,
-            dynamics,
-            &posture.torque,
-        )?;
+        let null_space =
+            null_space_torque(c.projector, jacobian, posture.joints, kin, &posture.torque)?;
         let gravity_torques = if c.gravity_compensation {
-            dynamics.gravity_torques(goals.gravity)?
+            kin.gravity(goals.gravity).map_err(tree_error)?
         } else {
             SVector::zeros()
         };
@@ -569,7 +516,7 @@ impl Reach {
     }
 }
 
-/// The inputs of a tick that every model reads alike.
+/// The inputs of a tick besides the tree, its base pose and the hand body.
 struct Goals<'a, const N: usize> {
     q: &'a [f64; N],
     qd: &'a [f64; N],
@@ -580,7 +527,7 @@ struct Goals<'a, const N: usize> {
 }
 
 impl<const N: usize> Goals<'_, N> {
-    /// The hand target, its velocity and gravity are finite (before any model is evaluated).
+    /// The hand target, its velocity and gravity are finite (before the tree is evaluated).
     fn check(&self) -> Result<(), ReachError> {
         if !all_finite(self.hand_target_m.as_slice()) {
             return Err(ReachError::NonFinite(ReachInput::HandTarget));
@@ -597,47 +544,17 @@ impl<const N: usize> Goals<'_, N> {
 
 /// The checked joint-space part of a tick ([`Reach::posture`]).
 struct Posture<const N: usize> {
-    /// The model's number of joints.
+    /// The tree's number of joints.
     joints: usize,
-    /// q̇, zero past the model's joints.
+    /// q̇, zero past the tree's joints.
     velocity: SVector<f64, N>,
-    /// τ_p, zero past the model's joints.
+    /// τ_p, zero past the tree's joints.
     torque: SVector<f64, N>,
     /// ‖q_g − q‖².
     error_sq: f64,
 }
 
-/// What the torque assembly needs of a model besides J: a chain's [`Composite`], a tree's
-/// [`TreeKinematics`].
-trait JointDynamics<const N: usize> {
-    /// The joint-space mass matrix: its n×n block, zero elsewhere.
-    fn mass_matrix(&self) -> Result<SMatrix<f64, N, N>, ReachError>;
-    /// The gravity holding torque (`gravity` finite), zero past the model's joints.
-    fn gravity_torques(&self, gravity: &Vector3<f64>) -> Result<SVector<f64, N>, ReachError>;
-}
-
-impl<const N: usize> JointDynamics<N> for Composite<N> {
-    fn mass_matrix(&self) -> Result<SMatrix<f64, N, N>, ReachError> {
-        Ok(Composite::mass_matrix(self)?)
-    }
-
-    fn gravity_torques(&self, gravity: &Vector3<f64>) -> Result<SVector<f64, N>, ReachError> {
-        Ok(Composite::gravity_torques(self, gravity)?)
-    }
-}
-
-/// A fixed base's: the velocity layout is the joint order.
-impl<const N: usize> JointDynamics<N> for TreeKinematics<N> {
-    fn mass_matrix(&self) -> Result<SMatrix<f64, N, N>, ReachError> {
-        TreeKinematics::mass_matrix(self).map_err(tree_error)
-    }
-
-    fn gravity_torques(&self, gravity: &Vector3<f64>) -> Result<SVector<f64, N>, ReachError> {
-        self.gravity(gravity).map_err(tree_error)
-    }
-}
-
-/// What the tree versions refuse before reading any input: a floating base
+/// What [`Reach::tick`] and [`ccd_ik`] refuse before reading any input: a floating base
 /// ([`ModelError::FloatingBase`]) and a hand body past the tree ([`ReachError::NoSuchBody`]).
 fn check_tree<const N: usize>(tree: &Tree<N>, hand_body: usize) -> Result<(), ReachError> {
     if tree.base() != BaseKind::Fixed {
@@ -654,7 +571,7 @@ fn check_tree<const N: usize>(tree: &Tree<N>, hand_body: usize) -> Result<(), Re
 }
 
 /// A tree evaluation's error as this module's: the hand body and the base pose by name, the
-/// rest as the chain controllers name them ([`model_error`]).
+/// rest as the joint-space controllers name them ([`model_error`]).
 fn tree_error(error: TreeEvalError) -> ReachError {
     match error {
         TreeEvalError::NoSuchBody { body, bodies } => ReachError::NoSuchBody { body, bodies },
@@ -688,13 +605,13 @@ fn tree_hand<const N: usize>(
 }
 
 /// (I − Jᵀ Wᵀ) τ for the projector (see the module docs for the regularisation). `jacobian` is
-/// finite, zero past the model's first `joints` joints; `dynamics` is the model's at the same
-/// configuration.
+/// finite, zero past the tree's first `joints` joints; `kin` is the tree's kinematics at the
+/// same configuration (a fixed base: the velocity layout is the joint order).
 fn null_space_torque<const N: usize>(
     projector: Projector,
     jacobian: &SMatrix<f64, 3, N>,
     joints: usize,
-    dynamics: &impl JointDynamics<N>,
+    kin: &TreeKinematics<N>,
     tau: &SVector<f64, N>,
 ) -> Result<SVector<f64, N>, ReachError> {
     let scale = jacobian.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -709,13 +626,13 @@ fn null_space_torque<const N: usize>(
     let (a, y) = match projector {
         Projector::PseudoInverse => (j * j.transpose(), j.transpose()),
         Projector::DynamicallyConsistent => {
-            let mut m = dynamics.mass_matrix()?;
+            let mut m = kin.mass_matrix().map_err(tree_error)?;
             let m_scale = m.diagonal().iter().fold(0.0f64, |s, v| s.max(*v));
             if m_scale <= 0.0 {
                 return Err(ModelError::OutOfRange.into());
             }
             m /= m_scale;
-            // Joints past the model: an identity block, so that M̂ is invertible; Ĵ's columns
+            // Joints past the tree: an identity block, so that M̂ is invertible; Ĵ's columns
             // there are zero, so it changes nothing.
             for i in joints..N {
                 if let Some(d) = m.get_mut((i, i)) {
@@ -744,7 +661,7 @@ fn null_space_torque<const N: usize>(
     }
 }
 
-/// How [`ccd_ik`] or [`ccd_ik_tree`] ended.
+/// How [`ccd_ik`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CcdOutcome {
     /// The residual is within the tolerance.
@@ -756,14 +673,13 @@ pub enum CcdOutcome {
     SweepLimit,
 }
 
-/// The result of [`ccd_ik`] or [`ccd_ik_tree`].
+/// The result of [`ccd_ik`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CcdSolution<const N: usize> {
-    /// The joint positions, rad (m for a tree's prismatic joints); joints past the hand link
-    /// (on a tree: every joint not on the hand body's path to the base), and past the chain or
-    /// the tree, as given.
+    /// The joint positions, rad (m for a prismatic joint); every joint not on the hand body's
+    /// path to the base, and every entry past the tree's joints, as given.
     pub q_rad: [f64; N],
-    /// ‖target − hand‖ at `q_rad` (from a fresh forward kinematics), m.
+    /// ‖target − hand‖ at `q_rad` (from a fresh tree kinematics), m.
     pub residual_m: f64,
     /// Sweeps run (0 if the start was already within the tolerance).
     pub sweeps: usize,
@@ -778,46 +694,23 @@ impl<const N: usize> CcdSolution<N> {
     }
 }
 
-/// Cyclic coordinate descent: joint angles from `q_start` that bring `hand_point` (in link
-/// `hand_link`'s frame) to `target` (world), within `tolerance_m` (finite, ≥ 0) or as close as
-/// CCD gets in `max_sweeps` sweeps (see the module docs). Each sweep turns joints `hand_link`
-/// down to 0 once and costs one forward kinematics.
-pub fn ccd_ik<const N: usize>(
-    chain: &Chain<N>,
-    q_start: &[f64; N],
-    hand_link: usize,
-    hand_point: &Vector3<f64>,
-    target: &Vector3<f64>,
-    max_sweeps: usize,
-    tolerance_m: f64,
-) -> Result<CcdSolution<N>, ReachError> {
-    let mut model = ChainCcd {
-        chain,
-        hand_link,
-        hand_point,
-        kin: Kinematics {
-            frames: [LinkFrame::PLACEHOLDER; N],
-            len: chain.len(),
-        },
-    };
-    ccd(&mut model, q_start, target, max_sweeps, tolerance_m)
-}
-
-/// [`ccd_ik`] on a fixed-base kinematic tree ([`Tree`]) welded at `base_pose` (world): joint
-/// positions from `q_start` that bring `hand_point` (in body `hand_body`'s frame, m; body 0 is
-/// the base, k + 1 joint k's child) to `target` (world, m), within `tolerance_m` (finite, ≥ 0)
-/// or as close as CCD gets in `max_sweeps` sweeps. Each sweep moves the joints on the path from
-/// the hand body to the base once, tip to root: a revolute joint turned as [`ccd_ik`] turns
-/// it, a prismatic joint slid along its axis by the projection of the error x* − x onto the
-/// axis (m; see the module docs); every other joint keeps its value. One tree kinematics per
-/// sweep; the same stopping rules and result as [`ccd_ik`].
+/// Cyclic coordinate descent on a fixed-base kinematic tree ([`Tree`]) welded at `base_pose`
+/// (world): joint positions from `q_start` that bring `hand_point` (in body `hand_body`'s
+/// frame, m; body 0 is the base, k + 1 joint k's child) to `target` (world, m), within
+/// `tolerance_m` (finite, ≥ 0) or as close as CCD gets in `max_sweeps` sweeps (see the module
+/// docs). Each sweep moves the joints on the path from the hand body to the base once, tip to
+/// root: a revolute joint turned about its axis by the angle that brings the hand closest to
+/// the target, a prismatic joint slid along its axis by the projection of the error x* − x
+/// onto the axis (m); every other joint keeps its value. One tree kinematics per sweep.
 ///
 /// A floating base is [`ModelError::FloatingBase`] (CCD would hold it where it is: that is
 /// not IK of a floating robot) and a hand body past the tree [`ReachError::NoSuchBody`], both
-/// before any input is read; a non-finite base pose is [`ReachInput::BasePose`]; the rest as
-/// for [`ccd_ik`].
+/// before any input is read; a tolerance that is not finite and ≥ 0 is
+/// [`ReachField::IkTolerance`], a non-finite target [`ReachInput::HandTarget`], a non-finite
+/// base pose [`ReachInput::BasePose`], a non-finite hand point [`Input::Point`] and a
+/// non-finite joint position [`Input::Position`] with its joint.
 #[allow(clippy::too_many_arguments)]
-pub fn ccd_ik_tree<const N: usize>(
+pub fn ccd_ik<const N: usize>(
     tree: &Tree<N>,
     base_pose: &Isometry3<f64>,
     q_start: &[f64; N],
@@ -838,62 +731,7 @@ pub fn ccd_ik_tree<const N: usize>(
     ccd(&mut model, q_start, target, max_sweeps, tolerance_m)
 }
 
-/// A model CCD runs on: the hand at a configuration, and one sweep of the joints there.
-trait CcdModel<const N: usize> {
-    /// The kinematics at `q` (kept for [`CcdModel::sweep`]) and the world hand point there, m.
-    fn hand(&mut self, q: &[f64; N]) -> Result<Vector3<f64>, ReachError>;
-    /// One sweep, tip to root, at the configuration of the last [`CcdModel::hand`] (the hand at
-    /// `hand`): each joint on the hand's path moved as the module docs say, the hand carried
-    /// along. A joint position pushed past the f64 range is [`ModelError::OutOfRange`] (the
-    /// solve's, not the caller's input).
-    fn sweep(
-        &self,
-        q: &mut [f64; N],
-        hand: Vector3<f64>,
-        target: &Vector3<f64>,
-    ) -> Result<(), ReachError>;
-}
-
-/// [`ccd_ik`]'s model: joints `hand_link` down to 0 of a chain; one kept kinematics buffer.
-struct ChainCcd<'a, const N: usize> {
-    chain: &'a Chain<N>,
-    hand_link: usize,
-    hand_point: &'a Vector3<f64>,
-    kin: Kinematics<N>,
-}
-
-impl<const N: usize> CcdModel<N> for ChainCcd<'_, N> {
-    fn hand(&mut self, q: &[f64; N]) -> Result<Vector3<f64>, ReachError> {
-        self.chain.fill_kinematics(q, &mut self.kin)?;
-        Ok(self.kin.point_in_world(self.hand_link, self.hand_point)?)
-    }
-
-    fn sweep(
-        &self,
-        q: &mut [f64; N],
-        mut hand: Vector3<f64>,
-        target: &Vector3<f64>,
-    ) -> Result<(), ReachError> {
-        let kin = &self.kin;
-        let joints = q
-            .iter_mut()
-            .take(self.hand_link.saturating_add(1))
-            .enumerate();
-        for (joint, qi) in joints.rev() {
-            let (Some(origin), Some(axis)) = (kin.joint_position(joint), kin.joint_axis(joint))
-            else {
-                continue;
-            };
-            hand = ccd_step(qi, &origin, &axis, &hand, target);
-            if !qi.is_finite() {
-                return Err(ModelError::OutOfRange.into());
-            }
-        }
-        Ok(())
-    }
-}
-
-/// [`ccd_ik_tree`]'s model: the joints on a tree body's path to the base; one kept kinematics
+/// What [`ccd_ik`] runs on: the joints on a tree body's path to the base; one kept kinematics
 /// buffer ([`Tree::kinematics_into`]).
 struct TreeCcd<'a, const N: usize> {
     tree: &'a Tree<N>,
@@ -903,7 +741,8 @@ struct TreeCcd<'a, const N: usize> {
     kin: TreeKinematics<N>,
 }
 
-impl<const N: usize> CcdModel<N> for TreeCcd<'_, N> {
+impl<const N: usize> TreeCcd<'_, N> {
+    /// The kinematics at `q` (kept for [`TreeCcd::sweep`]) and the world hand point there, m.
     fn hand(&mut self, q: &[f64; N]) -> Result<Vector3<f64>, ReachError> {
         self.tree
             .kinematics_into(&mut self.kin, self.base_pose, q)
@@ -911,6 +750,10 @@ impl<const N: usize> CcdModel<N> for TreeCcd<'_, N> {
         tree_hand(&self.kin, self.hand_body, &self.placement)
     }
 
+    /// One sweep, tip to root, at the configuration of the last [`TreeCcd::hand`] (the hand at
+    /// `hand`): each joint on the hand's path moved as the module docs say, the hand carried
+    /// along. A joint position pushed past the f64 range is [`ModelError::OutOfRange`] (the
+    /// solve's, not the caller's input).
     fn sweep(
         &self,
         q: &mut [f64; N],
@@ -942,10 +785,10 @@ impl<const N: usize> CcdModel<N> for TreeCcd<'_, N> {
     }
 }
 
-/// The CCD loop of [`ccd_ik`] and [`ccd_ik_tree`]: the settings checked, then evaluate, stop or
-/// sweep (see the module docs).
+/// The CCD loop of [`ccd_ik`]: the settings checked, then evaluate, stop or sweep (see the
+/// module docs).
 fn ccd<const N: usize>(
-    model: &mut impl CcdModel<N>,
+    model: &mut TreeCcd<'_, N>,
     q_start: &[f64; N],
     target: &Vector3<f64>,
     max_sweeps: usize,
@@ -1028,7 +871,7 @@ fn all_finite(values: &[f64]) -> bool {
     values.iter().fold(true, |ok, v| ok & v.is_finite())
 }
 
-/// What [`Reach::tick_tree`] reads each tick, as one value for
+/// What [`Reach::tick`] reads each tick, as one value for
 /// [`crate::controller::Controller`].
 #[derive(Debug, Clone, Copy)]
 pub struct ReachTick<'a, const N: usize> {
@@ -1057,7 +900,8 @@ impl<const N: usize> crate::controller::Controller<ReachTick<'_, N>> for Reach {
     type Error = ReachError;
 
     fn tick(&mut self, i: &ReachTick<'_, N>) -> Result<ReachCommand<N>, ReachError> {
-        self.tick_tree(
+        Reach::tick(
+            self,
             i.tree,
             i.base_pose,
             i.hand_body,
@@ -1080,11 +924,38 @@ impl<const N: usize> crate::controller::Controller<ReachTick<'_, N>> for Reach {
 mod tests {
     use super::*;
     use crate::articulated::{ArrivalSettings, ChainArrival, Coupling, JointTarget, LinkSpec};
+    use crate::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
     use core::f64::consts::PI;
+    use nalgebra::{Isometry3, Quaternion, Translation3, UnitQuaternion};
     use proptest::prelude::*;
 
-    /// Capacity of the random chains: 1 to `CAP` links, so the unused part is exercised too.
+    /// Capacity of the random trees: 1 to `CAP` joints, so the unused part is exercised too.
     const CAP: usize = 6;
+
+    /// The base pose of the chain-shaped test trees: the world frame.
+    fn base() -> Isometry3<f64> {
+        Isometry3::identity()
+    }
+
+    /// `specs` as a fixed-base tree, link i hanging from body i: link i is body i + 1.
+    fn tree_of<const N: usize>(specs: &[LinkSpec]) -> Tree<N> {
+        crate::articulated::serial_tree(specs).unwrap()
+    }
+
+    /// The world position of the point `point` of body `body` at `q` (base at [`base`]), m.
+    fn hand_at<const N: usize>(
+        tree: &Tree<N>,
+        q: &[f64; N],
+        body: usize,
+        point: &Vector3<f64>,
+    ) -> Vector3<f64> {
+        tree.kinematics(&base(), q)
+            .unwrap()
+            .frame_pose(body, &hand_placement((*point).into()))
+            .unwrap()
+            .translation
+            .vector
+    }
 
     /// A uniform box link `length` long along its x axis (thickness 0.05 m), hinged at its frame
     /// origin about `axis`, its joint frame at `xyz` in its parent's frame.
@@ -1110,26 +981,27 @@ mod tests {
     /// Link lengths of the planar arm, m.
     const PLANAR: [f64; 3] = [0.4, 0.35, 0.25];
 
-    /// A planar 3-link arm about +z (a vertical plane when gravity is −y); the hand is the tip
-    /// of link 2.
-    fn planar() -> Chain<3> {
+    /// A planar 3-link arm about +z (a vertical plane when gravity is −y) as a fixed-base tree;
+    /// the hand is the tip of link 2, on body [`HAND`].
+    fn planar() -> Tree<3> {
         let z = [0.0, 0.0, 1.0];
-        Chain::new(&[
+        tree_of(&[
             rod([0.0; 3], z, 2.0, PLANAR[0]),
             rod([PLANAR[0], 0.0, 0.0], z, 1.5, PLANAR[1]),
             rod([PLANAR[1], 0.0, 0.0], z, 1.0, PLANAR[2]),
         ])
-        .unwrap()
     }
+
+    /// The body of [`planar`]'s hand: link 2's, body 3.
+    const HAND: usize = 3;
 
     fn planar_hand() -> Vector3<f64> {
         Vector3::new(PLANAR[2], 0.0, 0.0)
     }
 
-    fn config(projector: Projector, hand_link: usize, hand: Vector3<f64>) -> ReachConfig {
+    fn config(projector: Projector, hand: Vector3<f64>) -> ReachConfig {
         ReachConfig {
             projector,
-            hand_link,
             hand_point_m: hand.into(),
             stiffness_n_per_m: 500.0,
             damping_ns_per_m: 50.0,
@@ -1179,25 +1051,30 @@ mod tests {
         )
     }
 
-    fn chain_strategy() -> impl Strategy<Value = (Chain<CAP>, [f64; CAP])> {
-        specs_strategy().prop_map(|(specs, q)| (Chain::new(&specs).unwrap(), q))
+    /// A random chain of 1 to [`CAP`] links as a fixed-base tree, and a configuration.
+    fn chain_strategy() -> impl Strategy<Value = (Tree<CAP>, [f64; CAP])> {
+        specs_strategy().prop_map(|(specs, q)| (tree_of(&specs), q))
     }
 
-    /// The Jacobian and the mass matrix's inverse on the chain's joints, the slow way (the n×n
-    /// block inverted, zero elsewhere).
+    /// The point Jacobian (the frame Jacobian's linear rows) of `hand` on body `body` and the
+    /// mass matrix's inverse on the tree's joints, the slow way (the n×n block inverted, zero
+    /// elsewhere).
     fn jacobian_and_inverse_mass<const N: usize>(
-        kin: &Kinematics<N>,
-        hand_link: usize,
+        kin: &TreeKinematics<N>,
+        body: usize,
         hand: &Vector3<f64>,
     ) -> (SMatrix<f64, 3, N>, SMatrix<f64, N, N>) {
-        let x = kin.point_in_world(hand_link, hand).unwrap();
-        let j = kin.point_jacobian(hand_link, &x).unwrap();
+        let j = kin
+            .frame_jacobian(body, &hand_placement((*hand).into()))
+            .unwrap()
+            .fixed_rows::<3>(0)
+            .into_owned();
         let mut m = kin.mass_matrix().unwrap();
-        for i in kin.len()..N {
+        for i in kin.joint_count()..N {
             m[(i, i)] = 1.0;
         }
         let mut m_inv = m.try_inverse().unwrap();
-        for i in kin.len()..N {
+        for i in kin.joint_count()..N {
             m_inv[(i, i)] = 0.0;
         }
         (j, m_inv)
@@ -1229,14 +1106,13 @@ mod tests {
 
     fn null_of<const N: usize>(
         projector: Projector,
-        kin: &Kinematics<N>,
-        hand_link: usize,
+        kin: &TreeKinematics<N>,
+        body: usize,
         hand: &Vector3<f64>,
         tau: &SVector<f64, N>,
     ) -> SVector<f64, N> {
-        let x = kin.point_in_world(hand_link, hand).unwrap();
-        let j = kin.point_jacobian(hand_link, &x).unwrap();
-        null_space_torque(projector, &j, kin.len(), &kin.composite().unwrap(), tau).unwrap()
+        let (j, _) = jacobian_and_inverse_mass(kin, body, hand);
+        null_space_torque(projector, &j, kin.joint_count(), kin, tau).unwrap()
     }
 
     proptest! {
@@ -1245,20 +1121,21 @@ mod tests {
         /// separated), while the posture torque alone would.
         #[test]
         fn dynamically_consistent_null_torque_does_not_accelerate_the_hand(
-            (chain, q) in chain_strategy(),
+            (tree, q) in chain_strategy(),
             link_pick in 0usize..CAP,
             hand in prop::array::uniform3(-0.5..0.5f64),
             tau in prop::array::uniform6(-20.0..20.0f64),
         ) {
-            let link = link_pick % chain.len();
+            let n = tree.joint_count();
+            let body = link_pick % n + 1;
             let hand = Vector3::from(hand);
-            let kin = chain.forward_kinematics(&q).unwrap();
-            let (j, m_inv) = jacobian_and_inverse_mass(&kin, link, &hand);
+            let kin = tree.kinematics(&base(), &q).unwrap();
+            let (j, m_inv) = jacobian_and_inverse_mass(&kin, body, &hand);
             let a = j * m_inv * j.transpose();
             prop_assume!(a.trace() > 1e-12 && well_separated(&a));
             let mut tau = SVector::<f64, CAP>::from(tau);
-            for i in chain.len()..CAP { tau[i] = 0.0; }
-            let null = null_of(Projector::DynamicallyConsistent, &kin, link, &hand, &tau);
+            for i in n..CAP { tau[i] = 0.0; }
+            let null = null_of(Projector::DynamicallyConsistent, &kin, body, &hand, &tau);
             let scale = (j * m_inv).norm() * tau.norm();
             let accel = (j * m_inv * null).norm();
             prop_assert!(accel <= LEAK * scale, "J M⁻¹ τ_null = {accel}, scale {scale}");
@@ -1275,21 +1152,22 @@ mod tests {
         /// SVD, so rank-deficient Jacobians are covered).
         #[test]
         fn pseudo_inverse_null_torque_makes_no_static_hand_force(
-            (chain, q) in chain_strategy(),
+            (tree, q) in chain_strategy(),
             link_pick in 0usize..CAP,
             hand in prop::array::uniform3(-0.5..0.5f64),
             tau in prop::array::uniform6(-20.0..20.0f64),
             force in prop::array::uniform3(-50.0..50.0f64),
         ) {
-            let link = link_pick % chain.len();
+            let n = tree.joint_count();
+            let body = link_pick % n + 1;
             let hand = Vector3::from(hand);
-            let kin = chain.forward_kinematics(&q).unwrap();
-            let (j, _) = jacobian_and_inverse_mass(&kin, link, &hand);
+            let kin = tree.kinematics(&base(), &q).unwrap();
+            let (j, _) = jacobian_and_inverse_mass(&kin, body, &hand);
             let a = j * j.transpose();
             prop_assume!(a.trace() > 1e-12 && well_separated(&a));
             let mut tau = SVector::<f64, CAP>::from(tau);
-            for i in chain.len()..CAP { tau[i] = 0.0; }
-            let null = null_of(Projector::PseudoInverse, &kin, link, &hand, &tau);
+            for i in n..CAP { tau[i] = 0.0; }
+            let null = null_of(Projector::PseudoInverse, &kin, body, &hand, &tau);
             let j_pinv_t = j.pseudo_inverse(1e-9 * j.norm()).unwrap().transpose();
             let task = j.transpose() * Vector3::from(force);
             let before = j_pinv_t * task;
@@ -1307,13 +1185,14 @@ mod tests {
         /// case: 1.4×).
         #[test]
         fn projecting_twice_is_projecting_once(
-            (chain, q) in chain_strategy(),
+            (tree, q) in chain_strategy(),
             tau in prop::array::uniform6(-20.0..20.0f64),
         ) {
-            let link = chain.len() - 1;
+            let n = tree.joint_count();
+            let body = n;
             let hand = Vector3::new(0.2, 0.1, 0.0);
-            let kin = chain.forward_kinematics(&q).unwrap();
-            let (j, m_inv) = jacobian_and_inverse_mass(&kin, link, &hand);
+            let kin = tree.kinematics(&base(), &q).unwrap();
+            let (j, m_inv) = jacobian_and_inverse_mass(&kin, body, &hand);
             let identity = SMatrix::<f64, CAP, CAP>::identity();
             for (projector, a, metric) in [
                 (Projector::PseudoInverse, j * j.transpose(), identity),
@@ -1321,53 +1200,52 @@ mod tests {
             ] {
                 if !(a.trace() > 1e-12 && well_separated(&a)) { continue; }
                 let mut tau = SVector::<f64, CAP>::from(tau);
-                for i in chain.len()..CAP { tau[i] = 0.0; }
-                let once = null_of(projector, &kin, link, &hand, &tau);
-                let twice = null_of(projector, &kin, link, &hand, &once);
+                for i in n..CAP { tau[i] = 0.0; }
+                let once = null_of(projector, &kin, body, &hand, &tau);
+                let twice = null_of(projector, &kin, body, &hand, &once);
                 let norm = |x: &SVector<f64, CAP>| libm::sqrt((x.transpose() * metric * x)[(0, 0)]);
                 prop_assert!(norm(&(twice - once)) <= LEAK * norm(&tau));
             }
         }
 
         /// CCD reaches every target that is reachable (the hand's position at another random
-        /// configuration), on random 3-D chains, within the tolerance or reports the residual
-        /// it stopped at.
+        /// configuration), on random 3-D chains (as trees, the hand on the last body), within
+        /// the tolerance or reports the residual it stopped at.
         #[test]
         fn ccd_reaches_reachable_targets_or_says_how_far(
-            (chain, q) in chain_strategy(),
+            (tree, q) in chain_strategy(),
             goal in prop::array::uniform6(-PI..PI),
         ) {
-            let link = chain.len() - 1;
+            let n = tree.joint_count();
+            let body = n;
             let hand = Vector3::new(0.2, 0.0, 0.0);
-            let target = chain.forward_kinematics(&goal).unwrap().point_in_world(link, &hand).unwrap();
-            let ik = ccd_ik(&chain, &q, link, &hand, &target, 500, 1e-6).unwrap();
-            let reached = chain.forward_kinematics(&ik.q_rad).unwrap().point_in_world(link, &hand).unwrap();
+            let target = hand_at(&tree, &goal, body, &hand);
+            let ik = ccd_ik(&tree, &base(), &q, body, &hand, &target, 500, 1e-6).unwrap();
+            let reached = hand_at(&tree, &ik.q_rad, body, &hand);
             prop_assert_eq!(ik.residual_m, libm::sqrt((target - reached).norm_squared()));
             prop_assert_eq!(ik.converged(), ik.residual_m <= 1e-6);
             prop_assert!(ik.sweeps <= 500);
-            prop_assert_eq!(&ik.q_rad[chain.len()..], &q[chain.len()..]);
+            prop_assert_eq!(&ik.q_rad[n..], &q[n..]);
         }
     }
 
     /// The hand velocity of a tick is J q̇, the derivative of the hand position along q̇
-    /// (central differences of forward kinematics; the Jacobian itself is checked column by
-    /// column in `articulated`).
+    /// (central differences of the tree's kinematics; the frame Jacobian itself is checked in
+    /// `tree`).
     #[test]
     fn hand_velocity_is_the_derivative_of_the_hand_position() {
-        let chain = planar();
-        let reach = Reach::new(config(Projector::PseudoInverse, 2, planar_hand())).unwrap();
+        let tree = planar();
+        let reach = Reach::new(config(Projector::PseudoInverse, planar_hand())).unwrap();
         let q = [0.3, -0.7, 1.1];
         let qd = [0.4, -1.3, 0.9];
         let z = Vector3::zeros();
-        let command = reach.tick(&chain, &q, &qd, &z, &z, &q, &z).unwrap();
+        let command = reach
+            .tick(&tree, &base(), HAND, &q, &qd, &z, &z, &q, &z)
+            .unwrap();
         let h = 1e-6;
         let at = |s: f64| {
             let q = core::array::from_fn(|i| q[i] + s * qd[i]);
-            chain
-                .forward_kinematics(&q)
-                .unwrap()
-                .point_in_world(2, &planar_hand())
-                .unwrap()
+            hand_at(&tree, &q, HAND, &planar_hand())
         };
         let fd = (at(h) - at(-h)) / (2.0 * h);
         assert!((command.hand_velocity_m_s - fd).norm() < 1e-8);
@@ -1379,10 +1257,10 @@ mod tests {
     /// torques add up.
     #[test]
     fn planar_zero_row_is_the_in_plane_projector() {
-        let chain = planar();
+        let tree = planar();
         let q = [0.4, 0.9, -0.6];
-        let kin = chain.forward_kinematics(&q).unwrap();
-        let (j, m_inv) = jacobian_and_inverse_mass(&kin, 2, &planar_hand());
+        let kin = tree.kinematics(&base(), &q).unwrap();
+        let (j, m_inv) = jacobian_and_inverse_mass(&kin, HAND, &planar_hand());
         assert!(j.row(2).iter().all(|&v| v == 0.0));
         let j2 = j.fixed_rows::<2>(0).into_owned();
         let tau = SVector::<f64, 3>::new(3.0, -2.0, 1.5);
@@ -1392,16 +1270,18 @@ mod tests {
             (Projector::PseudoInverse, tau - pinv * tau),
             (Projector::DynamicallyConsistent, tau - dc * tau),
         ] {
-            let null = null_of(projector, &kin, 2, &planar_hand(), &tau);
+            let null = null_of(projector, &kin, HAND, &planar_hand(), &tau);
             assert!((null - exact).norm() < 1e-7 * tau.norm(), "{projector:?}");
             // One null direction in the plane: τ_null is not zero for a redundant arm.
             assert!(null.norm() > 0.1);
-            let reach = Reach::new(config(projector, 2, planar_hand())).unwrap();
+            let reach = Reach::new(config(projector, planar_hand())).unwrap();
             let g = Vector3::new(0.0, -9.81, 0.0);
             let target = Vector3::new(0.5, 0.4, 0.0);
             let c = reach
                 .tick(
-                    &chain,
+                    &tree,
+                    &base(),
+                    HAND,
                     &q,
                     &[0.1, 0.2, -0.3],
                     &target,
@@ -1424,11 +1304,11 @@ mod tests {
     /// torques are finite and the task torque is still Jᵀ F.
     #[test]
     fn singular_poses_stay_finite() {
-        let chain = planar();
+        let tree = planar();
         let g = Vector3::new(0.0, -9.81, 0.0);
         let target = Vector3::new(0.3, 0.2, 0.0);
         for projector in BOTH {
-            let reach = Reach::new(config(projector, 2, planar_hand())).unwrap();
+            let reach = Reach::new(config(projector, planar_hand())).unwrap();
             for q in [
                 [0.0, 0.0, 0.0],
                 [0.0, 1e-9, 0.0],
@@ -1439,7 +1319,9 @@ mod tests {
             ] {
                 let c = reach
                     .tick(
-                        &chain,
+                        &tree,
+                        &base(),
+                        HAND,
                         &q,
                         &[1.0, -1.0, 0.5],
                         &target,
@@ -1454,11 +1336,14 @@ mod tests {
                     "{q:?}"
                 );
             }
-            // The hand on the first joint's axis, on the first link: J = 0, τ_null = τ_p.
-            let reach = Reach::new(config(projector, 0, Vector3::new(0.0, 0.0, 0.3))).unwrap();
+            // The hand on the first joint's axis, on the first link (body 1): J = 0,
+            // τ_null = τ_p.
+            let reach = Reach::new(config(projector, Vector3::new(0.0, 0.0, 0.3))).unwrap();
             let c = reach
                 .tick(
-                    &chain,
+                    &tree,
+                    &base(),
+                    1,
                     &[0.2; 3],
                     &[0.0; 3],
                     &target,
@@ -1474,7 +1359,7 @@ mod tests {
 
     #[test]
     fn configs_are_checked() {
-        let ok = config(Projector::PseudoInverse, 2, planar_hand());
+        let ok = config(Projector::PseudoInverse, planar_hand());
         assert!(Reach::new(ok).is_ok());
         for (bad, field) in [
             (
@@ -1516,16 +1401,36 @@ mod tests {
             assert_eq!(Reach::new(bad).unwrap_err(), ReachError::Config(field));
         }
         let z = Vector3::zeros();
-        let reach = Reach::new(ReachConfig { hand_link: 3, ..ok }).unwrap();
+        let reach = Reach::new(ok).unwrap();
         assert_eq!(
             reach
-                .tick(&planar(), &[0.0; 3], &[0.0; 3], &z, &z, &[0.0; 3], &z)
+                .tick(
+                    &planar(),
+                    &base(),
+                    4,
+                    &[0.0; 3],
+                    &[0.0; 3],
+                    &z,
+                    &z,
+                    &[0.0; 3],
+                    &z
+                )
                 .unwrap_err(),
-            ReachError::Model(ModelError::NoSuchLink { link: 3, len: 3 })
+            ReachError::NoSuchBody { body: 4, bodies: 4 }
         );
         for tolerance in [-1e-3, f64::NAN, f64::INFINITY] {
             assert_eq!(
-                ccd_ik(&planar(), &[0.0; 3], 2, &planar_hand(), &z, 10, tolerance).unwrap_err(),
+                ccd_ik(
+                    &planar(),
+                    &base(),
+                    &[0.0; 3],
+                    HAND,
+                    &planar_hand(),
+                    &z,
+                    10,
+                    tolerance
+                )
+                .unwrap_err(),
                 ReachError::Config(ReachField::IkTolerance)
             );
         }
@@ -1533,13 +1438,12 @@ mod tests {
 
     #[test]
     fn ticks_name_the_bad_input() {
-        let chain = Chain::<4>::new(&[
+        let tree: Tree<4> = tree_of(&[
             rod([0.0; 3], [0.0, 0.0, 1.0], 1.0, 0.3),
             rod([0.3, 0.0, 0.0], [0.0, 1.0, 0.0], 1.0, 0.3),
             rod([0.3, 0.0, 0.0], [0.0, 1.0, 0.0], 1.0, 0.3),
-        ])
-        .unwrap();
-        let reach = Reach::new(config(Projector::DynamicallyConsistent, 2, planar_hand())).unwrap();
+        ]);
+        let reach = Reach::new(config(Projector::DynamicallyConsistent, planar_hand())).unwrap();
         let (z, nan) = (Vector3::zeros(), Vector3::new(0.0, f64::NAN, 0.0));
         let ok = [0.1, 0.2, 0.3, 0.0];
         let tick =
@@ -1548,7 +1452,7 @@ mod tests {
              t: &Vector3<f64>,
              tv: &Vector3<f64>,
              p: [f64; 4],
-             g: &Vector3<f64>| { reach.tick(&chain, &q, &qd, t, tv, &p, g) };
+             g: &Vector3<f64>| { reach.tick(&tree, &base(), 3, &q, &qd, t, tv, &p, g) };
         let nan_at = |i: usize| {
             let mut v = ok;
             v[i] = f64::NAN;
@@ -1578,14 +1482,14 @@ mod tests {
             tick(ok, ok, &z, &z, ok, &nan).unwrap_err(),
             ReachError::Model(ModelError::NonFinite(Input::Gravity))
         );
-        // Past the chain nothing is read.
+        // Past the tree nothing is read.
         assert!(tick(nan_at(3), nan_at(3), &z, &z, nan_at(3), &z).is_ok());
         assert_eq!(
-            ccd_ik(&chain, &ok, 2, &planar_hand(), &nan, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base(), &ok, 3, &planar_hand(), &nan, 10, 1e-3).unwrap_err(),
             ReachError::NonFinite(ReachInput::HandTarget)
         );
         assert_eq!(
-            ccd_ik(&chain, &ok, 2, &nan, &z, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base(), &ok, 3, &nan, &z, 10, 1e-3).unwrap_err(),
             ReachError::Model(ModelError::NonFinite(Input::Point))
         );
     }
@@ -1594,7 +1498,7 @@ mod tests {
     /// beyond the arm's reach stalls at the stretched arm, reporting the true shortfall.
     #[test]
     fn ccd_planar_reachable_and_unreachable() {
-        let chain = planar();
+        let tree = planar();
         let reach: f64 = PLANAR.iter().sum();
         let start = [0.2, 0.5, 0.5];
         for target in [
@@ -1603,12 +1507,32 @@ mod tests {
             Vector3::new(0.1, -0.2, 0.0),
             Vector3::new(0.0, 0.95 * reach, 0.0),
         ] {
-            let ik = ccd_ik(&chain, &start, 2, &planar_hand(), &target, 200, 1e-5).unwrap();
+            let ik = ccd_ik(
+                &tree,
+                &base(),
+                &start,
+                HAND,
+                &planar_hand(),
+                &target,
+                200,
+                1e-5,
+            )
+            .unwrap();
             assert!(ik.converged(), "{target}: {ik:?}");
             assert!(ik.residual_m <= 1e-5 && ik.sweeps > 0);
         }
         let far = Vector3::new(1.5, 1.0, 0.0);
-        let ik = ccd_ik(&chain, &start, 2, &planar_hand(), &far, 10_000, 1e-5).unwrap();
+        let ik = ccd_ik(
+            &tree,
+            &base(),
+            &start,
+            HAND,
+            &planar_hand(),
+            &far,
+            10_000,
+            1e-5,
+        )
+        .unwrap();
         assert_eq!(ik.outcome, CcdOutcome::Stalled);
         let shortfall = far.norm() - reach;
         assert!(
@@ -1617,27 +1541,37 @@ mod tests {
         );
         // Out of the plane: only the in-plane part can be reached.
         let above = Vector3::new(0.5, 0.3, 0.2);
-        let ik = ccd_ik(&chain, &start, 2, &planar_hand(), &above, 200, 1e-5).unwrap();
+        let ik = ccd_ik(
+            &tree,
+            &base(),
+            &start,
+            HAND,
+            &planar_hand(),
+            &above,
+            200,
+            1e-5,
+        )
+        .unwrap();
         assert!(
             !ik.converged() && (ik.residual_m - 0.2).abs() < 1e-6,
             "{ik:?}"
         );
         // The sweep limit is honoured and said.
-        let ik = ccd_ik(&chain, &start, 2, &planar_hand(), &far, 2, 1e-5).unwrap();
+        let ik = ccd_ik(&tree, &base(), &start, HAND, &planar_hand(), &far, 2, 1e-5).unwrap();
         assert_eq!((ik.outcome, ik.sweeps), (CcdOutcome::SweepLimit, 2));
-        let ik = ccd_ik(&chain, &start, 2, &planar_hand(), &far, 0, 1e-5).unwrap();
+        let ik = ccd_ik(&tree, &base(), &start, HAND, &planar_hand(), &far, 0, 1e-5).unwrap();
         assert_eq!(
             (ik.outcome, ik.sweeps, ik.q_rad),
             (CcdOutcome::SweepLimit, 0, start)
         );
     }
 
-    /// The plant for the simulation tests: the chain's own dynamics,
+    /// The plant for the simulation tests: the tree's own dynamics,
     /// M(q) q̈ + c(q, q̇) + g(q) = τ, with the velocity-product terms c formed from central
     /// differences of the CRBA mass matrix, c = Ṁq̇ − ½∇_q(q̇ᵀMq̇), and semi-implicit Euler.
-    fn step(chain: &Chain<3>, q: &mut [f64; 3], qd: &mut [f64; 3], tau: &[f64; 3], dt: f64) {
+    fn step(tree: &Tree<3>, q: &mut [f64; 3], qd: &mut [f64; 3], tau: &[f64; 3], dt: f64) {
         let gravity = Vector3::new(0.0, -9.81, 0.0);
-        let mass = |q: [f64; 3]| chain.forward_kinematics(&q).unwrap().mass_matrix().unwrap();
+        let mass = |q: [f64; 3]| tree.kinematics(&base(), &q).unwrap().mass_matrix().unwrap();
         let v = SVector::<f64, 3>::from(*qd);
         let h = 1e-6;
         let along = |s: f64| core::array::from_fn(|i| q[i] + s * qd[i]);
@@ -1649,9 +1583,9 @@ mod tests {
             minus[k] += -h;
             (v.dot(&(mass(plus) * v)) - v.dot(&(mass(minus) * v))) / (2.0 * h)
         });
-        let kin = chain.forward_kinematics(q).unwrap();
-        let rhs = SVector::<f64, 3>::from(*tau) - m_dot_v + grad * 0.5
-            - kin.gravity_torques(&gravity).unwrap();
+        let kin = tree.kinematics(&base(), q).unwrap();
+        let rhs =
+            SVector::<f64, 3>::from(*tau) - m_dot_v + grad * 0.5 - kin.gravity(&gravity).unwrap();
         let qdd = kin.mass_matrix().unwrap().try_inverse().unwrap() * rhs;
         for i in 0..3 {
             qd[i] += qdd[i] * dt;
@@ -1663,15 +1597,11 @@ mod tests {
     /// arm under gravity holding a fixed hand target while its posture goal swings by ±0.6 rad
     /// (1 kHz tick and plant).
     fn hold_while_the_posture_moves(projector: Projector) -> (f64, f64) {
-        let chain = planar();
-        let reach = Reach::new(config(projector, 2, planar_hand())).unwrap();
+        let tree = planar();
+        let reach = Reach::new(config(projector, planar_hand())).unwrap();
         let gravity = Vector3::new(0.0, -9.81, 0.0);
         let q0 = [0.5, 0.9, 0.8];
-        let target = chain
-            .forward_kinematics(&q0)
-            .unwrap()
-            .point_in_world(2, &planar_hand())
-            .unwrap();
+        let target = hand_at(&tree, &q0, HAND, &planar_hand());
         let (mut q, mut qd) = (q0, [0.0; 3]);
         let dt = 1e-3;
         let (mut worst_error, mut posture_moved) = (0.0f64, 0.0f64);
@@ -1681,7 +1611,9 @@ mod tests {
             let posture = [q0[0] + swing, q0[1] - swing, q0[2] + swing];
             let c = reach
                 .tick(
-                    &chain,
+                    &tree,
+                    &base(),
+                    HAND,
                     &q,
                     &qd,
                     &target,
@@ -1694,7 +1626,7 @@ mod tests {
                 worst_error = worst_error.max(c.hand_error_norm_m());
             }
             posture_moved = posture_moved.max((q[0] - q0[0]).abs());
-            step(&chain, &mut q, &mut qd, &c.torques_nm, dt);
+            step(&tree, &mut q, &mut qd, &c.torques_nm, dt);
         }
         (worst_error, posture_moved)
     }
@@ -1715,14 +1647,14 @@ mod tests {
         assert!(dc_error < pi_error);
     }
 
-    /// CCD's joint targets tracked by the existing chain servo ([`ChainArrival`]: PD with
+    /// CCD's joint targets tracked by the arrival servo ([`ChainArrival`]'s tree tick: PD with
     /// gravity feed-forward) in the same simulated plant bring the hand to the target.
     #[test]
-    fn ccd_targets_tracked_by_the_chain_servo_reach_the_target() {
-        let chain = planar();
+    fn ccd_targets_tracked_by_the_arrival_servo_reach_the_target() {
+        let tree = planar();
         let target = Vector3::new(0.3, 0.55, 0.0);
         let (mut q, mut qd) = ([0.2, 0.3, 0.2], [0.0; 3]);
-        let ik = ccd_ik(&chain, &q, 2, &planar_hand(), &target, 100, 1e-5).unwrap();
+        let ik = ccd_ik(&tree, &base(), &q, HAND, &planar_hand(), &target, 100, 1e-5).unwrap();
         assert!(ik.converged());
         let servo = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let gravity = Vector3::new(0.0, -9.81, 0.0);
@@ -1734,16 +1666,12 @@ mod tests {
                 time_to_go_s,
             });
             let tau = servo
-                .tick(&chain, &q, &qd, &targets, &gravity)
+                .tick_tree(&tree, &base(), &q, &qd, &targets, &gravity)
                 .unwrap()
                 .torques();
-            step(&chain, &mut q, &mut qd, &tau, dt);
+            step(&tree, &mut q, &mut qd, &tau, dt);
         }
-        let hand = chain
-            .forward_kinematics(&q)
-            .unwrap()
-            .point_in_world(2, &planar_hand())
-            .unwrap();
+        let hand = hand_at(&tree, &q, HAND, &planar_hand());
         assert!((hand - target).norm() < 5e-3, "{}", (hand - target).norm());
     }
 
@@ -1779,14 +1707,14 @@ mod tests {
         /// finite results or `OutOfRange`, never a NaN; moderate ones always give a result.
         #[test]
         fn never_nan_and_non_finite_is_refused(
-            (chain, _) in chain_strategy(),
+            (tree, _) in chain_strategy(),
             raw in prop::collection::vec(any::<(u8, u64)>(), 3 * CAP + 9 + 3),
             projector in prop::sample::select(BOTH.to_vec()),
             link_pick in 0usize..CAP,
             sweeps in 0usize..30,
         ) {
             let v: Vec<f64> = raw.iter().copied().map(pick).collect();
-            let n = chain.len();
+            let n = tree.joint_count();
             let q: [f64; CAP] = core::array::from_fn(|i| v[i]);
             let qd: [f64; CAP] = core::array::from_fn(|i| v[CAP + i]);
             let posture: [f64; CAP] = core::array::from_fn(|i| v[2 * CAP + i]);
@@ -1794,17 +1722,19 @@ mod tests {
             let target_velocity = Vector3::new(v[21], v[22], v[23]);
             let gravity = Vector3::new(v[24], v[25], v[26]);
             let hand = [v[27], v[28], v[29]];
-            let link = link_pick % n;
+            let body = link_pick % n + 1;
             let inputs_finite = [&q[..n], &qd[..n], &posture[..n], target.as_slice(),
                 target_velocity.as_slice(), gravity.as_slice(), &hand].iter()
                 .all(|s| all_finite(s));
             let moderate = inputs_finite && [&q[..n], &qd[..n], &posture[..n], target.as_slice(),
                 target_velocity.as_slice(), gravity.as_slice(), &hand].iter()
                 .all(|s| s.iter().all(|x| x.abs() <= 3.0));
-            let cfg = ReachConfig { hand_point_m: hand, ..config(projector, link, Vector3::zeros()) };
+            let cfg = ReachConfig { hand_point_m: hand, ..config(projector, Vector3::zeros()) };
             match Reach::new(cfg) {
                 Err(e) => prop_assert_eq!(e, ReachError::Config(ReachField::HandPoint)),
-                Ok(reach) => match reach.tick(&chain, &q, &qd, &target, &target_velocity, &posture, &gravity) {
+                Ok(reach) => match reach.tick(&tree, &base(), body, &q, &qd, &target,
+                    &target_velocity, &posture, &gravity)
+                {
                     Ok(c) => {
                         prop_assert!(inputs_finite);
                         for part in [c.torques_nm, c.task_torques_nm, c.null_space_torques_nm, c.gravity_torques_nm] {
@@ -1822,7 +1752,7 @@ mod tests {
                 },
             }
             let hand = Vector3::from(hand);
-            match ccd_ik(&chain, &q, link, &hand, &target, sweeps, 1e-4) {
+            match ccd_ik(&tree, &base(), &q, body, &hand, &target, sweeps, 1e-4) {
                 Ok(ik) => {
                     prop_assert!(all_finite(&ik.q_rad[..n]) && ik.residual_m.is_finite());
                     prop_assert!(ik.sweeps <= sweeps);
@@ -1840,17 +1770,7 @@ mod tests {
         }
     }
 
-    // ---- The tree versions ----
-
-    use crate::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
-    use core::cell::Cell;
-    use nalgebra::{Isometry3, Quaternion, Translation3, UnitQuaternion};
-    use proptest::test_runner::TestRunner;
-
-    /// `specs` as a fixed-base tree, link i hanging from body i: link i is body i + 1.
-    fn tree_of<const N: usize>(specs: &[LinkSpec]) -> Tree<N> {
-        crate::articulated::serial_tree(specs).unwrap()
-    }
+    // ---- Branching trees, prismatic joints, base poses ----
 
     /// A fixed-base tree of `joints` (a link, a parent pick, prismatic or not): joint k hangs
     /// from body `pick % (k + 1)`, any earlier body.
@@ -1894,291 +1814,6 @@ mod tests {
             b = tree.parent_body(k).unwrap();
         }
         false
-    }
-
-    fn largest(values: &[f64]) -> f64 {
-        values.iter().fold(0.0f64, |m, v| m.max(v.abs()))
-    }
-
-    /// max |a − b| / `scale`.
-    fn deviation(a: &[f64], b: &[f64], scale: f64) -> f64 {
-        a.iter()
-            .zip(b)
-            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
-            / scale
-    }
-
-    /// On chain-shaped trees, [`Reach::tick_tree`] is [`Reach::tick`] to ≤ 1e-12 relative,
-    /// with both projectors, over 1000 random chains, hand links, hand points and states. Each
-    /// output is compared relative to the size of the terms it is formed from (the hand
-    /// position to the arm's reach, ẋ to max|J|·Σ|q̇|, F to K·(|x*| + reach) + D·(|ẋ*| + that),
-    /// Jᵀ F to max|J|·Σ|F|, the projected posture torque to the largest of τ_p and the result,
-    /// gravity to |g|·Σm·reach, the total to the sum of those). The two models' kinematics
-    /// differ by rounding only; the regularised projector amplifies that by the conditioning of
-    /// A, so cases where A has an eigenvalue (relative to its trace) between 1e-13 and
-    /// [`FLOOR`] — the regularisation's transition, where the projector is sensitive by design —
-    /// are left out, as in the projector property tests above. Prints the worst deviation.
-    #[test]
-    fn tree_tick_is_the_chain_tick_on_a_chain() {
-        let strategy = (
-            specs_strategy(),
-            (
-                0usize..CAP,
-                prop::array::uniform3(-0.5..0.5f64),
-                prop::array::uniform6(-3.0..3.0f64),
-                prop::array::uniform6(-PI..PI),
-            ),
-            (
-                prop::array::uniform3(-1.5..1.5f64),
-                prop::array::uniform3(-1.0..1.0f64),
-                prop::array::uniform3(-10.0..10.0f64),
-            ),
-        );
-        let worst = Cell::new(0.0f64);
-        let compared = Cell::new(0usize);
-        let mut runner = TestRunner::new(ProptestConfig {
-            cases: 1000,
-            ..ProptestConfig::default()
-        });
-        let result = runner.run(
-            &strategy,
-            |((specs, q), (link_pick, hand, qd, posture), (target, target_velocity, g))| {
-                let chain = Chain::<CAP>::new(&specs).unwrap();
-                let tree = tree_of::<CAP>(&specs);
-                let link = link_pick % specs.len();
-                let hand = Vector3::from(hand);
-                let (target, target_velocity, g) = (
-                    Vector3::from(target),
-                    Vector3::from(target_velocity),
-                    Vector3::from(g),
-                );
-                let kin = chain.forward_kinematics(&q).unwrap();
-                let (j, m_inv) = jacobian_and_inverse_mass(&kin, link, &hand);
-                let reach = specs
-                    .iter()
-                    .map(|l| largest(&l.origin_xyz_m) + largest(&l.com_m))
-                    .sum::<f64>()
-                    + largest(hand.as_slice());
-                let mass: f64 = specs.iter().map(|l| l.mass_kg).sum();
-                for projector in BOTH {
-                    let a = match projector {
-                        Projector::PseudoInverse => j * j.transpose(),
-                        Projector::DynamicallyConsistent => j * m_inv * j.transpose(),
-                    };
-                    if a.trace() != 0.0 && !(a.trace() > 1e-12 && well_separated(&a)) {
-                        continue;
-                    }
-                    let r = Reach::new(config(projector, link, hand)).unwrap();
-                    let x = r
-                        .tick(&chain, &q, &qd, &target, &target_velocity, &posture, &g)
-                        .unwrap();
-                    let y = r
-                        .tick_tree(
-                            &tree,
-                            &Isometry3::identity(),
-                            link + 1,
-                            &q,
-                            &qd,
-                            &target,
-                            &target_velocity,
-                            &posture,
-                            &g,
-                        )
-                        .unwrap();
-                    let c = r.config();
-                    let j_max = largest(j.as_slice());
-                    let qd_sum: f64 = qd[..specs.len()].iter().map(|v| v.abs()).sum();
-                    let velocity_scale = j_max * qd_sum;
-                    let force_scale = c.stiffness_n_per_m * (largest(target.as_slice()) + reach)
-                        + c.damping_ns_per_m
-                            * (largest(target_velocity.as_slice()) + velocity_scale);
-                    let force_sum: f64 = x.hand_force_n.iter().map(|v| v.abs()).sum();
-                    let task_scale = j_max * force_sum;
-                    let tau_p: Vec<f64> = (0..specs.len())
-                        .map(|i| {
-                            c.posture_stiffness_nm_per_rad * (posture[i] - q[i])
-                                - c.posture_damping_nms_per_rad * qd[i]
-                        })
-                        .collect();
-                    let null_scale = largest(&tau_p).max(largest(&x.null_space_torques_nm));
-                    let gravity_scale = largest(g.as_slice()) * mass * reach;
-                    let floor = f64::MIN_POSITIVE;
-                    let deviations = [
-                        deviation(
-                            x.hand_position_m.as_slice(),
-                            y.hand_position_m.as_slice(),
-                            reach,
-                        ),
-                        deviation(
-                            x.hand_velocity_m_s.as_slice(),
-                            y.hand_velocity_m_s.as_slice(),
-                            velocity_scale.max(floor),
-                        ),
-                        deviation(
-                            x.hand_error_m.as_slice(),
-                            y.hand_error_m.as_slice(),
-                            largest(target.as_slice()) + reach,
-                        ),
-                        deviation(
-                            x.hand_force_n.as_slice(),
-                            y.hand_force_n.as_slice(),
-                            force_scale,
-                        ),
-                        deviation(
-                            &x.task_torques_nm,
-                            &y.task_torques_nm,
-                            task_scale.max(floor),
-                        ),
-                        deviation(
-                            &x.null_space_torques_nm,
-                            &y.null_space_torques_nm,
-                            null_scale.max(floor),
-                        ),
-                        deviation(&x.gravity_torques_nm, &y.gravity_torques_nm, gravity_scale),
-                        deviation(
-                            &x.torques_nm,
-                            &y.torques_nm,
-                            task_scale + null_scale + gravity_scale,
-                        ),
-                    ];
-                    let d = deviations.iter().fold(0.0f64, |m, &v| m.max(v));
-                    prop_assert!(d <= 1e-12, "{projector:?}: {deviations:?}\n{x:?}\n{y:?}");
-                    prop_assert_eq!(x.posture_error_rad, y.posture_error_rad);
-                    for part in [
-                        y.torques_nm,
-                        y.task_torques_nm,
-                        y.null_space_torques_nm,
-                        y.gravity_torques_nm,
-                    ] {
-                        prop_assert!(part[specs.len()..].iter().all(|&t| t == 0.0));
-                    }
-                    worst.set(worst.get().max(d));
-                    compared.set(compared.get() + 1);
-                }
-                Ok(())
-            },
-        );
-        std::println!(
-            "tick_tree vs tick: worst relative deviation {:.1e} over {} ticks",
-            worst.get(),
-            compared.get()
-        );
-        result.unwrap();
-    }
-
-    /// On chain-shaped trees, [`ccd_ik_tree`] is [`ccd_ik`]: both run the same loop ([`ccd`])
-    /// on their own model, and the models agree to ≤ 1e-12 relative at every sweep of a run
-    /// (from the same configuration, the hand within 1e-12 of the arm's reach, the swept joint
-    /// angles within 1e-12·max(1, |q|), the joints off the hand's path untouched), over 1000
-    /// random chains, hand links and points, targets (the hand at another configuration, or
-    /// anywhere within 1.5 m) and sweep limits; the two public functions, run for one sweep,
-    /// give the same outcome and sweep count and agree to the same 1e-12. Whole runs are not
-    /// compared angle by angle: CCD's sweeps amplify last-bit differences (over 40 sweeps they
-    /// reach 1.2e-12, and a stall decided on the last bit can differ). Prints the worst
-    /// deviation.
-    #[test]
-    fn ccd_ik_tree_is_ccd_ik_on_a_chain() {
-        let strategy = (
-            specs_strategy(),
-            (
-                0usize..CAP,
-                prop::array::uniform3(-0.5..0.5f64),
-                prop::array::uniform6(-PI..PI),
-            ),
-            (
-                any::<bool>(),
-                prop::array::uniform3(-1.5..1.5f64),
-                0usize..40,
-            ),
-        );
-        let worst = Cell::new(0.0f64);
-        let mut runner = TestRunner::new(ProptestConfig {
-            cases: 1000,
-            ..ProptestConfig::default()
-        });
-        let result = runner.run(
-            &strategy,
-            |((specs, q), (link_pick, hand, goal), (reachable, anywhere, sweeps))| {
-                let chain = Chain::<CAP>::new(&specs).unwrap();
-                let tree = tree_of::<CAP>(&specs);
-                let link = link_pick % specs.len();
-                let hand = Vector3::from(hand);
-                let target = if reachable {
-                    chain
-                        .forward_kinematics(&goal)
-                        .unwrap()
-                        .point_in_world(link, &hand)
-                        .unwrap()
-                } else {
-                    Vector3::from(anywhere)
-                };
-                let reach = specs.iter().map(|l| largest(&l.origin_xyz_m)).sum::<f64>()
-                    + largest(hand.as_slice());
-                let base = Isometry3::identity();
-                let mut by_chain = ChainCcd {
-                    chain: &chain,
-                    hand_link: link,
-                    hand_point: &hand,
-                    kin: Kinematics {
-                        frames: [LinkFrame::PLACEHOLDER; CAP],
-                        len: chain.len(),
-                    },
-                };
-                let mut by_tree = TreeCcd {
-                    tree: &tree,
-                    base_pose: &base,
-                    hand_body: link + 1,
-                    placement: hand_placement(hand.into()),
-                    kin: TreeKinematics::default(),
-                };
-                // The run ccd_ik takes, each sweep also taken by the tree's model from the same
-                // configuration.
-                let mut at = q;
-                let mut d = 0.0f64;
-                for _ in 0..=sweeps {
-                    let hand_a = by_chain.hand(&at).unwrap();
-                    let hand_b = by_tree.hand(&at).unwrap();
-                    d = d.max((hand_a - hand_b).amax() / reach.max(1.0));
-                    let (mut qa, mut qb) = (at, at);
-                    by_chain.sweep(&mut qa, hand_a, &target).unwrap();
-                    by_tree.sweep(&mut qb, hand_a, &target).unwrap();
-                    d = d.max(deviation(&qa, &qb, largest(&qa).max(1.0)));
-                    prop_assert_eq!(&qb[link + 1..], &at[link + 1..]);
-                    at = qa;
-                }
-                let a = ccd_ik(&chain, &q, link, &hand, &target, sweeps.min(1), 1e-6).unwrap();
-                let b = ccd_ik_tree(
-                    &tree,
-                    &base,
-                    &q,
-                    link + 1,
-                    &hand,
-                    &target,
-                    sweeps.min(1),
-                    1e-6,
-                )
-                .unwrap();
-                prop_assert_eq!(
-                    (a.outcome, a.sweeps),
-                    (b.outcome, b.sweeps),
-                    "{:?} {:?}",
-                    a,
-                    b
-                );
-                d = d
-                    .max(deviation(&a.q_rad, &b.q_rad, largest(&a.q_rad).max(1.0)))
-                    .max((a.residual_m - b.residual_m).abs() / reach.max(1.0));
-                prop_assert!(d <= 1e-12, "{d:e}: {a:?} {b:?}");
-                prop_assert_eq!(&b.q_rad[link + 1..], &q[link + 1..]);
-                worst.set(worst.get().max(d));
-                Ok(())
-            },
-        );
-        std::println!(
-            "ccd_ik_tree vs ccd_ik: worst relative deviation {:.1e}",
-            worst.get()
-        );
-        result.unwrap();
     }
 
     /// A two-armed tree: a turning torso (joint 0) carrying arm A — a shoulder (1), a prismatic
@@ -2258,9 +1893,9 @@ mod tests {
         );
         assert!(j.column(2).norm() > 0.5, "the prismatic column is its axis");
         for projector in BOTH {
-            let reach = Reach::new(config(projector, 99, wrist_point())).unwrap();
+            let reach = Reach::new(config(projector, wrist_point())).unwrap();
             let c = reach
-                .tick_tree(
+                .tick(
                     &tree,
                     &base,
                     WRIST,
@@ -2346,7 +1981,7 @@ mod tests {
     /// CCD on the branching tree: reachable targets (the hand at other configurations of its
     /// arm) are reached, the prismatic joint slides, and nothing off the hand's path moves.
     #[test]
-    fn ccd_ik_tree_moves_only_the_hands_path() {
+    fn ccd_ik_moves_only_the_hands_path() {
         let tree = two_arms();
         let base = Isometry3::translation(0.1, 0.2, 0.3);
         let start = [0.3, -0.5, 0.12, 0.4, -0.8, 0.6, 7.0, -7.0];
@@ -2366,7 +2001,7 @@ mod tests {
                 .unwrap()
                 .translation
                 .vector;
-            let ik = ccd_ik_tree(
+            let ik = ccd_ik(
                 &tree,
                 &base,
                 &start,
@@ -2418,7 +2053,7 @@ mod tests {
         .unwrap();
         let target = Vector3::new(1.0, 0.0, 0.5);
         let base = Isometry3::identity();
-        let ik = ccd_ik_tree(
+        let ik = ccd_ik(
             &tree,
             &base,
             &[0.0],
@@ -2435,7 +2070,7 @@ mod tests {
         assert_eq!((ik.outcome, ik.sweeps), (CcdOutcome::Stalled, 2));
         // On the line: converged in one sweep.
         let on_line = Vector3::new(-0.3, -0.3, 0.0);
-        let ik = ccd_ik_tree(
+        let ik = ccd_ik(
             &tree,
             &base,
             &[0.0],
@@ -2455,21 +2090,20 @@ mod tests {
     #[test]
     fn tree_ticks_name_the_bad_input() {
         let tree = two_arms();
-        let reach = Reach::new(config(Projector::DynamicallyConsistent, 0, wrist_point())).unwrap();
+        let reach = Reach::new(config(Projector::DynamicallyConsistent, wrist_point())).unwrap();
         let (z, nan) = (Vector3::zeros(), Vector3::new(0.0, f64::NAN, 0.0));
         let ok = [0.1, 0.2, 0.05, 0.3, -0.1, 0.2, 0.0, 0.0];
         let base = Isometry3::identity();
-        let tick = |tree: &Tree<8>,
-                    base: &Isometry3<f64>,
-                    body: usize,
-                    q: [f64; 8],
-                    qd: [f64; 8],
-                    t: &Vector3<f64>,
-                    tv: &Vector3<f64>,
-                    p: [f64; 8],
-                    g: &Vector3<f64>| {
-            reach.tick_tree(tree, base, body, &q, &qd, t, tv, &p, g)
-        };
+        let tick =
+            |tree: &Tree<8>,
+             base: &Isometry3<f64>,
+             body: usize,
+             q: [f64; 8],
+             qd: [f64; 8],
+             t: &Vector3<f64>,
+             tv: &Vector3<f64>,
+             p: [f64; 8],
+             g: &Vector3<f64>| { reach.tick(tree, base, body, &q, &qd, t, tv, &p, g) };
         let nan_at = |i: usize| {
             let mut v = ok;
             v[i] = f64::NAN;
@@ -2530,7 +2164,7 @@ mod tests {
                 ReachError::NonFinite(ReachInput::BasePose)
             );
             assert_eq!(
-                ccd_ik_tree(&tree, &bad, &ok, WRIST, &wrist_point(), &z, 10, 1e-3).unwrap_err(),
+                ccd_ik(&tree, &bad, &ok, WRIST, &wrist_point(), &z, 10, 1e-3).unwrap_err(),
                 ReachError::NonFinite(ReachInput::BasePose)
             );
         }
@@ -2559,30 +2193,30 @@ mod tests {
         // CCD: the same names.
         let hand = wrist_point();
         assert_eq!(
-            ccd_ik_tree(&tree, &base, &ok, 7, &hand, &z, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base, &ok, 7, &hand, &z, 10, 1e-3).unwrap_err(),
             ReachError::NoSuchBody { body: 7, bodies: 7 }
         );
         assert_eq!(
-            ccd_ik_tree(&tree, &base, &nan_at(2), WRIST, &hand, &z, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base, &nan_at(2), WRIST, &hand, &z, 10, 1e-3).unwrap_err(),
             model(ModelError::NonFinite(Input::Position { joint: 2 }))
         );
         assert_eq!(
-            ccd_ik_tree(&tree, &base, &ok, WRIST, &nan, &z, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base, &ok, WRIST, &nan, &z, 10, 1e-3).unwrap_err(),
             model(ModelError::NonFinite(Input::Point))
         );
         assert_eq!(
-            ccd_ik_tree(&tree, &base, &ok, WRIST, &hand, &nan, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base, &ok, WRIST, &hand, &nan, 10, 1e-3).unwrap_err(),
             ReachError::NonFinite(ReachInput::HandTarget)
         );
         for tolerance in [-1e-3, f64::NAN, f64::INFINITY] {
             assert_eq!(
-                ccd_ik_tree(&tree, &base, &ok, WRIST, &hand, &z, 10, tolerance).unwrap_err(),
+                ccd_ik(&tree, &base, &ok, WRIST, &hand, &z, 10, tolerance).unwrap_err(),
                 ReachError::Config(ReachField::IkTolerance)
             );
         }
         // Joints off the path are not read by CCD's sweeps but are by the kinematics.
         assert_eq!(
-            ccd_ik_tree(&tree, &base, &nan_at(3), WRIST, &hand, &z, 10, 1e-3).unwrap_err(),
+            ccd_ik(&tree, &base, &nan_at(3), WRIST, &hand, &z, 10, 1e-3).unwrap_err(),
             model(ModelError::NonFinite(Input::Position { joint: 3 }))
         );
         // A floating base: refused by both, whatever else is wrong.
@@ -2618,7 +2252,7 @@ mod tests {
             model(ModelError::FloatingBase)
         );
         assert_eq!(
-            ccd_ik_tree(&floating, &base, &ok, 1, &hand, &z, 10, 1e-3).unwrap_err(),
+            ccd_ik(&floating, &base, &ok, 1, &hand, &z, 10, 1e-3).unwrap_err(),
             model(ModelError::FloatingBase)
         );
         assert_eq!(
@@ -2657,8 +2291,8 @@ mod tests {
             let mut m_inv = m.try_inverse().unwrap();
             for i in n..CAP { m_inv[(i, i)] = 0.0; }
             for projector in BOTH {
-                let reach = Reach::new(config(projector, 0, hand)).unwrap();
-                let c = reach.tick_tree(&tree, &base, body, &q, &qd, &Vector3::from(target),
+                let reach = Reach::new(config(projector, hand)).unwrap();
+                let c = reach.tick(&tree, &base, body, &q, &qd, &Vector3::from(target),
                     &Vector3::zeros(), &posture, &g).unwrap();
                 let cfg = reach.config();
                 let tau_p: [f64; CAP] = core::array::from_fn(|i| if i < n {
@@ -2729,10 +2363,10 @@ mod tests {
             let inputs_finite = base_ok && inputs.iter().all(|s| all_finite(s));
             let moderate = inputs_finite && inputs.iter().all(|s| s.iter().all(|x| x.abs() <= 3.0))
                 && quaternion.iter().map(|x| x * x).sum::<f64>() >= 0.01;
-            let cfg = ReachConfig { hand_point_m: hand, ..config(projector, 0, Vector3::zeros()) };
+            let cfg = ReachConfig { hand_point_m: hand, ..config(projector, Vector3::zeros()) };
             match Reach::new(cfg) {
                 Err(e) => prop_assert_eq!(e, ReachError::Config(ReachField::HandPoint)),
-                Ok(reach) => match reach.tick_tree(&tree, &base, body, &q, &qd, &target,
+                Ok(reach) => match reach.tick(&tree, &base, body, &q, &qd, &target,
                     &target_velocity, &posture, &gravity)
                 {
                     Ok(c) => {
@@ -2759,7 +2393,7 @@ mod tests {
                 },
             }
             let hand = Vector3::from(hand);
-            match ccd_ik_tree(&tree, &base, &q, body, &hand, &target, sweeps, 1e-4) {
+            match ccd_ik(&tree, &base, &q, body, &hand, &target, sweeps, 1e-4) {
                 Ok(ik) => {
                     prop_assert!(known_body && base_ok);
                     prop_assert!(all_finite(&ik.q_rad[..n]) && ik.residual_m.is_finite());
