@@ -1,20 +1,20 @@
-//! ns per control tick of an articulated chain: forward kinematics, the composite inertia of
-//! every joint, gravity, one Lambert-W arrival solve per joint on its composite inertia (clamped
-//! to the period's limit), the parent feed-forward and the torques (`ChainArrival::tick`), for a
-//! 3-link arm and a 28-DoF chain; and the pieces alone (forward kinematics, composite inertia,
-//! mass matrix, gravity); and the "On the Beat!" tick (`BeatServo::tick`: the same kinematics, composite
-//! inertia, gravity and feed-forward, with the method's closed-form gains instead of the arrival
-//! solve), on the composite and on the single-link inertia; the arrival tick with the
-//! inverse-dynamics coupling (`Coupling::InverseDynamics`: the same, then one recursive
-//! Newton–Euler pass), and inverse dynamics alone (`Kinematics::inverse_dynamics`).
+//! ns per control tick of a fixed-base robot's joint-space controllers, on its kinematic tree
+//! (`control_core::tree::Tree`, here chain-shaped trees built by `articulated::serial_tree`): a
+//! 3-link arm and a 28-DoF chain.
 //!
-//! The same links as a chain-shaped `control_core::tree::Tree` (`tree_*`: what the controllers
-//! are moving onto): `ChainArrival::tick_tree` with the inverse-dynamics coupling (the `arrival`
-//! controller's) and with the parent feed-forward, and its pieces (`Tree::kinematics`, into a
-//! kept `TreeKinematics`, `composite`, `gravity`, `inverse_dynamics`, `mass_matrix_into`); and
-//! the arrival solves alone (`arrival_solves`: per joint the tick's `GainLimit`,
-//! `solve_arrival_gains` and clamp, or the `closest_arrival_gains` fallback), which both ticks
-//! make.
+//! - `tick`, `tick_feasible`: `ChainArrival::tick` with the parent feed-forward (kinematics, the
+//!   composite inertia and gravity torque of every joint, one Lambert-W arrival solve per joint
+//!   on its composite inertia clamped to the period's limit, the feed-forward and the torques),
+//!   on mixed states and on states where every solve is exact;
+//! - `tick_inverse_dynamics`: the same with `Coupling::InverseDynamics` (then one recursive
+//!   Newton–Euler pass), what the `arrival` controller runs;
+//! - `beat_tick`, `beat_tick_single_link`: "On the Beat!"'s tick (`BeatServo::tick`: the same
+//!   kinematics, composite inertia, gravity and feed-forward, with the method's closed-form
+//!   gains instead of the arrival solve), on the composite and on the single-link inertia;
+//! - the pieces alone: `kinematics` (returned, and `kinematics_into` a kept `TreeKinematics`),
+//!   `composite`, `gravity`, `inverse_dynamics`, `mass_matrix_into`; and `arrival_solves`, the
+//!   solves alone (per joint the tick's `GainLimit`, `solve_arrival_gains` and clamp, or the
+//!   `closest_arrival_gains` fallback).
 //!
 //! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3`
 
@@ -23,7 +23,7 @@
 use std::hint::black_box;
 
 use control_core::articulated::{
-    ArrivalSettings, Chain, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
+    ArrivalSettings, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::gains::{
@@ -148,13 +148,14 @@ fn states<const N: usize>(mixed: bool) -> Vec<State<N>> {
 fn census<const N: usize>(
     label: &str,
     arrival: &ChainArrival,
-    chain: &Chain<N>,
+    tree: &Tree<N>,
     states: &[State<N>],
 ) {
     let g = Vector3::new(0.0, 0.0, -9.81);
+    let base = Isometry3::identity();
     let (mut tracking, mut clamped, mut infeasible, mut holding) = (0, 0, 0, 0);
     for (q, qd, targets) in states {
-        let command = arrival.tick(chain, q, qd, targets, &g).expect("tick");
+        let command = arrival.tick(tree, &base, q, qd, targets, &g).expect("tick");
         for j in command.joints() {
             match j.status {
                 JointStatus::Tracking => tracking += 1,
@@ -171,21 +172,25 @@ fn census<const N: usize>(
     );
 }
 
-fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) {
-    let arrival =
-        ChainArrival::new(ArrivalSettings::default(), Coupling::default()).expect("valid config");
+/// Every tick and piece on `links` as a chain-shaped `Tree`, the base welded at the origin.
+fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec]) {
+    let tree = tree_of::<N>(links);
+    let base = Isometry3::identity();
     let g = Vector3::new(0.0, 0.0, -9.81);
     let mut group = c.benchmark_group("articulated");
+    let arrival =
+        ChainArrival::new(ArrivalSettings::default(), Coupling::default()).expect("valid config");
     for (label, mixed) in [("tick", true), ("tick_feasible", false)] {
         let states = states::<N>(mixed);
-        census(&format!("{label}/{name}"), &arrival, chain, &states);
+        census(&format!("{label}/{name}"), &arrival, &tree, &states);
         let mut i = 0;
         group.bench_function(BenchmarkId::new(label, name), |b| {
             b.iter(|| {
                 i = (i + 1) % states.len();
                 let (q, qd, targets) = &states[i];
                 black_box(arrival.tick(
-                    black_box(chain),
+                    black_box(&tree),
+                    &base,
                     black_box(q),
                     black_box(qd),
                     black_box(targets),
@@ -194,17 +199,18 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
             })
         });
     }
+    let states = states::<N>(true);
     // The arrival tick with the inverse-dynamics coupling, on the mixed states.
     let exact = ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics)
         .expect("valid config");
-    let states_mixed = states::<N>(true);
     let mut i = 0;
     group.bench_function(BenchmarkId::new("tick_inverse_dynamics", name), |b| {
         b.iter(|| {
-            i = (i + 1) % states_mixed.len();
-            let (q, qd, targets) = &states_mixed[i];
+            i = (i + 1) % states.len();
+            let (q, qd, targets) = &states[i];
             black_box(exact.tick(
-                black_box(chain),
+                black_box(&tree),
+                &base,
                 black_box(q),
                 black_box(qd),
                 black_box(targets),
@@ -213,15 +219,15 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
         })
     });
     // The beat tick on the same states: each time to go taken as the keyframe's segment, ω̂ = 0.
-    let beat_states: Vec<([f64; N], [f64; N], [BeatTarget; N])> = states::<N>(true)
-        .into_iter()
+    let beat_states: Vec<([f64; N], [f64; N], [BeatTarget; N])> = states
+        .iter()
         .map(|(q, qd, targets)| {
             let targets = targets.map(|t| BeatTarget {
                 pose_rad: t.pose_rad,
                 velocity_rad_s: 0.0,
                 segment_s: t.time_to_go_s,
             });
-            (q, qd, targets)
+            (*q, *qd, targets)
         })
         .collect();
     for (label, inertia) in [
@@ -239,82 +245,6 @@ fn bench_chain<const N: usize>(c: &mut Criterion, name: &str, chain: &Chain<N>) 
                 i = (i + 1) % beat_states.len();
                 let (q, qd, targets) = &beat_states[i];
                 black_box(beat.tick(
-                    black_box(chain),
-                    black_box(q),
-                    black_box(qd),
-                    black_box(targets),
-                    &g,
-                ))
-            })
-        });
-    }
-    let states = states::<N>(true);
-    let mut i = 0;
-    let mut next = || {
-        i = (i + 1) % states.len();
-        &states[i]
-    };
-    group.bench_function(BenchmarkId::new("forward_kinematics", name), |b| {
-        b.iter(|| black_box(black_box(chain).forward_kinematics(black_box(&next().0))))
-    });
-    let kin: Vec<_> = states
-        .iter()
-        .map(|(q, _, _)| chain.forward_kinematics(q).expect("fk"))
-        .collect();
-    let mut k = 0;
-    group.bench_function(BenchmarkId::new("composite", name), |b| {
-        b.iter(|| {
-            k = (k + 1) % kin.len();
-            black_box(black_box(&kin[k]).composite())
-        })
-    });
-    group.bench_function(BenchmarkId::new("mass_matrix", name), |b| {
-        b.iter(|| {
-            k = (k + 1) % kin.len();
-            black_box(black_box(&kin[k]).mass_matrix())
-        })
-    });
-    group.bench_function(BenchmarkId::new("gravity", name), |b| {
-        b.iter(|| {
-            k = (k + 1) % kin.len();
-            black_box(black_box(&kin[k]).gravity_torques(&g))
-        })
-    });
-    // Inverse dynamics at the states' velocities, the velocities taken as accelerations too.
-    group.bench_function(BenchmarkId::new("inverse_dynamics", name), |b| {
-        b.iter(|| {
-            k = (k + 1) % kin.len();
-            let qd = &states[k].1;
-            black_box(black_box(&kin[k]).inverse_dynamics(black_box(qd), black_box(qd), &g))
-        })
-    });
-    group.finish();
-}
-
-/// The same links as a chain-shaped `Tree` (what the controllers are moving onto): the arrival
-/// tick `ChainArrival::tick_tree` with the inverse-dynamics coupling (the `arrival` controller's)
-/// and with the parent feed-forward, and its pieces: kinematics (returned, and into a kept
-/// `TreeKinematics`), the composite inertias, the generalized gravity, inverse dynamics, the
-/// mass matrix; and the arrival solves alone (one `GainLimit`, `solve_arrival_gains`, clamp or
-/// fallback per joint, as the tick does, on the composite inertias of the tick's states).
-fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec]) {
-    let tree = tree_of::<N>(links);
-    let base = Isometry3::identity();
-    let g = Vector3::new(0.0, 0.0, -9.81);
-    let mut group = c.benchmark_group("articulated");
-    let states = states::<N>(true);
-    for (label, coupling) in [
-        ("tree_tick_inverse_dynamics", Coupling::InverseDynamics),
-        ("tree_tick", Coupling::ParentFeedforward),
-    ] {
-        let arrival =
-            ChainArrival::new(ArrivalSettings::default(), coupling).expect("valid config");
-        let mut i = 0;
-        group.bench_function(BenchmarkId::new(label, name), |b| {
-            b.iter(|| {
-                i = (i + 1) % states.len();
-                let (q, qd, targets) = &states[i];
-                black_box(arrival.tick_tree(
                     black_box(&tree),
                     &base,
                     black_box(q),
@@ -326,14 +256,14 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
         });
     }
     let mut i = 0;
-    group.bench_function(BenchmarkId::new("tree_kinematics", name), |b| {
+    group.bench_function(BenchmarkId::new("kinematics", name), |b| {
         b.iter(|| {
             i = (i + 1) % states.len();
             black_box(black_box(&tree).kinematics(&base, black_box(&states[i].0)))
         })
     });
     let mut kept = TreeKinematics::default();
-    group.bench_function(BenchmarkId::new("tree_kinematics_into", name), |b| {
+    group.bench_function(BenchmarkId::new("kinematics_into", name), |b| {
         b.iter(|| {
             i = (i + 1) % states.len();
             black_box(black_box(&tree).kinematics_into(&mut kept, &base, black_box(&states[i].0)))
@@ -344,19 +274,20 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
         .map(|(q, _, _)| tree.kinematics(&base, q).expect("kinematics"))
         .collect();
     let mut k = 0;
-    group.bench_function(BenchmarkId::new("tree_composite", name), |b| {
+    group.bench_function(BenchmarkId::new("composite", name), |b| {
         b.iter(|| {
             k = (k + 1) % kin.len();
             black_box(black_box(&kin[k]).composite())
         })
     });
-    group.bench_function(BenchmarkId::new("tree_gravity", name), |b| {
+    group.bench_function(BenchmarkId::new("gravity", name), |b| {
         b.iter(|| {
             k = (k + 1) % kin.len();
             black_box(black_box(&kin[k]).gravity(&g))
         })
     });
-    group.bench_function(BenchmarkId::new("tree_inverse_dynamics", name), |b| {
+    // Inverse dynamics at the states' velocities, the velocities taken as accelerations too.
+    group.bench_function(BenchmarkId::new("inverse_dynamics", name), |b| {
         b.iter(|| {
             k = (k + 1) % kin.len();
             let qd = &states[k].1;
@@ -364,7 +295,7 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
         })
     });
     let mut m = SMatrix::<f64, N, N>::zeros();
-    group.bench_function(BenchmarkId::new("tree_mass_matrix_into", name), |b| {
+    group.bench_function(BenchmarkId::new("mass_matrix_into", name), |b| {
         b.iter(|| {
             k = (k + 1) % kin.len();
             black_box(black_box(&kin[k]).mass_matrix_into(&mut m)).expect("crba");
@@ -419,13 +350,7 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
 }
 
 fn bench(c: &mut Criterion) {
-    bench_chain(c, "3dof", &Chain::<3>::new(&arm()).expect("valid arm"));
     bench_tree::<3>(c, "3dof", &arm());
-    bench_chain(
-        c,
-        "28dof",
-        &Chain::<28>::new(&long_chain()).expect("valid long chain"),
-    );
     bench_tree::<28>(c, "28dof", &long_chain());
 }
 

@@ -1,8 +1,7 @@
-//! ns per control tick of Kenwright's hand controller (`Reach::tick`: forward kinematics, the
-//! hand Jacobian, the composite inertias, the null-space projection with either projector,
-//! gravity) on a 3-link arm, and per CCD IK solve (`ccd_ik`) on the same arm; and the same on
-//! the arm built as a fixed-base kinematic tree (`Reach::tick_tree`, `ccd_ik_tree`: the tree's
-//! kinematics, frame pose and frame Jacobian, CRBA, generalized gravity).
+//! ns per control tick of Kenwright's hand controller (`Reach::tick`: the tree's kinematics, the
+//! hand's frame pose and Jacobian, CRBA, generalized gravity, the null-space projection with
+//! either projector) on a 3-link arm as a fixed-base kinematic tree, and per CCD IK solve
+//! (`ccd_ik`) on the same arm.
 //!
 //! `cargo bench -p control-core --bench reach -- --warm-up-time 1 --measurement-time 3`
 
@@ -10,8 +9,8 @@
 
 use std::hint::black_box;
 
-use control_core::articulated::{Chain, LinkSpec};
-use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik, ccd_ik_tree};
+use control_core::articulated::LinkSpec;
+use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use nalgebra::{Isometry3, Vector3};
@@ -46,11 +45,7 @@ fn arm_links() -> [LinkSpec; 3] {
     ]
 }
 
-fn arm() -> Chain<3> {
-    Chain::new(&arm_links()).expect("valid arm")
-}
-
-/// The same arm as a fixed-base tree: link i hangs from body i, and is body i + 1.
+/// The arm as a fixed-base tree: link i hangs from body i, and is body i + 1.
 fn arm_tree() -> Tree<3> {
     let links = arm_links();
     let joints: [JointSpec; 3] = std::array::from_fn(|i| JointSpec {
@@ -72,12 +67,10 @@ fn arm_tree() -> Tree<3> {
     .expect("valid tree")
 }
 
-/// The hand link of the chain and its body in the tree.
-const HAND_LINK: usize = 2;
-const HAND_BODY: usize = HAND_LINK + 1;
+/// The hand's body: the third link.
+const HAND_BODY: usize = 3;
 
 fn bench(c: &mut Criterion) {
-    let chain = arm();
     let tree = arm_tree();
     let base = Isometry3::identity();
     let hand = Vector3::new(0.35, 0.0, 0.0);
@@ -88,7 +81,6 @@ fn bench(c: &mut Criterion) {
     let reach = |projector| {
         Reach::new(ReachConfig {
             projector,
-            hand_link: HAND_LINK,
             hand_point_m: hand.into(),
             stiffness_n_per_m: 500.0,
             damping_ns_per_m: 50.0,
@@ -106,7 +98,9 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 reach
                     .tick(
-                        black_box(&chain),
+                        black_box(&tree),
+                        &base,
+                        HAND_BODY,
                         black_box(&q),
                         black_box(&qd),
                         black_box(&target),
@@ -119,60 +113,27 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    let mut group = c.benchmark_group("reach_tick_tree_3_links");
-    for projector in PROJECTORS {
-        let reach = reach(projector);
-        group.bench_function(BenchmarkId::from_parameter(format!("{projector:?}")), |b| {
-            b.iter(|| {
-                reach
-                    .tick_tree(
-                        black_box(&tree),
-                        &base,
-                        HAND_BODY,
-                        black_box(&q),
-                        black_box(&qd),
-                        black_box(&target),
-                        &Vector3::zeros(),
-                        black_box(&[0.0; 3]),
-                        &gravity,
-                    )
-                    .expect("tick_tree")
-            })
-        });
-    }
-    group.finish();
     // A reachable target (the hand at another configuration), 1e-4 m, from a fixed start.
-    let goal = chain
-        .forward_kinematics(&[1.2, -0.9, 1.4])
-        .and_then(|k| k.point_in_world(HAND_LINK, &hand))
-        .expect("reachable target");
-    let ik = ccd_ik(&chain, &q, HAND_LINK, &hand, &goal, 100, 1e-4).expect("ccd");
+    let goal = tree
+        .kinematics(&base, &[1.2, -0.9, 1.4])
+        .and_then(|k| {
+            k.frame_pose(
+                HAND_BODY,
+                &Placement {
+                    xyz_m: hand.into(),
+                    rotation: Placement::IDENTITY.rotation,
+                },
+            )
+        })
+        .expect("reachable target")
+        .translation
+        .vector;
+    let ik = ccd_ik(&tree, &base, &q, HAND_BODY, &hand, &goal, 100, 1e-4).expect("ccd");
     assert!(ik.converged(), "{ik:?}");
     println!("ccd_ik: {} sweeps to {:.1e} m", ik.sweeps, ik.residual_m);
-    let tree_ik =
-        ccd_ik_tree(&tree, &base, &q, HAND_BODY, &hand, &goal, 100, 1e-4).expect("ccd tree");
-    assert!(tree_ik.converged(), "{tree_ik:?}");
-    println!(
-        "ccd_ik_tree: {} sweeps to {:.1e} m",
-        tree_ik.sweeps, tree_ik.residual_m
-    );
     c.bench_function("ccd_ik_3_links", |b| {
         b.iter(|| {
             ccd_ik(
-                black_box(&chain),
-                black_box(&q),
-                HAND_LINK,
-                &hand,
-                black_box(&goal),
-                100,
-                1e-4,
-            )
-            .expect("ccd")
-        })
-    });
-    c.bench_function("ccd_ik_tree_3_links", |b| {
-        b.iter(|| {
-            ccd_ik_tree(
                 black_box(&tree),
                 &base,
                 black_box(&q),
@@ -182,7 +143,7 @@ fn bench(c: &mut Criterion) {
                 100,
                 1e-4,
             )
-            .expect("ccd tree")
+            .expect("ccd")
         })
     });
 }

@@ -2,8 +2,7 @@
 //! mass matrix (CRBA) or inverse dynamics (RNEA), for a Panda-like arm (7 revolute joints and 2
 //! prismatic fingers on a fixed base, nv = 9: the numbers of example-robot-data's
 //! `panda_description/urdf/panda.urdf`, its fixed joints merged as Pinocchio's URDF parser merges
-//! them) and a 50-joint tree on a floating base (nv = 56); and, for comparison, the same 7
-//! revolute joints as an `articulated::Chain` and as a `Tree`.
+//! them), its 7 revolute joints alone, and a 50-joint tree on a floating base (nv = 56).
 //!
 //! Pinocchio 4.1's C++ figures for the Panda on this machine, the goal: CRBA 550 ns, RNEA
 //! 1060 ns (each with its own forward kinematics).
@@ -18,7 +17,6 @@
 use std::f64::consts::FRAC_PI_2;
 use std::hint::black_box;
 
-use control_core::articulated::{Chain, LinkSpec};
 use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
@@ -194,27 +192,15 @@ fn panda() -> Tree<9> {
     .expect("valid panda")
 }
 
-/// The Panda's 7 revolute joints as a tree and as a chain.
-fn panda_arm() -> (Tree<7>, Chain<7>) {
+/// The Panda's 7 revolute joints alone.
+fn panda_arm() -> Tree<7> {
     let joints = panda_joints();
-    let tree = Tree::new(&TreeSpec {
+    Tree::new(&TreeSpec {
         base: BaseKind::Fixed,
         base_body: PANDA_BASE,
         joints: &joints[..7],
     })
-    .expect("valid arm");
-    let links: Vec<LinkSpec> = PANDA[..7]
-        .iter()
-        .map(|j| LinkSpec {
-            origin_xyz_m: j.xyz,
-            origin_rpy_rad: j.rpy,
-            axis: j.axis,
-            mass_kg: j.mass,
-            com_m: j.com,
-            inertia_kgm2: j.inertia,
-        })
-        .collect();
-    (tree, Chain::new(&links).expect("valid chain"))
+    .expect("valid arm")
 }
 
 /// A 50-joint tree on a floating base: five limbs of ten joints each (a humanoid with a head
@@ -375,33 +361,8 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, tree: &Tree<N>, fix
 fn bench(c: &mut Criterion) {
     bench_tree(c, "panda", &panda(), true);
     bench_tree(c, "floating50", &floating50(), false);
-    // The Panda's arm alone, as a tree and as the existing serial chain.
-    let (tree, chain) = panda_arm();
-    bench_tree(c, "panda_arm7", &tree, true);
-    let states = states::<7>();
-    let g = Vector3::new(0.0, 0.0, -9.81);
-    let mut group = c.benchmark_group("chain");
-    let mut i = 0;
-    group.bench_function(BenchmarkId::new("kinematics_crba", "panda_arm7"), |b| {
-        b.iter(|| {
-            i = (i + 1) % states.len();
-            let (_, q, _, _) = &states[i];
-            let kin = chain.forward_kinematics(black_box(q)).expect("kin");
-            black_box(kin.mass_matrix().expect("crba"));
-        })
-    });
-    group.bench_function(BenchmarkId::new("kinematics_rnea", "panda_arm7"), |b| {
-        b.iter(|| {
-            i = (i + 1) % states.len();
-            let (_, q, v, a) = &states[i];
-            let kin = chain.forward_kinematics(black_box(q)).expect("kin");
-            black_box(
-                kin.inverse_dynamics(black_box(v), black_box(a), &g)
-                    .expect("rnea"),
-            );
-        })
-    });
-    group.finish();
+    // The Panda's arm alone.
+    bench_tree(c, "panda_arm7", &panda_arm(), true);
 }
 
 criterion_group!(benches, bench);

@@ -139,9 +139,7 @@ mod tests {
             gravity: &g,
         };
         let (command, limits) = through_trait(&mut arrival, &input);
-        let direct = arrival
-            .tick_tree(&tree, &base, &q, &v, &rushed, &g)
-            .unwrap();
+        let direct = arrival.tick(&tree, &base, &q, &v, &rushed, &g).unwrap();
         assert_eq!(command.torques(), direct.torques());
         let clamped = direct
             .joints()
@@ -188,7 +186,7 @@ mod tests {
                 gravity: &g,
             },
         );
-        let direct = beat.tick_tree(&tree, &base, &q, &v, &beats, &g).unwrap();
+        let direct = beat.tick(&tree, &base, &q, &v, &beats, &g).unwrap();
         assert_eq!(command.torques(), direct.torques());
         assert_eq!(limits, direct.limits());
     }

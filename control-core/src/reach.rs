@@ -1666,7 +1666,7 @@ mod tests {
                 time_to_go_s,
             });
             let tau = servo
-                .tick_tree(&tree, &base(), &q, &qd, &targets, &gravity)
+                .tick(&tree, &base(), &q, &qd, &targets, &gravity)
                 .unwrap()
                 .torques();
             step(&tree, &mut q, &mut qd, &tau, dt);

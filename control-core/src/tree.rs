@@ -3,8 +3,7 @@
 //! Newton–Euler, gravity, the centre of mass and its Jacobian, composite inertias), no_std, no
 //! allocation, capacity in the type.
 //!
-//! Where [`crate::articulated::Chain`] is one serial chain of revolute joints on a fixed base,
-//! a [`Tree`] is any robot a URDF describes once its fixed joints are merged: branches,
+//! A [`Tree`] is any robot a URDF describes once its fixed joints are merged: branches,
 //! revolute and prismatic joints about any axis, and a base that is welded or free (a legged
 //! robot, a humanoid). Its results are Pinocchio's (4.1) to rounding, conventions included: the
 //! floating base's velocity and force in the base frame, Jacobians in LOCAL_WORLD_ALIGNED, the
@@ -200,9 +199,11 @@
 //!   generalized gravity, a frame's pose and LOCAL_WORLD_ALIGNED Jacobian, the centre of mass
 //!   and its Jacobian, a subtree's mass, world centre and inertia, the axis inertias:
 //!   **within 6e−16** (asserted: 1e−12).
-//! - **The serial chain**: a fixed-base tree built from random [`crate::articulated::Chain`]
-//!   specs agrees with the chain (poses, point and angular Jacobians, CRBA, gravity, RNEA, axis
-//!   inertias) within 5e−14.
+//! - **The serial chain** ([`crate::articulated::serial_tree`], random links): its link frames
+//!   are URDF's products of origins and joint rotations formed independently (1e−12); its point
+//!   and angular Jacobians are central differences of its poses; M is Σ J_kᵀ m_k J_k + J_ω,kᵀ I_k
+//!   J_ω,k and positive definite, gravity the gradient of the potential, and the velocity terms
+//!   of RNEA the Lagrangian c = Ṁq̇ − ½ ∂(q̇ᵀMq̇)/∂q (the tests of `articulated`).
 //! - **Identities on random branching trees** (both bases, both joint kinds, random parents,
 //!   axes, origins — general, the identity, turns about one axis — and base poses): M = Σ_b J_bᵀ m_b J_b + J_ω,bᵀ I_b J_ω,b from the frame Jacobians
 //!   (7e−15), M exactly symmetric, M's diagonal = the axis inertias (7e−15); RNEA(q, 0, e_i, 0)
@@ -2574,8 +2575,8 @@ impl<const N: usize> TreeComposite<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::articulated::LinkSpec;
     use crate::articulated::tests::{all_finite_slice, link_strategy, pick, raw_values};
-    use crate::articulated::{Chain, LinkSpec};
     use core::f64::consts::PI;
     use proptest::prelude::*;
 
@@ -3605,39 +3606,6 @@ mod tests {
         energy
     }
 
-    /// Upper bounds on the magnitude of the bodies' terms in a serial tree's gravity torques
-    /// and inverse-dynamics torques: every lever is at most twice the farthest centre of mass
-    /// or joint origin from the world origin, every body's linear acceleration at most
-    /// `|g| + (Σ|a| + (Σ|v|)²) lever`, its angular one `Σ|a| + (Σ|v|)²`.
-    fn term_bounds(
-        links: &[LinkSpec],
-        kinematics: &TreeKinematics<6>,
-        v: &[f64; 6],
-        a: &[f64; 6],
-        g: &Vector3<f64>,
-    ) -> (f64, f64) {
-        let mut reach = 0.0f64;
-        for (k, link) in links.iter().enumerate() {
-            let pose = kinematics.body_pose(k + 1).unwrap();
-            reach = reach.max(pose.translation.vector.norm()).max(
-                (pose * nalgebra::Point3::from(Vector3::from(link.com_m)))
-                    .coords
-                    .norm(),
-            );
-        }
-        let lever = 2.0 * reach;
-        let speed: f64 = v.iter().map(|x| x.abs()).sum();
-        let angular = a.iter().map(|x| x.abs()).sum::<f64>() + speed * speed;
-        let linear = g.norm() + angular * lever;
-        let (mut gravity, mut dynamics) = (0.0, 0.0);
-        for link in links {
-            let inertia = 3.0 * scale(&link.inertia_kgm2, 0.0);
-            gravity += link.mass_kg * g.norm() * lever;
-            dynamics += link.mass_kg * linear * lever + inertia * angular;
-        }
-        (gravity, dynamics)
-    }
-
     fn unit(i: usize) -> [f64; CAP] {
         let mut e = [0.0; CAP];
         e[i] = 1.0;
@@ -3645,57 +3613,6 @@ mod tests {
     }
 
     proptest! {
-        /// A fixed-base tree whose joints form a chain is the articulated chain: poses, the
-        /// Jacobian of a point, CRBA, gravity and RNEA agree to 1e-12 of each result's scale
-        /// (gravity's and RNEA's: of a bound on the bodies' terms, which may nearly cancel).
-        #[test]
-        fn serial_tree_is_the_articulated_chain(
-            links in prop::collection::vec(link_strategy(), 1..=6),
-            q in prop::array::uniform6(-PI..PI),
-            v in prop::array::uniform6(-2.0..2.0f64),
-            a in prop::array::uniform6(-2.0..2.0f64),
-            point in prop::array::uniform3(-0.5..0.5f64),
-            link_pick in 0usize..6,
-        ) {
-            let chain = Chain::<6>::new(&links).unwrap();
-            let tree = crate::articulated::serial_tree::<6>(&links).unwrap();
-            let ck = chain.forward_kinematics(&q).unwrap();
-            let tk = tree.kinematics(&Isometry3::identity(), &q).unwrap();
-            let rel = 1e-12;
-            for k in 0..links.len() {
-                let cp = ck.link_pose(k).unwrap();
-                let tp = tk.body_pose(k + 1).unwrap();
-                prop_assert!(close_all(tp.translation.vector.as_slice(), cp.translation.vector.as_slice(), rel, 1.0));
-                let tr = tp.rotation.to_rotation_matrix().into_inner();
-                prop_assert!(close_all(tr.as_slice(), cp.rotation.matrix().as_slice(), rel, 1.0));
-            }
-            let link = link_pick % links.len();
-            let local = Vector3::from(point);
-            let p = ck.point_in_world(link, &local).unwrap();
-            let linear = ck.point_jacobian(link, &p).unwrap();
-            let angular = ck.angular_jacobian(link).unwrap();
-            let placement = Placement { xyz_m: point, rotation: Placement::IDENTITY.rotation };
-            let j = tk.frame_jacobian(link + 1, &placement).unwrap();
-            prop_assert!(close_all(j.fixed_rows::<3>(0).into_owned().as_slice(), linear.as_slice(), rel, 0.0));
-            prop_assert!(close_all(j.fixed_rows::<3>(3).into_owned().as_slice(), angular.as_slice(), rel, 0.0));
-            prop_assert!(close_all(tk.mass_matrix().unwrap().as_slice(), ck.mass_matrix().unwrap().as_slice(), rel, 0.0));
-            let g = Vector3::new(0.3, -9.81, 0.5);
-            // Gravity and RNEA torques are sums of the bodies' terms, which may nearly cancel
-            // (a centre of mass almost above its axis); the rounding error is then that of the
-            // terms, so a bound on the terms sets the scale, not the sum.
-            let (gravity_terms, dynamics_terms) = term_bounds(&links, &tk, &v, &a, &g);
-            prop_assert!(close_all(tk.gravity(&g).unwrap().as_slice(), ck.gravity_torques(&g).unwrap().as_slice(), rel, gravity_terms));
-            prop_assert!(close_all(
-                tk.inverse_dynamics(&v, &a, &g).unwrap().as_slice(),
-                ck.inverse_dynamics(&v, &a, &g).unwrap().as_slice(),
-                rel,
-                dynamics_terms,
-            ));
-            let tc = tk.composite().unwrap();
-            let cc = ck.composite().unwrap();
-            prop_assert!(close_all(tc.axis_inertia().as_slice(), cc.axis_inertia().as_slice(), rel, 0.0));
-        }
-
         /// CRBA is the sum over the bodies of their Jacobian products, on branching trees with
         /// both joint kinds and both bases (1e-12 of M's largest entry); symmetric exactly;
         /// the axis inertias are its diagonal.

@@ -8,7 +8,7 @@ use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalSettings, Chain, ChainArrival, Coupling, JointTarget, LinkSpec,
+    ArrivalSettings, ChainArrival, Coupling, JointTarget, LinkSpec, serial_tree,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::dynamo::{
@@ -94,7 +94,8 @@ pub extern "C" fn _start() -> ! {
         let _ = guard.reject_oversize(black_box(4096));
         acc += guard.rejected().total() as f64;
     }
-    // A two-link chain: forward kinematics, the mass matrix and the composite inertia.
+    // A two-link chain as a tree (`serial_tree`): one control tick of each coupling, arrival
+    // gains on the composite inertia; an "On the Beat!" tick on the single-link inertia.
     let link = LinkSpec {
         origin_xyz_m: [black_box(0.5), 0.0, 0.0],
         origin_rpy_rad: [0.0, 0.0, black_box(0.1)],
@@ -103,35 +104,23 @@ pub extern "C" fn _start() -> ! {
         com_m: [0.25, 0.0, 0.0],
         inertia_kgm2: [0.01, 0.0, 0.0, 0.05, 0.0, 0.05],
     };
-    if let Ok(chain) = Chain::<2>::new(&[link, link]) {
+    if let Ok(chain) = serial_tree::<2>(&[link, link]) {
         let q = [black_box(0.3), black_box(-0.7)];
-        if let Ok(kin) = chain.forward_kinematics(&q) {
-            if let Ok(m) = kin.mass_matrix() {
-                acc += m.sum();
-            }
-            if let Ok(composite) = kin.composite() {
-                acc += composite.axis_inertia().sum();
-            }
-            let gravity = Vector3::new(0.0, -9.81, 0.0);
-            if let Ok(tau) = kin.inverse_dynamics(&[black_box(0.4), 0.0], &[0.0, 1.0], &gravity) {
-                acc += tau.sum();
-            }
-        }
-        // And one control tick of the chain: arrival gains on the composite inertia, with each
-        // coupling compensation.
+        let base = Isometry3::identity();
+        let gravity = Vector3::new(0.0, -9.81, 0.0);
         for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
             if let Ok(arrival) = ChainArrival::new(ArrivalSettings::default(), coupling) {
                 let target = JointTarget {
                     pose_rad: black_box(0.5),
                     time_to_go_s: black_box(0.4),
                 };
-                let gravity = Vector3::new(0.0, -9.81, 0.0);
-                if let Ok(command) = arrival.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
+                if let Ok(command) =
+                    arrival.tick(&chain, &base, &q, &[0.0; 2], &[target; 2], &gravity)
+                {
                     acc += command.torques().iter().sum::<f64>();
                 }
             }
         }
-        // And one "On the Beat!" tick: time-constant gains on the single-link inertia.
         if let Ok(beat) = BeatServo::new(BeatConfig {
             inertia: InertiaModel::SingleLink,
             ..BeatConfig::default()
@@ -141,16 +130,12 @@ pub extern "C" fn _start() -> ! {
                 velocity_rad_s: 0.0,
                 segment_s: black_box(0.4),
             };
-            let gravity = Vector3::new(0.0, -9.81, 0.0);
-            if let Ok(command) = beat.tick(&chain, &q, &[0.0; 2], &[target; 2], &gravity) {
+            if let Ok(command) = beat.tick(&chain, &base, &q, &[0.0; 2], &[target; 2], &gravity) {
                 acc += command.torques().iter().sum::<f64>();
             }
-            if let Ok(kin) = chain.forward_kinematics(&q) {
-                acc += kin.own_axis_inertia(1).unwrap_or(0.0);
-            }
         }
-        // The same arm as a kinematic tree: every evaluation, and the arrival and beat ticks on
-        // it; then a floating-base tree (a body on a free base with one hinge).
+        // A hinge and a slider as a kinematic tree: every evaluation, and the arrival and beat
+        // ticks on it; then the same on a floating base.
         let joints = [
             JointSpec {
                 parent_body: 0,
@@ -213,7 +198,7 @@ pub extern "C" fn _start() -> ! {
                     time_to_go_s: black_box(0.4),
                 };
                 if let Ok(c) =
-                    arrival.tick_tree(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity)
+                    arrival.tick(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity)
                 {
                     acc += c.torques().iter().sum::<f64>();
                 }
@@ -224,20 +209,20 @@ pub extern "C" fn _start() -> ! {
                     velocity_rad_s: 0.0,
                     segment_s: black_box(0.4),
                 };
-                if let Ok(c) = beat.tick_tree(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity) {
+                if let Ok(c) = beat.tick(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity) {
                     acc += c.torques().iter().sum::<f64>();
                 }
             }
         }
         // Kenwright's hand control on a branching tree (both projectors) and its CCD IK.
         acc += reach_tree_tick();
-        // Kenwright's hand control of the same chain (both projectors), and CCD IK.
+        // Kenwright's hand control of the two-link chain (both projectors; the hand on its
+        // second link, body 2), and CCD IK.
         let hand = Vector3::new(black_box(0.5), 0.0, 0.0);
         let target = Vector3::new(black_box(0.6), black_box(0.4), 0.0);
         for projector in [Projector::PseudoInverse, Projector::DynamicallyConsistent] {
             let config = ReachConfig {
                 projector,
-                hand_link: 1,
                 hand_point_m: hand.into(),
                 stiffness_n_per_m: black_box(400.0),
                 damping_ns_per_m: 40.0,
@@ -246,16 +231,15 @@ pub extern "C" fn _start() -> ! {
                 gravity_compensation: true,
             };
             if let Ok(reach) = Reach::new(config) {
-                let gravity = Vector3::new(0.0, -9.81, 0.0);
                 let still = Vector3::zeros();
                 if let Ok(command) =
-                    reach.tick(&chain, &q, &[0.0; 2], &target, &still, &q, &gravity)
+                    reach.tick(&chain, &base, 2, &q, &[0.0; 2], &target, &still, &q, &gravity)
                 {
                     acc += command.torques_nm.iter().sum::<f64>();
                 }
             }
         }
-        if let Ok(ik) = ccd_ik(&chain, &q, 1, &hand, &target, black_box(20), 1e-4) {
+        if let Ok(ik) = ccd_ik(&chain, &base, &q, 2, &hand, &target, black_box(20), 1e-4) {
             acc += ik.residual_m + ik.q_rad.iter().sum::<f64>();
         }
     }
@@ -674,11 +658,10 @@ fn fixed_servo_tick() -> f64 {
 }
 
 /// Kenwright's hand control (both projectors) and CCD IK on a kinematic tree
-/// (`Reach::tick_tree`, `ccd_ik_tree`): a branching fixed-base tree with a prismatic joint on
+/// (`Reach::tick`, `ccd_ik`): a branching fixed-base tree with a prismatic joint on
 /// the hand's path, then a floating base (refused). Called from `_start`.
 #[unsafe(no_mangle)]
 pub extern "C" fn reach_tree_tick() -> f64 {
-    use control_core::reach::ccd_ik_tree;
     let body = Inertial {
         mass_kg: black_box(1.5),
         com_m: [0.15, 0.0, 0.0],
@@ -721,7 +704,6 @@ pub extern "C" fn reach_tree_tick() -> f64 {
         for projector in [Projector::PseudoInverse, Projector::DynamicallyConsistent] {
             let config = ReachConfig {
                 projector,
-                hand_link: 0,
                 hand_point_m: hand.into(),
                 stiffness_n_per_m: black_box(400.0),
                 damping_ns_per_m: 40.0,
@@ -731,7 +713,7 @@ pub extern "C" fn reach_tree_tick() -> f64 {
             };
             if let Ok(reach) = Reach::new(config) {
                 let still = Vector3::zeros();
-                match reach.tick_tree(
+                match reach.tick(
                     &tree, &pose, hand_body, &q, &[0.0; 10], &target, &still, &q, &gravity,
                 ) {
                     Ok(command) => acc += command.torques_nm.iter().sum::<f64>(),
@@ -739,7 +721,7 @@ pub extern "C" fn reach_tree_tick() -> f64 {
                 }
             }
         }
-        match ccd_ik_tree(
+        match ccd_ik(
             &tree,
             &pose,
             &q,

@@ -27,7 +27,7 @@ use control_core::articulated::{
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::StateFrame;
 use control_core::gains::{GainLimit, Integrator};
-use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik_tree};
+use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::tree::{Placement, Tree};
 
 use super::super::session::{LoopCommand, LoopController, LoopState};
@@ -453,8 +453,7 @@ impl ChainController {
             };
             Reach::new(ReachConfig {
                 projector,
-                // The tree tick takes the hand's body itself; the point is in that body's frame.
-                hand_link: 0,
+                // The tick takes the hand's body itself; the point is in that body's frame.
                 hand_point_m: [
                     task.hand.point_m[0],
                     task.hand.point_m[1],
@@ -592,7 +591,7 @@ impl ChainController {
         let mut out = match &mut self.law {
             Law::Reach(reach) => {
                 let cmd = reach
-                    .tick_tree(
+                    .tick(
                         &m.tree,
                         &m.base,
                         task.hand.body,
@@ -615,7 +614,7 @@ impl ChainController {
                 solved_for,
             } => {
                 if *solved_for != Some(self.current) {
-                    let ik = ccd_ik_tree(
+                    let ik = ccd_ik(
                         &m.tree,
                         &m.base,
                         &state.q,
@@ -638,7 +637,7 @@ impl ChainController {
                 }
                 let hold = *hold;
                 let cmd = hold
-                    .tick_tree(
+                    .tick(
                         &m.tree,
                         &m.base,
                         &state.q,
@@ -714,7 +713,7 @@ impl ChainController {
                 }
                 let m = &self.model;
                 servo
-                    .tick_tree(
+                    .tick(
                         &m.tree,
                         &m.base,
                         &state.q,
@@ -734,7 +733,7 @@ impl ChainController {
                 }
                 let m = &self.model;
                 servo
-                    .tick_tree(
+                    .tick(
                         &m.tree,
                         &m.base,
                         &state.q,
