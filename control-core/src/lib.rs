@@ -15,10 +15,11 @@
 //! - [`arm`]: the ball-blocking arm's controller (target sequencing, gravity feed-forward, one
 //!   of five servos), the same on the host and in firmware.
 //! - [`model`]: mass properties shared by the plant and the controller.
-//! - [`articulated`]: a fixed-capacity serial chain: kinematics, dynamics, per-joint arrival gains.
-//! - [`beat`]: the timing-and-tension controllers of "On the Beat!" for such a chain (gains from
+//! - [`articulated`]: per-joint arrival gains on each joint's composite inertia for a fixed-base
+//!   robot's [`tree`], and a serial chain of links built as a tree.
+//! - [`beat`]: the timing-and-tension controllers of "On the Beat!" for such a robot (gains from
 //!   a keyframe's segment and n time constants, on the composite or the single-link inertia).
-//! - [`reach`]: Kenwright's joint-torque control of a chain's hand (Jᵀ F, a null-space posture
+//! - [`reach`]: Kenwright's joint-torque control of a robot's hand (Jᵀ F, a null-space posture
 //!   torque with the plain or the dynamically consistent projector) and CCD IK.
 //! - [`stable_pd`]: stable PD (Tan, Liu and Turk) for any controller of joint torques between
 //!   rigid bodies: the torques of the state one period ahead, stable at low control rates.
