@@ -2232,10 +2232,22 @@ pub(crate) mod tests {
     fn overflowing_models_are_out_of_range() {
         let arrival =
             ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
-        let base = Isometry3::identity();
         let t = JointTarget {
             pose_rad: 1.0,
             time_to_go_s: 1.0,
+        };
+        let tick = |links: [LinkSpec; 2], q: [f64; 2], qd: [f64; 2]| {
+            let tree = serial_tree::<2>(&links).unwrap();
+            arrival
+                .tick(
+                    &tree,
+                    &Isometry3::identity(),
+                    &q,
+                    &qd,
+                    &[t; 2],
+                    &Vector3::zeros(),
+                )
+                .unwrap_err()
         };
         let huge = box_link(
             [1e300, 0.0, 0.0],
@@ -2244,20 +2256,7 @@ pub(crate) mod tests {
             [1e300, 0.0, 0.0],
             [1.0; 3],
         );
-        let tree = serial_tree::<2>(&[huge, huge]).unwrap();
-        assert_eq!(
-            arrival
-                .tick(
-                    &tree,
-                    &base,
-                    &[0.0; 2],
-                    &[0.0; 2],
-                    &[t; 2],
-                    &Vector3::zeros()
-                )
-                .unwrap_err(),
-            ModelError::OutOfRange
-        );
+        assert_eq!(tick([huge; 2], [0.0; 2], [0.0; 2]), ModelError::OutOfRange);
         // A moderate chain at a speed whose square overflows.
         let link = box_link(
             [0.5, 0.0, 0.0],
@@ -2266,18 +2265,8 @@ pub(crate) mod tests {
             [0.25, 0.0, 0.0],
             [0.5, 0.1, 0.1],
         );
-        let tree = serial_tree::<2>(&[link, link]).unwrap();
         assert_eq!(
-            arrival
-                .tick(
-                    &tree,
-                    &base,
-                    &[0.3, 0.2],
-                    &[1e200, -1e200],
-                    &[t; 2],
-                    &Vector3::zeros()
-                )
-                .unwrap_err(),
+            tick([link; 2], [0.3, 0.2], [1e200, -1e200]),
             ModelError::OutOfRange
         );
         let far = box_link(
@@ -2287,20 +2276,7 @@ pub(crate) mod tests {
             [0.0; 3],
             [1.0; 3],
         );
-        let tree = serial_tree::<2>(&[far, far]).unwrap();
-        assert_eq!(
-            arrival
-                .tick(
-                    &tree,
-                    &base,
-                    &[0.0; 2],
-                    &[0.0; 2],
-                    &[t; 2],
-                    &Vector3::zeros()
-                )
-                .unwrap_err(),
-            ModelError::OutOfRange
-        );
+        assert_eq!(tick([far; 2], [0.0; 2], [0.0; 2]), ModelError::OutOfRange);
     }
 
     #[test]
