@@ -81,13 +81,13 @@
 //! `cargo bench -p control-core --bench articulated -- --warm-up-time 1 --measurement-time 3
 //! beat`, the tick on the bench's 3-joint arm and 28-joint chain built as fixed-base trees
 //! ([`crate::articulated::serial_tree`]), x86-64 baseline build (SSE2, no FMA), on the shared
-//! 2-core machine (load average 1.1–1.2): the medians of one run, the same 64 states as the
+//! 2-core machine (load average 1): the medians of one run, the same 64 states as the
 //! arrival tick's mixed bench (each time to go taken as the segment, ω̂ = 0).
 //!
 //! | | 3 joints | 28 joints |
 //! |---|---|---|
-//! | [`BeatServo::tick`], composite inertia, with feed-forward | 0.32 µs | 2.8 µs |
-//! | [`BeatServo::tick`], single-link inertia, with feed-forward | 0.35 µs | 3.0 µs |
+//! | [`BeatServo::tick`], composite inertia, with feed-forward | 0.33 µs | 2.7 µs |
+//! | [`BeatServo::tick`], single-link inertia, with feed-forward | 0.35 µs | 2.9 µs |
 //!
 //! No Lambert W, no `exp`, one `GainLimit` per joint: the tree's kinematics and its one pass for
 //! the composite inertias and gravity dominate; the single-link model adds one own-inertia

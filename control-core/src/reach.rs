@@ -140,20 +140,20 @@
 //! ([`CcdOutcome::SweepLimit`]); the residual is always reported. No joint limits are applied.
 //!
 //! To track the solution with PD and gravity, hand its joint positions to
-//! [`crate::articulated::ChainArrival`]'s tree tick as [`crate::articulated::JointTarget`]s (a
+//! [`crate::articulated::ChainArrival::tick`] as [`crate::articulated::JointTarget`]s (a
 //! `time_to_go_s` of 0 holds each pose critically damped, with gravity feed-forward): no second
 //! PD is kept here.
 //!
 //! # Costs (measured)
 //! `cargo bench -p control-core --bench reach -- --warm-up-time 1 --measurement-time 3`, a
 //! 3-link arm built as a [`Tree`], x86-64 baseline build, on a shared 2-core machine under other
-//! jobs (load average 2–2.5; one run, criterion medians; expect up to 2× spread between runs):
+//! jobs (load average 1; one run, criterion medians; expect up to 2× spread between runs):
 //!
 //! | 3-link arm | median |
 //! |---|---|
-//! | [`Reach::tick`], [`Projector::PseudoInverse`] | 0.56 µs |
-//! | [`Reach::tick`], [`Projector::DynamicallyConsistent`] (M and its Cholesky factor) | 0.80 µs |
-//! | [`ccd_ik`] to 1e−4 m, 20 sweeps | 8.1 µs |
+//! | [`Reach::tick`], [`Projector::PseudoInverse`] | 0.53 µs |
+//! | [`Reach::tick`], [`Projector::DynamicallyConsistent`] (M and its Cholesky factor) | 0.69 µs |
+//! | [`ccd_ik`] to 1e−4 m, 20 sweeps | 6.3 µs |
 //!
 //! A CCD sweep is one tree kinematics and, per revolute joint on the path, one `atan2` and one
 //! `sincos`. The tick forms its hand position through a frame pose (a rotation-to-quaternion
@@ -1647,7 +1647,7 @@ mod tests {
         assert!(dc_error < pi_error);
     }
 
-    /// CCD's joint targets tracked by the arrival servo ([`ChainArrival`]'s tree tick: PD with
+    /// CCD's joint targets tracked by the arrival servo ([`ChainArrival::tick`]: PD with
     /// gravity feed-forward) in the same simulated plant bring the hand to the target.
     #[test]
     fn ccd_targets_tracked_by_the_arrival_servo_reach_the_target() {
@@ -2084,7 +2084,7 @@ mod tests {
         assert_eq!((ik.outcome, ik.sweeps), (CcdOutcome::Converged, 1));
     }
 
-    /// Every bad input of the tree versions is an error that names it, never a panic: a
+    /// Every bad input of the tick and of CCD is an error that names it, never a panic: a
     /// floating base, a hand body past the tree, a NaN in any input, a bad base pose, a bad
     /// tolerance; the hand on the base (body 0) has no task.
     #[test]
@@ -2324,7 +2324,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
 
-        /// For any inputs of the tree versions (any f64 bits in q, q̇, the posture goals, the
+        /// For any inputs of the tick and of CCD (any f64 bits in q, q̇, the posture goals, the
         /// targets, gravity, the hand point and the base pose; any hand body, past the tree
         /// too): a non-finite input that is read, or a hand body past the tree, is an error;
         /// finite ones give finite results or `OutOfRange`, never a NaN; moderate ones on a

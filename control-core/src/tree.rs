@@ -203,7 +203,8 @@
 //!   are URDF's products of origins and joint rotations formed independently (1e−12); its point
 //!   and angular Jacobians are central differences of its poses; M is Σ J_kᵀ m_k J_k + J_ω,kᵀ I_k
 //!   J_ω,k and positive definite, gravity the gradient of the potential, and the velocity terms
-//!   of RNEA the Lagrangian c = Ṁq̇ − ½ ∂(q̇ᵀMq̇)/∂q (the tests of `articulated`).
+//!   of RNEA the Lagrangian c = Ṁq̇ − ½ ∂(q̇ᵀMq̇)/∂q (the tests of `articulated`; central
+//!   differences, so these hold to 1e−6 relative, where the identities below hold to 1e−12).
 //! - **Identities on random branching trees** (both bases, both joint kinds, random parents,
 //!   axes, origins — general, the identity, turns about one axis — and base poses): M = Σ_b J_bᵀ m_b J_b + J_ω,bᵀ I_b J_ω,b from the frame Jacobians
 //!   (7e−15), M exactly symmetric, M's diagonal = the axis inertias (7e−15); RNEA(q, 0, e_i, 0)
@@ -4575,6 +4576,184 @@ mod tests {
         ] {
             assert!(e.to_string().starts_with("tree: "));
         }
+    }
+
+    /// Every field of a joint's spec refuses NaN, +∞ and −∞; a moving body's inertia refuses
+    /// every tensor that is not positive definite, and a zero mass (either sign) under an
+    /// inertia; any finite non-zero axis is normalised and any positive definite inertia is
+    /// accepted, however large or small; a capacity of 0 holds no joint.
+    #[test]
+    fn every_field_refused_and_every_scale_accepted() {
+        let good = JointSpec {
+            parent_body: 0,
+            kind: JointType::Revolute,
+            origin: Placement::from_xyz_rpy([0.1, 0.0, 0.0], [0.0; 3]),
+            axis: [0.0, 1.0, 0.0],
+            body: inertial(1.0, [0.05, 0.0, 0.0], [0.1, 0.0, 0.0, 0.1, 0.0, 0.1]),
+        };
+        let build = |j: JointSpec| {
+            Tree::<3>::new(&TreeSpec {
+                base: BaseKind::Fixed,
+                base_body: Inertial::ZERO,
+                joints: &[
+                    good,
+                    JointSpec {
+                        parent_body: 1,
+                        ..j
+                    },
+                ],
+            })
+        };
+        let non_finite = Err(TreeError::NonFinite { joint: Some(1) });
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            for field in 0..8 {
+                let mut j = good;
+                match field {
+                    0 => j.origin.xyz_m[1] = v,
+                    1 => j.origin.rotation[1][2] = v,
+                    2 => j.axis[2] = v,
+                    3 => j.body.mass_kg = v,
+                    4 => j.body.com_m[0] = v,
+                    5 => j.body.inertia_kgm2[0] = v,
+                    6 => j.body.inertia_kgm2[4] = v,
+                    _ => j.body.inertia_kgm2[5] = v,
+                }
+                assert_eq!(build(j), non_finite, "field {field} = {v}");
+            }
+        }
+        for m in [0.0, -0.0, -1.0] {
+            let j = JointSpec {
+                body: Inertial {
+                    mass_kg: m,
+                    ..good.body
+                },
+                ..good
+            };
+            assert_eq!(
+                build(j),
+                Err(TreeError::NonPositiveMass { joint: Some(1) }),
+                "{m}"
+            );
+        }
+        for inertia in [
+            [0.0; 6],
+            [-1.0, 0.0, 0.0, 1.0, 0.0, 1.0],
+            [1.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0, 1.0, 0.0, 1.0], // singular
+            [1.0, 2.0, 0.0, 1.0, 0.0, 1.0], // indefinite
+        ] {
+            let j = JointSpec {
+                body: Inertial {
+                    inertia_kgm2: inertia,
+                    ..good.body
+                },
+                ..good
+            };
+            assert_eq!(
+                build(j),
+                Err(TreeError::InertiaNotPositiveDefinite { joint: Some(1) }),
+                "{inertia:?}"
+            );
+        }
+        for scale in [f64::MAX, 1e200, 1.0, 1e-200, f64::MIN_POSITIVE, 5e-324] {
+            let tree = build(JointSpec {
+                axis: [scale, scale, 0.0],
+                ..good
+            })
+            .unwrap();
+            let axis = tree.joint_axis(1).unwrap();
+            assert!(
+                (axis - Vector3::new(1.0, 1.0, 0.0) / 2f64.sqrt()).norm() < 1e-15,
+                "{scale}: {axis}"
+            );
+            let j = JointSpec {
+                body: Inertial {
+                    inertia_kgm2: [scale, 0.0, 0.0, scale, 0.0, scale],
+                    ..good.body
+                },
+                ..good
+            };
+            assert!(build(j).is_ok(), "inertia {scale}");
+        }
+        assert_eq!(
+            Tree::<0>::new(&TreeSpec {
+                base: BaseKind::Fixed,
+                base_body: Inertial::ZERO,
+                joints: &[good],
+            })
+            .err(),
+            Some(TreeError::CapacityExceeded {
+                dofs: 1,
+                capacity: 0
+            })
+        );
+    }
+
+    /// Finite parameters whose products overflow give `OutOfRange` from the composite inertias,
+    /// the mass matrix and inverse dynamics, never a NaN; entries past nv are never read.
+    #[test]
+    fn overflowing_evaluations_are_out_of_range_and_entries_past_nv_unread() {
+        let huge = JointSpec {
+            parent_body: 0,
+            kind: JointType::Revolute,
+            origin: Placement::from_xyz_rpy([1e300, 0.0, 0.0], [0.0; 3]),
+            axis: [0.0, 0.0, 1.0],
+            body: inertial(1e300, [1e300, 0.0, 0.0], [1.0, 0.0, 0.0, 1.0, 0.0, 1.0]),
+        };
+        let tree = Tree::<3>::new(&TreeSpec {
+            base: BaseKind::Fixed,
+            base_body: Inertial::ZERO,
+            joints: &[
+                huge,
+                JointSpec {
+                    parent_body: 1,
+                    ..huge
+                },
+            ],
+        })
+        .unwrap();
+        let kin = tree.kinematics(&Isometry3::identity(), &[0.0; 3]).unwrap();
+        assert_eq!(kin.composite().unwrap_err(), TreeEvalError::OutOfRange);
+        assert_eq!(kin.mass_matrix().unwrap_err(), TreeEvalError::OutOfRange);
+        assert_eq!(
+            kin.inverse_dynamics(&[0.0; 3], &[1.0; 3], &Vector3::zeros())
+                .unwrap_err(),
+            TreeEvalError::OutOfRange
+        );
+        let link = JointSpec {
+            parent_body: 0,
+            kind: JointType::Revolute,
+            origin: Placement::from_xyz_rpy([0.5, 0.0, 0.0], [0.0; 3]),
+            axis: [0.0, 1.0, 1.0],
+            body: inertial(1.0, [0.25, 0.0, 0.0], [0.005, 0.0, 0.0, 0.02, 0.0, 0.02]),
+        };
+        let tree = Tree::<3>::new(&TreeSpec {
+            base: BaseKind::Fixed,
+            base_body: Inertial::ZERO,
+            joints: &[
+                link,
+                JointSpec {
+                    parent_body: 1,
+                    ..link
+                },
+            ],
+        })
+        .unwrap();
+        let kin = tree
+            .kinematics(&Isometry3::identity(), &[0.3, 0.2, f64::NAN])
+            .unwrap();
+        let g = Vector3::new(0.0, 0.0, -9.81);
+        // A speed whose square overflows.
+        assert_eq!(
+            kin.inverse_dynamics(&[1e200, -1e200, 0.0], &[0.0; 3], &g)
+                .unwrap_err(),
+            TreeEvalError::OutOfRange
+        );
+        let tau = kin
+            .inverse_dynamics(&[0.1, 0.2, f64::NAN], &[0.3, -0.4, f64::INFINITY], &g)
+            .unwrap();
+        assert_eq!(tau[2], 0.0);
+        assert!(tau.iter().all(|t| t.is_finite()));
     }
 
     #[test]
