@@ -704,16 +704,8 @@ impl BipedPlant {
 
     /// Checks torques against [`TORQUE_LIMIT_NM`]: the first |τ_i| > 1000 N·m, or NaN.
     pub fn check_torques(torques_nm: &[f64; JOINTS]) -> Result<(), TorqueLimitError> {
-        match torques_nm
-            .iter()
-            .position(|t| t.is_nan() || t.abs() > TORQUE_LIMIT_NM)
-        {
-            Some(joint) => Err(TorqueLimitError {
-                joint,
-                torque_nm: torques_nm.get(joint).copied().unwrap_or(f64::NAN),
-            }),
-            None => Ok(()),
-        }
+        Self::check_torque_slice(torques_nm)
+            .map_err(|(joint, torque_nm)| TorqueLimitError { joint, torque_nm })
     }
 
     /// Steps the world by dt with joint torques `torques_nm` (N·m, joint order: left hip, left
@@ -894,17 +886,7 @@ impl BipedPlant {
     /// beyond ±[`TORQUE_LIMIT_NM`] or NaN, or a non-zero torque for a joint the biped does not
     /// have (index ≥ 6).
     pub fn check_torque_slice(torques_nm: &[f64]) -> Result<(), (usize, f64)> {
-        let beyond = |(i, &t): (usize, &f64)| {
-            if i < JOINTS {
-                t.is_nan() || t.abs() > TORQUE_LIMIT_NM
-            } else {
-                t != 0.0
-            }
-        };
-        match torques_nm.iter().enumerate().position(beyond) {
-            Some(i) => Err((i, torques_nm.get(i).copied().unwrap_or(f64::NAN))),
-            None => Ok(()),
-        }
+        crate::host::first_refused_torque(torques_nm, |i| (i < JOINTS).then_some(TORQUE_LIMIT_NM))
     }
 
     /// Each body's mass (kg) and inertia about z (kg·m²) as Rapier holds them, body order.

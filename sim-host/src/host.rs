@@ -123,6 +123,24 @@ impl HostedPlant for crate::robot::RobotPlant {
     }
 }
 
+/// The one rule every plant with a per-joint limit applies to a torque frame's values:
+/// `Err((index, value))` names the first value it refuses: NaN, |τ| beyond its joint's limit
+/// (`limit(i)` = `Some`), or a value other than exactly 0 for a joint the plant does not have
+/// (`None`). A value of exactly the limit passes; nothing is clamped.
+pub fn first_refused_torque(
+    torques_nm: &[f64],
+    limit: impl Fn(usize) -> Option<f64>,
+) -> Result<(), (usize, f64)> {
+    let refused = |(i, &t): (usize, &f64)| match limit(i) {
+        Some(limit) => t.is_nan() || t.abs() > limit,
+        None => t != 0.0,
+    };
+    match torques_nm.iter().enumerate().position(refused) {
+        Some(i) => Err((i, torques_nm.get(i).copied().unwrap_or(f64::NAN))),
+        None => Ok(()),
+    }
+}
+
 /// The two ways to run the loop (docs/ARCHITECTURE.md, "The two modes"). the plant's and the harness's one mode type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -497,6 +515,32 @@ mod tests {
     use crate::scene::{ArmSpec, Scene};
     use control_core::frames::{FrameGuard, MAX_FRAME_LEN, TORQUE_FRAME_LEN};
     use transport::SeqPacket;
+
+    /// The one torque rule: NaN and |τ| beyond the joint's limit refused, exactly the limit
+    /// passes, any value but ±0 refused for a joint the plant does not have; the first refused
+    /// value is named.
+    #[test]
+    fn the_torque_rule_names_the_first_refused_value() {
+        let two = |i: usize| (i < 2).then_some(10.0);
+        assert_eq!(first_refused_torque(&[10.0, -10.0, 0.0, -0.0], two), Ok(()));
+        assert_eq!(first_refused_torque(&[], two), Ok(()));
+        assert_eq!(
+            first_refused_torque(&[1.0, -10.5, f64::NAN], two),
+            Err((1, -10.5))
+        );
+        let e = first_refused_torque(&[f64::NAN], two).unwrap_err();
+        assert!(e.0 == 0 && e.1.is_nan());
+        assert_eq!(
+            first_refused_torque(&[0.0, 0.0, 1e-300], two),
+            Err((2, 1e-300))
+        );
+        let e = first_refused_torque(&[0.0, 0.0, f64::NAN], two).unwrap_err();
+        assert!(e.0 == 2 && e.1.is_nan());
+        assert_eq!(
+            first_refused_torque(&[5.0, f64::INFINITY], |_| Some(f64::MAX)),
+            Err((1, f64::INFINITY))
+        );
+    }
 
     fn torque(seq: u64, step: u64, tau: f64) -> [u8; TORQUE_FRAME_LEN] {
         let mut f = TorqueFrame::new(seq, step);

@@ -262,13 +262,7 @@ impl Plant {
     /// with |τ| > `torque_limit_nm` (every entry is checked, also those beyond the plant's one
     /// joint; NaN counts as beyond). A torque of exactly the limit passes.
     pub fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
-        match torques_nm
-            .iter()
-            .position(|t| t.is_nan() || t.abs() > self.torque_limit_nm)
-        {
-            Some(j) => Err((j, torques_nm.get(j).copied().unwrap_or(f64::NAN))),
-            None => Ok(()),
-        }
+        crate::host::first_refused_torque(torques_nm, |_| Some(self.torque_limit_nm))
     }
 
     /// Balls and weights in the world now.

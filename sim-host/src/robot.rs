@@ -1753,14 +1753,7 @@ impl RobotPlant {
     /// first with |τ_k| > effort_k (NaN counts as beyond), or the first entry beyond the robot's
     /// joints that is not exactly 0. A value of exactly the limit passes; nothing is clamped.
     pub fn check_torques(&self, torques: &[f64]) -> Result<(), (usize, f64)> {
-        let beyond = |(i, &t): (usize, &f64)| match self.joints.get(i) {
-            Some(j) => t.is_nan() || t.abs() > j.effort,
-            None => t != 0.0,
-        };
-        match torques.iter().enumerate().position(beyond) {
-            Some(i) => Err((i, torques.get(i).copied().unwrap_or(f64::NAN))),
-            None => Ok(()),
-        }
+        crate::host::first_refused_torque(torques, |i| self.joints.get(i).map(|j| j.effort))
     }
 
     /// The environment's (ground's and walls') forces on the bodies during the last step, as the
