@@ -2,7 +2,7 @@
 //! (`control_core::tree::Tree`, here chain-shaped trees built by `articulated::serial_tree`): a
 //! 3-link arm and a 28-DoF chain.
 //!
-//! - `tick`, `tick_feasible`: `ChainArrival::tick` with the parent feed-forward (kinematics, the
+//! - `tick`, `tick_feasible`: `TreeArrival::tick` with the parent feed-forward (kinematics, the
 //!   composite inertia and gravity torque of every joint, one Lambert-W arrival solve per joint
 //!   on its composite inertia clamped to the period's limit, the feed-forward and the torques),
 //!   on mixed states and on states where every solve is exact;
@@ -23,7 +23,7 @@
 use std::hint::black_box;
 
 use control_core::articulated::{
-    ArrivalSettings, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec,
+    ArrivalSettings, Coupling, JointStatus, JointTarget, LinkSpec, TreeArrival,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::gains::{
@@ -145,12 +145,7 @@ fn states<const N: usize>(mixed: bool) -> Vec<State<N>> {
 }
 
 /// Print how the joint solves of `states` went.
-fn census<const N: usize>(
-    label: &str,
-    arrival: &ChainArrival,
-    tree: &Tree<N>,
-    states: &[State<N>],
-) {
+fn census<const N: usize>(label: &str, arrival: &TreeArrival, tree: &Tree<N>, states: &[State<N>]) {
     let g = Vector3::new(0.0, 0.0, -9.81);
     let base = Isometry3::identity();
     let (mut tracking, mut clamped, mut infeasible, mut holding) = (0, 0, 0, 0);
@@ -179,7 +174,7 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
     let g = Vector3::new(0.0, 0.0, -9.81);
     let mut group = c.benchmark_group("articulated");
     let arrival =
-        ChainArrival::new(ArrivalSettings::default(), Coupling::default()).expect("valid config");
+        TreeArrival::new(ArrivalSettings::default(), Coupling::default()).expect("valid config");
     for (label, mixed) in [("tick", true), ("tick_feasible", false)] {
         let states = states::<N>(mixed);
         census(&format!("{label}/{name}"), &arrival, &tree, &states);
@@ -201,7 +196,7 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
     }
     let states = states::<N>(true);
     // The arrival tick with the inverse-dynamics coupling, on the mixed states.
-    let exact = ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics)
+    let exact = TreeArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics)
         .expect("valid config");
     let mut i = 0;
     group.bench_function(BenchmarkId::new("tick_inverse_dynamics", name), |b| {
@@ -302,7 +297,7 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
             black_box(&m);
         })
     });
-    // The arrival solves alone, as `ChainArrival` makes them (the default config).
+    // The arrival solves alone, as `TreeArrival` makes them (the default config).
     let config = ArrivalSettings::default();
     let problems: Vec<Vec<ArrivalProblem>> = states
         .iter()

@@ -1,5 +1,5 @@
 //! Joint-space controllers of a fixed-base robot, on its kinematic tree ([`Tree`]): the Lambert-W
-//! arrival gains of every joint solved on that joint's composite inertia ([`ChainArrival`]), with
+//! arrival gains of every joint solved on that joint's composite inertia ([`TreeArrival`]), with
 //! the parent feed-forward of "On the Beat!" (Allen, Chu, Shapiro, Faloutsos, SCA 2007) or the
 //! tree's inverse dynamics as the coupling between joints; and [`LinkSpec`] and [`serial_tree`],
 //! which build a serial chain of revolute joints (URDF's conventions) as a [`Tree`].
@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use control_core::articulated::nalgebra::{Isometry3, Vector3};
-//! use control_core::articulated::{ArrivalSettings, ChainArrival, Coupling, JointTarget, LinkSpec, serial_tree};
+//! use control_core::articulated::{ArrivalSettings, TreeArrival, Coupling, JointTarget, LinkSpec, serial_tree};
 //! // Two 1 m, 2 kg rods about +z, the second hinged at the tip of the first.
 //! let rod = LinkSpec {
 //!     origin_xyz_m: [0.0; 3],
@@ -31,7 +31,7 @@
 //! let composite = kin.composite()?;
 //! assert!((composite.axis_inertia()[0] - m[(0, 0)]).abs() < 1e-12);
 //! // One control tick: both joints to 1 rad in 0.5 s.
-//! let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::ParentFeedforward)?;
+//! let arrival = TreeArrival::new(ArrivalSettings::default(), Coupling::ParentFeedforward)?;
 //! let target = JointTarget { pose_rad: 1.0, time_to_go_s: 0.5 };
 //! let gravity = Vector3::new(0.0, -9.81, 0.0);
 //! let base = Isometry3::identity();
@@ -80,7 +80,7 @@
 //! world rotations that turn each s_j into the world s_j used here. A prismatic joint adds no
 //! angular acceleration and takes no feed-forward. This is the slide's approximation: the exact
 //! coupling is Σ_{j≠i} M_ij q̈_j plus the velocity terms c_i, of which it keeps m_i(s_i·s_j)q̈_j
-//! for the ancestors j. It is [`ChainArrival`]'s default ([`Coupling::ParentFeedforward`]);
+//! for the ancestors j. It is [`TreeArrival`]'s default ([`Coupling::ParentFeedforward`]);
 //! [`Coupling::InverseDynamics`] compensates the exact coupling instead: every joint's drive is
 //! read as the acceleration q̈_i = drive_i/m_i of the double integrator its arrival solve assumes,
 //! and the torque is the tree's recursive Newton–Euler τ = M q̈ + c + τ_g, so that with an exact
@@ -90,7 +90,7 @@
 //! coupled arm, whose effective inertia 1/(M⁻¹)_ii is smaller.
 //!
 //! # Costs
-//! `cargo bench -p control-core --bench articulated` measures [`ChainArrival::tick`] with both
+//! `cargo bench -p control-core --bench articulated` measures [`TreeArrival::tick`] with both
 //! couplings, its pieces and the arrival solves alone on a 3-joint arm and a 28-joint chain;
 //! the figures are in the project's `docs/RESULTS.md` ("Costs"). Of a 28-joint tick (5.1 µs)
 //! about 2.4 µs (≈ 86 ns per joint) is the 28 arrival solves ([`solve_arrival_gains`]: one
@@ -285,7 +285,7 @@ pub enum ModelError {
     /// A joint-space controller was given a floating-base tree: its six unactuated base
     /// coordinates have no target and no torque.
     FloatingBase,
-    /// A joint's losses given to [`ChainCommand::add_losses`] are negative or not finite.
+    /// A joint's losses given to [`TreeCommand::add_losses`] are negative or not finite.
     BadLosses {
         /// The joint.
         joint: usize,
@@ -349,7 +349,7 @@ pub struct JointTarget {
     pub time_to_go_s: f64,
 }
 
-/// How [`ChainArrival`] compensates the joints' dynamic coupling (what one joint's motion asks of
+/// How [`TreeArrival`] compensates the joints' dynamic coupling (what one joint's motion asks of
 /// the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Coupling {
@@ -367,7 +367,7 @@ pub enum Coupling {
 }
 
 /// What the arrival gains need: the one configuration of every arrival controller
-/// ([`ChainArrival`] on a robot's tree, [`crate::dynamo::DynamoJoint`] on a character's
+/// ([`TreeArrival`] on a robot's tree, [`crate::dynamo::DynamoJoint`] on a character's
 /// joints).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ArrivalSettings {
@@ -420,7 +420,7 @@ impl ArrivalSettings {
     }
 }
 
-/// What one joint's gain computation did this tick ([`ChainArrival`]'s arrival solve, or
+/// What one joint's gain computation did this tick ([`TreeArrival`]'s arrival solve, or
 /// [`crate::beat::BeatServo`]'s time-constant gains, which are only ever `Tracking` or
 /// `GainClamped`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -439,7 +439,7 @@ pub enum JointStatus {
     Holding,
 }
 
-/// One joint's part of a [`ChainCommand`].
+/// One joint's part of a [`TreeCommand`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JointCommand {
     /// The inertia about the joint axis the gains were solved for, kg·m²: the composite m_i
@@ -460,7 +460,7 @@ pub struct JointCommand {
     pub parent_feedforward_nm: f64,
     /// The gravity holding torque, N·m.
     pub gravity_nm: f64,
-    /// The joint's losses compensated ([`ChainCommand::add_losses`]), N·m; 0 until they are.
+    /// The joint's losses compensated ([`TreeCommand::add_losses`]), N·m; 0 until they are.
     pub losses_nm: f64,
     /// drive + coupling compensation + gravity (+ losses), N·m (no torque limit is applied
     /// here). Under [`Coupling::InverseDynamics`] it is the inverse-dynamics τ_i itself (plus the
@@ -486,7 +486,7 @@ impl JointCommand {
     };
 }
 
-/// The speed below which [`ChainCommand::add_losses`] compensates only part of a joint's dry
+/// The speed below which [`TreeCommand::add_losses`] compensates only part of a joint's dry
 /// friction, in proportion: 0.01 rad/s (m/s for a slider). Full compensation flips sign with
 /// the speed's; within this band a joint that holds still is held by the friction itself.
 pub const FRICTION_SPEED_BAND: f64 = 0.01;
@@ -502,15 +502,15 @@ pub struct JointLosses {
     pub friction: f64,
 }
 
-/// The torques of one tick of [`ChainArrival::tick`] (or [`crate::beat::BeatServo::tick`]), and
+/// The torques of one tick of [`TreeArrival::tick`] (or [`crate::beat::BeatServo::tick`]), and
 /// how each was made.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChainCommand<const N: usize> {
+pub struct TreeCommand<const N: usize> {
     pub(crate) joints: [JointCommand; N],
     pub(crate) len: usize,
 }
 
-impl<const N: usize> ChainCommand<N> {
+impl<const N: usize> TreeCommand<N> {
     /// Placeholders for `len` joints, still to be filled.
     pub(crate) const fn empty(len: usize) -> Self {
         Self {
@@ -541,7 +541,7 @@ impl<const N: usize> ChainCommand<N> {
     /// d·v rather than d·q̇ because a plant integrating the damping implicitly (Rapier: −d·q̇ at
     /// the step's end) takes d·q̇_next. A joint with no losses is left untouched (bit for bit).
     ///
-    /// Only the first [`ChainCommand::joints`] entries of `losses` and `velocities` are read (the
+    /// Only the first [`TreeCommand::joints`] entries of `losses` and `velocities` are read (the
     /// velocity only of a joint with losses). A loss that is negative or not finite
     /// ([`ModelError::BadLosses`]), a period that is not finite and > 0, a non-finite velocity
     /// of a joint with losses, or a torque that is not a finite f64 is an error, and the
@@ -596,12 +596,12 @@ impl<const N: usize> ChainCommand<N> {
 /// ([`GainLimit`]), and its torque is the PD drive plus the coupling compensation
 /// ([`Coupling`]) plus gravity. Stateless: a configuration, validated once.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChainArrival {
+pub struct TreeArrival {
     settings: ArrivalSettings,
     coupling: Coupling,
 }
 
-impl ChainArrival {
+impl TreeArrival {
     /// Validate `settings`; `coupling` says how the joints' coupling is compensated.
     pub fn new(settings: ArrivalSettings, coupling: Coupling) -> Result<Self, ModelError> {
         settings.validate().map_err(ModelError::Config)?;
@@ -626,7 +626,7 @@ impl ChainArrival {
     /// generalized gravity ([`TreeKinematics::gravity`]). Only the first
     /// [`Tree::joint_count`] entries of `q`, `velocities` and `targets` are read.
     ///
-    /// The coupling ([`ChainArrival::coupling`]): under [`Coupling::InverseDynamics`] the
+    /// The coupling ([`TreeArrival::coupling`]): under [`Coupling::InverseDynamics`] the
     /// torques are the tree's recursive Newton–Euler τ = M(q)q̈ + c(q, q̇) + g(q) for
     /// q̈_k = drive_k/m_k (one more O(n) pass); under [`Coupling::ParentFeedforward`] each
     /// revolute joint adds m_k(a_k·s_k), a_k the sum of its ancestors' commanded angular
@@ -649,11 +649,11 @@ impl ChainArrival {
         velocities: &[f64; N],
         targets: &[JointTarget; N],
         gravity: &Vector3<f64>,
-    ) -> Result<ChainCommand<N>, ModelError> {
+    ) -> Result<TreeCommand<N>, ModelError> {
         let mut tick = TreeTick::new(tree);
         tick.fill(base_pose, q, gravity)?;
         let n = tree.joint_count();
-        let mut command = ChainCommand::<N>::empty(n);
+        let mut command = TreeCommand::<N>::empty(n);
         let mut desired = [0.0; N];
         for (joint, ((out, target), qdd)) in command
             .joints
@@ -892,7 +892,7 @@ impl<'a, const N: usize> TreeTick<'a, N> {
 }
 
 /// What a joint-space controller reads from a fixed-base tree each tick, as one value for
-/// [`crate::controller::Controller`]: [`ChainArrival::tick`] with `T` = [`JointTarget`],
+/// [`crate::controller::Controller`]: [`TreeArrival::tick`] with `T` = [`JointTarget`],
 /// [`crate::beat::BeatServo::tick`] with `T` = [`crate::beat::BeatTarget`].
 #[derive(Debug, Clone, Copy)]
 pub struct TreeInput<'a, const N: usize, T> {
@@ -910,7 +910,7 @@ pub struct TreeInput<'a, const N: usize, T> {
     pub gravity: &'a Vector3<f64>,
 }
 
-impl<const N: usize> ChainCommand<N> {
+impl<const N: usize> TreeCommand<N> {
     /// What held the command back: joints whose gains were clamped, or whose target no stable
     /// gain reaches on time (no torque limit is applied here).
     pub fn limits(&self) -> crate::controller::Limits {
@@ -925,12 +925,12 @@ impl<const N: usize> ChainCommand<N> {
     }
 }
 
-impl<const N: usize> crate::controller::Controller<TreeInput<'_, N, JointTarget>> for ChainArrival {
-    type Command = ChainCommand<N>;
+impl<const N: usize> crate::controller::Controller<TreeInput<'_, N, JointTarget>> for TreeArrival {
+    type Command = TreeCommand<N>;
     type Error = ModelError;
 
-    fn tick(&mut self, i: &TreeInput<'_, N, JointTarget>) -> Result<ChainCommand<N>, ModelError> {
-        ChainArrival::tick(
+    fn tick(&mut self, i: &TreeInput<'_, N, JointTarget>) -> Result<TreeCommand<N>, ModelError> {
+        TreeArrival::tick(
             self,
             i.tree,
             i.base_pose,
@@ -941,7 +941,7 @@ impl<const N: usize> crate::controller::Controller<TreeInput<'_, N, JointTarget>
         )
     }
 
-    fn limits(command: &ChainCommand<N>) -> crate::controller::Limits {
+    fn limits(command: &TreeCommand<N>) -> crate::controller::Limits {
         command.limits()
     }
 }
@@ -1328,7 +1328,7 @@ pub(crate) mod tests {
             poses in prop::array::uniform6(-PI..PI),
             times in prop::array::uniform6(-0.1..2.0f64),
         ) {
-            let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+            let arrival = TreeArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
             let config = arrival.settings();
             let targets = core::array::from_fn(|i| JointTarget {
                 pose_rad: poses[i],
@@ -1529,9 +1529,9 @@ pub(crate) mod tests {
             poses in prop::array::uniform6(-PI..PI),
             times in prop::array::uniform6(-0.1..2.0f64),
         ) {
-            let plain = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+            let plain = TreeArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
             let exact =
-                ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
+                TreeArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
             let targets = core::array::from_fn(|i| JointTarget {
                 pose_rad: poses[i],
                 time_to_go_s: times[i],
@@ -1586,7 +1586,7 @@ pub(crate) mod tests {
         }])
         .unwrap();
         let dt = 0.005;
-        let arrival = ChainArrival::new(
+        let arrival = TreeArrival::new(
             ArrivalSettings {
                 period_s: dt,
                 ..ArrivalSettings::default()
@@ -1685,7 +1685,7 @@ pub(crate) mod tests {
         ])
         .unwrap();
         let arrival =
-            ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
+            TreeArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
         let target = JointTarget {
             pose_rad: 0.5,
             time_to_go_s: 0.4,
@@ -1793,7 +1793,7 @@ pub(crate) mod tests {
         .unwrap();
         let base = Isometry3::identity();
         let dt = 0.001;
-        let arrival = ChainArrival::new(
+        let arrival = TreeArrival::new(
             ArrivalSettings {
                 period_s: dt,
                 stability_margin,
@@ -1926,7 +1926,7 @@ pub(crate) mod tests {
     fn one_link_arrival_tick_is_the_arrival_servo() {
         let tree = arm_tree();
         let config = ArrivalSettings::default();
-        let arrival = ChainArrival::new(config, Coupling::default()).unwrap();
+        let arrival = TreeArrival::new(config, Coupling::default()).unwrap();
         let mut servo = ArrivalServo::new(ServoConfig {
             inertia_kgm2: ARM.inertia_about_hinge_kgm2(),
             period_s: config.period_s,
@@ -2052,7 +2052,7 @@ pub(crate) mod tests {
             [0.25, 0.0, 0.0],
             [0.5, 0.1, 0.1],
         );
-        let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+        let arrival = TreeArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let q = [0.3, 0.9];
         let targets = [
             JointTarget {
@@ -2161,7 +2161,7 @@ pub(crate) mod tests {
         );
         let tree = serial_tree::<3>(&[link, link]).unwrap();
         let base = Isometry3::identity();
-        let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+        let arrival = TreeArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let t = JointTarget {
             pose_rad: 1.0,
             time_to_go_s: 1.0,
@@ -2252,7 +2252,7 @@ pub(crate) mod tests {
     #[test]
     fn overflowing_models_are_out_of_range() {
         let arrival =
-            ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
+            TreeArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
         let t = JointTarget {
             pose_rad: 1.0,
             time_to_go_s: 1.0,
@@ -2356,7 +2356,7 @@ pub(crate) mod tests {
         ] {
             assert_eq!(config.validate(), Err(field));
             assert_eq!(
-                ChainArrival::new(config, Coupling::default()).unwrap_err(),
+                TreeArrival::new(config, Coupling::default()).unwrap_err(),
                 ModelError::Config(field)
             );
         }
@@ -2374,7 +2374,7 @@ pub(crate) mod tests {
             [0.3, 0.05, 0.05],
         );
         let tree = serial_tree::<3>(&[link, link, link]).unwrap();
-        let arrival = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+        let arrival = TreeArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let target = JointTarget {
             pose_rad: 0.5,
             time_to_go_s: 0.006,
@@ -2514,7 +2514,7 @@ pub(crate) mod tests {
                 (ArrivalSettings::default(), Coupling::InverseDynamics),
                 (ArrivalSettings { period_s, stability_margin, hold_natural_freq_rad_s, pose_tolerance_rad, ..ArrivalSettings::default() }, Coupling::ParentFeedforward),
             ] {
-                let Ok(arrival) = ChainArrival::new(settings, coupling) else { continue };
+                let Ok(arrival) = TreeArrival::new(settings, coupling) else { continue };
                 if let Ok(command) = arrival.tick(&tree, &Isometry3::identity(), &q, &qd, &targets, &g) {
                     prop_assert_eq!(command.joints().len(), specs.len());
                     for j in command.joints() {

@@ -1,6 +1,6 @@
 //! The timing-and-tension controllers of "On the Beat!" (Allen, Chu, Shapiro, Faloutsos, SCA
 //! 2007) for a fixed-base kinematic tree ([`Tree`], any robot a URDF describes, a serial chain
-//! included): the baseline the Lambert-W arrival gains of [`crate::articulated::ChainArrival`]
+//! included): the baseline the Lambert-W arrival gains of [`crate::articulated::TreeArrival`]
 //! are compared against, for whole robots. Each joint follows keyframes γ = (θ̂, ω̂, t̂) with
 //! critically damped PD gains set by the keyframe's segment duration t̂ and a number n of time
 //! constants, λ = t̂/n:
@@ -106,7 +106,7 @@
 use nalgebra::{Isometry3, Vector3};
 
 use crate::articulated::{
-    ChainCommand, ConfigField, Input, JointCommand, JointStatus, ModelError, TreeTick, model_error,
+    ConfigField, Input, JointCommand, JointStatus, ModelError, TreeCommand, TreeTick, model_error,
 };
 use crate::gains::{Branch, CriticalGains, GainLimit, Integrator};
 use crate::tree::Tree;
@@ -226,11 +226,11 @@ impl BeatServo {
         velocities: &[f64; N],
         targets: &[BeatTarget; N],
         gravity: &Vector3<f64>,
-    ) -> Result<ChainCommand<N>, ModelError> {
+    ) -> Result<TreeCommand<N>, ModelError> {
         let mut tick = TreeTick::new(tree);
         tick.fill(base_pose, q, gravity)?;
         let n = tree.joint_count();
-        let mut command = ChainCommand::<N>::empty(n);
+        let mut command = TreeCommand::<N>::empty(n);
         for (joint, (out, target)) in command
             .joints
             .iter_mut()
@@ -330,13 +330,13 @@ fn check_joint(joint: usize, omega: f64, target: &BeatTarget) -> Result<(), Mode
 impl<const N: usize> crate::controller::Controller<crate::articulated::TreeInput<'_, N, BeatTarget>>
     for BeatServo
 {
-    type Command = ChainCommand<N>;
+    type Command = TreeCommand<N>;
     type Error = ModelError;
 
     fn tick(
         &mut self,
         i: &crate::articulated::TreeInput<'_, N, BeatTarget>,
-    ) -> Result<ChainCommand<N>, ModelError> {
+    ) -> Result<TreeCommand<N>, ModelError> {
         BeatServo::tick(
             self,
             i.tree,
@@ -348,7 +348,7 @@ impl<const N: usize> crate::controller::Controller<crate::articulated::TreeInput
         )
     }
 
-    fn limits(command: &ChainCommand<N>) -> crate::controller::Limits {
+    fn limits(command: &TreeCommand<N>) -> crate::controller::Limits {
         command.limits()
     }
 }

@@ -12,8 +12,8 @@
 //! | controller | input | command |
 //! |---|---|---|
 //! | [`crate::arm::ArmController`] | [`crate::arm::ArmInput`] | [`crate::servo::ServoOutput`] |
-//! | [`crate::articulated::ChainArrival`] | [`crate::articulated::TreeInput`] of [`crate::articulated::JointTarget`] | [`crate::articulated::ChainCommand`] |
-//! | [`crate::beat::BeatServo`] | [`crate::articulated::TreeInput`] of [`crate::beat::BeatTarget`] | [`crate::articulated::ChainCommand`] |
+//! | [`crate::articulated::TreeArrival`] | [`crate::articulated::TreeInput`] of [`crate::articulated::JointTarget`] | [`crate::articulated::TreeCommand`] |
+//! | [`crate::beat::BeatServo`] | [`crate::articulated::TreeInput`] of [`crate::beat::BeatTarget`] | [`crate::articulated::TreeCommand`] |
 //! | [`crate::reach::Reach`] | [`crate::reach::ReachTick`] | [`crate::reach::ReachCommand`] |
 //! | [`crate::simbicon::Simbicon`] | [`crate::simbicon::WalkerState`] | [`crate::simbicon::WalkCommand`] |
 //! | [`crate::simbicon3d::Simbicon3d`] | [`crate::simbicon3d::Walk3dInput`] | [`crate::simbicon3d::Walk3dCommand`] |
@@ -86,7 +86,7 @@ pub(crate) fn count(n: usize) -> u32 {
 mod tests {
     use super::*;
     use crate::articulated::{
-        ArrivalSettings, ChainArrival, Coupling, JointStatus, JointTarget, LinkSpec, TreeInput,
+        ArrivalSettings, Coupling, JointStatus, JointTarget, LinkSpec, TreeArrival, TreeInput,
         serial_tree,
     };
     use crate::beat::{BeatConfig, BeatServo, BeatTarget};
@@ -129,7 +129,7 @@ mod tests {
             time_to_go_s: 0.006,
         }; 3];
         let mut arrival =
-            ChainArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
+            TreeArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics).unwrap();
         let input = TreeInput {
             tree: &tree,
             base_pose: &base,

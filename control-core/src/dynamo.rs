@@ -97,7 +97,7 @@
 //!
 //! A target with a time ([`Arrival`]) gets, each tick, the critically damped gains of the
 //! project's arrival solver ([`crate::gains::solve_arrival_gains`]) for the 1-D problem about
-//! v, the same way [`crate::articulated::ChainArrival`] solves each hinge:
+//! v, the same way [`crate::articulated::TreeArrival`] solves each hinge:
 //! - inertia m_v = vᵀ·I·v, I the composite inertia tensor of what the joint moves, world axes,
 //!   about the joint point ([`JointInertia::Tensor`], e.g. from [`subtree_inertia_about`]), or
 //!   a scalar the caller chose ([`JointInertia::Scalar`]);
@@ -106,7 +106,7 @@
 //! - arrival x = 0 (the target) when the time to go has elapsed, and the PD setpoint re-aimed
 //!   [`ArrivalSettings::pose_tolerance_rad`] beyond it, x_s = −tol (a critically damped motion
 //!   never reaches its own setpoint in finite time: as
-//!   [`crate::servo::ArrivalServo::set_pose_target`] and `ChainArrival`), so the torque along v
+//!   [`crate::servo::ArrivalServo::set_pose_target`] and `TreeArrival`), so the torque along v
 //!   is k·(θ + tol) + γ·ẋ and the whole torque τ = k·(θ + tol)·v + γ·(ω_d − ω_a);
 //! - the gains are clamped to the stable limit of m_v for the control period
 //!   ([`crate::gains::GainLimit`], the period clamp of every other servo here) and the clamp is

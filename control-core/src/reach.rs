@@ -8,7 +8,7 @@
 //! For: a controller tick that must put a hand point of the tree at a world target (a
 //! spring-damper pulling the hand, mapped to joint torques by Jᵀ) while a secondary posture goal
 //! uses only what the hand task leaves free ([`Reach::tick`]); and a bounded IK solve
-//! ([`ccd_ik`]) whose joint targets a joint servo ([`crate::articulated::ChainArrival`]) can then
+//! ([`ccd_ik`]) whose joint targets a joint servo ([`crate::articulated::TreeArrival`]) can then
 //! track.
 //!
 //! Must never allocate, block or panic, whatever the input, and never return a NaN: every input
@@ -140,7 +140,7 @@
 //! ([`CcdOutcome::SweepLimit`]); the residual is always reported. No joint limits are applied.
 //!
 //! To track the solution with PD and gravity, hand its joint positions to
-//! [`crate::articulated::ChainArrival::tick`] as [`crate::articulated::JointTarget`]s (a
+//! [`crate::articulated::TreeArrival::tick`] as [`crate::articulated::JointTarget`]s (a
 //! `time_to_go_s` of 0 holds each pose critically damped, with gravity feed-forward): no second
 //! PD is kept here.
 //!
@@ -923,7 +923,7 @@ impl<const N: usize> crate::controller::Controller<ReachTick<'_, N>> for Reach {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::articulated::{ArrivalSettings, ChainArrival, Coupling, JointTarget, LinkSpec};
+    use crate::articulated::{ArrivalSettings, Coupling, JointTarget, LinkSpec, TreeArrival};
     use crate::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
     use core::f64::consts::PI;
     use nalgebra::{Isometry3, Quaternion, Translation3, UnitQuaternion};
@@ -1647,7 +1647,7 @@ mod tests {
         assert!(dc_error < pi_error);
     }
 
-    /// CCD's joint targets tracked by the arrival servo ([`ChainArrival::tick`]: PD with
+    /// CCD's joint targets tracked by the arrival servo ([`TreeArrival::tick`]: PD with
     /// gravity feed-forward) in the same simulated plant bring the hand to the target.
     #[test]
     fn ccd_targets_tracked_by_the_arrival_servo_reach_the_target() {
@@ -1656,7 +1656,7 @@ mod tests {
         let (mut q, mut qd) = ([0.2, 0.3, 0.2], [0.0; 3]);
         let ik = ccd_ik(&tree, &base(), &q, HAND, &planar_hand(), &target, 100, 1e-5).unwrap();
         assert!(ik.converged());
-        let servo = ChainArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
+        let servo = TreeArrival::new(ArrivalSettings::default(), Coupling::default()).unwrap();
         let gravity = Vector3::new(0.0, -9.81, 0.0);
         let dt = 1e-3;
         for k in 0..3000 {

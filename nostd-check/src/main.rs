@@ -8,7 +8,7 @@ use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalSettings, ChainArrival, Coupling, JointTarget, LinkSpec, serial_tree,
+    ArrivalSettings, TreeArrival, Coupling, JointTarget, LinkSpec, serial_tree,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::dynamo::{
@@ -109,7 +109,7 @@ pub extern "C" fn _start() -> ! {
         let base = Isometry3::identity();
         let gravity = Vector3::new(0.0, -9.81, 0.0);
         for coupling in [Coupling::ParentFeedforward, Coupling::InverseDynamics] {
-            if let Ok(arrival) = ChainArrival::new(ArrivalSettings::default(), coupling) {
+            if let Ok(arrival) = TreeArrival::new(ArrivalSettings::default(), coupling) {
                 let target = JointTarget {
                     pose_rad: black_box(0.5),
                     time_to_go_s: black_box(0.4),
@@ -192,7 +192,7 @@ pub extern "C" fn _start() -> ! {
                 acc += kin.composite().map_or(0.0, |c| c.axis_inertia().sum());
                 acc += kin.own_axis_inertia(0).unwrap_or(0.0);
             }
-            if let Ok(arrival) = ChainArrival::new(ArrivalSettings::default(), Coupling::default()) {
+            if let Ok(arrival) = TreeArrival::new(ArrivalSettings::default(), Coupling::default()) {
                 let target = JointTarget {
                     pose_rad: black_box(0.5),
                     time_to_go_s: black_box(0.4),

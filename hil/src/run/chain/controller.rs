@@ -12,7 +12,7 @@
 //!
 //! Every law adds the model's gravity holding torque, and every joint-space law (all but the
 //! Jᵀ F reach) what the URDF's `<dynamics damping friction>` will take from the motion it asks
-//! for ([`ChainCommand::add_losses`]; the plant applies both). Each joint's torque is limited to the
+//! for ([`TreeCommand::add_losses`]; the plant applies both). Each joint's torque is limited to the
 //! URDF's `<limit effort>` (the plant refuses a whole frame beyond it); every limited tick is
 //! counted in the record, never silent.
 //!
@@ -22,7 +22,7 @@
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalSettings, ChainArrival, ChainCommand, Coupling, JointLosses, JointStatus, JointTarget,
+    ArrivalSettings, Coupling, JointLosses, JointStatus, JointTarget, TreeArrival, TreeCommand,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::frames::StateFrame;
@@ -249,12 +249,12 @@ struct Refused;
 #[derive(Debug, Clone, Copy)]
 enum Law {
     Beat(BeatServo),
-    Arrival(ChainArrival),
+    Arrival(TreeArrival),
     Reach(Reach),
     /// The IK's joint targets (solved when the hand target changes) held by the arrival
     /// servo's critically damped hold.
     Ccd {
-        hold: ChainArrival,
+        hold: TreeArrival,
         solution: [f64; CAP],
         solved_for: Option<usize>,
     },
@@ -403,7 +403,7 @@ impl ChainController {
             .map(Law::Beat)
             .map_err(|e| e.to_string())
         };
-        let arrival = ChainArrival::new(
+        let arrival = TreeArrival::new(
             ArrivalSettings {
                 period_s: state_period_s,
                 integrator: Integrator::SemiImplicitEuler,
@@ -668,12 +668,12 @@ impl ChainController {
         Ok(out)
     }
 
-    /// `cmd` with the joints' losses compensated ([`ChainCommand::add_losses`]).
+    /// `cmd` with the joints' losses compensated ([`TreeCommand::add_losses`]).
     fn with_losses(
         &self,
-        mut cmd: ChainCommand<CAP>,
+        mut cmd: TreeCommand<CAP>,
         state: &ChainState,
-    ) -> Result<ChainCommand<CAP>, Refused> {
+    ) -> Result<TreeCommand<CAP>, Refused> {
         cmd.add_losses(&self.model.losses, &state.qd, self.period_s)
             .map_err(|_| Refused)?;
         Ok(cmd)
@@ -693,7 +693,7 @@ impl ChainController {
         }
     }
 
-    fn command(&self, state: &ChainState, now: f64) -> Result<ChainCommand<CAP>, Refused> {
+    fn command(&self, state: &ChainState, now: f64) -> Result<TreeCommand<CAP>, Refused> {
         let Some(&(t_k, pose)) = self.keyframes.get(self.current) else {
             return Err(Refused);
         };
@@ -748,7 +748,7 @@ impl ChainController {
     }
 
     /// The command with each torque limited to its joint's effort, and its record.
-    fn limited(&self, state: ChainState, cmd: &ChainCommand<CAP>) -> ChainCommandOut {
+    fn limited(&self, state: ChainState, cmd: &TreeCommand<CAP>) -> ChainCommandOut {
         let mut out = self.empty(state, false);
         let mut requested = [0.0; CAP];
         for (r, jc) in requested.iter_mut().zip(cmd.joints()) {
