@@ -213,16 +213,12 @@ pub struct QpSpec {
     /// Ticks a foot stays in the QP's planted set after the plant last measured a normal force
     /// on it (`control_core::balance::contact::ContactHold`; default 1, as the humanoid's), in
     /// [0, 1000]; 0 drops it as soon as a step reads unloaded.
-    #[serde(default = "default_contact_hold_ticks")]
+    #[serde(default = "super::dynamo::balance::default_contact_hold_ticks")]
     pub contact_hold_ticks: u32,
 }
 
 fn default_step() -> bool {
     true
-}
-
-fn default_contact_hold_ticks() -> u32 {
-    super::dynamo::balance::CONTACT_HOLD_TICKS
 }
 
 impl Default for QpSpec {
@@ -232,7 +228,7 @@ impl Default for QpSpec {
             min_normal_fraction: default_min_normal(),
             friction: default_qp_friction(),
             step: default_step(),
-            contact_hold_ticks: default_contact_hold_ticks(),
+            contact_hold_ticks: super::dynamo::balance::CONTACT_HOLD_TICKS,
         }
     }
 }
@@ -490,15 +486,8 @@ impl RobotPushScenario {
                 format!("must lie in (0, 10] (got {})", q.friction),
             );
         }
-        if q.contact_hold_ticks > super::dynamo::balance::MAX_CONTACT_HOLD_TICKS {
-            return bad(
-                "qp_balance.contact_hold_ticks",
-                format!(
-                    "must lie in [0, {}] (got {})",
-                    super::dynamo::balance::MAX_CONTACT_HOLD_TICKS,
-                    q.contact_hold_ticks
-                ),
-            );
+        if let Some(why) = super::dynamo::balance::contact_hold_refusal(q.contact_hold_ticks) {
+            return bad("qp_balance.contact_hold_ticks", why);
         }
         let pd = &self.pd_hold;
         if !(pd.effort_at_rad.is_finite() && pd.effort_at_rad > 0.0 && pd.effort_at_rad <= 10.0) {

@@ -78,6 +78,17 @@ pub const CONTACT_HOLD_TICKS: u32 = 1;
 /// Largest `[qp_balance] contact_hold_ticks` accepted.
 pub const MAX_CONTACT_HOLD_TICKS: u32 = 1000;
 
+/// `[qp_balance] contact_hold_ticks`'s default, for both push kinds' schemas.
+pub fn default_contact_hold_ticks() -> u32 {
+    CONTACT_HOLD_TICKS
+}
+
+/// Why both push kinds refuse `[qp_balance] contact_hold_ticks = ticks`, if they do.
+pub fn contact_hold_refusal(ticks: u32) -> Option<String> {
+    (ticks > MAX_CONTACT_HOLD_TICKS)
+        .then(|| format!("{ticks}: not in [0, {MAX_CONTACT_HOLD_TICKS}]"))
+}
+
 /// Every how many `qp_balance` ticks [`QpLog`] records one, unless `--record-qp-every` says.
 pub const RECORD_EVERY: u64 = 10;
 

@@ -333,12 +333,8 @@ pub struct QpBalanceSpec {
     /// Ticks a foot or toes stay in the QP's planted set after the plant last measured a
     /// normal force on them (default [`balance::CONTACT_HOLD_TICKS`], 1), in
     /// [0, [`balance::MAX_CONTACT_HOLD_TICKS`]]; 0 drops them as soon as a step reads unloaded.
-    #[serde(default = "default_contact_hold_ticks")]
+    #[serde(default = "balance::default_contact_hold_ticks")]
     pub contact_hold_ticks: u32,
-}
-
-fn default_contact_hold_ticks() -> u32 {
-    balance::CONTACT_HOLD_TICKS
 }
 
 fn default_step() -> bool {
@@ -681,15 +677,8 @@ impl DynamoScenario {
                     format!("{}: not in [0, 1)", qp.screen_fraction),
                 );
             }
-            if qp.contact_hold_ticks > balance::MAX_CONTACT_HOLD_TICKS {
-                return bad(
-                    "qp_balance.contact_hold_ticks",
-                    format!(
-                        "{}: not in [0, {}]",
-                        qp.contact_hold_ticks,
-                        balance::MAX_CONTACT_HOLD_TICKS
-                    ),
-                );
+            if let Some(why) = balance::contact_hold_refusal(qp.contact_hold_ticks) {
+                return bad("qp_balance.contact_hold_ticks", why);
             }
             if !self.controllers.iter().any(|c| c == "qp_balance") {
                 return bad(
