@@ -1143,7 +1143,7 @@ pub(crate) mod tests {
 
     /// The slides' parent feed-forward from its definition, joint by joint along a serial
     /// chain: ff_i = m_i (a_i·s_i) with a_i = Σ_{j<i} (τ_j/m_j) s_j.
-    fn parent_feedforward_by_definition<const N: usize>(
+    pub(crate) fn parent_feedforward_by_definition<const N: usize>(
         kin: &TreeKinematics<N>,
         m: &[f64],
         drive: &[f64],

@@ -819,13 +819,12 @@ mod tests {
                         prop_assert_eq!(j.torque_nm, drive + j.parent_feedforward_nm + gravity[i]);
                         drives[i] = drive;
                     }
-                    let mut ff = SVector::<f64, CAP>::zeros();
-                    let mut a = Vector3::zeros();
-                    for i in 0..specs.len() {
-                        let s = kin.joint_axis(i).unwrap();
-                        ff[i] = composite[i] * a.dot(&s);
-                        a += s * (drives[i] / composite[i]);
-                    }
+                    let n = specs.len();
+                    let ff = crate::articulated::tests::parent_feedforward_by_definition(
+                        &kin,
+                        &composite.as_slice()[..n],
+                        &drives.as_slice()[..n],
+                    );
                     prop_assert_eq!(ff[0], 0.0);
                     for (i, j) in command.joints().iter().enumerate() {
                         let expected = if feedforward { ff[i] } else { 0.0 };
