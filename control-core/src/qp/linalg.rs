@@ -123,15 +123,28 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// zero, `lo` a multiple of four and `hi` one or `x.len()` (`(0, 0)` for a zero `x`; NaN
 /// counts as non-zero). Looked for a block at a time, which compares four entries at once.
 pub(super) fn nonzero_span(x: &[f64]) -> (usize, usize) {
-    // (A zero's bits, sign left out, are all zero: one OR over the block's integers.)
-    let any = |c: &[f64]| c.iter().fold(0u64, |a, v| a | (v.to_bits() << 1)) != 0;
-    match x.chunks(4).position(any) {
-        None => (0, 0),
-        Some(first) => {
-            let last = x.chunks(4).rposition(any).unwrap_or(first);
-            (4 * first, (4 * (last + 1)).min(x.len()))
-        }
-    }
+    // (A zero's bits, sign left out, are all zero: one OR over the block's integers, the
+    // whole blocks without a branch per entry, the partial one at the end apart.)
+    let n = x.len();
+    let whole = n - n % 4;
+    let body = head(x, whole);
+    let rest = x.get(whole..).unwrap_or(&[]);
+    let any4 = |c: &[f64]| match c {
+        [a, b, c, d] => ((a.to_bits() | b.to_bits() | c.to_bits() | d.to_bits()) << 1) != 0,
+        _ => false,
+    };
+    let rest_any = rest.iter().any(|v| (v.to_bits() << 1) != 0);
+    let first = match body.chunks_exact(4).position(any4) {
+        Some(first) => first,
+        None if rest_any => whole / 4,
+        None => return (0, 0),
+    };
+    let last = if rest_any {
+        whole / 4
+    } else {
+        body.chunks_exact(4).rposition(any4).unwrap_or(first)
+    };
+    (4 * first, (4 * (last + 1)).min(n))
 }
 
 /// [`dot`]`(a, b)` for an `a` that is zero outside `span` ([`nonzero_span`]), bit for bit, over
@@ -400,26 +413,6 @@ pub(super) fn forward_substitute<const N: usize>(rows: &[[f64; N]], n: usize, b:
     }
 }
 
-/// Solves `L yⱼ = bⱼ` in place for each of the leading `count` rows `bⱼ` of `b` (`L` as in
-/// [`forward_substitute`]): the same operations on each row as [`forward_substitute`], so the
-/// same answers, with the rows interleaved so that their (independent) chains of dependent
-/// products overlap instead of each waiting on the one before.
-pub(super) fn forward_substitute_rows<const N: usize, const K: usize>(
-    rows: &[[f64; N]],
-    n: usize,
-    b: &mut [[f64; K]],
-    count: usize,
-) {
-    for (i, r) in rows_head(rows, n).iter().enumerate() {
-        let inv = 1.0 / at(r, i);
-        let li = head(r, i);
-        for bj in rows_head_mut(b, count) {
-            let v = (at(bj, i) - dot(li, head(bj, i))) * inv;
-            put(bj, i, v);
-        }
-    }
-}
-
 /// Solves `Lᵀ x = y` in place (`L` the leading `n × n` lower triangle, from [`cholesky`]),
 /// multiplying by the pivots' reciprocals as [`forward_substitute`] does.
 pub(super) fn back_substitute_transposed<const N: usize>(
@@ -593,6 +586,27 @@ mod tests {
                         assert_eq!(wide.to_bits(), whole.to_bits(), "n {n} wide {lo}..{hi}");
                     }
                 }
+            }
+        }
+    }
+
+    /// The span is the blocks of four from the first entry that is not ±0 to the last (NaN
+    /// and ±∞ count), for every pattern of zeros, signed zeros, numbers and NaN up to ten
+    /// entries.
+    #[test]
+    fn the_span_is_the_first_to_the_last_non_zero_block() {
+        let values = [0.0, -0.0, 2.5, f64::NAN];
+        for n in 0..=10usize {
+            for code in 0..4usize.pow(n as u32) {
+                let x: Vec<f64> = (0..n)
+                    .map(|i| values[(code / 4usize.pow(i as u32)) % 4])
+                    .collect();
+                let nz = |v: &f64| *v != 0.0 || v.is_nan();
+                let want = match (x.iter().position(nz), x.iter().rposition(nz)) {
+                    (Some(f), Some(l)) => (f - f % 4, (l / 4 * 4 + 4).min(n)),
+                    _ => (0, 0),
+                };
+                assert_eq!(nonzero_span(&x), want, "{x:?}");
             }
         }
     }

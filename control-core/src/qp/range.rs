@@ -34,9 +34,9 @@
 //! [`Settings::psd_tol`]: super::Settings::psd_tol
 
 use super::linalg::{
-    at, back_substitute_transposed, cholesky, dot, fmax, forward_substitute,
-    forward_substitute_rows, head, head_mut, lower_block, max_abs, put, range, range_mut, row,
-    row_mut, rows_head, rows_head_mut, rows_range,
+    at, back_substitute_transposed, cholesky, dot, dot_span, fmax, forward_substitute, head,
+    head_mut, lower_block, max_abs, put, range, range_mut, row, row_mut, rows_head, rows_head_mut,
+    rows_range,
 };
 use super::reduce::{head_usize, mirror_lower, supports};
 use super::{Basis, Dims, Qr, Solver};
@@ -72,6 +72,11 @@ pub(super) struct Factors<const N: usize> {
     k: [[f64; N]; N],
     /// `Fᵀ`: row `j` is `K⁻¹ E_f e_j` (`z` entries), one kept variable a row.
     ft: [[f64; N]; N],
+    /// Row `j` of `Fᵀ` is zero before column `ft_lo[j]`: `K` is lower triangular, so `K⁻¹ E_f
+    /// e_j` is zero above the first equality that binds kept variable `j` (in the balance QP
+    /// the equations of motion's base rows come after the no-slip rows, which bind only
+    /// accelerations: `F` has six non-zero rows, not one per equality).
+    ft_lo: [usize; N],
     /// `L⁻¹ q_a`.
     c: [f64; N],
     /// `K⁻¹ (b_E + B c)`.
@@ -88,6 +93,7 @@ impl<const N: usize> Factors<N> {
             lo: [0; N],
             k: [[0.0; N]; N],
             ft: [[0.0; N]; N],
+            ft_lo: [0; N],
             c: [0.0; N],
             rho0: [0.0; N],
         }
@@ -220,23 +226,36 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             *r0 = at(&data.b, i) + dot(head(bi, na), head(&fac.c, na));
         }
         forward_substitute(&fac.k, z, head_mut(&mut fac.rho0, z));
-        for (ftrow, kj) in rows_head_mut(&mut fac.ft, nk).iter_mut().zip(kept) {
+        for ((ftrow, kj), lo) in rows_head_mut(&mut fac.ft, nk)
+            .iter_mut()
+            .zip(kept)
+            .zip(fac.ft_lo.iter_mut())
+        {
             for (i, v) in head_mut(ftrow, z).iter_mut().enumerate() {
                 *v = at(row(&data.a, i), *kj);
             }
+            *lo = head(ftrow, z).iter().position(|v| *v != 0.0).unwrap_or(z);
         }
-        forward_substitute_rows(&fac.k, z, &mut fac.ft, nk);
-        // H = P_ff + FᵀF, g = q_f − Fᵀρ₀, G, h.
+        forward_substitute_from(&fac.k, z, &mut fac.ft, &fac.ft_lo, nk);
+        // H = P_ff + FᵀF, g = q_f − Fᵀρ₀, G, h. (Each row of Fᵀ is zero before its `ft_lo`,
+        // where the equalities binding its variable begin: over the rest only, bit for bit.)
         let red = &mut self.red;
         let ft = rows_head(&fac.ft, nk);
         let rho0 = head(&fac.rho0, z);
-        for (j, (fj, kj)) in ft.iter().zip(kept).enumerate() {
+        for (j, ((fj, kj), lo_j)) in ft.iter().zip(kept).zip(&fac.ft_lo).enumerate() {
             let prow = row(&data.p, *kj);
             let hrow = row_mut(&mut red.hess, j);
-            for (i, (fi, ki)) in ft.iter().zip(kept).enumerate().take(j + 1) {
-                put(hrow, i, at(prow, *ki) + dot(head(fj, z), head(fi, z)));
+            let fj = head(fj, z);
+            for (i, ((fi, ki), lo_i)) in ft.iter().zip(kept).zip(&fac.ft_lo).enumerate().take(j + 1)
+            {
+                let span = ((*lo_j).max(*lo_i), z);
+                put(hrow, i, at(prow, *ki) + dot_span(fj, head(fi, z), span));
             }
-            put(&mut red.g, j, at(&data.q, *kj) - dot(head(fj, z), rho0));
+            put(
+                &mut red.g,
+                j,
+                at(&data.q, *kj) - dot_span(fj, rho0, (*lo_j, z)),
+            );
         }
         mirror_lower(&mut red.hess, nk);
         for (grow, arow) in rows_head_mut(&mut red.gmat, mk)
@@ -337,6 +356,26 @@ pub(super) fn equality_duals<const N: usize, const M: usize>(
     back_substitute_transposed(&fac.k, z, yt);
     for y in yt.iter_mut() {
         *y = -*y;
+    }
+}
+
+/// Solves `K yⱼ = bⱼ` in place for each of the leading `count` rows `bⱼ` of `b`, `bⱼ` zero
+/// before column `lo[j]` (so is `yⱼ`): the operations of [`forward_substitute`] on the
+/// entries from `lo[j]` on, the same answers bit for bit (the entries before stay zero, and
+/// [`dot_span`] adds the products in the same running sums).
+fn forward_substitute_from<const N: usize>(
+    k: &[[f64; N]],
+    z: usize,
+    b: &mut [[f64; N]],
+    lo: &[usize],
+    count: usize,
+) {
+    for (bj, lo) in rows_head_mut(b, count).iter_mut().zip(lo) {
+        for (i, r) in rows_head(k, z).iter().enumerate().skip(*lo) {
+            let inv = 1.0 / at(r, i);
+            let v = (at(bj, i) - dot_span(head(bj, i), head(r, i), (*lo, i))) * inv;
+            put(bj, i, v);
+        }
     }
 }
 
