@@ -1744,7 +1744,7 @@ impl<const NV: usize> Slip<'_, NV> {
         let mut rest = norm;
         for _pass in 0..2 {
             for (e, c) in self.rows.iter().zip(self.rhs.iter()).take(self.kept) {
-                let k = e.dot(&row);
+                let k = dot_in_nalgebra_order(e.as_slice(), row.as_slice());
                 // row −= k e, in place (the same products and differences as
                 // `row -= e * k`, without the temporary vector).
                 for (r, x) in row.as_mut_slice().iter_mut().zip(e.as_slice()) {
@@ -1775,6 +1775,43 @@ impl<const NV: usize> Slip<'_, NV> {
         self.kept += 1;
         Ok(())
     }
+}
+
+/// `a · b` by nalgebra's `Matrix::dot` for a column vector of `a.len()` entries, the same
+/// operations in the same order (eight running sums over blocks of eight, added pairwise into
+/// the result, then the rest one by one; two, three and four entries summed as it sums them),
+/// so the same answer bit for bit, on slices (nalgebra's loop indexes each entry by row and
+/// column). `b` is read over `a`'s length.
+fn dot_in_nalgebra_order(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]));
+    match (a, b) {
+        ([a0, a1], [b0, b1]) => return a0 * b0 + a1 * b1,
+        ([a0, a1, a2], [b0, b1, b2]) => return a0 * b0 + a1 * b1 + a2 * b2,
+        ([a0, a1, a2, a3], [b0, b1, b2, b3]) => {
+            return (a0 * b0 + a2 * b2) + (a1 * b1 + a3 * b3);
+        }
+        _ => {}
+    }
+    let mut acc = [0.0f64; 8];
+    let blocks_a = a.chunks_exact(8);
+    let blocks_b = b.chunks_exact(8);
+    let (rest_a, rest_b) = (blocks_a.remainder(), blocks_b.remainder());
+    for (x, y) in blocks_a.zip(blocks_b) {
+        for ((s, u), v) in acc.iter_mut().zip(x).zip(y) {
+            *s += u * v;
+        }
+    }
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = acc;
+    let mut res = 0.0;
+    res += a0 + a4;
+    res += a1 + a5;
+    res += a2 + a6;
+    res += a3 + a7;
+    for (u, v) in rest_a.iter().zip(rest_b) {
+        res += u * v;
+    }
+    res
 }
 
 /// Whether the points (offsets from one body's origin) span a plane: three of them clearly

@@ -832,3 +832,27 @@ fn a_bodys_own_rows_stand_for_its_points_only_when_they_span_a_plane() {
     let thin = [v(0.0, 0.0, 0.0), v(0.2, 0.0, 0.0), v(0.1, 1e-5, 0.0)];
     assert!(!super::spans_plane(thin.iter().copied()));
 }
+
+/// The no-slip rows' products are nalgebra's, bit for bit, at every size a tree's velocity can
+/// have from 2 to 40 (the special sums of 2, 3 and 4 entries, whole blocks of eight and the
+/// rest), over entries of every magnitude and sign.
+#[test]
+fn slip_products_are_nalgebras_bit_for_bit() {
+    fn check<const N: usize>() {
+        for seed in 0..50u64 {
+            let entry = |i: usize, salt: u64| {
+                let t = (i as f64 + 1.0) * (seed as f64 * 0.7 + salt as f64 * 1.3 + 0.1);
+                libm::sin(t) * libm::pow(10.0, (libm::cos(3.0 * t) * 8.0).round())
+            };
+            let a = nalgebra::SVector::<f64, N>::from_fn(|i, _| entry(i, 1));
+            let b = nalgebra::SVector::<f64, N>::from_fn(|i, _| entry(i, 2));
+            let want = a.dot(&b);
+            let got = super::dot_in_nalgebra_order(a.as_slice(), b.as_slice());
+            assert_eq!(got.to_bits(), want.to_bits(), "N = {N}, seed {seed}");
+        }
+    }
+    macro_rules! sizes {
+        ($($n:literal)*) => { $(check::<$n>();)* };
+    }
+    sizes!(2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40);
+}
