@@ -1246,18 +1246,21 @@ impl<const NV: usize, const NX: usize, const NR: usize> Balance<NV, NX, NR> {
                 f0,
             };
             let mut row = 0;
-            // Base rows: M_b a + h_b − J_bᵀ f = 0.
-            for i in 0..6 {
-                rows_of.add(a, nx, row, i, 1.0);
-                set(bv, row, -h[i]);
-                row += 1;
-            }
             // No slip: the independent rows.
             for (e, c) in self.slip_rows.iter().zip(self.slip_rhs.iter()).take(kept) {
                 for col in 0..nv {
                     put(a, nx, row, col, e[col]);
                 }
                 set(bv, row, *c);
+                row += 1;
+            }
+            // Base rows: M_b a + h_b − J_bᵀ f = 0. After the no-slip rows, which bind
+            // accelerations only: the solver's range-space setup then finds the forces bound
+            // by the last six equalities alone (`F = K⁻¹ E_f` has six non-zero rows), and
+            // forms `FᵀF` over those.
+            for i in 0..6 {
+                rows_of.add(a, nx, row, i, 1.0);
+                set(bv, row, -h[i]);
                 row += 1;
             }
             // Minimum normal force: −up · f ≤ −f_min.
