@@ -17,7 +17,10 @@
 //! problems, run side by side.
 //!
 //! `QP_REPLAY_NULL_SPACE=1` solves them with [`control_core::qp::Settings::range_space`] off
-//! (the null-space setup) instead of the balance controller's range-space one.
+//! (the null-space setup) instead of the balance controller's range-space one, and
+//! `QP_REPLAY_WARM_START_WEIGHT=λ` with [`control_core::qp::Settings::warm_start_weight`] `λ`
+//! instead of the balance controller's (a weight the solver refuses is reported as the
+//! solves' error).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -139,6 +142,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let settings = match settings() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("qp_replay: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut problems = Vec::new();
     for (k, line) in text.lines().take(limit).enumerate() {
         match parse(line) {
@@ -149,7 +159,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let mut solver: Box<Qp> = Box::new(Solver::new(settings()));
+    let mut solver: Box<Qp> = Box::new(Solver::new(settings));
     let (mut iterations, mut solved, mut other) = (0u64, 0usize, Vec::new());
     let mut condensed = 0usize;
     let mut worst = 0.0f64;
@@ -191,7 +201,7 @@ fn main() -> ExitCode {
     };
     let mut pass_us = Vec::with_capacity(passes);
     for _ in 0..passes {
-        let mut solver: Box<Qp> = Box::new(Solver::new(settings()));
+        let mut solver: Box<Qp> = Box::new(Solver::new(settings));
         let mut last = None;
         let start = std::time::Instant::now();
         for r in &problems {
@@ -223,11 +233,17 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The balance controller's solver settings, with the null-space setup if asked for.
-fn settings() -> control_core::qp::Settings {
+/// The balance controller's solver settings, with the null-space setup or another warm-start
+/// weight if asked for.
+fn settings() -> Result<control_core::qp::Settings, String> {
     let mut settings = BalanceSettings::DEFAULT.qp;
     if std::env::var("QP_REPLAY_NULL_SPACE").is_ok_and(|v| v == "1") {
         settings.range_space = false;
     }
-    settings
+    if let Ok(text) = std::env::var("QP_REPLAY_WARM_START_WEIGHT") {
+        settings.warm_start_weight = text
+            .parse()
+            .map_err(|e| format!("QP_REPLAY_WARM_START_WEIGHT: {text:?}: {e}"))?;
+    }
+    Ok(settings)
 }

@@ -1037,7 +1037,7 @@ fn the_solver_size_is_as_documented() {
 #[test]
 #[ignore = "a parameter sweep; run by hand with --ignored --nocapture"]
 fn warm_start_weight_sweep() {
-    for lam in [0.0, 0.3, 0.7, 0.9, 0.99, 0.999] {
+    for lam in [0.0, 0.3, 0.7, 0.9, 0.99, 0.999, 0.9999, 0.99999] {
         let mut line = format!("λ = {lam}:");
         for amount in [1e-4, 1e-3, 1e-2] {
             let (mut warm_total, mut cold_total, mut unsolved) = (0, 0, 0);
