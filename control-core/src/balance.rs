@@ -214,13 +214,13 @@ pub struct BalanceSettings {
     /// pass (the balance QP is already scaled by its physics: accelerations, forces of the
     /// body's weight; on the humanoid's recorded QPs one pass takes 9.0 iterations a tick
     /// against 9.4 with five, and 14 % fewer instructions), with the range-space setup
-    /// ([`Settings::range_space`]: the accelerations eliminated by their own factorisations,
-    /// the humanoid's tick 97–101 µs against 139–140 µs the null-space way), and with a warm
-    /// start nearer the last tick's answer ([`Settings::warm_start_weight`] 0.9999 instead of
-    /// 0.99): one tick's QP is the last one moved a little, and on the humanoid's recorded QPs
-    /// (every tick of an unpushed and a pushed run, at 200 Hz and 1 kHz) it takes 3.1–3.3
-    /// iterations a tick instead of 4.1–4.2 unpushed and 6.5 instead of 7.1 pushed at 20 N·s,
-    /// every one solved.
+    /// ([`Settings::range_space`]: the accelerations eliminated by their own factorisations; on
+    /// the humanoid's recorded QPs 65–70 µs a solve against 108–111 µs the null-space way), and
+    /// with a warm start nearer the last tick's answer ([`Settings::warm_start_weight`] 0.9999
+    /// instead of 0.99): one tick's QP is the last one moved a little, and on the humanoid's
+    /// recorded QPs (every tick of an unpushed and a pushed run, at 200 Hz and 1 kHz) it takes
+    /// 3.1–3.3 iterations a tick instead of 4.1–4.2 unpushed and 6.5 instead of 7.1 pushed at
+    /// 20 N·s, every one solved.
     pub qp: Settings,
 }
 

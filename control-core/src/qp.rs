@@ -119,12 +119,13 @@
 //! On the humanoid's own QPs (700 ticks recorded by `hil run --record-qp-every 1` and replayed
 //! by the example `qp_replay`): as the balance controller poses them, its joints' torque limits
 //! left out while far from binding (typically 64 variables, 19 equalities, 10 inequalities, 10
-//! cones) and its angular momentum weighed 30, 4.25 iterations and 75 µs a solve on this
+//! cones) and its angular momentum weighed 30, 3.30 iterations and 65–70 µs a solve on this
 //! machine (`QP_REPLAY_PASSES`) with the balance controller's settings ([`Settings::range_space`]
-//! on), 116 µs the null-space way (`QP_REPLAY_NULL_SPACE=1`: 4.21 iterations, 15 coordinates
-//! minimised in closed form). The controller's whole tick is about 0.10 ms at 200 Hz and 0.12 ms
-//! at 1 kHz. RESULTS.md ("A conic QP solver for balance") has the figures with the library's
-//! momentum weight and with every limit in.
+//! on, [`Settings::warm_start_weight`] 0.9999), 108–111 µs the null-space way
+//! (`QP_REPLAY_NULL_SPACE=1`: 3.28 iterations, 15 coordinates minimised in closed form); with
+//! this module's default warm start of 0.99, 4.24 iterations and 74–75 µs. The controller's
+//! whole tick is about 0.09 ms at 200 Hz and 0.11 ms at 1 kHz. RESULTS.md ("A conic QP solver
+//! for balance") has the figures with the library's momentum weight and with every limit in.
 //!
 //! # Tolerances
 //!
@@ -260,7 +261,9 @@ pub struct Settings {
     /// Weight `λ` of the previous solution in a warm start, `λ (x, s, y)_prev + (1 − λ)(0, e, e)`
     /// in the scaled variables (Skajaa, Andersen and Ye, 2013), in `[0, 1)`. The default, 0.99,
     /// was the best of 0 – 0.999 on the balance QP perturbed by 1e-4 – 1e-2 per tick
-    /// (`tests::warm_start_weight_sweep`: 5 – 6 iterations instead of 10; 0.7 – 0.9 take 6).
+    /// (`tests::warm_start_weight_sweep`: 5 – 6 iterations instead of 10; 0.7 – 0.9 take 6;
+    /// 0.9999 fewer at 1e-4, more at 1e-2). The balance controller's own QPs change less from
+    /// tick to tick, and its settings take 0.9999 (`balance::BalanceSettings::DEFAULT`).
     pub warm_start_weight: f64,
     /// Fraction of the step to the cone boundary taken, in `(0, 1)`; at most 0.95 while a
     /// solve has gone 15 iterations without coming closer to its tolerances (a cycle).
@@ -282,7 +285,7 @@ pub struct Settings {
     /// accelerations by `nv`- and equality-sized Cholesky factors instead of a QR of the
     /// equalities over every variable. The same reduced problem (to rounding); where it does
     /// not apply, or off, the null-space way. On the humanoid's 700 recorded balance QPs it
-    /// takes 75 µs a solve against 116 µs, every one solved. Off in [`Settings::DEFAULT`] (a
+    /// takes 65–70 µs a solve against 108–111 µs, every one solved. Off in [`Settings::DEFAULT`] (a
     /// generic problem rarely has the structure), on in the balance controller's settings
     /// (`balance::BalanceSettings::DEFAULT`). Its answers differ from the null-space way's
     /// within the tolerance, which moves outcomes near a threshold (docs/RESULTS.md, "Balance
