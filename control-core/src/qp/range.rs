@@ -395,3 +395,60 @@ fn backward_l<const N: usize>(l: &[[f64; N]], lo: &[usize], b: &mut [f64]) {
         super::linalg::axpy(-xi, range(r, *lo, i), super::linalg::range_mut(b, *lo, i));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The substitution from each row's first non-zero entry is the whole substitution, bit
+    /// for bit, wherever that entry is (every start, rows of every length up to nine, zeros of
+    /// either sign before it), and a row of zeros stays zero.
+    #[test]
+    fn substitution_from_the_first_non_zero_is_the_whole_substitution() {
+        const N: usize = 9;
+        for z in 1..=N {
+            // A lower triangular K with pivots well away from zero, entries of mixed magnitude.
+            let mut k = [[0.0f64; N]; N];
+            for (i, row) in k.iter_mut().enumerate().take(z) {
+                for (j, v) in row.iter_mut().enumerate().take(i + 1) {
+                    let t = (i * 13 + j * 7 + z) as f64;
+                    *v = if i == j {
+                        1.5 + libm::sin(t).abs()
+                    } else {
+                        libm::sin(t) * libm::pow(10.0, libm::cos(t) * 3.0)
+                    };
+                }
+            }
+            let mut b = [[0.0f64; N]; N];
+            let mut lo = [0usize; N];
+            for (j, (row, lo)) in b.iter_mut().zip(lo.iter_mut()).enumerate().take(z + 1) {
+                // Row j starts at j (the last row, j = z, is all zeros).
+                *lo = j.min(z);
+                for (i, v) in row.iter_mut().enumerate().take(z) {
+                    *v = if i < j {
+                        if i % 2 == 0 { 0.0 } else { -0.0 }
+                    } else {
+                        libm::cos((i * 5 + j * 3) as f64) * 100.0
+                    };
+                }
+            }
+            let count = (z + 1).min(N);
+            let mut whole = b;
+            for row in whole.iter_mut().take(count) {
+                forward_substitute(&k, z, head_mut(row, z));
+            }
+            forward_substitute_from(&k, z, &mut b, &lo, count);
+            for j in 0..count {
+                for i in 0..z {
+                    let (got, want) = (b[j][i], whole[j][i]);
+                    // Equal as numbers, and bit for bit wherever not a zero (a zero kept from
+                    // the input may keep its sign where the whole substitution writes +0).
+                    assert!(got == want, "z {z} row {j} entry {i}: {got} vs {want}");
+                    if want != 0.0 {
+                        assert_eq!(got.to_bits(), want.to_bits(), "z {z} row {j} entry {i}");
+                    }
+                }
+            }
+        }
+    }
+}
