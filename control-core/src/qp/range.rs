@@ -370,9 +370,13 @@ fn forward_substitute_from<const N: usize>(
     lo: &[usize],
     count: usize,
 ) {
+    // The pivots' reciprocals once, not once per row.
+    let mut inv = [0.0f64; N];
+    for (i, (v, r)) in inv.iter_mut().zip(rows_head(k, z)).enumerate() {
+        *v = 1.0 / at(r, i);
+    }
     for (bj, lo) in rows_head_mut(b, count).iter_mut().zip(lo) {
-        for (i, r) in rows_head(k, z).iter().enumerate().skip(*lo) {
-            let inv = 1.0 / at(r, i);
+        for ((i, r), inv) in rows_head(k, z).iter().enumerate().zip(&inv).skip(*lo) {
             let v = (at(bj, i) - dot_span(head(bj, i), head(r, i), (*lo, i))) * inv;
             put(bj, i, v);
         }
