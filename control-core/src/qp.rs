@@ -90,8 +90,12 @@
 //!    The slack step is taken from the primal equation, so that the primal residual falls with
 //!    the step whatever the accuracy of the solve. The embedding gives the infeasibility
 //!    certificates; a direction that neither the objective nor any row bounds (`H d = 0`,
-//!    `G d = 0`, which makes the Newton system singular) is looked for when the first normal
-//!    matrix is nearly singular, and is a certificate if `gᵀd < 0`.
+//!    `G d = 0`, which makes the Newton system singular) is a certificate if `gᵀd < 0`; it is
+//!    looked for when the first normal matrix was nearly singular (a pivot below `1e-6` of its
+//!    largest diagonal entry) and the iteration then stops without an answer, or heads for an
+//!    infeasibility certificate (`κ > τ`) that the embedding's iterate does not give. Not
+//!    before: a merely badly scaled normal matrix (the balance QP's forces far inside their
+//!    cones, whose rows then weigh nearly nothing) would pay for the search on every solve.
 //! 5. An iteration that does not converge returns its best iterate (smallest ratio of residual
 //!    to tolerance), not its last; if that iterate meets the tolerances in the caller's units
 //!    (the scaled gate can be stricter), the solve is [`Status::Solved`].
@@ -100,7 +104,7 @@
 //! semidefinite, `n³/6`, is skipped when `P` is bit-identical to the last one accepted), then at
 //! most [`Settings::max_iter`] iterations of `O(r³ + m r²)` (`r = n − rank`, less the
 //! coordinates minimised in closed form) with one
-//! factorisation each, plus one for a cold initial point and at most three for the search for
+//! factorisation each, plus one for a cold initial point and at most two for the search for
 //! free directions, and at most [`Settings::refine_steps`] refinement steps per right-hand side.
 //!
 //! A warm start ([`WarmStart::Previous`] or [`WarmStart::From`]) begins at
@@ -407,7 +411,7 @@ pub struct SolveInfo {
     /// Interior-point iterations taken.
     pub iterations: u32,
     /// Cholesky factorisations of the Newton system: one per iteration, plus one for a cold
-    /// start, three when free directions were looked for, and one for the step whose solve was
+    /// start, two when free directions were looked for, and one for the step whose solve was
     /// first found inaccurate (factored again, regularised).
     pub factorizations: u32,
     /// Whether the iteration started from a previous or given solution.

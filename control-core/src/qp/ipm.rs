@@ -78,6 +78,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         let mut iter = 0u32;
         let mut delta = self.settings.static_reg;
+        // The first normal matrix was nearly singular and the search for a free direction is
+        // still to be done: only if the iteration does not converge (module doc, step 4).
+        let mut free_pending = false;
         self.it.best_merit = f64::INFINITY;
         self.it.since_best = 0;
         let status = loop {
@@ -108,6 +111,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
                     info.certificate_residual = ratio;
                     return Status::DualInfeasible;
                 }
+                if free_pending {
+                    free_pending = false;
+                    if self.search_free(problem, info).is_some() {
+                        return Status::DualInfeasible;
+                    }
+                }
             }
             if iter >= self.settings.max_iter {
                 break Status::MaxIterations;
@@ -118,16 +127,13 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             info.factorizations += 1;
             if iter == 0 && min_pivot <= FREE_PIVOT {
                 // The normal matrix is (nearly) singular: [H; G] may have a common null space
-                // (free directions). Along one with gᵀd ≠ 0 the objective is unbounded, and the
-                // Newton system cannot be solved there: look for it directly.
-                info.factorizations += 3;
-                if let Some(ratio) = self.free_direction(problem) {
-                    info.certificate_residual = ratio;
-                    return Status::DualInfeasible;
-                }
-                if self.factor(true, delta).is_none() {
-                    break Status::Stalled;
-                }
+                // (free directions). Along one with gᵀd ≠ 0 the objective is unbounded and the
+                // iteration cannot converge: it is looked for if the iteration stops without an
+                // answer or heads for a certificate (κ > τ) that is not one. Looked for here, it
+                // would cost two more factorisations on every solve of a problem whose normal
+                // matrix is merely badly scaled (the balance QP's forces far inside their cones,
+                // whose rows weigh nearly nothing).
+                free_pending = true;
             }
             // Towards an infeasibility certificate (κ > τ, τ → 0) the steps are taken as they
             // come: the certificate needs no accurate solution, and a fixed δ would be large
@@ -152,6 +158,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             iter += 1;
             info.iterations = iter;
         };
+        if free_pending && self.search_free(problem, info).is_some() {
+            return Status::DualInfeasible;
+        }
         // Not converged: return the best iterate seen, not necessarily the last.
         if self.it.best_merit.is_finite() {
             self.restore_best();
@@ -500,15 +509,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
     /// moved into the cone's interior; `τ = κ = 1`.
     fn cold_point(&mut self) -> bool {
         let Dims { r, l, mk, .. } = self.dims;
-        {
-            let kkt = &mut self.kkt;
-            let (wl, wc) = cone::split_mut(head_mut(&mut kkt.wbar, mk), l);
-            wl.fill(1.0);
-            for b in wc.chunks_exact_mut(3) {
-                b.copy_from_slice(&[1.0, 0.0, 0.0]);
-            }
-            head_mut(&mut kkt.eta, mk).fill(1.0);
-        }
+        self.identity_scaling();
         // A proximal term keeps the initial point finite along directions that neither the
         // objective nor the constraints bound (free directions of an unbounded problem): the
         // initial point is a heuristic, so the system is solved as regularised, unrefined.
@@ -971,6 +972,29 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let it = &mut self.it;
         linalg::copy(head(&it.w, r), &mut it.cert);
         self.check_dual_certificate(problem)
+    }
+
+    /// The search for a free direction with `W = I` (whatever the iterate: the null space of
+    /// `[H; G]` does not depend on the scaling), counted as the two factorisations it takes;
+    /// the certificate's residual, also in `info`, if one is found.
+    fn search_free(&mut self, problem: &Problem<'_>, info: &mut SolveInfo) -> Option<f64> {
+        info.factorizations += 2;
+        self.identity_scaling();
+        let ratio = self.free_direction(problem)?;
+        info.certificate_residual = ratio;
+        Some(ratio)
+    }
+
+    /// Sets the Nesterov–Todd scaling to the identity, `W = I`.
+    fn identity_scaling(&mut self) {
+        let Dims { l, mk, .. } = self.dims;
+        let kkt = &mut self.kkt;
+        let (wl, wc) = cone::split_mut(head_mut(&mut kkt.wbar, mk), l);
+        wl.fill(1.0);
+        for b in wc.chunks_exact_mut(3) {
+            b.copy_from_slice(&[1.0, 0.0, 0.0]);
+        }
+        head_mut(&mut kkt.eta, mk).fill(1.0);
     }
 
     /// Looks for a free direction `d` (`H d = 0`, `G d = 0`) with `gᵀd < 0`: the difference of

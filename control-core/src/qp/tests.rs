@@ -1234,6 +1234,57 @@ fn sweep_random_feasible_problems() {
     );
 }
 
+/// A measurement, not run by default: `QP_SWEEP` (default 20,000) random unbounded problems
+/// (the proptest's shapes made dual infeasible, every rank of `P` below `n`), solved cold;
+/// prints how many were found unbounded with a certificate, the iterations and
+/// factorisations, and the seeds of the others. None may be reported solved or primal
+/// infeasible; one that is not found unbounded is reported [`Status::Stalled`] with its
+/// seed. Of the default 20,000: 19,996 found, 6.68 iterations and 7.94 factorisations a
+/// problem; four stall (two with equalities alone, after 4 and 6 iterations, two with cones,
+/// after 32 and 39), the same four when free directions are looked for at the first iteration.
+///
+/// `QP_SWEEP=100000 cargo test --release -p control-core --lib qp::tests::unbounded_sweep -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement: a minute in release"]
+fn unbounded_sweep_random_problems() {
+    let count: u64 = std::env::var("QP_SWEEP").map_or(20_000, |v| v.parse().unwrap());
+    let settings = Settings::DEFAULT;
+    let (mut found, mut iterations, mut factorizations) = (0u64, 0u64, 0u64);
+    let mut others = std::vec::Vec::new();
+    for k in 0..count {
+        let seed = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED_0D1F;
+        let mut rng = Rng(seed);
+        let n = 2 + rng.below(14);
+        let cones = Cones {
+            zero: rng.below(n),
+            nonneg: rng.below(10),
+            soc3: rng.below(5),
+        };
+        let rank = rng.below(n);
+        let mut prob = testgen::feasible(&mut rng, n, cones, rank.max(1), 0.0);
+        testgen::make_dual_infeasible(&mut rng, &mut prob, rank);
+        let mut solver = Solver::<16, 40>::new(settings);
+        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        iterations += u64::from(info.iterations);
+        factorizations += u64::from(info.factorizations);
+        if info.status == Status::DualInfeasible {
+            assert_dual_certificate(&prob, solver.x(), &settings);
+            found += 1;
+        } else {
+            others.push((seed, info.status));
+        }
+    }
+    std::println!(
+        "{count} problems: {found} found unbounded, {:.3} iterations and {:.3} factorisations a problem; the others (seed, status): {others:?}",
+        iterations as f64 / count as f64,
+        factorizations as f64 / count as f64
+    );
+    assert!(
+        others.iter().all(|(_, s)| *s == Status::Stalled),
+        "{others:?}"
+    );
+}
+
 /// Coordinates that no inequality or cone row touches are minimised in closed form: on problems
 /// whose rows leave up to half the variables alone, the answer is the one found with every
 /// coordinate in the interior point (KKT checked from scratch, the objectives within 1e-7), cold
