@@ -275,6 +275,14 @@ pub struct Settings {
     /// `P` is accepted when `P + psd_tol · max|Pᵢⱼ| · I` has a Cholesky factorisation (after
     /// equilibration), in `[0, 1)`.
     pub psd_tol: f64,
+    /// Check that `P` is positive semidefinite ([`Settings::psd_tol`]) and refuse it with
+    /// [`QpError::NotPsd`] otherwise. On in [`Settings::DEFAULT`]. A caller whose `P` is
+    /// semidefinite by construction, a sum of squares with non-negative weights, may turn it
+    /// off to save the check's Cholesky factorisation of `P` (of `P`'s block on the variables
+    /// kept by [`Settings::range_space`]): the balance controller does, 2–3 % of its tick. Off,
+    /// an indefinite `P` is not refused and the solve's answer means nothing (it stays finite,
+    /// like every answer).
+    pub check_psd: bool,
     /// Relative threshold below which a pivot of the equalities' QR counts as zero (the row is
     /// dependent), in `(0, 1)`.
     pub rank_tol: f64,
@@ -314,6 +322,7 @@ impl Settings {
         warm_start_weight: 0.99,
         step_fraction: 0.99,
         psd_tol: 1e-9,
+        check_psd: true,
         rank_tol: 1e-10,
         condense: true,
         range_space: false,
@@ -966,7 +975,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         self.equilibrate(problem, mirrored);
         let eliminated = self.range_space();
         if eliminated == range::Outcome::NotPsd
-            || (eliminated == range::Outcome::NotApplicable && !self.psd_ok(problem))
+            || (eliminated == range::Outcome::NotApplicable
+                && self.settings.check_psd
+                && !self.psd_ok(problem))
         {
             // Refused: nothing of the last solution was touched but its sizes.
             self.dims = old_dims;
@@ -1163,8 +1174,14 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             finite(Operand::WarmS, s)?;
             finite(Operand::WarmY, y)?;
         }
-        // Finite: checked above.
-        let pmax = linalg::max_abs(problem.p);
+        // Finite: checked above. (Zero outside the rows' spans.)
+        let pmax = problem
+            .p
+            .chunks_exact(n)
+            .zip(&self.data.pspan)
+            .fold(0.0f64, |m, (row, &(lo, hi))| {
+                linalg::fmax(linalg::max_abs(range(row, lo, hi)), m)
+            });
         let tol = 1e-9 * pmax.max(1.0);
         // Row i right of the diagonal against column i below it, every pair looked at.
         let mut asymmetric = false;

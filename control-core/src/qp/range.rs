@@ -23,7 +23,8 @@
 //! exactly, `P_aa`'s Cholesky pivots above `1e-10` of its largest diagonal entry and `S`'s
 //! likewise (otherwise the problem goes the null-space way, which handles dependent equalities
 //! and semidefinite blocks). `P` is then positive semidefinite if and only if `P_ff` passes the
-//! same shifted Cholesky test as the whole `P` would ([`Settings::psd_tol`]).
+//! same shifted Cholesky test as the whole `P` would ([`Settings::psd_tol`]), which is left out
+//! when the caller vouches for `P` ([`Settings::check_psd`]).
 //!
 //! The equality duals come back from the stationarity on `a`: `E_aᵀ y_E = −(P_aa a + q_a)`,
 //! `y_E = −S⁻¹ B L⁻¹ (P_aa a + q_a)`; for a certificate (no `a` part) they are 0.
@@ -32,6 +33,7 @@
 //!
 //! [`Settings::range_space`]: super::Settings::range_space
 //! [`Settings::psd_tol`]: super::Settings::psd_tol
+//! [`Settings::check_psd`]: super::Settings::check_psd
 
 use super::linalg::{
     at, back_substitute_transposed, cholesky, dot, dot_span, fmax, forward_substitute, head,
@@ -200,21 +202,24 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         if cholesky(&mut fac.k, z, PIVOT_FLOOR * max_diag, 1.0).0 > 0 {
             return Outcome::NotApplicable;
         }
-        // P_ff positive semidefinite: the whole P's test on its block (P is block diagonal).
-        let scratch = &mut self.kkt.chol;
-        let mut pmax = 0.0f64;
-        for (prow, &(lo, hi)) in rows_head(&data.p, n).iter().zip(&data.pspan) {
-            pmax = pmax.max(max_abs(range(prow, lo, hi)));
-        }
-        if pmax > 0.0 {
-            let shift = self.settings.psd_tol * pmax;
-            lower_block(&data.p, kept, scratch);
-            for (i, srow) in rows_head_mut(scratch, nk).iter_mut().enumerate() {
-                let d = at(srow, i);
-                put(srow, i, d + shift);
+        // P_ff positive semidefinite: the whole P's test on its block (P is block diagonal),
+        // unless the caller vouches for it.
+        if self.settings.check_psd {
+            let scratch = &mut self.kkt.chol;
+            let mut pmax = 0.0f64;
+            for (prow, &(lo, hi)) in rows_head(&data.p, n).iter().zip(&data.pspan) {
+                pmax = pmax.max(max_abs(range(prow, lo, hi)));
             }
-            if cholesky(scratch, nk, 0.0, 1.0).0 > 0 {
-                return Outcome::NotPsd;
+            if pmax > 0.0 {
+                let shift = self.settings.psd_tol * pmax;
+                lower_block(&data.p, kept, scratch);
+                for (i, srow) in rows_head_mut(scratch, nk).iter_mut().enumerate() {
+                    let d = at(srow, i);
+                    put(srow, i, d + shift);
+                }
+                if cholesky(scratch, nk, 0.0, 1.0).0 > 0 {
+                    return Outcome::NotPsd;
+                }
             }
         }
         // c, ρ₀ and Fᵀ.
