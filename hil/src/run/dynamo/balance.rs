@@ -33,7 +33,7 @@ use control_core::balance::{
     MAX_POINTS, PointTask,
 };
 use control_core::frames::BodyMotion;
-use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeSpec};
+use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeKinematics, TreeSpec};
 use robot_model::humanoid::{HumanoidModel, HumanoidTree};
 
 /// Velocity capacity (the humanoid has 34: 6 + 6 balls × 3 + 2 ankles × 2 + 6 hinges).
@@ -297,6 +297,8 @@ pub struct HumanoidBalance {
     pub hand: Option<HandReach>,
     /// The recovery step (none: `[qp_balance] step = false`).
     stepper: Option<Stepper>,
+    /// The step's kinematics, kept from tick to tick (filled in place, not built anew).
+    step_kin: Box<TreeKinematics<NV>>,
     /// The last tick's step command.
     last_step: Option<StepCommand>,
     /// Once a step has landed, the legs' coordinates there: their pose targets from then on.
@@ -332,6 +334,7 @@ impl Clone for HumanoidBalance {
             log: self.log.clone(),
             hand: self.hand,
             stepper: self.stepper.and_then(|st| Stepper::new(*st.settings())),
+            step_kin: Box::default(),
             legs_held: None,
             last_step: None,
             masses: self.masses.clone(),
@@ -438,6 +441,7 @@ impl HumanoidBalance {
             } else {
                 None
             },
+            step_kin: Box::default(),
             legs_held: None,
             last_step: None,
             masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
@@ -528,7 +532,11 @@ impl HumanoidBalance {
         let (com, velocity) = (com / mass, velocity / mass);
         let omega = (self.gravity.norm() / self.com_height_m).sqrt();
         let up = -self.gravity.normalize();
-        let kin = self.qp.tree().kinematics(base, q).ok()?;
+        self.qp
+            .tree()
+            .kinematics_into(&mut self.step_kin, base, q)
+            .ok()?;
+        let kin = &self.step_kin;
         // Per foot: its sole's corners and its toes' (world).
         let mut world = [[[0.0; 3]; 2 * MAX_POINTS]; 2];
         let mut counts = [0usize; 2];
