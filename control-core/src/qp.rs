@@ -128,7 +128,7 @@
 //! on, [`Settings::warm_start_weight`] 0.9999), 108–111 µs the null-space way
 //! (`QP_REPLAY_NULL_SPACE=1`: 3.28 iterations, 15 coordinates minimised in closed form); with
 //! this module's default warm start of 0.99, 4.24 iterations and 74–75 µs. The controller's
-//! whole tick is about 0.09 ms at 200 Hz and 0.11 ms at 1 kHz. RESULTS.md ("A conic QP solver
+//! whole tick is about 0.08 ms at 200 Hz and 0.10 ms at 1 kHz. RESULTS.md ("A conic QP solver
 //! for balance") has the figures with the library's momentum weight and with every limit in.
 //!
 //! # Tolerances
@@ -279,9 +279,9 @@ pub struct Settings {
     /// [`QpError::NotPsd`] otherwise. On in [`Settings::DEFAULT`]. A caller whose `P` is
     /// semidefinite by construction, a sum of squares with non-negative weights, may turn it
     /// off to save the check's Cholesky factorisation of `P` (of `P`'s block on the variables
-    /// kept by [`Settings::range_space`]): the balance controller does, 2–3 % of its tick. Off,
-    /// an indefinite `P` is not refused and the solve's answer means nothing (it stays finite,
-    /// like every answer).
+    /// kept by [`Settings::range_space`]): the balance controller does, 3–4 % of the
+    /// humanoid's tick. Off, an indefinite `P` is not refused and the solve's answer means
+    /// nothing (it stays finite, like every answer).
     pub check_psd: bool,
     /// Relative threshold below which a pivot of the equalities' QR counts as zero (the row is
     /// dependent), in `(0, 1)`.

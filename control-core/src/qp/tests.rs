@@ -1527,5 +1527,23 @@ fn range_space_reports_infeasibility_and_refuses_indefinite_p() {
             solver.solve(&prob.problem(), WarmStart::Cold),
             Err(QpError::NotPsd)
         );
+        // Not checked when the caller vouches for P: not refused, and the answer (meaningless
+        // here) finite; the same problem with a semidefinite P solved as with the check.
+        let mut trusting = Box::new(Solver::<8, 8>::new(Settings {
+            range_space,
+            check_psd: false,
+            ..settings
+        }));
+        let info = trusting.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert!(all_finite(&trusting), "range_space {range_space}: {info:?}");
+        let prob = owned(n, &p, &q, &a, &[1.0, 0.0, 1.0, 1.0, 5.0], cones);
+        let info = trusting.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(info.status, Status::Solved);
+        assert_eq!(basis(&trusting), range_space);
+        let checked = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert_eq!(info.iterations, checked.iterations);
+        for (u, v) in trusting.x().iter().zip(solver.x()) {
+            assert_eq!(u.to_bits(), v.to_bits(), "range_space {range_space}");
+        }
     }
 }
