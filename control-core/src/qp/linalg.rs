@@ -274,18 +274,40 @@ pub(super) fn lower_block<const N: usize>(
     dst: &mut [[f64; N]],
 ) -> f64 {
     let mut max_diag = 0.0f64;
+    let run = run_start(idx);
     for (i, (drow, pi)) in rows_head_mut(dst, idx.len())
         .iter_mut()
         .zip(idx)
         .enumerate()
     {
-        let prow = row(p, *pi);
-        for (v, pj) in head_mut(drow, i + 1).iter_mut().zip(idx) {
-            *v = at(prow, *pj);
-        }
+        gather(row(p, *pi), idx, run, head_mut(drow, i + 1));
         max_diag = max_diag.max(at(drow, i));
     }
     max_diag
+}
+
+/// The first of `idx` if it is a run of consecutive indices (`k, k + 1, …`), over which
+/// [`gather`] copies one slice; `None` for an empty `idx` or any other.
+pub(super) fn run_start(idx: &[usize]) -> Option<usize> {
+    let first = *idx.first()?;
+    let consecutive = idx
+        .iter()
+        .enumerate()
+        .all(|(i, v)| first.checked_add(i) == Some(*v));
+    consecutive.then_some(first)
+}
+
+/// `dst[k] = src[idx[k]]` (0 past `src`'s end) for `k` below both lengths: one slice copied
+/// where `idx` is a run from `run` ([`run_start`]), the same values.
+pub(super) fn gather(src: &[f64], idx: &[usize], run: Option<usize>, dst: &mut [f64]) {
+    let len = dst.len().min(idx.len());
+    if let Some(slice) = run.and_then(|k0| src.get(k0..k0.checked_add(len)?)) {
+        head_mut(dst, len).copy_from_slice(slice);
+        return;
+    }
+    for (d, j) in dst.iter_mut().zip(idx) {
+        *d = at(src, *j);
+    }
 }
 
 /// In-place Cholesky factorisation `S = L Lᵀ` of the leading `n × n` block, reading and writing
@@ -611,6 +633,41 @@ mod tests {
                     _ => (0, 0),
                 };
                 assert_eq!(nonzero_span(&x), want, "{x:?}");
+            }
+        }
+    }
+
+    /// A run of consecutive indices is found as one (and nothing else is), and the gather
+    /// over it copies the same values as the one-at-a-time gather, signed zeros included, past
+    /// the source's end too.
+    #[test]
+    fn a_gather_over_a_run_is_the_plain_gather() {
+        assert_eq!(run_start(&[]), None);
+        assert_eq!(run_start(&[3]), Some(3));
+        assert_eq!(run_start(&[3, 4, 5]), Some(3));
+        assert_eq!(run_start(&[3, 5, 6]), None);
+        assert_eq!(run_start(&[4, 3]), None);
+        assert_eq!(run_start(&[usize::MAX, 0]), None);
+        let src: Vec<f64> = (0..12)
+            .map(|i| if i % 5 == 0 { -0.0 } else { i as f64 * 1.5 })
+            .collect();
+        let plain = |idx: &[usize], len: usize| -> Vec<u64> {
+            (0..len).map(|k| at(&src, idx[k]).to_bits()).collect()
+        };
+        for idx in [
+            vec![0, 1, 2, 3],
+            vec![5, 6, 7],
+            vec![9, 10, 11, 12, 13],
+            vec![2, 4, 6],
+            vec![11, 10],
+        ] {
+            for len in 0..=idx.len() + 1 {
+                let mut dst = vec![f64::NAN; len];
+                gather(&src, &idx, run_start(&idx), &mut dst);
+                let n = len.min(idx.len());
+                let got: Vec<u64> = dst[..n].iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, plain(&idx, n), "{idx:?} {len}");
+                assert!(dst[n..].iter().all(|v| v.is_nan()), "{idx:?} {len}");
             }
         }
     }

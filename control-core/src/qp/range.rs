@@ -36,9 +36,9 @@
 //! [`Settings::check_psd`]: super::Settings::check_psd
 
 use super::linalg::{
-    at, back_substitute_transposed, cholesky, dot, dot_span, fmax, forward_substitute, head,
-    head_mut, lower_block, max_abs, put, range, range_mut, row, row_mut, rows_head, rows_head_mut,
-    rows_range,
+    at, back_substitute_transposed, cholesky, dot, dot_span, fmax, forward_substitute, gather,
+    head, head_mut, lower_block, max_abs, put, range, range_mut, row, row_mut, rows_head,
+    rows_head_mut, rows_range, run_start,
 };
 use super::reduce::{head_usize, mirror_lower, supports};
 use super::{Basis, Dims, Qr, Solver};
@@ -157,10 +157,14 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         let elim = head_usize(pivcol, na);
         let kept = head_usize(freecol, nk);
-        // No coupling in the objective.
+        // No coupling in the objective (looked for in each row's non-zero span).
         for a in elim {
             let prow = row(&data.p, *a);
-            if kept.iter().any(|k| at(prow, *k) != 0.0) {
+            let (lo, hi) = data.pspan.get(*a).copied().unwrap_or((0, n));
+            if kept
+                .iter()
+                .any(|k| (lo..hi).contains(k) && at(prow, *k) != 0.0)
+            {
                 return Outcome::NotApplicable;
             }
         }
@@ -176,11 +180,9 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             *lo = head(lrow, i).iter().position(|v| *v != 0.0).unwrap_or(i);
         }
         // B's rows: L⁻¹ E_a[i]ᵀ.
+        let elim_run = run_start(elim);
         for (i, brow) in rows_head_mut(basis, z).iter_mut().enumerate() {
-            let arow = row(&data.a, i);
-            for (v, aj) in head_mut(brow, na).iter_mut().zip(elim) {
-                *v = at(arow, *aj);
-            }
+            gather(row(&data.a, i), elim, elim_run, head_mut(brow, na));
             forward_l(&fac.l, &fac.lo, head_mut(brow, na));
         }
         // K, clearly positive definite (E_a of full row rank).
@@ -263,13 +265,12 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             );
         }
         mirror_lower(&mut red.hess, nk);
+        let kept_run = run_start(kept);
         for (grow, arow) in rows_head_mut(&mut red.gmat, mk)
             .iter_mut()
             .zip(rows_range(&data.a, z, m))
         {
-            for (v, kj) in head_mut(grow, nk).iter_mut().zip(kept) {
-                *v = at(arow, *kj);
-            }
+            gather(arow, kept, kept_run, head_mut(grow, nk));
         }
         for (h, b) in head_mut(&mut red.h, mk)
             .iter_mut()
