@@ -220,10 +220,11 @@ pub struct BalanceSettings {
     /// instead of 0.99): one tick's QP is the last one moved a little, and on the humanoid's
     /// recorded QPs (every tick of an unpushed and a pushed run, at 200 Hz and 1 kHz) it takes
     /// 3.1–3.3 iterations a tick instead of 4.1–4.2 unpushed and 6.5 instead of 7.1 pushed at
-    /// 20 N·s, every one solved. Its `P` is not checked for being semidefinite
-    /// ([`Settings::check_psd`] off): the controller forms it as a sum of squares with
-    /// non-negative weights (the settings' weights are checked), which saves a Cholesky
-    /// factorisation of the forces' block of `P` every tick.
+    /// 20 N·s, every one solved. Its `P` is not checked for being symmetric and semidefinite
+    /// ([`Settings::check_p`] off): the controller forms it as a sum of squares with
+    /// non-negative weights (the settings' weights are checked), each product the same for
+    /// `(i, j)` and `(j, i)`, which saves a pass over every pair of `P` and a Cholesky
+    /// factorisation of the forces' block every tick.
     pub qp: Settings,
 }
 
@@ -260,7 +261,7 @@ impl BalanceSettings {
             equilibrate_iters: 1,
             range_space: true,
             warm_start_weight: 0.9999,
-            check_psd: false,
+            check_p: false,
             ..Settings::DEFAULT
         },
     };

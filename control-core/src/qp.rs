@@ -101,7 +101,8 @@
 //!    (the scaled gate can be stricter), the solve is [`Status::Solved`].
 //!
 //! Work per solve is bounded: the setup is `O(n³ + m n²)` once (the check that `P` is
-//! semidefinite, `n³/6`, is skipped when `P` is bit-identical to the last one accepted), then at
+//! semidefinite, `n³/6`, is skipped when `P` is bit-identical to the last one accepted, and
+//! left out with [`Settings::check_p`] off), then at
 //! most [`Settings::max_iter`] iterations of `O(r³ + m r²)` (`r = n − rank`, less the
 //! coordinates minimised in closed form) with one
 //! factorisation each, plus one for a cold initial point and at most two for the search for
@@ -156,8 +157,8 @@
 //! every tick. It is large, `size_of::<Solver<N, M>>() ≈ 8 (9N² + 2.25 NM + 35N + 41M)` bytes
 //! (1.3 MB for `Solver<112, 176>`): keep it in a `static` or a box, not on a small stack.
 //! NaN or infinity in the data, wrong lengths, more variables or rows than the capacity, an
-//! asymmetric or indefinite `P` and out-of-range settings are each refused with a [`QpError`]
-//! before any work. Whatever the numbers, the
+//! asymmetric or indefinite `P` (unless [`Settings::check_p`] is off) and out-of-range
+//! settings are each refused with a [`QpError`] before any work. Whatever the numbers, the
 //! returned solution is finite: a non-finite intermediate or a factorisation that breaks down
 //! stops the iteration with [`Status::Stalled`] and the best finite iterate; a last guard zeroes
 //! a non-finite solution and reports [`Status::Stalled`].
@@ -275,14 +276,17 @@ pub struct Settings {
     /// `P` is accepted when `P + psd_tol · max|Pᵢⱼ| · I` has a Cholesky factorisation (after
     /// equilibration), in `[0, 1)`.
     pub psd_tol: f64,
-    /// Check that `P` is positive semidefinite ([`Settings::psd_tol`]) and refuse it with
-    /// [`QpError::NotPsd`] otherwise. On in [`Settings::DEFAULT`]. A caller whose `P` is
-    /// semidefinite by construction, a sum of squares with non-negative weights, may turn it
-    /// off to save the check's Cholesky factorisation of `P` (of `P`'s block on the variables
-    /// kept by [`Settings::range_space`]): the balance controller does, 3–4 % of the
-    /// humanoid's tick. Off, an indefinite `P` is not refused and the solve's answer means
-    /// nothing (it stays finite, like every answer).
-    pub check_psd: bool,
+    /// Check that `P` is symmetric (each pair within `1e-9` of its largest entry, else
+    /// [`QpError::NotSymmetric`]) and positive semidefinite ([`Settings::psd_tol`], else
+    /// [`QpError::NotPsd`]). On in [`Settings::DEFAULT`]. A caller whose `P` is both by
+    /// construction, equal to its transpose bit for bit and a sum of squares with non-negative
+    /// weights, may turn it off to save the pass over every pair of `P` and the Cholesky
+    /// factorisation of `P` (of its block on the variables kept by [`Settings::range_space`]):
+    /// the balance controller does, 5 % of the humanoid's tick. Off, `P` is taken as it is
+    /// (as its own transpose) and one that is neither is not refused: the solve's answer then
+    /// means nothing (it stays finite, like every answer). Finiteness and sizes are checked
+    /// either way.
+    pub check_p: bool,
     /// Relative threshold below which a pivot of the equalities' QR counts as zero (the row is
     /// dependent), in `(0, 1)`.
     pub rank_tol: f64,
@@ -322,7 +326,7 @@ impl Settings {
         warm_start_weight: 0.99,
         step_fraction: 0.99,
         psd_tol: 1e-9,
-        check_psd: true,
+        check_p: true,
         rank_tol: 1e-10,
         condense: true,
         range_space: false,
@@ -976,7 +980,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         let eliminated = self.range_space();
         if eliminated == range::Outcome::NotPsd
             || (eliminated == range::Outcome::NotApplicable
-                && self.settings.check_psd
+                && self.settings.check_p
                 && !self.psd_ok(problem))
         {
             // Refused: nothing of the last solution was touched but its sizes.
@@ -1174,31 +1178,34 @@ impl<const N: usize, const M: usize> Solver<N, M> {
             finite(Operand::WarmS, s)?;
             finite(Operand::WarmY, y)?;
         }
-        // Finite: checked above. (Zero outside the rows' spans.)
-        let pmax = problem
-            .p
-            .chunks_exact(n)
-            .zip(&self.data.pspan)
-            .fold(0.0f64, |m, (row, &(lo, hi))| {
-                linalg::fmax(linalg::max_abs(range(row, lo, hi)), m)
-            });
-        let tol = 1e-9 * pmax.max(1.0);
-        // Row i right of the diagonal against column i below it, every pair looked at.
-        let mut asymmetric = false;
+        // Symmetric, unless the caller vouches for it: then taken as its own transpose.
         let mut mirrored = true;
-        for (i, r) in problem.p.chunks_exact(n).enumerate() {
-            for (v, below) in r
-                .iter()
-                .skip(i + 1)
-                .zip(problem.p.chunks_exact(n).skip(i + 1))
-            {
-                let w = below.get(i).copied().unwrap_or(*v);
-                asymmetric |= (v - w).abs() > tol;
-                mirrored &= v.to_bits() == w.to_bits();
+        if self.settings.check_p {
+            // Finite: checked above. (Zero outside the rows' spans.)
+            let pmax = problem
+                .p
+                .chunks_exact(n)
+                .zip(&self.data.pspan)
+                .fold(0.0f64, |m, (row, &(lo, hi))| {
+                    linalg::fmax(linalg::max_abs(range(row, lo, hi)), m)
+                });
+            let tol = 1e-9 * pmax.max(1.0);
+            // Row i right of the diagonal against column i below it, every pair looked at.
+            let mut asymmetric = false;
+            for (i, r) in problem.p.chunks_exact(n).enumerate() {
+                for (v, below) in r
+                    .iter()
+                    .skip(i + 1)
+                    .zip(problem.p.chunks_exact(n).skip(i + 1))
+                {
+                    let w = below.get(i).copied().unwrap_or(*v);
+                    asymmetric |= (v - w).abs() > tol;
+                    mirrored &= v.to_bits() == w.to_bits();
+                }
             }
-        }
-        if asymmetric {
-            return Err(QpError::NotSymmetric);
+            if asymmetric {
+                return Err(QpError::NotSymmetric);
+            }
         }
         let mk = cones.nonneg + 3 * cones.soc3;
         let dims = Dims {

@@ -24,7 +24,7 @@
 //! likewise (otherwise the problem goes the null-space way, which handles dependent equalities
 //! and semidefinite blocks). `P` is then positive semidefinite if and only if `P_ff` passes the
 //! same shifted Cholesky test as the whole `P` would ([`Settings::psd_tol`]), which is left out
-//! when the caller vouches for `P` ([`Settings::check_psd`]).
+//! when the caller vouches for `P` ([`Settings::check_p`]).
 //!
 //! The equality duals come back from the stationarity on `a`: `E_aᵀ y_E = −(P_aa a + q_a)`,
 //! `y_E = −S⁻¹ B L⁻¹ (P_aa a + q_a)`; for a certificate (no `a` part) they are 0.
@@ -33,7 +33,7 @@
 //!
 //! [`Settings::range_space`]: super::Settings::range_space
 //! [`Settings::psd_tol`]: super::Settings::psd_tol
-//! [`Settings::check_psd`]: super::Settings::check_psd
+//! [`Settings::check_p`]: super::Settings::check_p
 
 use super::linalg::{
     at, back_substitute_transposed, cholesky, dot, dot_span, fmax, forward_substitute, gather,
@@ -206,7 +206,7 @@ impl<const N: usize, const M: usize> Solver<N, M> {
         }
         // P_ff positive semidefinite: the whole P's test on its block (P is block diagonal),
         // unless the caller vouches for it.
-        if self.settings.check_psd {
+        if self.settings.check_p {
             let scratch = &mut self.kkt.chol;
             let mut pmax = 0.0f64;
             for (prow, &(lo, hi)) in rows_head(&data.p, n).iter().zip(&data.pspan) {

@@ -1528,12 +1528,23 @@ fn range_space_reports_infeasibility_and_refuses_indefinite_p() {
             Err(QpError::NotPsd)
         );
         // Not checked when the caller vouches for P: not refused, and the answer (meaningless
-        // here) finite; the same problem with a semidefinite P solved as with the check.
+        // here) finite; the same problem with a symmetric semidefinite P solved as with the
+        // check, bit for bit.
         let mut trusting = Box::new(Solver::<8, 8>::new(Settings {
             range_space,
-            check_psd: false,
+            check_p: false,
             ..settings
         }));
+        let info = trusting.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        assert!(all_finite(&trusting), "range_space {range_space}: {info:?}");
+        // Nor whether it is symmetric.
+        let mut pa = p.clone();
+        pa[3 * n + 4] = 0.25;
+        let prob = owned(n, &pa, &q, &a, &[1.0, 0.0, 1.0, 1.0, 5.0], cones);
+        assert_eq!(
+            solver.solve(&prob.problem(), WarmStart::Cold),
+            Err(QpError::NotSymmetric)
+        );
         let info = trusting.solve(&prob.problem(), WarmStart::Cold).unwrap();
         assert!(all_finite(&trusting), "range_space {range_space}: {info:?}");
         let prob = owned(n, &p, &q, &a, &[1.0, 0.0, 1.0, 1.0, 5.0], cones);
