@@ -282,10 +282,10 @@ pub struct Settings {
     /// construction, equal to its transpose bit for bit and a sum of squares with non-negative
     /// weights, may turn it off to save the pass over every pair of `P` and the Cholesky
     /// factorisation of `P` (of its block on the variables kept by [`Settings::range_space`]):
-    /// the balance controller does, 5 % of the humanoid's tick. Off, `P` is taken as it is
-    /// (as its own transpose) and one that is neither is not refused: the solve's answer then
-    /// means nothing (it stays finite, like every answer). Finiteness and sizes are checked
-    /// either way.
+    /// the balance controller does, 7 % of the humanoid's tick at 1 kHz. Off, `P` is taken as
+    /// it is (as its own transpose) and one that is neither is not refused: the solve's answer
+    /// then means nothing (it stays finite, like every answer). Finiteness and sizes are
+    /// checked either way.
     pub check_p: bool,
     /// Relative threshold below which a pivot of the equalities' QR counts as zero (the row is
     /// dependent), in `(0, 1)`.
