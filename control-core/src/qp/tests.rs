@@ -943,14 +943,20 @@ const _: Solver<2, 2> = Solver::new(Settings::DEFAULT);
 /// up to nine inequalities and four cones, `P` of any rank with or without a ridge.
 fn random_feasible(seed: u64) -> Owned {
     let mut rng = Rng(seed);
+    let (n, cones) = random_shape(&mut rng);
+    let (rank, ridge) = (rng.below(n + 1), if rng.below(2) == 0 { 0.0 } else { 0.1 });
+    testgen::feasible(&mut rng, n, cones, rank, ridge)
+}
+
+/// 2–15 variables and the rows of [`random_feasible`]'s problems.
+fn random_shape(rng: &mut Rng) -> (usize, Cones) {
     let n = 2 + rng.below(14);
     let cones = Cones {
         zero: rng.below(n),
         nonneg: rng.below(10),
         soc3: rng.below(5),
     };
-    let (rank, ridge) = (rng.below(n + 1), if rng.below(2) == 0 { 0.0 } else { 0.1 });
-    testgen::feasible(&mut rng, n, cones, rank, ridge)
+    (n, cones)
 }
 
 /// A value spanning many magnitudes, including zero.
@@ -1208,30 +1214,50 @@ fn a_small_qp_takes_few_iterations_from_a_cold_start() {
 #[ignore = "a measurement: minutes in release"]
 fn sweep_random_feasible_problems() {
     let count: u64 = std::env::var("QP_SWEEP").map_or(100_000, |v| v.parse().unwrap());
-    let (mut solved, mut iterations, mut factorizations) = (0u64, 0u64, 0u64);
-    let mut others = std::vec::Vec::new();
-    for k in 0..count {
-        let seed = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x3ADE_68B1;
-        let prob = random_feasible(seed);
-        let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
-        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
-        iterations += u64::from(info.iterations);
-        factorizations += u64::from(info.factorizations);
-        if info.status == Status::Solved {
-            solved += 1;
-        } else {
-            others.push((seed, info.status));
-        }
-    }
+    let (solved, iterations, factorizations, others) = sweep(
+        count,
+        0x3ADE_68B1,
+        random_feasible,
+        Status::Solved,
+        |_, _| {},
+    );
     std::println!(
-        "{count} problems: {solved} solved, {:.3} iterations and {:.3} factorisations a problem; not solved (seed, status): {others:?}",
-        iterations as f64 / count as f64,
-        factorizations as f64 / count as f64
+        "{count} problems: {solved} solved, {iterations:.3} iterations and {factorizations:.3} factorisations a problem; not solved (seed, status): {others:?}"
     );
     assert!(
         others.iter().all(|(_, s)| *s == Status::MaxIterations),
         "{others:?}"
     );
+}
+
+/// Solves `count` problems `make(seed)` cold, the seeds a fixed sequence (`salt`): how many
+/// ended `want` (each then checked by `check`), the iterations and factorisations a problem,
+/// and the seeds and statuses of the others.
+fn sweep(
+    count: u64,
+    salt: u64,
+    make: impl Fn(u64) -> Owned,
+    want: Status,
+    check: impl Fn(&Owned, &Solver<16, 40>),
+) -> (u64, f64, f64, std::vec::Vec<(u64, Status)>) {
+    let (mut hits, mut iterations, mut factorizations) = (0u64, 0u64, 0u64);
+    let mut others = std::vec::Vec::new();
+    for k in 0..count {
+        let seed = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
+        let prob = make(seed);
+        let mut solver = Solver::<16, 40>::new(Settings::DEFAULT);
+        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
+        iterations += u64::from(info.iterations);
+        factorizations += u64::from(info.factorizations);
+        if info.status == want {
+            check(&prob, &solver);
+            hits += 1;
+        } else {
+            others.push((seed, info.status));
+        }
+    }
+    let per = |v: u64| v as f64 / count as f64;
+    (hits, per(iterations), per(factorizations), others)
 }
 
 /// A measurement, not run by default: `QP_SWEEP` (default 20,000) random unbounded problems
@@ -1248,36 +1274,26 @@ fn sweep_random_feasible_problems() {
 #[ignore = "a measurement: a minute in release"]
 fn unbounded_sweep_random_problems() {
     let count: u64 = std::env::var("QP_SWEEP").map_or(20_000, |v| v.parse().unwrap());
-    let settings = Settings::DEFAULT;
-    let (mut found, mut iterations, mut factorizations) = (0u64, 0u64, 0u64);
-    let mut others = std::vec::Vec::new();
-    for k in 0..count {
-        let seed = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5EED_0D1F;
+    let unbounded = |seed| {
         let mut rng = Rng(seed);
-        let n = 2 + rng.below(14);
-        let cones = Cones {
-            zero: rng.below(n),
-            nonneg: rng.below(10),
-            soc3: rng.below(5),
-        };
+        let (n, cones) = random_shape(&mut rng);
         let rank = rng.below(n);
         let mut prob = testgen::feasible(&mut rng, n, cones, rank.max(1), 0.0);
         testgen::make_dual_infeasible(&mut rng, &mut prob, rank);
-        let mut solver = Solver::<16, 40>::new(settings);
-        let info = solver.solve(&prob.problem(), WarmStart::Cold).unwrap();
-        iterations += u64::from(info.iterations);
-        factorizations += u64::from(info.factorizations);
-        if info.status == Status::DualInfeasible {
-            assert_dual_certificate(&prob, solver.x(), &settings);
-            found += 1;
-        } else {
-            others.push((seed, info.status));
-        }
-    }
+        prob
+    };
+    let certified = |prob: &Owned, solver: &Solver<16, 40>| {
+        assert_dual_certificate(prob, solver.x(), &Settings::DEFAULT);
+    };
+    let (found, iterations, factorizations, others) = sweep(
+        count,
+        0x5EED_0D1F,
+        unbounded,
+        Status::DualInfeasible,
+        certified,
+    );
     std::println!(
-        "{count} problems: {found} found unbounded, {:.3} iterations and {:.3} factorisations a problem; the others (seed, status): {others:?}",
-        iterations as f64 / count as f64,
-        factorizations as f64 / count as f64
+        "{count} problems: {found} found unbounded, {iterations:.3} iterations and {factorizations:.3} factorisations a problem; the others (seed, status): {others:?}"
     );
     assert!(
         others.iter().all(|(_, s)| *s == Status::Stalled),
