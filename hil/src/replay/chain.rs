@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use crate::run::chain::controller::{CAP, ChainModel, HandPoint};
 use crate::run::chain::recorder::ChainRun;
 use crate::run::chain::{ChainReport, ChainScenario, isometry};
+use crate::run::recorder::Run;
 
 /// The page's sampling period, s of simulated time.
 pub const PERIOD_S: f64 = 0.01;
@@ -254,7 +255,7 @@ pub fn data(
     model: &ChainModel,
     hand: Option<HandPoint>,
     report: &ChainReport,
-    runs: &[ChainRun],
+    runs: &[Run<ChainRun>],
 ) -> Value {
     let mut notes: Vec<String> = report.notes.clone();
     let (bodies, meshes) = bodies(robot, &mut notes);
@@ -286,7 +287,7 @@ pub fn data(
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {
-            let (v, p, s) = run(model, r, summary(report, r.name));
+            let (v, p, s) = run(model, &r.kind, summary(report, r.kind.name));
             period = period.max(p);
             skipped += s;
             v
@@ -349,7 +350,7 @@ pub fn write(
     model: &ChainModel,
     hand: Option<HandPoint>,
     report: &ChainReport,
-    runs: &[ChainRun],
+    runs: &[Run<ChainRun>],
 ) -> Result<(), String> {
     let data = data(scenario, robot, model, hand, report, runs);
     let title = format!("{} — {} — hil replay", report.header.scenario, robot.name);

@@ -22,7 +22,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
@@ -39,10 +38,10 @@ use sim_host::{Mode, Push};
 
 use super::dynamo::controller::QpTick;
 use super::dynamo::{QpOut, support_margin};
-use super::recorder::LoopTimes;
+use super::recorder::KindRecorder;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
-use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, LoopState, StopFlag};
+use super::session::{Cut, LoopCommand, LoopController, LoopState, StopFlag};
 use super::standing::{CaptureOut, FeetMeter, FeetOut, FootForce};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 
@@ -1307,8 +1306,6 @@ pub type PdGains = (Vec<f64>, Vec<f64>, Vec<String>);
 #[derive(Debug)]
 pub struct LeggedRecorder {
     judge: Arc<Judge>,
-    last: Option<LeggedState>,
-    times: LoopTimes,
     fell_at_s: Option<f64>,
     fell_because: Option<String>,
     capture: CaptureOut,
@@ -1335,8 +1332,6 @@ impl LeggedRecorder {
             next_sample_s: 0.0,
             last_torques: Vec::new(),
             judge,
-            last: None,
-            times: LoopTimes::default(),
             fell_at_s: None,
             fell_because: None,
             capture: CaptureOut::default(),
@@ -1393,11 +1388,10 @@ impl LeggedRecorder {
     }
 }
 
-impl LoopRecorder<LeggedController> for LeggedRecorder {
-    type Finished = RobotRun;
+impl KindRecorder<LeggedController> for LeggedRecorder {
+    type Outcome = RobotRun;
 
-    fn state(&mut self, frame: &StateFrame) -> Option<LeggedState> {
-        self.times.frame(frame);
+    fn state(&mut self, frame: &StateFrame, previous: Option<&LeggedState>) -> Option<LeggedState> {
         let s = LeggedState::of(frame)?;
         if self.fell_at_s.is_none() {
             let robot = &self.judge.robot;
@@ -1418,7 +1412,7 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
                 }
             }
             let measured = self.measure(&s);
-            let dt = self.last.map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
+            let dt = previous.map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
             let mut feet = [FootForce {
                 touching: false,
                 friction_use: 0.0,
@@ -1465,11 +1459,10 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
                 torques: self.last_torques.clone(),
             });
         }
-        self.last = Some(s);
         Some(s)
     }
 
-    fn tick(&mut self, c: &LeggedCommand, compute: Option<Duration>) {
+    fn tick(&mut self, c: &LeggedCommand, _last: Option<&LeggedState>) {
         if self.keep {
             self.last_torques.clear();
             self.last_torques.extend_from_slice(c.torques());
@@ -1478,21 +1471,11 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
         if let Some(t) = &c.qp {
             self.qp.get_or_insert_with(QpOut::default).add(t);
         }
-        self.times.compute(compute);
     }
 
-    fn times(&mut self) -> &mut LoopTimes {
-        &mut self.times
-    }
-
-    fn last_state(&self) -> Option<LeggedState> {
-        self.last
-    }
-
-    fn finish(mut self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> RobotRun {
-        let (plant_step_us, _latency) = self.times.close(&mut timing, &mut faults);
+    fn finish(mut self, last: Option<&LeggedState>) -> RobotRun {
         // The last state always.
-        if let Some(s) = self.last
+        if let Some(&s) = last
             && self.keep
             && self.samples.last().is_none_or(|k| k.state.step != s.step)
         {
@@ -1511,14 +1494,12 @@ impl LoopRecorder<LeggedController> for LeggedRecorder {
             contacts: self.feet.out().clone(),
             qp: self.qp,
             limited: self.limited,
-            plant_step_us,
-            timing,
-            faults,
         }
     }
 }
 
-/// One run.
+/// What the legged robot's recorder measured of one run (inside the [`Run`] every kind's run
+/// is).
 #[derive(Debug)]
 pub struct RobotRun {
     samples: Vec<crate::replay::legged::Sample>,
@@ -1529,9 +1510,6 @@ pub struct RobotRun {
     contacts: FeetOut,
     qp: Option<QpOut>,
     limited: u64,
-    plant_step_us: Option<Percentiles>,
-    timing: Timing,
-    faults: Faults,
 }
 
 /// One push in the report.
@@ -1873,13 +1851,13 @@ pub fn run_scenario(
                 tick_us = run.timing.compute_us;
                 plant_step_us = run.plant_step_us;
             }
-            let mut why = run.fell_because.clone();
+            let mut why = run.kind.fell_because.clone();
             let stood = if run_cut.is_some() {
                 None
-            } else if run.fell_at_s.is_some() {
+            } else if run.kind.fell_at_s.is_some() {
                 Some(false)
-            } else if run.capture.end_margin_m.is_none_or(|m| m < 0.0) {
-                why = Some(match run.capture.end_margin_m {
+            } else if run.kind.capture.end_margin_m.is_none_or(|m| m < 0.0) {
+                why = Some(match run.kind.capture.end_margin_m {
                     Some(m) => format!(
                         "its capture point ended {:.3} m outside the feet's footprint",
                         -m
@@ -1893,13 +1871,13 @@ pub fn run_scenario(
             let out = RobotPushOut {
                 impulse_ns: impulse,
                 stood,
-                fell_at_s: run.fell_at_s,
+                fell_at_s: run.kind.fell_at_s,
                 why,
-                min_base_height_m: run.min_base_height_m,
-                capture: run.capture.clone(),
-                feet: run.contacts.clone(),
-                qp: run.qp.clone(),
-                limited_joint_ticks: run.limited,
+                min_base_height_m: run.kind.min_base_height_m,
+                capture: run.kind.capture.clone(),
+                feet: run.kind.contacts.clone(),
+                qp: run.kind.qp.clone(),
+                limited_joint_ticks: run.kind.limited,
             };
             let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
             csv.push_str(&format!(
@@ -1930,7 +1908,7 @@ pub fn run_scenario(
                 name: law.name(),
                 impulse_ns: impulse,
                 stood: out.stood,
-                samples: run.samples,
+                samples: run.kind.samples,
             };
             all_stood &= out.stood == Some(true);
             if all_stood {

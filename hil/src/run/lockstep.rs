@@ -11,13 +11,14 @@ use std::time::Instant;
 
 use transport::LinkError;
 
+use super::recorder::KindRecorder;
 use super::report::{Faults, Timing};
-use super::session::{Admitted, Cut, LoopController, LoopRecorder, LoopState as _, Session, admit};
+use super::session::{Admitted, Cut, LoopController, LoopState as _, Session, admit};
 
 /// Drive `session` in lockstep until the plant's final state (`None`) or a cut.
 /// `progress` is called with the simulated time of each state.
-pub fn drive<C: LoopController, R: LoopRecorder<C>>(
-    session: &mut Session<C, R>,
+pub fn drive<C: LoopController, K: KindRecorder<C>>(
+    session: &mut Session<C, K>,
     faults: &mut Faults,
     mut progress: impl FnMut(f64),
 ) -> Option<Cut> {
@@ -27,7 +28,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     let mut deadline = Instant::now() + session.watchdog.max(super::session::STARTUP_GRACE);
     loop {
         let (mut rx, _) = session.link.split();
-        let frame = match Session::<C, R>::next_state(
+        let frame = match Session::<C, K>::next_state(
             &mut rx,
             &session.stop,
             &mut deadline,

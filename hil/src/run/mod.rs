@@ -5,8 +5,9 @@
 //! [`biped`], [`dynamo`], [`legged`], [`walk3d`]) checks it and resolves it into the plant's
 //! scene; for each controller a [`plant`] process is started on that scene and a [`session`]
 //! connects them over one `transport::FrameLink`; a driver ([`lockstep`] or [`realtime`], peers
-//! over the session) moves states in and torques out; the kind's recorder (on the shared parts of
-//! [`recorder`]) turns what happened into figures and CSV rows; its report (opening with the
+//! over the session) moves states in and torques out; the one [`recorder::Recorder`] notes the
+//! timing and hands each state and command to the kind's own [`recorder::KindRecorder`], which
+//! turns what happened into the kind's figures and CSV rows; its report (opening with the
 //! shared [`report::ReportHeader`]) and plots (with the shared parts of [`plot`]) write the
 //! rest.
 //!
@@ -460,18 +461,21 @@ pub struct Periods {
     pub state_s: f64,
 }
 
+/// What [`run_session`] gives: the run's record, and why it was cut if it was.
+pub type SessionResult<O> = Result<(recorder::Run<O>, Option<Cut>), Box<dyn std::error::Error>>;
+
 /// One controller against one plant process, in the mode of `args`: spawn the plant on
 /// `scene_file`, drive the session, end it (the safe state if it was cut), and reap the plant.
 /// A lost plant's reason in the returned cut says how the plant process ended.
-pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
+pub fn run_session<C: session::LoopController, K: recorder::KindRecorder<C>>(
     args: &RunArgs,
     controller: C,
-    recorder: R,
+    recorder: K,
     name: &str,
     (plant_exe, scene_file): ((&Path, &[&str]), &Path),
     periods: Periods,
     stop: &StopFlag,
-) -> Result<(R::Finished, Option<Cut>), Box<dyn std::error::Error>> {
+) -> SessionResult<K::Outcome> {
     // hil's own clock of the run, from the scene the plant is given: the plant's word on the
     // step, the time and the end is checked against it, never taken.
     let clock = state_check::RunClock::of_scene_file(scene_file)?;
@@ -495,7 +499,7 @@ pub fn run_session<C: session::LoopController, R: session::LoopRecorder<C>>(
     let mut session = Session::new(
         controller,
         link,
-        recorder,
+        recorder::Recorder::new(recorder),
         (window, state_check::StateCheck::new(clock)),
         stop.clone(),
     );

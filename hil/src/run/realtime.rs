@@ -20,10 +20,10 @@ use crossbeam_channel::{Receiver, Sender};
 use runtime::exchange::StateSample;
 use runtime::{Clock, Controller, MonotonicClock, PeriodicBuilder, TickInfo};
 
+use super::recorder::{KindRecorder, Recorder};
 use super::report::{Faults, Percentiles, Timing};
 use super::session::{
-    Admitted, Cut, LoopCommand, LoopController, LoopRecorder, LoopState, Session, admit,
-    torque_frame,
+    Admitted, Cut, LoopCommand, LoopController, LoopState, Session, admit, torque_frame,
 };
 
 /// How the control thread runs.
@@ -153,8 +153,8 @@ impl<T> RecordSink<'_, T> {
 /// until both channels are closed and drained. It polls (every [`POLL`]) instead of blocking in
 /// `recv`: a parked receiver would make every `try_send` on the control thread wake it, a
 /// syscall per tick (see `runtime::telemetry`).
-fn record_all<C: LoopController, R: LoopRecorder<C>>(
-    recorder: &mut R,
+fn record_all<C: LoopController, K: KindRecorder<C>>(
+    recorder: &mut Recorder<C, K>,
     records: &Receiver<Record<C::Command>>,
     telemetry: &Receiver<runtime::TickRecord>,
 ) {
@@ -237,8 +237,8 @@ pub fn prepare<C: LoopController>(
 /// Drives `session` in real time with the control thread `prepared` set up: waits for the
 /// plant's first state, starts the thread phase-anchored just after it, forwards states and
 /// torques until the plant's last state or a cut.
-pub fn drive<C: LoopController, R: LoopRecorder<C>>(
-    session: &mut Session<C, R>,
+pub fn drive<C: LoopController, K: KindRecorder<C>>(
+    session: &mut Session<C, K>,
     prepared: Prepared<C>,
     faults: &mut Faults,
     mut progress: impl FnMut(f64),
@@ -256,7 +256,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     let mut deadline = Instant::now() + window.max(super::session::STARTUP_GRACE);
     let (first, first_state) = loop {
         let (mut rx, _) = session.link.split();
-        let frame = match Session::<C, R>::next_state(&mut rx, &session.stop, &mut deadline, window)
+        let frame = match Session::<C, K>::next_state(&mut rx, &session.stop, &mut deadline, window)
         {
             Ok(f) => f,
             Err(Ok(sig)) => return Ok((Some(Cut::Signal(sig)), timing_of(settings))),
@@ -304,7 +304,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
     let (cut, outcome, (stale_torque_steps, steps_before_first_torque)) =
         std::thread::scope(|scope| {
             let rec_thread =
-                scope.spawn(|| record_all::<C, R>(recorder, &records_rx, &telemetry_rx));
+                scope.spawn(|| record_all::<C, K>(recorder, &records_rx, &telemetry_rx));
             // Sender: torques from the control thread to the plant.
             let sink = RecordSink {
                 tx: records_tx.clone(),
@@ -353,7 +353,7 @@ pub fn drive<C: LoopController, R: LoopRecorder<C>>(
             let mut deadline = Instant::now() + window;
             let mut last_t = first_state.sim_time_s();
             let cut = loop {
-                let frame = match Session::<C, R>::next_state(&mut rx, &stop, &mut deadline, window)
+                let frame = match Session::<C, K>::next_state(&mut rx, &stop, &mut deadline, window)
                 {
                     Ok(f) => f,
                     Err(Ok(sig)) => break Some(Cut::Signal(sig)),

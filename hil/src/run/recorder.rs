@@ -1,6 +1,12 @@
-//! What every kind's recorder shares: a CSV file written off the real-time path, the loop's
-//! timing figures ([`LoopTimes`]: step cost, compute, round trip, wake-up latency), latency
-//! histograms read in µs, and trajectories decimated for the plots.
+//! The one recorder every scenario kind runs with ([`Recorder`]), and what the kinds' own
+//! recorders share: a CSV file written off the real-time path, the loop's timing figures
+//! ([`LoopTimes`]: step cost, compute, round trip, wake-up latency), latency histograms read in
+//! µs, and trajectories decimated for the plots.
+//!
+//! A [`Recorder`] keeps what every run has (the timing, the ticks, the newest state) and hands
+//! each state and command to its kind's [`KindRecorder`], which measures only what that kind
+//! judges (an arm's balls, a walk's steps, a push's capture point); at the end both make one
+//! [`Run`]: the kind's outcome inside the figures every run reports.
 //!
 //! Memory stays bounded whatever the run's length: figures are histograms (`runtime`'s, fixed
 //! range) and running counts, plotted trajectories are decimated to at most [`MAX_PLOT_POINTS`]
@@ -15,6 +21,7 @@ use std::time::Duration;
 use control_core::frames::StateFrame;
 
 use super::report::{Faults, Percentiles, Timing};
+use super::session::LoopController;
 
 /// Most points of one controller's trajectory kept for a plot.
 pub const MAX_PLOT_POINTS: usize = 4096;
@@ -152,6 +159,162 @@ impl LoopTimes {
     }
 }
 
+/// What one scenario kind measures of a run, fed by the [`Recorder`] it sits in: the recorder
+/// keeps the timing, the ticks and the newest state, the kind its own judge, series and rows.
+/// Runs off the real-time path, like the recorder.
+pub trait KindRecorder<C: LoopController>: Send {
+    /// What the kind keeps of a run.
+    type Outcome;
+    /// Note an accepted state frame; returns its state (`None`: a frame the controller cannot
+    /// use). `previous` is the state returned last (`None` before the first).
+    fn state(&mut self, frame: &StateFrame, previous: Option<&C::State>) -> Option<C::State>;
+    /// Note one tick's command; `last` is the newest state noted (the one it answers).
+    fn tick(&mut self, command: &C::Command, last: Option<&C::State>);
+    /// Close the kind's record; `last` is the newest state noted.
+    fn finish(self, last: Option<&C::State>) -> Self::Outcome;
+}
+
+/// The record of one controller's run against one plant, the same for every kind: both drivers
+/// feed it states, commands, round trips and wake-ups; it notes the timing figures, counts the
+/// ticks and keeps the newest state, and hands states and commands to its kind's
+/// [`KindRecorder`]. [`Recorder::finish`] closes both into a [`Run`].
+#[derive(Debug)]
+pub struct Recorder<C: LoopController, K> {
+    kind: K,
+    times: LoopTimes,
+    ticks: u64,
+    last: Option<C::State>,
+}
+
+impl<C: LoopController, K: KindRecorder<C>> Recorder<C, K> {
+    /// A recorder around `kind`, before the run's first state.
+    pub fn new(kind: K) -> Self {
+        Self {
+            kind,
+            times: LoopTimes::default(),
+            ticks: 0,
+            last: None,
+        }
+    }
+
+    /// The kind's recorder (its figures so far).
+    pub fn kind(&self) -> &K {
+        &self.kind
+    }
+
+    /// Note an accepted state frame; returns its state (`None`: a frame the controller cannot
+    /// use, which does not become the newest state).
+    pub fn state(&mut self, frame: &StateFrame) -> Option<C::State> {
+        self.times.frame(frame);
+        let state = self.kind.state(frame, self.last.as_ref());
+        if state.is_some() {
+            self.last = state;
+        }
+        state
+    }
+
+    /// Note one tick's command, and its compute time when measured on this thread.
+    pub fn tick(&mut self, command: &C::Command, compute: Option<Duration>) {
+        self.ticks += 1;
+        self.kind.tick(command, self.last.as_ref());
+        self.times.compute(compute);
+    }
+
+    /// Note one round trip (torque sent → the state it drove received).
+    pub fn round_trip(&mut self, d: Duration) {
+        self.times.round_trip(d);
+    }
+
+    /// Note one control-thread tick's wake-up latency (real time).
+    pub fn thread_tick(&mut self, wake_latency_ns: u64) {
+        self.times.wake(wake_latency_ns);
+    }
+
+    /// The newest state noted.
+    pub fn last_state(&self) -> Option<C::State> {
+        self.last
+    }
+
+    /// Close the record: the loop's figures into `timing` and `faults` (the driver's own and the
+    /// session's end already in them), `wall` the run's wall time.
+    pub fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Run<K::Outcome> {
+        // Real time: the control thread's own summaries (every tick) are already in `timing`.
+        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
+        Run {
+            kind: self.kind.finish(self.last.as_ref()),
+            ticks: self.ticks,
+            simulated_s: self.last.map_or(0.0, |s| {
+                use super::session::LoopState as _;
+                s.sim_time_s()
+            }),
+            plant_step_us,
+            timing,
+            faults,
+            latency,
+            wall_s: wall.as_secs_f64(),
+        }
+    }
+}
+
+/// One controller's run as every kind reports it: what its kind measured (`kind`) inside the
+/// figures every run has.
+#[derive(Debug, Clone)]
+pub struct Run<O> {
+    /// What the kind's recorder measured.
+    pub kind: O,
+    /// Ticks answered (the safe state's included).
+    pub ticks: u64,
+    /// Simulated time of the newest state, s (0 without one).
+    pub simulated_s: f64,
+    /// The plant's step cost, µs (its own measurement, from the state frames).
+    pub plant_step_us: Option<Percentiles>,
+    /// The loop's timing figures.
+    pub timing: Timing,
+    /// The run's faults.
+    pub faults: Faults,
+    /// The latency histogram for the plots: the wake-up latency in real time, the round trip in
+    /// lockstep.
+    pub latency: LatencyHistogram,
+    /// Wall time of the run, s.
+    pub wall_s: f64,
+}
+
+impl<O> Run<O> {
+    /// A run of nothing but `kind`: no tick, no state, no timing, no fault.
+    #[cfg(test)]
+    pub fn bare(kind: O) -> Self {
+        Self {
+            kind,
+            ticks: 0,
+            simulated_s: 0.0,
+            plant_step_us: None,
+            timing: Timing::default(),
+            faults: Faults::default(),
+            latency: LatencyHistogram::default(),
+            wall_s: 0.0,
+        }
+    }
+}
+
+impl<A, B> Run<(A, B)> {
+    /// The run of a kind whose recorder hands something on (`B`, e.g. the CSV writer the next
+    /// controller's run continues): the run of `A`, and the `B`.
+    pub fn split(self) -> (Run<A>, B) {
+        let (kind, handed_on) = self.kind;
+        let run = Run {
+            kind,
+            ticks: self.ticks,
+            simulated_s: self.simulated_s,
+            plant_step_us: self.plant_step_us,
+            timing: self.timing,
+            faults: self.faults,
+            latency: self.latency,
+            wall_s: self.wall_s,
+        };
+        (run, handed_on)
+    }
+}
+
 /// A trajectory decimated to at most [`MAX_PLOT_POINTS`] points (every k-th, k doubling when
 /// full).
 #[derive(Debug, Clone)]
@@ -205,6 +368,127 @@ mod tests {
         }
         assert!(d.points.len() <= MAX_PLOT_POINTS && d.points.len() > MAX_PLOT_POINTS / 4);
         assert!(d.points.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    /// A controller of one joint whose state is the joint's position, for the recorder's tests.
+    #[derive(Debug, Clone, Copy, Default)]
+    struct OneJoint {
+        step: u64,
+        time_s: f64,
+        q: f64,
+    }
+
+    impl super::super::session::LoopState for OneJoint {
+        fn step(&self) -> u64 {
+            self.step
+        }
+        fn sim_time_s(&self) -> f64 {
+            self.time_s
+        }
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    struct Torque(u64, [f64; 1]);
+
+    impl super::super::session::LoopCommand for Torque {
+        fn step(&self) -> u64 {
+            self.0
+        }
+        fn is_safe(&self) -> bool {
+            false
+        }
+        fn torques(&self) -> &[f64] {
+            &self.1
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    struct Hold;
+
+    impl LoopController for Hold {
+        type State = OneJoint;
+        type Command = Torque;
+        fn state_of(frame: &StateFrame) -> Option<OneJoint> {
+            frame.joints.first().map(|j| OneJoint {
+                step: frame.step,
+                time_s: frame.sim_time_s,
+                q: j.position_rad,
+            })
+        }
+        fn tick(&mut self, s: OneJoint) -> Torque {
+            Torque(s.step, [-s.q])
+        }
+        fn safe(&self, s: OneJoint) -> Torque {
+            Torque(s.step, [0.0])
+        }
+    }
+
+    /// What the kind saw: (position, the previous position) per state, the position each tick
+    /// answered, and the newest position at the end.
+    #[derive(Debug, Default)]
+    struct Seen {
+        states: Vec<(f64, Option<f64>)>,
+        ticks: Vec<Option<f64>>,
+    }
+
+    impl KindRecorder<Hold> for Seen {
+        type Outcome = (Self, Option<f64>);
+        fn state(&mut self, frame: &StateFrame, previous: Option<&OneJoint>) -> Option<OneJoint> {
+            let s = Hold::state_of(frame)?;
+            self.states.push((s.q, previous.map(|p| p.q)));
+            Some(s)
+        }
+        fn tick(&mut self, _command: &Torque, last: Option<&OneJoint>) {
+            self.ticks.push(last.map(|s| s.q));
+        }
+        fn finish(self, last: Option<&OneJoint>) -> Self::Outcome {
+            (self, last.map(|s| s.q))
+        }
+    }
+
+    #[test]
+    fn the_recorder_keeps_what_every_run_has_and_hands_the_kind_its_states() {
+        use control_core::frames::JointState;
+        let frame = |step: u64, q: Option<f64>| {
+            let mut f = StateFrame::new(step + 1, step, step as f64 * 0.01);
+            f.step_cost_ns = 1_000 * (step + 1);
+            if let Some(q) = q {
+                let _ = f.push_joint(JointState {
+                    position_rad: q,
+                    velocity_rad_s: 0.0,
+                });
+            }
+            f
+        };
+        let mut r = Recorder::new(Seen::default());
+        assert!(r.last_state().is_none());
+        let mut hold = Hold;
+        for (step, q) in [(1, Some(0.5)), (2, None), (3, Some(0.25))] {
+            if let Some(s) = r.state(&frame(step, q)) {
+                let cmd = hold.tick(s);
+                r.tick(&cmd, Some(Duration::from_micros(3)));
+            }
+        }
+        // A frame without a joint is timed but is not a state: the newest stays the last usable.
+        assert_eq!(r.last_state().map(|s| s.q), Some(0.25));
+        assert_eq!(r.kind().states, [(0.5, None), (0.25, Some(0.5))]);
+        r.round_trip(Duration::from_micros(40));
+        let run = r.finish(
+            Timing::default(),
+            Faults::default(),
+            Duration::from_millis(5),
+        );
+        let (seen, last) = run.kind;
+        assert_eq!(seen.ticks, [Some(0.5), Some(0.25)]);
+        assert_eq!(last, Some(0.25));
+        assert_eq!(run.ticks, 2);
+        assert!((run.simulated_s - 0.03).abs() < 1e-12);
+        assert!((run.wall_s - 0.005).abs() < 1e-12);
+        assert_eq!(run.plant_step_us.map(|p| p.count), Some(3));
+        assert_eq!(run.timing.compute_us.map(|p| p.count), Some(2));
+        assert_eq!(run.timing.round_trip_us.map(|p| p.count), Some(1));
+        // Lockstep: the plotted latency is the round trip.
+        assert_eq!(run.latency.count(), 1);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use control_core::frames::{RejectCounts, StateFrame, TorqueFlags, TorqueFrame};
 use transport::{FrameLink, LinkError, SeqPacket};
 
-use super::recorder::LoopTimes;
+use super::recorder::{KindRecorder, Recorder, Run};
 use super::report::{Faults, SafeState, Timing};
 use super::state_check::{Refusal, StateCheck};
 
@@ -164,31 +164,6 @@ pub trait LoopController: Clone + Send + 'static {
     }
 }
 
-/// What records a session's run: fed by both drivers, turned into the run's figures at the end.
-pub trait LoopRecorder<C: LoopController>: Send {
-    /// What [`LoopRecorder::finish`] makes of the record.
-    type Finished;
-    /// Note an accepted state frame; returns its state (`None`: a frame the controller cannot
-    /// use).
-    fn state(&mut self, frame: &StateFrame) -> Option<C::State>;
-    /// Note one tick's command, and its compute time when measured on this thread.
-    fn tick(&mut self, command: &C::Command, compute: Option<Duration>);
-    /// The run's timing figures (step cost, compute, round trip, wake-up latency).
-    fn times(&mut self) -> &mut LoopTimes;
-    /// Note one round trip (torque sent → the state it drove received).
-    fn round_trip(&mut self, d: Duration) {
-        self.times().round_trip(d);
-    }
-    /// Note one control-thread tick's wake-up latency (real time).
-    fn thread_tick(&mut self, wake_latency_ns: u64) {
-        self.times().wake(wake_latency_ns);
-    }
-    /// The newest state noted.
-    fn last_state(&self) -> Option<C::State>;
-    /// Close the record.
-    fn finish(self, timing: Timing, faults: Faults, wall: Duration) -> Self::Finished;
-}
-
 /// The torque frame for `cmd`, numbered `sequence`.
 pub fn torque_frame(sequence: u64, cmd: &impl LoopCommand) -> TorqueFrame {
     let mut frame = TorqueFrame::new(sequence, cmd.step());
@@ -267,13 +242,13 @@ pub fn admit<C: LoopController>(
 }
 
 /// One controller against one plant.
-pub struct Session<C: LoopController, R: LoopRecorder<C>> {
+pub struct Session<C: LoopController, K: KindRecorder<C>> {
     /// The controller.
     pub controller: C,
     /// The plant's link.
     pub link: FrameLink<SeqPacket>,
     /// The record of the run (both drivers feed it).
-    pub recorder: R,
+    pub recorder: Recorder<C, K>,
     /// The plant is lost after this long without an accepted state.
     pub watchdog: Duration,
     /// Set by SIGINT/SIGTERM.
@@ -285,12 +260,12 @@ pub struct Session<C: LoopController, R: LoopRecorder<C>> {
     started: Instant,
 }
 
-impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
+impl<C: LoopController, K: KindRecorder<C>> Session<C, K> {
     /// A session over `link`.
     pub fn new(
         controller: C,
         link: FrameLink<SeqPacket>,
-        recorder: R,
+        recorder: Recorder<C, K>,
         (watchdog, check): (Duration, StateCheck),
         stop: StopFlag,
     ) -> Self {
@@ -390,7 +365,7 @@ impl<C: LoopController, R: LoopRecorder<C>> Session<C, R> {
     }
 
     /// Close the session: the safe state if the run was cut, the faults, the record.
-    pub fn end(mut self, cut: Option<&Cut>, timing: Timing, mut faults: Faults) -> R::Finished {
+    pub fn end(mut self, cut: Option<&Cut>, timing: Timing, mut faults: Faults) -> Run<K::Outcome> {
         if cut.is_some() {
             faults.safe_state = self.enter_safe_state();
         }

@@ -42,7 +42,8 @@ use control_core::simbicon3d::heading_of;
 use serde::{Deserialize, Serialize};
 use sim_host::humanoid::HumanoidPlant;
 
-use crate::run::session::{LoopCommand, LoopRecorder};
+use crate::run::recorder::Recorder;
+use crate::run::session::LoopCommand;
 use crate::run::walk3d::{
     CARTWHEEL_GAINS, GROUPS, GroupGains, StabiliserGains, Walk3dController, Walk3dRecorder,
     Walk3dScenario, WalkLaw,
@@ -205,7 +206,7 @@ pub fn run_cell(
     let body = |name: &str| model.body_index(name).ok_or(format!("no link {name}"));
     let head = body("head")?;
     let hands = [body("left_lower_arm")?, body("right_lower_arm")?];
-    let mut recorder = Walk3dRecorder::new(model, pelvis, s.fall_height_m, 0.0);
+    let mut recorder = Recorder::new(Walk3dRecorder::new(model, pelvis, s.fall_height_m, 0.0));
     let scene = s.scene(rate_hz);
     let mut plant = HumanoidPlant::new(&scene).map_err(|e| e.to_string())?;
     let started = Instant::now();
@@ -235,7 +236,7 @@ pub fn run_cell(
             v_sum += cmd.v_m_s[0];
             v_n += 1;
         }
-        if let Some(t) = recorder.fell_at_s() {
+        if let Some(t) = recorder.kind().fell_at_s() {
             fell_at = Some(t);
             break;
         }
@@ -251,11 +252,11 @@ pub fn run_cell(
     Ok(CellOutcome {
         fell: fell_at.is_some(),
         fell_at_s: fell_at,
-        steps: run.steps.len(),
+        steps: run.kind.steps.len(),
         mean_speed_m_s: if v_n > 0 { v_sum / v_n as f64 } else { 0.0 },
         head_height_m: head_sum / n,
         hands_m: hand_sum.map(|v| [v.x / n, v.y / n, v.z / n]),
-        limited_joint_ticks: run.limited,
+        limited_joint_ticks: run.kind.limited,
         wall_s: started.elapsed().as_secs_f64(),
     })
 }

@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use sim_host::Mode;
 
+use super::recorder::Run;
 use super::report::{Faults, ReportHeader};
 use super::session::{Cut, StopFlag};
 use super::{Finished, Periods, RunArgs, output, plan_runs, plant, run_session, select, staged};
 use crate::run::scenario::{Document, ScenarioError};
 use controller::{ArmController, ControllerKind};
-use recorder::{Recorder, TrajectoryCsv};
-use report::{ControllerRun, Report};
+use recorder::{ArmRecorder, TrajectoryCsv};
+use report::{ArmRun, Report};
 use scenario::Scenario;
 
 /// The files a run writes, in the order the console lists them.
@@ -188,7 +189,7 @@ fn run_scenario(
     Ok(report)
 }
 
-type OneRun = (ControllerRun, f64, Option<Cut>, Option<TrajectoryCsv>);
+type OneRun = (Run<ArmRun>, f64, Option<Cut>, Option<TrajectoryCsv>);
 
 fn run_one(
     args: &RunArgs,
@@ -203,12 +204,12 @@ fn run_one(
     let controller = ArmController::new(kind, scenario, state_period)
         .map_err(|e| format!("controller {}: {e}", kind.name()))?;
     let limit = controller.gain_limit().max_damping_nms_per_rad;
-    let recorder = Recorder::new(kind.name(), &scenario.targets, state_period, csv);
+    let recorder = ArmRecorder::new(kind.name(), &scenario.targets, state_period, csv);
     let periods = Periods {
         control_s: scenario.control_period_s(),
         state_s: state_period,
     };
-    let ((mut run, csv), cut) = match firmware_image {
+    let (finished, cut) = match firmware_image {
         None => run_session(
             args,
             controller,
@@ -228,7 +229,7 @@ fn run_one(
                 Duration::from_millis(args.watchdog_ms),
             )
             .map_err(|e| format!("controller {} in firmware: {e}", kind.name()))?;
-            let (finished, cut) = run_session(
+            let (mut finished, cut) = run_session(
                 args,
                 mcu.clone(),
                 recorder,
@@ -237,11 +238,11 @@ fn run_one(
                 periods,
                 stop,
             )?;
-            let ((mut run, csv), cut) = (finished, cut);
-            run.firmware = mcu.report();
-            ((run, csv), cut)
+            finished.kind.0.firmware = mcu.report();
+            (finished, cut)
         }
     };
+    let (mut run, csv) = finished.split();
     if let Some(Cut::PlantLost { reason }) = &cut {
         run.faults.plant_lost_reason = Some(reason.clone());
     }
@@ -252,7 +253,7 @@ fn build_report(
     scenario: &Scenario,
     file: &str,
     mode: Mode,
-    runs: &[(ControllerRun, f64)],
+    runs: &[(Run<ArmRun>, f64)],
     cut: Option<&(ControllerKind, Cut)>,
 ) -> Report {
     let controllers: Vec<_> = runs
@@ -261,7 +262,7 @@ fn build_report(
         .collect();
     let timing = runs
         .iter()
-        .find(|(r, _)| r.name == ControllerKind::Analytic.name())
+        .find(|(r, _)| r.kind.name == ControllerKind::Analytic.name())
         .or_else(|| runs.first())
         .map(|(r, _)| r.timing.clone())
         .unwrap_or_default();
@@ -291,12 +292,12 @@ fn write_outputs(
     dir: &Path,
     scenario: &Scenario,
     report: &Report,
-    runs: &[(ControllerRun, f64)],
+    runs: &[(Run<ArmRun>, f64)],
 ) -> Result<(), Box<dyn std::error::Error>> {
     let path = dir.join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let runs: Vec<&ControllerRun> = runs.iter().map(|(r, _)| r).collect();
+    let runs: Vec<&Run<ArmRun>> = runs.iter().map(|(r, _)| r).collect();
     let title = format!(
         "{} ({} mode, {} Hz): shoulder angle and target poses",
         scenario.name, report.header.mode, scenario.control_rate_hz
@@ -308,7 +309,7 @@ fn write_outputs(
     } else {
         "round trip (lockstep: no wall-clock schedule)"
     };
-    let latency: Vec<_> = runs.iter().map(|r| (r.name, &r.latency)).collect();
+    let latency: Vec<_> = runs.iter().map(|r| (r.kind.name, &r.latency)).collect();
     crate::run::plot::latency_histogram(
         &dir.join("latency.svg"),
         &format!("{} ({} mode): {what}", scenario.name, report.header.mode),

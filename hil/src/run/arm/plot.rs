@@ -6,32 +6,33 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::report::ControllerRun;
+use super::report::ArmRun;
 use super::scenario::Target;
 use crate::run::plot::{COLOURS, PlotResult, no_samples};
+use crate::run::recorder::Run;
 
 /// `angle.svg`: θ(t) per controller, targets as circles, weight contacts as short ticks at the
 /// bottom of the plot in the controller's colour.
 pub fn angle_plot(
     path: &Path,
     title: &str,
-    runs: &[&ControllerRun],
+    runs: &[&Run<ArmRun>],
     targets: &[Target],
 ) -> PlotResult {
-    if runs.iter().all(|r| r.trajectory.is_empty()) {
+    if runs.iter().all(|r| r.kind.trajectory.is_empty()) {
         return no_samples(path, (1000, 520), title, "the plant sent no state");
     }
     let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let t_max = runs
         .iter()
-        .filter_map(|r| r.trajectory.last().map(|p| p.0))
+        .filter_map(|r| r.kind.trajectory.last().map(|p| p.0))
         .filter(|t| t.is_finite())
         .fold(0.0, f64::max)
         .max(1e-3);
     let angles = runs
         .iter()
-        .flat_map(|r| r.trajectory.iter().map(|p| p.1))
+        .flat_map(|r| r.kind.trajectory.iter().map(|p| p.1))
         .chain(targets.iter().map(|t| t.angle_rad))
         .filter(|a| a.is_finite());
     let (lo, hi) = angles.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), a| {
@@ -56,17 +57,21 @@ pub fn angle_plot(
     let mut any_contacts = false;
     for (run, colour) in runs.iter().zip(COLOURS.iter().cycle()) {
         let colour = *colour;
-        any_contacts |= !run.weight_contacts_s.is_empty();
+        any_contacts |= !run.kind.weight_contacts_s.is_empty();
         chart
             .draw_series(LineSeries::new(
-                run.trajectory.iter().copied().filter(|p| p.1.is_finite()),
+                run.kind
+                    .trajectory
+                    .iter()
+                    .copied()
+                    .filter(|p| p.1.is_finite()),
                 colour.stroke_width(2),
             ))?
-            .label(run.name)
+            .label(run.kind.name)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
-        chart.draw_series(run.weight_contacts_s.iter().map(|t| {
+        chart.draw_series(run.kind.weight_contacts_s.iter().map(|t| {
             PathElement::new(
                 vec![(*t, lo), (*t, lo + 0.04 * (hi - lo))],
                 colour.stroke_width(2),

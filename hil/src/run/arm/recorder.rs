@@ -1,20 +1,17 @@
 //! Records one arm controller's run (`ball_blocking`): turns what the run produced (accepted
 //! plant states, the controller's tick records, round trips, the control thread's timing
 //! records) into the report's figures, streams one CSV row per tick to `trajectory.csv`, and
-//! keeps a decimated trajectory for the plot. Built on the shared recorder parts
-//! ([`crate::run::recorder`]); never runs on the control thread.
-
-use std::time::Duration;
+//! keeps a decimated trajectory for the plot: the arm's [`KindRecorder`] inside the shared
+//! [`crate::run::recorder::Recorder`]; never runs on the control thread.
 
 use control_core::frames::{Event, StateFrame};
 use control_core::servo::ServoStatus;
 
 use super::controller::{ArmCommand, ArmState, ArmTick};
-use super::report::{BallOutcome, ControllerRun};
+use super::report::{ArmRun, BallOutcome};
 use super::scenario::Target;
-use crate::run::recorder::{CsvFile, Decimated, LoopTimes};
-use crate::run::report::{Faults, Timing};
-use crate::run::session::{LoopController, LoopRecorder};
+use crate::run::recorder::{CsvFile, Decimated, KindRecorder};
+use crate::run::session::LoopController;
 
 /// Most weight-contact instants kept for the plot (all are counted).
 pub const MAX_CONTACT_TIMES: usize = 1024;
@@ -81,31 +78,26 @@ enum Body {
     Weight,
 }
 
-/// Records one controller's run.
+/// What the arm's recorder measures of one controller's run.
 #[derive(Debug)]
-pub struct Recorder {
+pub struct ArmRecorder {
     name: &'static str,
     balls: Vec<BallOutcome>,
     targets: Vec<Target>,
     /// Per target: (|t − t_d|, angle) of the state nearest its instant, once reached.
     arrivals: Vec<Option<(f64, f64)>>,
     next_target: usize,
-    previous_state: Option<ArmState>,
     half_state_period_s: f64,
     weight_contacts: u64,
     weight_contacts_s: Vec<f64>,
     status_counts: Vec<(&'static str, u64)>,
     torque_limited_ticks: u64,
     max_damping_nms_per_rad: f64,
-    ticks: u64,
-    times: LoopTimes,
     trajectory: Decimated,
-    /// The newest state seen.
-    pub last_state: Option<ArmState>,
     csv: Option<TrajectoryCsv>,
 }
 
-impl Recorder {
+impl ArmRecorder {
     /// A recorder for controller `name`; one ball per target; `csv` receives the tick rows.
     pub fn new(
         name: &'static str,
@@ -119,17 +111,13 @@ impl Recorder {
             targets: targets.to_vec(),
             arrivals: vec![None; targets.len()],
             next_target: 0,
-            previous_state: None,
             half_state_period_s: 0.5 * state_period_s,
             weight_contacts: 0,
             weight_contacts_s: Vec::new(),
             status_counts: Vec::new(),
             torque_limited_ticks: 0,
             max_damping_nms_per_rad: 0.0,
-            ticks: 0,
-            times: LoopTimes::default(),
             trajectory: Decimated::default(),
-            last_state: None,
             csv,
         }
     }
@@ -143,9 +131,9 @@ impl Recorder {
         }
     }
 
-    /// Note the events, the step cost and the joint state of an accepted state frame; returns
-    /// the arm's state (`None` for a frame without a joint).
-    pub fn state(&mut self, frame: &StateFrame) -> Option<ArmState> {
+    /// Note the events and the joint state of an accepted state frame (`previous`: the state
+    /// returned last); returns the arm's state (`None` for a frame without a joint).
+    pub fn state(&mut self, frame: &StateFrame, previous: Option<&ArmState>) -> Option<ArmState> {
         let t = frame.sim_time_s;
         for event in &frame.events {
             match *event {
@@ -172,17 +160,15 @@ impl Recorder {
                 _ => {}
             }
         }
-        self.times.frame(frame);
         let state = ArmState::of(frame)?;
-        self.arrival(state);
+        self.arrival(state, previous);
         self.trajectory.push(t, state.joint.position_rad);
-        self.last_state = Some(state);
         Some(state)
     }
 
     /// The arrival error is read from the state nearest each target's instant, once the plant
     /// has reached it (a state within half a state period of it, or past it).
-    fn arrival(&mut self, state: ArmState) {
+    fn arrival(&mut self, state: ArmState, previous: Option<&ArmState>) {
         let t = state.sim_time_s;
         while let Some(target) = self.targets.get(self.next_target) {
             if t + self.half_state_period_s < target.time_s {
@@ -192,7 +178,7 @@ impl Recorder {
                 (t - target.time_s).abs(),
                 (state.joint.position_rad - target.angle_rad).abs(),
             );
-            if let Some(p) = self.previous_state {
+            if let Some(p) = previous {
                 let d = (p.sim_time_s - target.time_s).abs();
                 if d < best.0 {
                     best = (d, (p.joint.position_rad - target.angle_rad).abs());
@@ -203,12 +189,10 @@ impl Recorder {
             }
             self.next_target += 1;
         }
-        self.previous_state = Some(state);
     }
 
     /// Note one tick.
-    pub fn tick(&mut self, record: &ArmTick, compute: Option<Duration>) {
-        self.ticks += 1;
+    pub fn tick(&mut self, record: &ArmTick) {
         if record.output.torque_limited {
             self.torque_limited_ticks += 1;
         }
@@ -220,64 +204,42 @@ impl Recorder {
             Some((_, n)) => *n += 1,
             None => self.status_counts.push((name, 1)),
         }
-        self.times.compute(compute);
         if let Some(csv) = &mut self.csv {
             csv.row(self.name, record);
         }
     }
 
-    /// Close the record: figures, faults. Returns the run and the CSV writer for the next one.
-    fn close(
-        self,
-        mut timing: Timing,
-        mut faults: Faults,
-        wall: Duration,
-    ) -> (ControllerRun, Option<TrajectoryCsv>) {
-        // Real time: the control thread's own summaries (every tick) are already in `timing`.
-        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
-        let run = ControllerRun {
+    /// Close the record: the run's figures, and the CSV writer for the next one.
+    fn close(self) -> (ArmRun, Option<TrajectoryCsv>) {
+        let run = ArmRun {
             name: self.name,
             balls: self.balls,
             arrival_error_rad: self.arrivals.iter().map(|a| a.map(|(_, e)| e)).collect(),
             weight_contacts: self.weight_contacts,
             weight_contacts_s: self.weight_contacts_s,
-            faults,
-            timing,
             status_counts: self.status_counts,
             torque_limited_ticks: self.torque_limited_ticks,
             max_damping_nms_per_rad: self.max_damping_nms_per_rad,
-            ticks: self.ticks,
-            plant_step_us,
-            wall_s: wall.as_secs_f64(),
             trajectory: self.trajectory.points,
-            latency,
             firmware: None,
         };
         (run, self.csv)
     }
 }
 
-impl<C: LoopController<State = ArmState, Command = ArmCommand>> LoopRecorder<C> for Recorder {
-    type Finished = (ControllerRun, Option<TrajectoryCsv>);
+impl<C: LoopController<State = ArmState, Command = ArmCommand>> KindRecorder<C> for ArmRecorder {
+    type Outcome = (ArmRun, Option<TrajectoryCsv>);
 
-    fn state(&mut self, frame: &StateFrame) -> Option<ArmState> {
-        Self::state(self, frame)
+    fn state(&mut self, frame: &StateFrame, previous: Option<&ArmState>) -> Option<ArmState> {
+        Self::state(self, frame, previous)
     }
 
-    fn tick(&mut self, command: &ArmCommand, compute: Option<Duration>) {
-        Self::tick(self, &command.record, compute);
+    fn tick(&mut self, command: &ArmCommand, _last: Option<&ArmState>) {
+        Self::tick(self, &command.record);
     }
 
-    fn times(&mut self) -> &mut LoopTimes {
-        &mut self.times
-    }
-
-    fn last_state(&self) -> Option<ArmState> {
-        self.last_state
-    }
-
-    fn finish(self, timing: Timing, faults: Faults, wall: Duration) -> Self::Finished {
-        self.close(timing, faults, wall)
+    fn finish(self, _last: Option<&ArmState>) -> Self::Outcome {
+        self.close()
     }
 }
 
@@ -307,14 +269,17 @@ mod tests {
                 angle_rad: 0.0,
             },
         ];
-        let mut r = Recorder::new("analytic", &targets, 0.005, None);
+        let mut r = ArmRecorder::new("analytic", &targets, 0.005, None);
+        let mut previous = None;
         for (k, (t, a)) in [(0.995, 0.40), (1.0, 0.49), (1.005, 0.6)]
             .into_iter()
             .enumerate()
         {
-            r.state(&frame(k as u64, t, a));
+            previous = r
+                .state(&frame(k as u64, t, a), previous.as_ref())
+                .or(previous);
         }
-        let (run, _) = r.close(Timing::default(), Faults::default(), Duration::ZERO);
+        let (run, _) = r.close();
         assert!((run.arrival_error_rad[0].unwrap_or(f64::NAN) - 0.01).abs() < 1e-12);
         assert_eq!(run.arrival_error_rad[1], None, "t = 2 s was never reached");
     }

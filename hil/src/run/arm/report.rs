@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::run::recorder::LatencyHistogram;
+use crate::run::recorder::Run;
 use crate::run::report::{Faults, Percentiles, ReportHeader, Timing};
 
 /// What a ball did, as the plant reported it.
@@ -28,9 +28,10 @@ impl BallOutcome {
     }
 }
 
-/// Everything recorded for one controller's plant run (bounded: figures, not samples).
+/// What the arm's recorder measured of one controller's plant run (bounded: figures, not
+/// samples), inside the [`Run`] every kind's run is.
 #[derive(Debug, Clone, Default)]
-pub struct ControllerRun {
+pub struct ArmRun {
     /// "analytic", "fixed_gain" or "static_timing".
     pub name: &'static str,
     /// One per target ball, by ball id.
@@ -42,26 +43,14 @@ pub struct ControllerRun {
     pub weight_contacts: u64,
     /// Their instants, s (the first [`MAX_CONTACT_TIMES`](super::recorder::MAX_CONTACT_TIMES)).
     pub weight_contacts_s: Vec<f64>,
-    /// Faults of this run.
-    pub faults: Faults,
-    /// Timing of this run.
-    pub timing: Timing,
     /// Ticks per status name.
     pub status_counts: Vec<(&'static str, u64)>,
     /// Ticks where the torque limit acted.
     pub torque_limited_ticks: u64,
     /// The largest damping any tick used, N·m·s/rad.
     pub max_damping_nms_per_rad: f64,
-    /// Control ticks recorded.
-    pub ticks: u64,
-    /// Plant step cost, µs (from the state frames).
-    pub plant_step_us: Option<Percentiles>,
-    /// Wall-clock duration of the run, s.
-    pub wall_s: f64,
     /// (t, θ) decimated for the plot.
     pub trajectory: Vec<(f64, f64)>,
-    /// Wake-up latencies (real time) or round trips (lockstep), for the latency plot.
-    pub latency: LatencyHistogram,
     /// The controller ran as firmware: what it answered and cost.
     pub firmware: Option<super::firmware::FirmwareReport>,
 }
@@ -108,35 +97,36 @@ pub struct ControllerOutcome {
     pub firmware: Option<super::firmware::FirmwareReport>,
 }
 
-impl ControllerRun {
+impl Run<ArmRun> {
     /// Outcome against `targets` targets, with the servo's damping limit.
     pub fn outcome(&self, targets: usize, damping_limit_nms_per_rad: f64) -> ControllerOutcome {
+        let arm = &self.kind;
         let blocked_per_target: Vec<bool> = (0..targets)
-            .map(|i| self.balls.get(i).is_some_and(BallOutcome::blocked))
+            .map(|i| arm.balls.get(i).is_some_and(BallOutcome::blocked))
             .collect();
         ControllerOutcome {
-            name: self.name,
+            name: arm.name,
             targets,
             blocked: blocked_per_target.iter().filter(|b| **b).count(),
             blocked_per_target,
-            max_arrival_error_rad: self
+            max_arrival_error_rad: arm
                 .arrival_error_rad
                 .iter()
                 .flatten()
                 .copied()
                 .reduce(f64::max),
-            arrival_error_rad: self.arrival_error_rad.clone(),
-            status_counts: self.status_counts.iter().copied().collect(),
+            arrival_error_rad: arm.arrival_error_rad.clone(),
+            status_counts: arm.status_counts.iter().copied().collect(),
             ticks: self.ticks,
-            torque_limited_ticks: self.torque_limited_ticks,
-            max_damping_nms_per_rad: self.max_damping_nms_per_rad,
+            torque_limited_ticks: arm.torque_limited_ticks,
+            max_damping_nms_per_rad: arm.max_damping_nms_per_rad,
             damping_limit_nms_per_rad,
-            weight_hits: self.weight_contacts,
+            weight_hits: arm.weight_contacts,
             timing: self.timing.clone(),
             faults: self.faults.clone(),
             plant_step_us: self.plant_step_us,
             wall_s: self.wall_s,
-            firmware: self.firmware.clone(),
+            firmware: arm.firmware.clone(),
         }
     }
 }
@@ -263,16 +253,16 @@ mod tests {
 
     #[test]
     fn unreached_targets_are_null_and_not_part_of_the_maximum() {
-        let run = ControllerRun {
+        let run = Run::bare(ArmRun {
             name: "analytic",
             arrival_error_rad: vec![Some(0.01), None],
-            ..ControllerRun::default()
-        };
+            ..ArmRun::default()
+        });
         let o = run.outcome(2, 1.0);
         assert_eq!(o.max_arrival_error_rad, Some(0.01));
         let json = serde_json::to_value(&o).unwrap_or_default();
         assert!(json["arrival_error_rad"][1].is_null());
-        let none = ControllerRun::default().outcome(1, 1.0);
+        let none = Run::bare(ArmRun::default()).outcome(1, 1.0);
         assert!(serde_json::to_value(&none).unwrap_or_default()["max_arrival_error_rad"].is_null());
     }
 }

@@ -32,6 +32,7 @@ use sim_host::walk::{FALL_TORSO_HEIGHT_M, jsimbicon_start};
 use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
+use super::recorder::Run;
 use super::report::{Faults, ReportHeader};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
@@ -262,7 +263,7 @@ impl WalkSession<'_> {
             },
             self.stop,
         )?;
-        let (run, csv) = finished;
+        let (run, csv) = finished.split();
         Ok(SessionRun {
             run,
             csv,
@@ -275,7 +276,7 @@ impl WalkSession<'_> {
 /// What [`WalkSession::run`] gives back.
 pub struct SessionRun {
     /// The run's record.
-    pub run: WalkRun,
+    pub run: Run<WalkRun>,
     /// The trajectory file, handed on to the next run.
     pub csv: Option<WalkCsv>,
     /// Why the run was cut, if it was.
@@ -315,7 +316,7 @@ pub fn run_scenario(
         WalkCsv::create(&staging.join("trajectory.csv"))
             .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
     );
-    let mut runs: Vec<(WalkRun, WalkOutcome)> = Vec::new();
+    let mut runs: Vec<(Run<WalkRun>, WalkOutcome)> = Vec::new();
     let mut cut: Option<(WalkLaw, Cut)> = None;
     let mut files: Vec<&'static str> = FILES.to_vec();
     super::plan_runs(laws.len());
@@ -341,9 +342,9 @@ pub fn run_scenario(
             }
         }
         // A run that never got a biped's state (a plant that is not one) has nothing to draw.
-        if scenario.animation && !run.poses.is_empty() {
+        if scenario.animation && !run.kind.poses.is_empty() {
             let path = staging.join(law.gif_name());
-            write_walk_gif(&path, &run.poses, run.summary.fell_at_s)
+            write_walk_gif(&path, &run.kind.poses, run.kind.summary.fell_at_s)
                 .map_err(|e| format!("cannot write {}: {e}", law.gif_name()))?;
             files.push(law.gif_name());
         }
@@ -405,7 +406,7 @@ pub fn run_scenario(
         latency_title,
         &runs
             .iter()
-            .map(|(r, _)| (r.name, &r.latency))
+            .map(|(r, _)| (r.kind.name, &r.latency))
             .collect::<Vec<_>>(),
     )?;
     Ok(Finished {
@@ -444,12 +445,12 @@ pub fn summary_table(report: &WalkReport) -> String {
 }
 
 /// `speed.svg`: the COM's forward speed against time per controller, up to a cross at its fall.
-fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> PlotResult {
+fn speed_plot(path: &Path, title: &str, runs: &[(Run<WalkRun>, WalkOutcome)]) -> PlotResult {
     let t_max = runs
         .iter()
-        .filter_map(|(r, _)| r.speed.last().map(|p| p.0))
+        .filter_map(|(r, _)| r.kind.speed.last().map(|p| p.0))
         .fold(0.0, f64::max);
-    if runs.iter().all(|(r, _)| r.speed.is_empty()) || t_max <= 0.0 {
+    if runs.iter().all(|(r, _)| r.kind.speed.is_empty()) || t_max <= 0.0 {
         return no_samples(path, (1000, 420), title, "the plant sent no state");
     }
     let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
@@ -457,7 +458,8 @@ fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> Plot
         .iter()
         .flat_map(|(r, o)| {
             let until = o.fell_at_s.unwrap_or(f64::INFINITY);
-            r.speed
+            r.kind
+                .speed
                 .iter()
                 .filter(move |p| p.0 <= until)
                 .map(|p| finite(p.1))
@@ -479,17 +481,18 @@ fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> Plot
     for ((run, outcome), colour) in runs.iter().zip(COLOURS.iter().cycle()) {
         let colour = *colour;
         let label = match outcome.fell_at_s {
-            Some(t) => format!("{} (fell at {t:.2} s)", run.name),
+            Some(t) => format!("{} (fell at {t:.2} s)", run.kind.name),
             None => format!(
                 "{} ({:.2} m/s mean, {} steps)",
-                run.name, outcome.mean_speed_mps, outcome.steps
+                run.kind.name, outcome.mean_speed_mps, outcome.steps
             ),
         };
         // A fallen walker's flailing on the ground is not drawn: the line ends at the fall.
         let until = outcome.fell_at_s.unwrap_or(f64::INFINITY);
         chart
             .draw_series(LineSeries::new(
-                run.speed
+                run.kind
+                    .speed
                     .iter()
                     .filter(|p| p.0 <= until)
                     .map(|&(t, v)| (t, finite(v))),
@@ -501,6 +504,7 @@ fn speed_plot(path: &Path, title: &str, runs: &[(WalkRun, WalkOutcome)]) -> Plot
             });
         if let Some(t) = outcome.fell_at_s {
             let v = run
+                .kind
                 .speed
                 .iter()
                 .min_by(|a, b| (a.0 - t).abs().total_cmp(&(b.0 - t).abs()))

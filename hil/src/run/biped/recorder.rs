@@ -1,19 +1,18 @@
 //! Records one walking controller's run: the walk's judge ([`WalkJudge`]: fall, distance,
-//! speed, steps), timing histograms, the COM speed for the plot, poses for the animation
+//! speed, steps), the COM speed for the plot, poses for the animation
 //! (at most [`POSE_RATE_HZ`] per second) and `trajectory.csv` streamed row by row. Off the
-//! real-time path (the lockstep driver's thread or the real-time recorder thread).
+//! real-time path: the walk's [`KindRecorder`] inside the shared
+//! [`crate::run::recorder::Recorder`] (the lockstep driver's thread or the real-time recorder thread).
 
 use std::path::Path;
-use std::time::Duration;
 
 use control_core::frames::StateFrame;
 use serde::Serialize;
 use sim_host::biped::BODIES;
 use sim_host::walk::{BipedReading, WalkJudge, WalkSummary};
 
-use super::super::recorder::{CsvFile, Decimated, LatencyHistogram, LoopTimes};
-use super::super::report::{Faults, Percentiles, Timing};
-use super::super::session::LoopRecorder;
+use super::super::recorder::{CsvFile, Decimated, KindRecorder, Run};
+use super::super::report::Percentiles;
 use super::controller::{WalkController, WalkState, WalkTick};
 
 /// Poses kept for the animation, per simulated second.
@@ -83,31 +82,18 @@ pub struct PoseSample {
     pub foot_force_n: [[f64; 2]; 2],
 }
 
-/// What one walking controller's run gives.
+/// What the walk's recorder measured of one controller's run (inside the [`Run`] every kind's
+/// run is).
 #[derive(Debug)]
 pub struct WalkRun {
     /// Controller name.
     pub name: &'static str,
     /// The judge's summary.
     pub summary: WalkSummary,
-    /// Ticks sent (safe state included).
-    pub ticks: u64,
-    /// Plant step cost, µs (the plant's own measurement).
-    pub plant_step_us: Option<Percentiles>,
-    /// Wall time of the run, s.
-    pub wall_s: f64,
-    /// Simulated time reached, s.
-    pub simulated_s: f64,
     /// The COM's forward speed against time (decimated), m/s.
     pub speed: Vec<(f64, f64)>,
     /// Poses for the animation.
     pub poses: Vec<PoseSample>,
-    /// Timing.
-    pub timing: Timing,
-    /// Faults.
-    pub faults: Faults,
-    /// The latency histogram for the plot (wake-up in real time, round trip in lockstep).
-    pub latency: LatencyHistogram,
 }
 
 /// Per-controller outcome in `report.json`.
@@ -161,10 +147,10 @@ pub struct RoleGainsOut {
     pub clamped: bool,
 }
 
-impl WalkRun {
+impl Run<WalkRun> {
     /// The report's entry, with the gains used.
     pub fn outcome(&self, gains: &control_core::simbicon::RoleGains) -> WalkOutcome {
-        let s = &self.summary;
+        let s = &self.kind.summary;
         let g = |role: &'static str, p: &control_core::simbicon::PdGains| RoleGainsOut {
             role,
             kp: p.stiffness_nm_per_rad,
@@ -172,7 +158,7 @@ impl WalkRun {
             clamped: p.clamped,
         };
         WalkOutcome {
-            name: self.name,
+            name: self.kind.name,
             fell: s.fell,
             fell_at_s: s.fell_at_s,
             distance_m: s.distance_m,
@@ -213,10 +199,7 @@ pub struct WalkRecorder {
     next_pose_s: f64,
     speed: Decimated,
     limited: u64,
-    ticks: u64,
     last_reading: Option<BipedReading>,
-    last_state: Option<WalkState>,
-    times: LoopTimes,
 }
 
 impl WalkRecorder {
@@ -232,21 +215,16 @@ impl WalkRecorder {
             next_pose_s: 0.0,
             speed: Decimated::default(),
             limited: 0,
-            ticks: 0,
             last_reading: None,
-            last_state: None,
-            times: LoopTimes::default(),
         }
     }
 }
 
-impl LoopRecorder<WalkController> for WalkRecorder {
-    type Finished = (WalkRun, Option<WalkCsv>);
+impl KindRecorder<WalkController> for WalkRecorder {
+    type Outcome = (WalkRun, Option<WalkCsv>);
 
-    fn state(&mut self, frame: &StateFrame) -> Option<WalkState> {
-        self.times.frame(frame);
+    fn state(&mut self, frame: &StateFrame, _previous: Option<&WalkState>) -> Option<WalkState> {
         let state = WalkState::of(frame);
-        self.last_state = Some(state);
         if state.shape.is_some() {
             return Some(state);
         }
@@ -266,8 +244,7 @@ impl LoopRecorder<WalkController> for WalkRecorder {
         Some(state)
     }
 
-    fn tick(&mut self, command: &WalkTick, compute: Option<Duration>) {
-        self.ticks += 1;
+    fn tick(&mut self, command: &WalkTick, _last: Option<&WalkState>) {
         if command.refused {
             self.judge.refused();
         }
@@ -275,34 +252,17 @@ impl LoopRecorder<WalkController> for WalkRecorder {
         if !command.safe {
             self.judge.transition(command.state, command.transitioned);
         }
-        self.times.compute(compute);
         if let (Some(csv), Some(r)) = (&mut self.csv, &self.last_reading) {
             csv.row(self.name, r, command);
         }
     }
 
-    fn times(&mut self) -> &mut LoopTimes {
-        &mut self.times
-    }
-
-    fn last_state(&self) -> Option<WalkState> {
-        self.last_state
-    }
-
-    fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Self::Finished {
-        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
+    fn finish(self, _last: Option<&WalkState>) -> Self::Outcome {
         let run = WalkRun {
             name: self.name,
             summary: self.judge.finish(self.limited),
-            ticks: self.ticks,
-            plant_step_us,
-            wall_s: wall.as_secs_f64(),
-            simulated_s: self.last_state.map_or(0.0, |s| s.sim_time_s),
             speed: self.speed.points,
             poses: self.poses,
-            timing,
-            faults,
-            latency,
         };
         (run, self.csv)
     }

@@ -29,6 +29,7 @@ use sim_host::{Mode, Push, Wall};
 
 pub use scenario::ChainScenario;
 
+use super::recorder::Run;
 use super::report::{Faults, ReportHeader};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
@@ -326,7 +327,7 @@ pub fn run_scenario(
         )
         .map_err(|e| format!("cannot write trajectory.csv: {e}"))?,
     );
-    let mut runs: Vec<ChainRun> = Vec::new();
+    let mut runs: Vec<Run<ChainRun>> = Vec::new();
     let mut cut: Option<(ChainLaw, Cut)> = None;
     let mut printed_warnings = false;
     super::plan_runs(laws.len());
@@ -343,7 +344,7 @@ pub fn run_scenario(
         if let Some(judge) = &judge {
             recorder = recorder.reach(judge.clone());
         }
-        let ((mut run, next_csv), run_cut) = run_session(
+        let (finished, run_cut) = run_session(
             args,
             controller,
             recorder,
@@ -355,6 +356,7 @@ pub fn run_scenario(
             },
             stop,
         )?;
+        let (mut run, next_csv) = finished.split();
         csv = next_csv;
         if let Some(Cut::PlantLost { reason }) = &run_cut {
             run.faults.plant_lost_reason = Some(reason.clone());
@@ -444,15 +446,16 @@ const INERTIA_SAMPLES: usize = 400;
 /// Replay the `arrival` run's (or the first run's) recorded motion on the replica and compare
 /// the model's composite inertia with Rapier's M_ii there.
 fn inertia_check(
-    runs: &[ChainRun],
+    runs: &[Run<ChainRun>],
     model: &ChainModel,
     replica: &mut Replica,
     joints: usize,
 ) -> Option<InertiaCheck> {
     let run = runs
         .iter()
-        .find(|r| r.name == ChainLaw::Arrival.name())
-        .or_else(|| runs.first())?;
+        .find(|r| r.kind.name == ChainLaw::Arrival.name())
+        .or_else(|| runs.first())
+        .map(|r| &r.kind)?;
     let stride = run.trajectory.len().div_ceil(INERTIA_SAMPLES).max(1);
     let mut check = InertiaCheck {
         controller: run.name,

@@ -13,6 +13,7 @@ use super::super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
 use super::recorder::ChainRun;
 use super::scenario::{ChainScenario, ChainTask};
 use super::{ChainReport, InertiaCheck};
+use crate::run::recorder::Run;
 use sim_host::Mode;
 
 /// Write every plot of a chain run into `dir`.
@@ -20,7 +21,7 @@ pub fn write_all(
     dir: &Path,
     scenario: &ChainScenario,
     report: &ChainReport,
-    runs: &[ChainRun],
+    runs: &[Run<ChainRun>],
 ) -> PlotResult {
     let heading = format!(
         "{} ({} mode, {} Hz)",
@@ -47,7 +48,7 @@ pub fn write_all(
     } else {
         "round trip (lockstep: no wall-clock schedule)"
     };
-    let latency: Vec<_> = runs.iter().map(|r| (r.name, &r.latency)).collect();
+    let latency: Vec<_> = runs.iter().map(|r| (r.kind.name, &r.latency)).collect();
     latency_histogram(
         &dir.join("latency.svg"),
         &format!("{heading}: {what}"),
@@ -75,7 +76,7 @@ fn angles(
     heading: &str,
     scenario: &ChainScenario,
     report: &ChainReport,
-    runs: &[ChainRun],
+    runs: &[Run<ChainRun>],
 ) -> PlotResult {
     let title = if scenario.keyframes.is_empty() {
         format!("{heading}: joint angles")
@@ -83,7 +84,7 @@ fn angles(
         format!("{heading}: joint angles, beat lines at the keyframes")
     };
     let joints = report.joints.len();
-    if joints == 0 || runs.iter().all(|r| r.trajectory.is_empty()) {
+    if joints == 0 || runs.iter().all(|r| r.kind.trajectory.is_empty()) {
         return no_samples(path, (1000, 300), &title, "the plant sent no state");
     }
     let height = 60 + 260 * u32::try_from(joints).unwrap_or(1);
@@ -95,7 +96,12 @@ fn angles(
     for (j, panel) in panels.iter().enumerate() {
         let (lo, hi) = range(
             runs.iter()
-                .flat_map(|r| r.trajectory.iter().filter_map(move |p| p.1.get(j).copied()))
+                .flat_map(|r| {
+                    r.kind
+                        .trajectory
+                        .iter()
+                        .filter_map(move |p| p.1.get(j).copied())
+                })
                 .chain(
                     scenario
                         .keyframes
@@ -133,13 +139,14 @@ fn angles(
             let colour = *colour;
             chart
                 .draw_series(LineSeries::new(
-                    run.trajectory
+                    run.kind
+                        .trajectory
                         .iter()
                         .filter_map(|(t, q)| q.get(j).map(|v| (*t, *v)))
                         .filter(|p| p.1.is_finite()),
                     colour.stroke_width(2),
                 ))?
-                .label(run.name)
+                .label(run.kind.name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
                 });
@@ -313,9 +320,9 @@ type Lines<'a> = Vec<(&'a str, Vec<(f64, f64)>)>;
 
 /// `hand.svg`: hand error (log, with the 1 cm line), posture error and the walls' force on the
 /// hand against time, one line per controller, target instants as vertical lines.
-fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> PlotResult {
+fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[Run<ChainRun>]) -> PlotResult {
     let title = format!("{heading}: hand error, posture error, wall force on the hand");
-    if runs.iter().all(|r| r.reach_series.is_empty()) {
+    if runs.iter().all(|r| r.kind.reach_series.is_empty()) {
         return no_samples(path, (1000, 300), &title, "no reach tick was recorded");
     }
     let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();
@@ -324,15 +331,18 @@ fn hand(path: &Path, heading: &str, report: &ChainReport, runs: &[ChainRun]) -> 
     let panels = root.split_evenly((3, 1));
     let t_max = runs
         .iter()
-        .filter_map(|r| r.reach_series.last().map(|p| p.0))
+        .filter_map(|r| r.kind.reach_series.last().map(|p| p.0))
         .fold(1e-3, f64::max);
     let targets: Vec<f64> = report.hand_targets.iter().map(|t| t.0).collect();
     let series = |pick: &dyn Fn(&ChainRun) -> Vec<(f64, f64)>| -> Lines<'_> {
         runs.iter()
             .map(|r| {
                 (
-                    r.name,
-                    pick(r).into_iter().filter(|p| p.1.is_finite()).collect(),
+                    r.kind.name,
+                    pick(&r.kind)
+                        .into_iter()
+                        .filter(|p| p.1.is_finite())
+                        .collect(),
                 )
             })
             .collect()

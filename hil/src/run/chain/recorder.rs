@@ -1,20 +1,19 @@
 //! Records one chain controller's run: the arrival error of every joint at every keyframe (read
 //! from the state nearest the keyframe's instant), what each joint's law did, torque limiting,
-//! timing histograms, a decimated trajectory for the plots, decimated ticks (joint positions,
+//! a decimated trajectory for the plots, decimated ticks (joint positions,
 //! torques, contact forces) for the 3D replay, and `trajectory.csv` streamed row by row. Memory
-//! stays bounded whatever the run's length. Off the real-time path (the lockstep driver's thread
+//! stays bounded whatever the run's length. The chain kinds' [`KindRecorder`] inside the shared
+//! [`crate::run::recorder::Recorder`]; off the real-time path (the lockstep driver's thread
 //! or the real-time recorder thread).
 
 use std::path::Path;
-use std::time::Duration;
 
 use control_core::articulated::nalgebra::{Matrix3, Vector3};
 use control_core::frames::{ContactForce, MAX_CONTACTS, StateFrame};
 use serde::Serialize;
 
-use super::super::recorder::{CsvFile, Decimated, LatencyHistogram, LoopTimes};
+use super::super::recorder::{CsvFile, Decimated, KindRecorder, Run};
 use super::super::report::{Faults, Percentiles, Timing};
-use super::super::session::LoopRecorder;
 use super::controller::{CAP, ChainCommandOut, ChainController, ChainModel, ChainState, HandPoint};
 
 /// `trajectory.csv` of a chain run, shared by its controllers one after the other.
@@ -88,7 +87,8 @@ impl ChainCsv {
     }
 }
 
-/// One chain controller's run, as the report and the plots need it.
+/// What the chain recorder measured of one controller's run, as the report and the plots need
+/// it (inside the [`Run`] every kind's run is).
 #[derive(Debug, Clone)]
 pub struct ChainRun {
     /// Controller name.
@@ -104,20 +104,8 @@ pub struct ChainRun {
     pub torque_limited_joint_ticks: u64,
     /// Ticks whose state the model refused (safe torques sent).
     pub model_error_ticks: u64,
-    /// Ticks.
-    pub ticks: u64,
-    /// The plant's step cost, µs.
-    pub plant_step_us: Option<Percentiles>,
-    /// Wall time of the run, s.
-    pub wall_s: f64,
     /// Decimated (t, q) for the plots.
     pub trajectory: Vec<(f64, [f64; CAP])>,
-    /// Timing.
-    pub timing: Timing,
-    /// Faults.
-    pub faults: Faults,
-    /// Control-thread wake-up latency (real time) or round trip (lockstep).
-    pub latency: LatencyHistogram,
     /// Reach: decimated (t, hand error m, posture error rad).
     pub reach_series: Vec<(f64, [f64; 2])>,
     /// Reach: decimated (t, |force of the walls on the hand| N).
@@ -259,16 +247,17 @@ pub struct ChainOutcome {
     pub faults: Faults,
 }
 
-impl ChainRun {
+impl Run<ChainRun> {
     /// The report's view of the run.
     pub fn outcome(&self, joints: usize) -> ChainOutcome {
-        let reached = self.arrival_error_rad.iter().flatten();
+        let chain = &self.kind;
+        let reached = chain.arrival_error_rad.iter().flatten();
         let max = reached
             .clone()
             .flat_map(|e| e.iter().copied())
             .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
         // No keyframes (a reach): no per-joint figures either.
-        let joints = if self.arrival_error_rad.is_empty() {
+        let joints = if chain.arrival_error_rad.is_empty() {
             0
         } else {
             joints
@@ -281,29 +270,30 @@ impl ChainRun {
                     .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
             })
             .collect();
-        let within = (!self.arrival_error_rad.is_empty()).then(|| {
-            self.arrival_error_rad
+        let within = (!chain.arrival_error_rad.is_empty()).then(|| {
+            chain
+                .arrival_error_rad
                 .iter()
                 .flatten()
                 .filter(|e| e.iter().all(|&x| x <= REACHED_RAD))
                 .count()
         });
         ChainOutcome {
-            name: self.name,
-            targets: self.targets,
+            name: chain.name,
+            targets: chain.targets,
             keyframes_within_1e_2_rad: within,
-            arrival_error_rad: self.arrival_error_rad.clone(),
+            arrival_error_rad: chain.arrival_error_rad.clone(),
             max_arrival_error_rad: max,
             max_arrival_error_per_joint_rad: per_joint,
-            status_counts: self.status_counts.clone(),
-            torque_limited_joint_ticks: self.torque_limited_joint_ticks,
-            model_error_ticks: self.model_error_ticks,
+            status_counts: chain.status_counts.clone(),
+            torque_limited_joint_ticks: chain.torque_limited_joint_ticks,
+            model_error_ticks: chain.model_error_ticks,
             ticks: self.ticks,
             plant_step_us: self.plant_step_us,
             wall_s: self.wall_s,
-            max_hand_error_m: self.max_hand_error_m,
-            max_posture_error_rad: self.max_posture_error_rad,
-            wall_force_n: self.wall_force_n,
+            max_hand_error_m: chain.max_hand_error_m,
+            max_posture_error_rad: chain.max_posture_error_rad,
+            wall_force_n: chain.wall_force_n,
             timing: self.timing.clone(),
             faults: self.faults.clone(),
         }
@@ -324,14 +314,10 @@ pub struct ChainRecorder {
     /// Per keyframe: (|t − t̂| of the state used, errors).
     arrivals: Vec<Option<(f64, Vec<f64>)>>,
     next_keyframe: usize,
-    previous: Option<ChainState>,
     status_counts: Vec<(&'static str, u64)>,
     torque_limited: u64,
     model_errors: u64,
-    ticks: u64,
-    times: LoopTimes,
     trajectory: Decimated<[f64; CAP]>,
-    last_state: Option<ChainState>,
     csv: Option<ChainCsv>,
     reach: Option<ReachJudge>,
     reach_series: Decimated<[f64; 2]>,
@@ -359,14 +345,10 @@ impl ChainRecorder {
             arrivals: vec![None; keyframes.len()],
             keyframes,
             next_keyframe: 0,
-            previous: None,
             status_counts: Vec::new(),
             torque_limited: 0,
             model_errors: 0,
-            ticks: 0,
-            times: LoopTimes::default(),
             trajectory: Decimated::default(),
-            last_state: None,
             csv,
             reach: None,
             reach_series: Decimated::default(),
@@ -397,15 +379,15 @@ impl ChainRecorder {
             .collect()
     }
 
-    /// Settle every keyframe whose instant lies between the previous state and `state`: its
+    /// Settle every keyframe whose instant lies between the `previous` state and `state`: its
     /// errors are read from whichever of the two is nearer its instant.
-    fn settle_keyframes(&mut self, state: &ChainState) {
+    fn settle_keyframes(&mut self, state: &ChainState, previous: Option<&ChainState>) {
         while let Some((t_k, pose)) = self.keyframes.get(self.next_keyframe) {
             if state.sim_time_s < *t_k {
                 break;
             }
             let mut best = ((state.sim_time_s - t_k).abs(), self.errors(state, pose));
-            if let Some(p) = &self.previous {
+            if let Some(p) = previous {
                 let d = (p.sim_time_s - t_k).abs();
                 if d < best.0 {
                     best = (d, self.errors(p, pose));
@@ -419,11 +401,10 @@ impl ChainRecorder {
     }
 }
 
-impl LoopRecorder<ChainController> for ChainRecorder {
-    type Finished = (ChainRun, Option<ChainCsv>);
+impl KindRecorder<ChainController> for ChainRecorder {
+    type Outcome = (ChainRun, Option<ChainCsv>);
 
-    fn state(&mut self, frame: &StateFrame) -> Option<ChainState> {
-        self.times.frame(frame);
+    fn state(&mut self, frame: &StateFrame, previous: Option<&ChainState>) -> Option<ChainState> {
         let state = ChainState::of(frame)?;
         self.contacts = (frame.step, frame.contacts.clone());
         if let Some(judge) = &self.reach {
@@ -451,15 +432,12 @@ impl LoopRecorder<ChainController> for ChainRecorder {
                 ));
             }
         }
-        self.settle_keyframes(&state);
+        self.settle_keyframes(&state, previous);
         self.trajectory.push(state.sim_time_s, state.q);
-        self.previous = Some(state);
-        self.last_state = Some(state);
         Some(state)
     }
 
-    fn tick(&mut self, command: &ChainCommandOut, compute: Option<Duration>) {
-        self.ticks += 1;
+    fn tick(&mut self, command: &ChainCommandOut, _last: Option<&ChainState>) {
         let r = &command.record;
         if r.model_error {
             self.model_errors += 1;
@@ -500,22 +478,12 @@ impl LoopRecorder<ChainController> for ChainRecorder {
                 },
             },
         );
-        self.times.compute(compute);
         if let Some(csv) = &mut self.csv {
             csv.row(self.name, command);
         }
     }
 
-    fn times(&mut self) -> &mut LoopTimes {
-        &mut self.times
-    }
-
-    fn last_state(&self) -> Option<ChainState> {
-        self.last_state
-    }
-
-    fn finish(self, mut timing: Timing, mut faults: Faults, wall: Duration) -> Self::Finished {
-        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
+    fn finish(self, _last: Option<&ChainState>) -> Self::Outcome {
         let run = ChainRun {
             name: self.name,
             targets: self
@@ -530,13 +498,7 @@ impl LoopRecorder<ChainController> for ChainRecorder {
             status_counts: self.status_counts,
             torque_limited_joint_ticks: self.torque_limited,
             model_error_ticks: self.model_errors,
-            ticks: self.ticks,
-            plant_step_us,
-            wall_s: wall.as_secs_f64(),
             trajectory: self.trajectory.points,
-            timing,
-            faults,
-            latency,
             reach_series: self.reach_series.points,
             wall_series: self.wall_series.points,
             max_hand_error_m: self.max_hand_error_m,
@@ -560,7 +522,9 @@ impl LoopRecorder<ChainController> for ChainRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::recorder::Recorder;
     use control_core::frames::JointState;
+    use std::time::Duration;
 
     fn frame(step: u64, t: f64, q: [f64; 2]) -> StateFrame {
         let mut f = StateFrame::new(step + 1, step, t);
@@ -576,7 +540,7 @@ mod tests {
     #[test]
     fn arrival_errors_are_read_per_joint_at_the_nearest_state_and_unreached_stay_unknown() {
         let keyframes = vec![(0.5, vec![1.0, -1.0]), (1.0, vec![0.0, 0.0])];
-        let mut r = ChainRecorder::new("arrival", 2, keyframes, None);
+        let mut r = Recorder::new(ChainRecorder::new("arrival", 2, keyframes, None));
         for (k, (t, q)) in [
             (0.49, [0.8, -0.7]),
             (0.499, [0.9, -0.95]),
@@ -587,11 +551,16 @@ mod tests {
         {
             r.state(&frame(k as u64, t, q));
         }
-        let (run, _) = r.finish(Timing::default(), Faults::default(), Duration::ZERO);
-        let first = run.arrival_error_rad[0].clone().unwrap_or_default();
+        let (run, _) = r
+            .finish(Timing::default(), Faults::default(), Duration::ZERO)
+            .split();
+        let first = run.kind.arrival_error_rad[0].clone().unwrap_or_default();
         assert_eq!(first.len(), 2);
         assert!((first[0] - 0.1).abs() < 1e-12 && (first[1] - 0.05).abs() < 1e-12);
-        assert_eq!(run.arrival_error_rad[1], None, "t = 1 s was never reached");
+        assert_eq!(
+            run.kind.arrival_error_rad[1], None,
+            "t = 1 s was never reached"
+        );
         let o = run.outcome(2);
         assert!((o.max_arrival_error_rad.unwrap_or(f64::NAN) - 0.1).abs() < 1e-12);
         assert_eq!(o.max_arrival_error_per_joint_rad.len(), 2);

@@ -29,7 +29,6 @@ pub mod balance;
 pub mod controller;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
 use control_core::dynamo::{ConfigField, DynamoError, RootSpringConfig, SpringState};
@@ -43,11 +42,11 @@ use sim_host::scene::MAX_TORQUE_LIMIT_NM;
 use sim_host::{Mode, SceneError};
 
 use super::plot::{COLOURS, PlotResult, latency_histogram, no_samples};
-use super::recorder::{LatencyHistogram, LoopTimes};
+use super::recorder::{KindRecorder, LatencyHistogram, Run};
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::roles::{JointRole, RolesSpec, body_sides, joint_roles};
 use super::scenario::ScenarioError;
-use super::session::{Cut, LoopRecorder, StopFlag};
+use super::session::{Cut, StopFlag};
 use super::standing::{CaptureOut, FeetMeter, FeetOut, FootForce};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use crate::anim::{Bone, BoneKind, ForceArrow, GifSettings, Pose, write_gif};
@@ -915,7 +914,6 @@ pub struct DynamoRecorder {
     /// The reach joint's error at the first tick at or after its arrival time.
     reach_error_rad: Option<f64>,
     keep_poses: bool,
-    last: Option<HumanoidState>,
     /// Bodies other than the feet touching the ground now.
     touching: Vec<u16>,
     fell_at_s: Option<f64>,
@@ -929,7 +927,6 @@ pub struct DynamoRecorder {
     next_pose_s: f64,
     limited: u64,
     refused: u64,
-    times: LoopTimes,
     /// The feet and toes (ground-contact order, the frame's first four contacts).
     feet_meter: FeetMeter,
     /// Their soles, the same order.
@@ -1196,7 +1193,7 @@ impl QpOut {
     }
 }
 
-/// What one run gives.
+/// What the humanoid's recorder measured of one run (inside the [`Run`] every kind's run is).
 #[derive(Debug)]
 pub struct DynamoRun {
     /// When it fell (none: it did not fall while it ran; see [`DynamoRun::stood`]).
@@ -1228,14 +1225,6 @@ pub struct DynamoRun {
     pub balls: Option<BallsOut>,
     /// Poses for the animation: (time, state, ground forces on feet and toes).
     pub poses: Vec<PoseSample>,
-    /// Plant step cost, µs.
-    pub plant_step_us: Option<Percentiles>,
-    /// Timing.
-    pub timing: Timing,
-    /// Faults.
-    pub faults: Faults,
-    /// Latency for the plot.
-    pub latency: LatencyHistogram,
 }
 
 fn tilt_of(b: &control_core::frames::BodyMotion) -> f64 {
@@ -1271,11 +1260,14 @@ fn csv_bool(b: Option<bool>) -> String {
     b.map_or(String::new(), |b| u8::from(b).to_string())
 }
 
-impl LoopRecorder<DynamoController> for DynamoRecorder {
-    type Finished = DynamoRun;
+impl KindRecorder<DynamoController> for DynamoRecorder {
+    type Outcome = DynamoRun;
 
-    fn state(&mut self, frame: &StateFrame) -> Option<HumanoidState> {
-        self.times.frame(frame);
+    fn state(
+        &mut self,
+        frame: &StateFrame,
+        previous: Option<&HumanoidState>,
+    ) -> Option<HumanoidState> {
         for e in &frame.events {
             match *e {
                 Event::ContactBegan { body } if body.0 >= sim_host::humanoid::FIRST_BALL_ID => {
@@ -1318,10 +1310,7 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             }
             let count = frame.contacts.len().min(4);
             let at = sole_centroids(&self.soles, s.bodies.get(..s.body_count).unwrap_or(&[]));
-            let dt = self
-                .last
-                .as_ref()
-                .map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
+            let dt = previous.map_or(0.0, |l| s.sim_time_s - l.sim_time_s);
             self.feet_meter.state(
                 &feet[..count],
                 at.as_ref().map(|a| &a[..count.min(a.len())]),
@@ -1350,11 +1339,10 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
                 torque_norms_nm: self.last_torque_norms.clone(),
             });
         }
-        self.last = Some(s);
         Some(s)
     }
 
-    fn tick(&mut self, c: &DynamoTick, compute: Option<Duration>) {
+    fn tick(&mut self, c: &DynamoTick, _last: Option<&HumanoidState>) {
         if self.keep_poses {
             self.last_torque_norms.clear();
             for t in c.torques_nm.chunks_exact(3).take(self.joints) {
@@ -1391,19 +1379,9 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             self.pose_sq += c.pose_error_sq_sum;
             self.pose_n += u64::from(c.joints);
         }
-        self.times.compute(compute);
     }
 
-    fn times(&mut self) -> &mut LoopTimes {
-        &mut self.times
-    }
-
-    fn last_state(&self) -> Option<HumanoidState> {
-        self.last
-    }
-
-    fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> DynamoRun {
-        let (plant_step_us, latency) = self.times.close(&mut timing, &mut faults);
+    fn finish(self, _last: Option<&HumanoidState>) -> DynamoRun {
         DynamoRun {
             fell_at_s: self.fell_at_s,
             max_tilt_rad: self.max_tilt_rad,
@@ -1419,10 +1397,6 @@ impl LoopRecorder<DynamoController> for DynamoRecorder {
             hand: self.hand.map(|(_, h)| h),
             balls: self.balls.map(|b| b.out),
             poses: self.poses,
-            plant_step_us,
-            timing,
-            faults,
-            latency,
         }
     }
 }
@@ -1592,7 +1566,7 @@ pub fn run_scenario(
                    impulse: f64,
                    keep_poses: bool,
                    tag: &str|
-     -> Result<(DynamoRun, Option<Cut>), Box<dyn std::error::Error>> {
+     -> Result<(Run<DynamoRun>, Option<Cut>), Box<dyn std::error::Error>> {
         let scene_file = scenes.join(format!("{tag}.json"));
         let mut scene = scenario.scene(impulse);
         scene.urdf = std::fs::canonicalize(&scene.urdf).unwrap_or(scene.urdf);
@@ -1605,7 +1579,6 @@ pub fn run_scenario(
             pose_from_s: scenario.reach.arrive_s,
             reach_error_rad: None,
             keep_poses,
-            last: None,
             touching: Vec::new(),
             fell_at_s: None,
             max_tilt_rad: 0.0,
@@ -1618,7 +1591,6 @@ pub fn run_scenario(
             next_pose_s: 0.0,
             limited: 0,
             refused: 0,
-            times: LoopTimes::default(),
             feet_meter: FeetMeter::new(4),
             soles: soles.clone(),
             qp: None,
@@ -1694,25 +1666,25 @@ pub fn run_scenario(
                 first_timing = Some(run.timing.clone());
             }
             if k == 0 {
-                pose_error = (run.pose_error_rad, run.reach_error_at_arrival_rad);
+                pose_error = (run.kind.pose_error_rad, run.kind.reach_error_at_arrival_rad);
                 tick_us = run.timing.compute_us;
                 plant_step_us = run.plant_step_us;
                 latencies.push((law.name(), run.latency.clone()));
             }
             let out = PushOut {
                 impulse_ns: impulse,
-                stood: run.stood(run_cut.as_ref()),
-                fell_at_s: run.fell_at_s,
-                max_torso_tilt_rad: run.max_tilt_rad,
-                external_torque_nm_s: run.external_nm_s,
-                spring_broke_at_s: run.spring_broke_at_s,
-                limited_joint_ticks: run.limited,
-                refused_joint_ticks: run.refused,
-                feet: run.feet.clone(),
-                qp: run.qp.clone(),
-                capture: run.capture.clone(),
-                hand: run.hand.clone(),
-                balls: run.balls.clone(),
+                stood: run.kind.stood(run_cut.as_ref()),
+                fell_at_s: run.kind.fell_at_s,
+                max_torso_tilt_rad: run.kind.max_tilt_rad,
+                external_torque_nm_s: run.kind.external_nm_s,
+                spring_broke_at_s: run.kind.spring_broke_at_s,
+                limited_joint_ticks: run.kind.limited,
+                refused_joint_ticks: run.kind.refused,
+                feet: run.kind.feet.clone(),
+                qp: run.kind.qp.clone(),
+                capture: run.kind.capture.clone(),
+                hand: run.kind.hand.clone(),
+                balls: run.kind.balls.clone(),
             };
             csv.push_str(&format!(
                 "{},push,{},1,{},{},{},{},{},{},{},{},{}\n",
@@ -1721,7 +1693,9 @@ pub fn run_scenario(
                 csv_bool(out.stood),
                 out.fell_at_s.map_or(String::new(), |t| t.to_string()),
                 out.max_torso_tilt_rad,
-                run.pose_error_rad.map_or(String::new(), |e| e.to_string()),
+                run.kind
+                    .pose_error_rad
+                    .map_or(String::new(), |e| e.to_string()),
                 out.external_torque_nm_s,
                 out.spring_broke_at_s
                     .map_or(String::new(), |t| t.to_string()),
@@ -1731,9 +1705,9 @@ pub fn run_scenario(
             ));
             all_stood &= out.stood == Some(true);
             if all_stood {
-                survived_poses = Some((impulse, run.poses));
+                survived_poses = Some((impulse, run.kind.poses));
             } else if out.stood == Some(false) && fall_poses.is_none() {
-                fall_poses = Some((impulse, run.poses));
+                fall_poses = Some((impulse, run.kind.poses));
             }
             faults.push(run.faults);
             pushes.push(out);
@@ -1777,25 +1751,28 @@ pub fn run_scenario(
                 "{},gain_{},0,{scale},{},{},{},{},{},{},{},{},{}\n",
                 law.name(),
                 scope.name(),
-                csv_bool(run.stood(run_cut.as_ref())),
-                run.fell_at_s.map_or(String::new(), |t| t.to_string()),
-                run.max_tilt_rad,
-                run.pose_error_rad.map_or(String::new(), |e| e.to_string()),
-                run.external_nm_s,
-                run.spring_broke_at_s
+                csv_bool(run.kind.stood(run_cut.as_ref())),
+                run.kind.fell_at_s.map_or(String::new(), |t| t.to_string()),
+                run.kind.max_tilt_rad,
+                run.kind
+                    .pose_error_rad
+                    .map_or(String::new(), |e| e.to_string()),
+                run.kind.external_nm_s,
+                run.kind
+                    .spring_broke_at_s
                     .map_or(String::new(), |t| t.to_string()),
-                run.limited,
-                csv_f64(run.capture.min_margin_m),
-                csv_f64(run.capture.end_margin_m),
+                run.kind.limited,
+                csv_f64(run.kind.capture.min_margin_m),
+                csv_f64(run.kind.capture.end_margin_m),
             ));
             sweep.push(SweepOut {
                 controller: law.name(),
                 scope: scope.name(),
                 gain_scale: scale,
-                pose_error_rad: run.pose_error_rad,
-                fell: run.stood(run_cut.as_ref()).map(|stood| !stood),
-                max_torso_tilt_rad: run.max_tilt_rad,
-                limited_joint_ticks: run.limited,
+                pose_error_rad: run.kind.pose_error_rad,
+                fell: run.kind.stood(run_cut.as_ref()).map(|stood| !stood),
+                max_torso_tilt_rad: run.kind.max_tilt_rad,
+                limited_joint_ticks: run.kind.limited,
             });
             faults.push(run.faults);
             if let Some(c) = run_cut {
@@ -2406,10 +2383,6 @@ mod tests {
             hand: None,
             balls: None,
             poses: Vec::new(),
-            plant_step_us: None,
-            timing: Timing::default(),
-            faults: Faults::default(),
-            latency: LatencyHistogram::default(),
         };
         let cut = Cut::Signal(2);
         assert_eq!(run(None).stood(None), Some(true));

@@ -46,7 +46,6 @@
 pub mod stance_stabiliser;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
 use control_core::contact_stabiliser::{
@@ -66,11 +65,11 @@ use sim_host::humanoid::HumanoidScene;
 
 use super::dynamo::controller::HumanoidState;
 use super::dynamo::{PoseSample, write_humanoid_gif};
-use super::recorder::LoopTimes;
-use super::report::{Faults, Percentiles, ReportHeader, Timing};
+use super::recorder::{KindRecorder, Run};
+use super::report::{Faults, Percentiles, ReportHeader};
 use super::roles::{RolesSpec, body_sides};
 use super::scenario::{MAX_END_S, ScenarioError};
-use super::session::{Cut, LoopCommand, LoopController, LoopRecorder, StopFlag};
+use super::session::{Cut, LoopCommand, LoopController, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
 
@@ -1229,12 +1228,10 @@ pub struct Walk3dRecorder {
     touching: Vec<u16>,
     fell_at_s: Option<f64>,
     fell_because: Option<String>,
-    last: Option<HumanoidState>,
     steps: Vec<StepOut>,
     step_v: (f64, f64, u64, [f64; 2], Option<f64>),
     limited: u64,
     refused: u64,
-    times: LoopTimes,
     animation_s: f64,
     poses: Vec<PoseSample>,
     next_pose_s: f64,
@@ -1323,12 +1320,10 @@ impl Walk3dRecorder {
             touching: Vec::new(),
             fell_at_s: None,
             fell_because: None,
-            last: None,
             steps: Vec::new(),
             step_v: (0.0, 0.0, 0, [0.0; 2], None),
             limited: 0,
             refused: 0,
-            times: LoopTimes::default(),
             animation_s,
             poses: Vec::new(),
             next_pose_s: 0.0,
@@ -1346,9 +1341,9 @@ impl Walk3dRecorder {
 }
 
 impl Walk3dRecorder {
-    /// Counts the stance foot's corners at the state the tick answered.
-    fn count_corners(&mut self, stance: usize) {
-        let Some((corners, ordered)) = self.last.and_then(|s| {
+    /// Counts the stance foot's corners at the state the tick answered (`last`).
+    fn count_corners(&mut self, stance: usize, last: Option<&HumanoidState>) {
+        let Some((corners, ordered)) = last.and_then(|s| {
             Some((
                 s.sole_corner_n.get(stance).copied()?,
                 s.sole_corners(stance)?,
@@ -1400,7 +1395,7 @@ impl Walk3dRecorder {
 /// Poses for the animation are kept this often, s.
 pub const POSE_EVERY_S: f64 = 0.02;
 
-/// One run's record.
+/// What the walk's recorder measured of one run (inside the [`Run`] every kind's run is).
 #[derive(Debug, Clone)]
 pub struct Walk3dRun {
     /// The poses for the animation.
@@ -1415,12 +1410,6 @@ pub struct Walk3dRun {
     pub limited: u64,
     /// Ticks the controller refused (the safe state's damping was sent).
     pub refused: u64,
-    /// The plant's step cost, µs.
-    pub plant_step_us: Option<Percentiles>,
-    /// Timing.
-    pub timing: Timing,
-    /// Faults.
-    pub faults: Faults,
     /// The stance foot's corners.
     pub contacts: ContactOut,
     /// The stabiliser's work (`None`: none ran).
@@ -1438,11 +1427,14 @@ pub struct StablePdOut {
     pub fallback_ticks: u64,
 }
 
-impl LoopRecorder<Walk3dController> for Walk3dRecorder {
-    type Finished = Walk3dRun;
+impl KindRecorder<Walk3dController> for Walk3dRecorder {
+    type Outcome = Walk3dRun;
 
-    fn state(&mut self, frame: &StateFrame) -> Option<HumanoidState> {
-        self.times.frame(frame);
+    fn state(
+        &mut self,
+        frame: &StateFrame,
+        _previous: Option<&HumanoidState>,
+    ) -> Option<HumanoidState> {
         for e in &frame.events {
             match *e {
                 Event::ContactBegan { body }
@@ -1503,18 +1495,16 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
                 torque_norms_nm: Vec::new(),
             });
         }
-        self.last = Some(s);
         Some(s)
     }
 
-    fn tick(&mut self, c: &Walk3dTick, compute: Option<Duration>) {
-        self.times.compute(compute);
+    fn tick(&mut self, c: &Walk3dTick, last: Option<&HumanoidState>) {
         if self.fell_at_s.is_some() || c.safe {
             return;
         }
         self.limited += u64::from(c.limited.count_ones());
         self.refused += u64::from(c.refused);
-        self.count_corners(c.stance.index());
+        self.count_corners(c.stance.index(), last);
         if let Some(ok) = c.stable_pd {
             let sp = self.stable_pd.get_or_insert_with(StablePdOut::default);
             sp.ticks += 1;
@@ -1543,8 +1533,7 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         }
         let (sum_z, sum_x, n, desired, target) = &mut self.step_v;
         if c.step_began && c.time_s > 0.0 {
-            let pelvis = self
-                .last
+            let pelvis = last
                 .and_then(|s| s.bodies.get(self.pelvis).copied())
                 .map_or([f64::NAN; 2], |b| [b.com_m[0], b.com_m[2]]);
             let mean = |v: f64| if *n > 0 { v / *n as f64 } else { f64::NAN };
@@ -1572,16 +1561,7 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
         *target = c.target_forward_m_s;
     }
 
-    fn times(&mut self) -> &mut LoopTimes {
-        &mut self.times
-    }
-
-    fn last_state(&self) -> Option<HumanoidState> {
-        self.last
-    }
-
-    fn finish(self, mut timing: Timing, mut faults: Faults, _wall: Duration) -> Walk3dRun {
-        let (plant_step_us, _) = self.times.close(&mut timing, &mut faults);
+    fn finish(self, _last: Option<&HumanoidState>) -> Walk3dRun {
         Walk3dRun {
             poses: self.poses,
             fell_at_s: self.fell_at_s,
@@ -1589,9 +1569,6 @@ impl LoopRecorder<Walk3dController> for Walk3dRecorder {
             steps: self.steps,
             limited: self.limited,
             refused: self.refused,
-            plant_step_us,
-            timing,
-            faults,
             contacts: {
                 let mut c = self.contacts;
                 if c.stance_ticks > 0 {
@@ -1847,7 +1824,7 @@ fn stride_error(steps: &[StepOut], speed: fn(&StepOut) -> (f64, Option<f64>)) ->
 fn summarise(
     law: WalkLaw,
     rate: f64,
-    run: &Walk3dRun,
+    run: &Run<Walk3dRun>,
     cut: bool,
     model: &HumanoidModel,
     controller: &Walk3dController,
@@ -1861,7 +1838,7 @@ fn summarise(
         .map(|(j, g)| (j.name.clone(), g))
         .collect();
     gains.push(("root".into(), root_gains));
-    let steps = &run.steps;
+    let steps = &run.kind.steps;
     let later = steps.get(1..).unwrap_or(&[]);
     let mean = |f: &dyn Fn(&StepOut) -> f64| {
         (!later.is_empty()).then(|| later.iter().map(f).sum::<f64>() / later.len() as f64)
@@ -1871,18 +1848,18 @@ fn summarise(
     RunOut {
         controller: law.name(),
         control_rate_hz: rate,
-        walked: (!cut).then_some(run.fell_at_s.is_none()),
+        walked: (!cut).then_some(run.kind.fell_at_s.is_none()),
         steps: steps.len(),
-        fell_at_s: run.fell_at_s,
-        fell_because: run.fell_because.clone(),
+        fell_at_s: run.kind.fell_at_s,
+        fell_because: run.kind.fell_because.clone(),
         distance_m: last_x - first_x,
         mean_speed_m_s: mean(&|s| s.forward_m_s),
         coronal_speed_error_m_s: stride_error(later, |st| {
             (st.coronal_m_s, Some(st.desired_coronal_m_s))
         }),
         forward_speed_error_m_s: stride_error(later, |st| (st.forward_m_s, st.target_forward_m_s)),
-        limited_joint_ticks: run.limited,
-        refused_ticks: run.refused,
+        limited_joint_ticks: run.kind.limited,
+        refused_ticks: run.kind.refused,
         moved_gains: moves.map(|m| MovedOut {
             joints: (0..model.joints.len())
                 .filter(|k| m.joints & (1 << k) != 0)
@@ -1893,16 +1870,16 @@ fn summarise(
         gains,
         tick_us: run.timing.compute_us,
         plant_step_us: run.plant_step_us,
-        contacts: run.contacts.clone(),
-        stabiliser: run.stabiliser.clone().map(|mut st| {
+        contacts: run.kind.contacts.clone(),
+        stabiliser: run.kind.stabiliser.clone().map(|mut st| {
             if let Some(s) = controller.stabiliser.as_ref() {
                 st.model = s.model().name();
                 st.baseline = Some(s.baseline());
             }
             st
         }),
-        stable_pd: run.stable_pd,
-        step_list: run.steps.clone(),
+        stable_pd: run.kind.stable_pd,
+        step_list: run.kind.steps.clone(),
     }
 }
 
@@ -1945,7 +1922,7 @@ pub fn run_scenario(
                 scene: HumanoidScene,
                 file: String,
                 animation_s: f64|
-     -> Result<(Walk3dRun, Option<Cut>), Box<dyn std::error::Error>> {
+     -> Result<(Run<Walk3dRun>, Option<Cut>), Box<dyn std::error::Error>> {
         let scene_file = scenes.join(file);
         let mut scene = scene;
         scene.urdf = std::fs::canonicalize(&scene.urdf).unwrap_or(scene.urdf);
@@ -2022,12 +1999,12 @@ pub fn run_scenario(
                     .map_or(String::new(), |v| v.to_string())
             ));
         }
-        if !run.poses.is_empty() {
+        if !run.kind.poses.is_empty() {
             write_humanoid_gif(
                 &staging.join(law.gif_name()),
                 (model, &sides),
-                &run.poses,
-                run.fell_at_s,
+                &run.kind.poses,
+                run.kind.fell_at_s,
             )?;
             gifs.push(law.gif_name());
         }
@@ -2072,11 +2049,11 @@ pub fn run_scenario(
                             format!("{}_{rate}_push_{d}_{a}_{k}.json", law.name()),
                             0.0,
                         )?;
-                        (row.walk.phase, row.walk.stance) = phase_at(&run.steps, at_s);
-                        row.walked = run_cut.is_none().then_some(run.fell_at_s.is_none());
-                        row.fell_at_s = run.fell_at_s;
+                        (row.walk.phase, row.walk.stance) = phase_at(&run.kind.steps, at_s);
+                        row.walked = run_cut.is_none().then_some(run.kind.fell_at_s.is_none());
+                        row.fell_at_s = run.kind.fell_at_s;
                         row.steps_after_push =
-                            run.steps.iter().filter(|st| st.time_s > at_s).count();
+                            run.kind.steps.iter().filter(|st| st.time_s > at_s).count();
                         faults.push(run.faults.clone());
                         if let Some(c) = run_cut {
                             push_runs.push(row);
