@@ -1498,7 +1498,7 @@ impl KindRecorder<LeggedController> for LeggedRecorder {
     }
 }
 
-/// What the legged robot's recorder measured of one run (inside the [`Run`] every kind's run
+/// What the legged robot's recorder measured of one run (inside the [`Run`](super::recorder::Run) every kind's run
 /// is).
 #[derive(Debug)]
 pub struct RobotRun {

@@ -1,5 +1,5 @@
 //! What a `ball_blocking` run reports: the per-controller record the
-//! [`Recorder`](super::recorder::Recorder) closes, `report.json`, and the outcome table printed
+//! [`Recorder`](crate::run::recorder::Recorder) closes, `report.json`, and the outcome table printed
 //! at the end. Figures that have no samples are `null` in JSON and `n/a` in the table, never a
 //! zero or an error. Runs off the real-time path.
 
