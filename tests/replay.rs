@@ -1,4 +1,4 @@
-//! `replay.html`, the 3D replay `hil run` writes with a joint-space, humanoid or robot_push run's outputs,
+//! `replay.html`, the 3D replay `hil run` writes with a joint-space, humanoid (push or walk) or robot_push run's outputs,
 //! tested as a user sees it: the real `hil` runs a scenario, then headless Chromium opens the page from the
 //! run folder (no server, no network) and takes a screenshot, which is decoded and looked at:
 //! the robot's colour fills enough of the 3D view, it moves when the page is opened at another
@@ -408,6 +408,81 @@ fn a_humanoid_replay_shows_the_pushed_body_and_the_ground_under_its_feet() {
     );
     eprintln!(
         "replay humanoid: {} bytes, body {n0} / {n1} px, arrows {arrows} px, {:.1} s",
+        text.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A `walk3d` replay: the animated window of the humanoid's walk (SIMBICON with Cartwheel's
+/// gains, which falls at 1.16 s); walking, the ground carries it; fallen, it lies elsewhere on
+/// screen.
+#[test]
+fn a_walk3d_replay_shows_the_humanoid_walking_and_fallen() {
+    let started = Instant::now();
+    let (page, text) = run("replay_walk3d", "walk3d.toml", "simbicon3d");
+    let d = data(&text);
+    assert_eq!(run_names(&d), ["simbicon3d at 300 Hz"]);
+    let run = &d["runs"][0];
+    let summary = run["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.starts_with("fell at 1.16 s after 3 steps"),
+        "{summary}"
+    );
+    assert_eq!(d["bodies"].as_array().map(Vec::len), Some(15));
+    assert_eq!(d["joints"].as_array().map(Vec::len), Some(14));
+    assert!(
+        d["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("first 10 s")),
+        "{}",
+        d["notes"]
+    );
+    // The scenario's animation_s = 10 at one sample per 20 ms.
+    let samples = run["t"].as_array().map_or(0, Vec::len);
+    assert_eq!(samples, 500);
+    assert_eq!(
+        run["poses"].as_array().map(Vec::len),
+        Some(samples * 15 * 7)
+    );
+    assert_eq!(run["tau"].as_array().map(Vec::len), Some(samples * 14));
+    // Walking, the ground holds the body up on its feet (z up on the page): over the first half
+    // second (the feet's contacts chatter from sample to sample) about its weight (70.4 kg).
+    let t = run["t"].as_array().expect("times");
+    let first: Vec<usize> = (0..t.len())
+        .filter(|&k| t[k].as_f64().is_some_and(|t| t > 0.0 && t <= 0.5))
+        .collect();
+    let up = first
+        .iter()
+        .map(|&k| upward_force_at(run, t[k].as_f64().unwrap_or(f64::NAN)))
+        .sum::<f64>()
+        / first.len() as f64;
+    assert!(
+        (0.8 * 690.6..1.2 * 690.6).contains(&up),
+        "{up} N up on average over the first 0.5 s"
+    );
+
+    let dir = page.parent().expect("the run folder").to_path_buf();
+    let (walking, dom) = open(&page, "t=0.24", &dir.join("t0.24.png"));
+    assert_drawn(&dom, "t = 0.24 s");
+    let (fallen, dom) = open(&page, "t=5", &dir.join("t5.png"));
+    assert_drawn(&dom, "t = 5 s");
+    let (n0, x0, y0) = pixels(&walking, orange);
+    let (n1, x1, y1) = pixels(&fallen, orange);
+    assert!(
+        n0 > 3000 && n1 > 1000,
+        "body pixels: {n0} at 0.24 s, {n1} at 5 s"
+    );
+    assert!(
+        (x1 - x0).hypot(y1 - y0) > 15.0,
+        "the fallen body did not move on screen: ({x0:.0}, {y0:.0}) → ({x1:.0}, {y1:.0})"
+    );
+    let (arrows, _, _) = pixels(&walking, red);
+    assert!(
+        arrows > 100,
+        "the ground's forces on the feet: {arrows} red pixels"
+    );
+    eprintln!(
+        "replay walk3d: {} bytes, body {n0} / {n1} px, arrows {arrows} px, {:.1} s",
         text.len(),
         started.elapsed().as_secs_f64()
     );

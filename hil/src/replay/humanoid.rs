@@ -1,17 +1,18 @@
 //! The replay of a humanoid run (`dynamo_push` scenarios: `dynamo_push`, `balance_push`,
-//! `balance_reach`, `balance_pelted`): the same page as the joint-space runs' ([`super::page`],
-//! `replay.js`), fed the humanoid.
+//! `balance_reach`, `balance_pelted`; and `walk3d`): the same page as the joint-space runs'
+//! ([`super::page`], `replay.js`), fed the humanoid.
 //!
 //! What the page gets (JSON, embedded):
 //! - the humanoid: per body (the URDF's link order, the root first) its collision shapes (boxes,
 //!   spheres, capsules) in the body's frame, which for the humanoid is its centre of mass with
 //!   the link's axes (the plant's and the frames' convention);
-//! - per run shown: for each controller, the run of the largest push it survived (every smaller
-//!   one too) and the run of the first push it fell to, each with its summary line; samples
-//!   every 20 ms of simulated time (the recorder's), the last state always: every body's world
-//!   pose, the norm of each joint's torque vector (against the joint's effort, the bound the
-//!   plant checks) and the ground's force on the feet and toes;
-//! - the scene: the ground, gravity, the push (body, force, window).
+//! - per run shown (a push scenario: for each controller, the run of the largest push it
+//!   survived, every smaller one too, and the run of the first push it fell to; a walk: each
+//!   controller's walk at each rate), each with its summary line; samples every 20 ms of
+//!   simulated time (the recorder's): every body's world pose, the norm of each joint's torque
+//!   vector (against the joint's effort, the bound the plant checks) and the ground's force on
+//!   the feet and toes;
+//! - the scene: the ground, gravity, the push (body, force, window) if there is one.
 //!
 //! The humanoid's world is y-up; the page draws a z-up world, so every position, orientation
 //! and force is turned by +90° about x (y → z, z → −y) on the way. Thrown balls are not drawn
@@ -26,6 +27,7 @@ use serde_json::{Value, json};
 
 use super::chain::sig;
 use crate::run::dynamo::{DynamoReport, DynamoScenario, PoseSample};
+use crate::run::report::ReportHeader;
 
 /// One run shown.
 #[derive(Debug, Clone)]
@@ -36,6 +38,33 @@ pub struct Run {
     pub impulse_ns: f64,
     /// Its kept states.
     pub samples: Vec<PoseSample>,
+}
+
+/// A run as the page lists it: its name, its summary line and its kept states.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    /// The name the page lists it by.
+    pub name: &'a str,
+    /// Its summary line.
+    pub summary: &'a str,
+    /// Its kept states.
+    pub samples: &'a [PoseSample],
+}
+
+/// A push drawn as an arrow on the page: the body, its direction (the humanoid's world, any
+/// length), when it starts and how long it lasts (s), and its impulse (N·s).
+#[derive(Debug, Clone, Copy)]
+pub struct PushArrow<'a> {
+    /// The link pushed.
+    pub body: &'a str,
+    /// The push's direction, y-up world.
+    pub direction: [f64; 3],
+    /// When it starts, s.
+    pub at_s: f64,
+    /// How long it lasts, s (> 0).
+    pub duration_s: f64,
+    /// Its impulse, N·s.
+    pub impulse_ns: f64,
 }
 
 /// The page's world (z up) from the humanoid's (y up): +90° about x.
@@ -93,7 +122,7 @@ fn bodies(model: &HumanoidModel) -> Vec<Value> {
 }
 
 /// One run's data.
-fn run(model: &HumanoidModel, contact_bodies: &[usize; 4], run: &Run, summary: String) -> Value {
+fn run(model: &HumanoidModel, contact_bodies: &[usize; 4], run: &Shown<'_>) -> Value {
     let w = turn();
     let (mut t, mut poses, mut tau, mut contacts) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -114,8 +143,8 @@ fn run(model: &HumanoidModel, contact_bodies: &[usize; 4], run: &Run, summary: S
         }
     }
     json!({
-        "name": format!("{} at {} N·s", run.name, run.impulse_ns),
-        "summary": summary,
+        "name": run.name,
+        "summary": run.summary,
         "t": t,
         "poses": poses,
         "q": Vec::<f64>::new(),
@@ -124,19 +153,18 @@ fn run(model: &HumanoidModel, contact_bodies: &[usize; 4], run: &Run, summary: S
     })
 }
 
-/// Everything `replay.html` needs of a humanoid run.
+/// Everything `replay.html` needs of a push scenario's humanoid runs.
 pub fn data(
     scenario: &DynamoScenario,
     model: &HumanoidModel,
     report: &DynamoReport,
     shown: &[Run],
 ) -> Value {
-    let w = turn();
     let mut notes = Vec::new();
     if scenario.pelt.is_some() {
         notes.push(String::from("the thrown balls are not drawn"));
     }
-    let runs: Vec<Value> = shown
+    let lines: Vec<(String, String)> = shown
         .iter()
         .map(|r| {
             let stood = report
@@ -155,39 +183,82 @@ pub fn data(
                     None => "not judged",
                 }
             );
-            run(model, &model.ground_contact_bodies, r, summary)
+            (format!("{} at {} N·s", r.name, r.impulse_ns), summary)
         })
+        .collect();
+    let runs: Vec<Shown<'_>> = shown
+        .iter()
+        .zip(&lines)
+        .map(|(r, (name, summary))| Shown {
+            name,
+            summary,
+            samples: &r.samples,
+        })
+        .collect();
+    // The push arrow: the largest push among the runs shown (each run has its own).
+    let largest = shown.iter().map(|r| r.impulse_ns).fold(0.0, f64::max);
+    let push = (largest > 0.0).then_some(PushArrow {
+        body: &scenario.push_body,
+        direction: scenario.push_direction,
+        at_s: scenario.push_at_s,
+        duration_s: scenario.push_duration_s,
+        impulse_ns: largest,
+    });
+    page_data(
+        (&report.header, &report.urdf),
+        model,
+        (notes, DECIMATION),
+        push,
+        &runs,
+    )
+}
+
+/// How a push scenario's runs are sampled, as the page says it.
+const DECIMATION: &str = "one sample per 20 ms of simulated time (the recorder's), the last state always; positions to 0.1 mm, torques (each joint's torque vector's norm) and forces to 4 digits";
+
+/// Everything `replay.html` needs of humanoid runs: the report's `header` and `urdf`, the
+/// humanoid `model`, `notes` for the page and how the runs were sampled (`decimation`), the
+/// `push` to draw (if any) and the runs `shown`.
+pub fn page_data(
+    (header, urdf): (&ReportHeader, &str),
+    model: &HumanoidModel,
+    (mut notes, decimation): (Vec<String>, &str),
+    push: Option<PushArrow<'_>>,
+    shown: &[Shown<'_>],
+) -> Value {
+    let w = turn();
+    let runs: Vec<Value> = shown
+        .iter()
+        .map(|r| run(model, &model.ground_contact_bodies, r))
         .collect();
     let joints: Vec<Value> = model
         .joints
         .iter()
         .map(|j| json!({ "name": j.name, "prismatic": false, "effort": j.effort_nm }))
         .collect();
-    // The push arrow: the largest push among the runs shown (each run has its own).
-    let largest = shown.iter().map(|r| r.impulse_ns).fold(0.0, f64::max);
     let mut pushes = Vec::new();
-    if let Some(body) = model.body_index(&scenario.push_body)
-        && largest > 0.0
+    if let Some(p) = push
+        && let Some(body) = model.body_index(p.body)
     {
-        let d = v3(scenario.push_direction);
-        let f = w * (d / d.norm()) * (largest / scenario.push_duration_s);
+        let d = v3(p.direction);
+        let f = w * (d / d.norm()) * (p.impulse_ns / p.duration_s);
         pushes.push(super::push_arrow(
-            (body, &scenario.push_body),
+            (body, p.body),
             [f.x, f.y, f.z],
-            (scenario.push_at_s, scenario.push_duration_s),
-            largest,
+            (p.at_s, p.duration_s),
+            p.impulse_ns,
             &mut notes,
         ));
     }
     json!({
         "format": "hil replay 1",
-        "scenario": report.header.scenario,
-        "scenario_file": report.header.scenario_file,
-        "kind": report.header.kind,
-        "mode": report.header.mode,
+        "scenario": header.scenario,
+        "scenario_file": header.scenario_file,
+        "kind": header.kind,
+        "mode": header.mode,
         "robot": model.name,
         "floating_base": true,
-        "urdf": report.urdf,
+        "urdf": urdf,
         "gravity": [0.0, 0.0, -9.81],
         "joints": joints,
         "bodies": bodies(model),
@@ -199,12 +270,12 @@ pub fn data(
         "hand_targets": [],
         "pushes": pushes,
         "notes": notes,
-        "decimation": "one sample per 20 ms of simulated time (the recorder's), the last state always; positions to 0.1 mm, torques (each joint's torque vector's norm) and forces to 4 digits",
+        "decimation": decimation,
         "runs": runs,
     })
 }
 
-/// Write `replay.html` for a humanoid run at `path`.
+/// Write `replay.html` for a push scenario's humanoid runs at `path`.
 pub fn write(
     path: &Path,
     scenario: &DynamoScenario,
@@ -212,8 +283,22 @@ pub fn write(
     report: &DynamoReport,
     runs: &[Run],
 ) -> Result<(), String> {
-    let data = data(scenario, model, report, runs);
-    let title = format!("{} — {} — hil replay", report.header.scenario, model.name);
-    std::fs::write(path, super::page(&title, &data))
+    write_page(
+        path,
+        &report.header.scenario,
+        model,
+        &data(scenario, model, report, runs),
+    )
+}
+
+/// Write the page of `data` (from [`page_data`]) at `path`, titled by `scenario` and the model.
+pub fn write_page(
+    path: &Path,
+    scenario: &str,
+    model: &HumanoidModel,
+    data: &Value,
+) -> Result<(), String> {
+    let title = format!("{scenario} — {} — hil replay", model.name);
+    std::fs::write(path, super::page(&title, data))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

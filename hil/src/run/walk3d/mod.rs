@@ -145,7 +145,8 @@ pub struct Walk3dScenario {
     #[serde(default)]
     pub stabiliser_baseline: Baseline,
     /// The first this many seconds of each controller's run at the first rate as an animated
-    /// side view, `walk3d_<controller>.gif` (default 0: none; at most 60).
+    /// side view, `walk3d_<controller>.gif`, and in the 3D replay `replay.html` (default 0:
+    /// neither; at most 60).
     #[serde(default)]
     pub animation_s: f64,
 }
@@ -1233,6 +1234,10 @@ pub struct Walk3dRecorder {
     limited: u64,
     refused: u64,
     animation_s: f64,
+    /// The humanoid's joints (a torque frame carries three values each).
+    joints: usize,
+    /// The norm of each joint's torque vector at the last tick, for the next pose kept.
+    last_torque_norms: Vec<f64>,
     poses: Vec<PoseSample>,
     next_pose_s: f64,
     contacts: ContactOut,
@@ -1325,6 +1330,8 @@ impl Walk3dRecorder {
             limited: 0,
             refused: 0,
             animation_s,
+            joints: model.joints.len(),
+            last_torque_norms: Vec::new(),
             poses: Vec::new(),
             next_pose_s: 0.0,
             contacts: ContactOut::default(),
@@ -1492,13 +1499,20 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
                 time_s: frame.sim_time_s,
                 state: s,
                 forces,
-                torque_norms_nm: Vec::new(),
+                torque_norms_nm: self.last_torque_norms.clone(),
             });
         }
         Some(s)
     }
 
     fn tick(&mut self, c: &Walk3dTick, last: Option<&HumanoidState>) {
+        if self.animation_s > 0.0 && c.time_s < self.animation_s {
+            self.last_torque_norms.clear();
+            for t in c.torques_nm.chunks_exact(3).take(self.joints) {
+                self.last_torque_norms
+                    .push((t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt());
+            }
+        }
         if self.fell_at_s.is_some() || c.safe {
             return;
         }
@@ -1910,6 +1924,8 @@ pub fn run_scenario(
     let mut first_timing = None;
     let mut cut: Option<(String, Cut)> = None;
     let mut gifs: Vec<&'static str> = Vec::new();
+    // The animated window of each walk at the first rate: (name, summary, poses) for the replay.
+    let mut replay_runs: Vec<(String, String, Vec<PoseSample>)> = Vec::new();
     let mut csv = String::from(
         "controller,control_rate_hz,walked,steps,fell_at_s,distance_m,mean_speed_m_s,coronal_speed_error_m_s,limited_joint_ticks,tick_p50_us,disequilibrium_share,stabiliser_improved_ticks,forward_speed_error_m_s\n",
     );
@@ -2007,6 +2023,23 @@ pub fn run_scenario(
                 run.kind.fell_at_s,
             )?;
             gifs.push(law.gif_name());
+            let summary = match (out.fell_at_s, &out.fell_because) {
+                (Some(t), why) => format!(
+                    "fell at {t:.2} s after {} steps{}",
+                    out.steps,
+                    why.as_ref().map_or(String::new(), |w| format!(": {w}"))
+                ),
+                (None, _) if run_cut.is_some() => format!("cut short after {} steps", out.steps),
+                (None, _) => format!(
+                    "walked {} s: {} steps, {:.2} m",
+                    s.duration_s, out.steps, out.distance_m
+                ),
+            };
+            replay_runs.push((
+                format!("{} at {rate} Hz", law.name()),
+                summary,
+                run.kind.poses.clone(),
+            ));
         }
         faults.push(run.faults.clone());
         let unpushed_fell = out.fell_at_s;
@@ -2132,6 +2165,41 @@ pub fn run_scenario(
         staging.join("report.json"),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
+    if !replay_runs.is_empty() {
+        let shown: Vec<_> = replay_runs
+            .iter()
+            .map(|(name, summary, samples)| crate::replay::humanoid::Shown {
+                name,
+                summary,
+                samples,
+            })
+            .collect();
+        let mut notes = vec![format!(
+            "each walk's first {} s (the scenario's animation_s), at the first control rate",
+            s.animation_s
+        )];
+        if s.push_test.is_some() {
+            notes.push(String::from("the push test's walks are not shown"));
+        }
+        let decimation = format!(
+            "one sample per {} ms of simulated time over each walk's first {} s (the animation's); positions to 0.1 mm, torques (each joint's torque vector's norm, at the tick before the sample) and forces to 4 digits",
+            1e3 * POSE_EVERY_S,
+            s.animation_s
+        );
+        let data = crate::replay::humanoid::page_data(
+            (&report.header, &report.urdf),
+            model,
+            (notes, &decimation),
+            None,
+            &shown,
+        );
+        crate::replay::humanoid::write_page(
+            &staging.join("replay.html"),
+            &report.header.scenario,
+            model,
+            &data,
+        )?;
+    }
     Ok(Finished {
         summary: summary_table(&report),
         incomplete_reason: report.header.incomplete_reason.clone(),
@@ -2139,6 +2207,7 @@ pub fn run_scenario(
             .into_iter()
             .chain(s.push_test.as_ref().map(|_| "pushes.csv"))
             .chain(gifs)
+            .chain((!replay_runs.is_empty()).then_some("replay.html"))
             .collect(),
     })
 }
