@@ -38,11 +38,13 @@ CLASSES = [
     # simbicon_walk: the planar walker.
     ("hil/src/run/biped/", "simbicon_walk"),
     ("hil/src/run/walk/", "simbicon_walk"),
+    ("hil/src/replay/biped.rs", "simbicon_walk"),
     ("sim-host/src/biped.rs", "simbicon_walk"),
     ("sim-host/src/walk.rs", "simbicon_walk"),
     # dynamo_push and the balance scenarios on the 15-body humanoid.
     ("hil/src/run/dynamo/", "dynamo_push"),
-    ("hil/src/replay/humanoid.rs", "dynamo_push"),
+    # The humanoid's replay page, for its push and walk kinds.
+    ("hil/src/replay/humanoid.rs", "family"),
     # robot_push: a real legged robot from its URDF.
     ("hil/src/run/legged.rs", "robot_push"),
     ("hil/src/replay/legged.rs", "robot_push"),

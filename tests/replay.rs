@@ -1,4 +1,4 @@
-//! `replay.html`, the 3D replay `hil run` writes with a joint-space, humanoid (push or walk) or robot_push run's outputs,
+//! `replay.html`, the 3D replay `hil run` writes with a joint-space, humanoid (push or walk), planar walker or robot_push run's outputs,
 //! tested as a user sees it: the real `hil` runs a scenario, then headless Chromium opens the page from the
 //! run folder (no server, no network) and takes a screenshot, which is decoded and looked at:
 //! the robot's colour fills enough of the 3D view, it moves when the page is opened at another
@@ -483,6 +483,80 @@ fn a_walk3d_replay_shows_the_humanoid_walking_and_fallen() {
     );
     eprintln!(
         "replay walk3d: {} bytes, body {n0} / {n1} px, arrows {arrows} px, {:.1} s",
+        text.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A `simbicon_walk` replay: SIMBICON's planar walker with the analytic gains, walking its 20 s;
+/// the ground carries its weight on its feet, and it is elsewhere on screen a second later.
+#[test]
+fn a_walk_replay_shows_the_planar_walker_walking() {
+    let started = Instant::now();
+    let (page, text) = run("replay_walk", "simbicon_walk.toml", "simbicon_analytic");
+    let d = data(&text);
+    assert_eq!(run_names(&d), ["simbicon_analytic"]);
+    let run = &d["runs"][0];
+    let summary = run["summary"].as_str().unwrap_or_default();
+    assert!(summary.starts_with("walked 20.0 s"), "{summary}");
+    assert_eq!(d["bodies"].as_array().map(Vec::len), Some(7));
+    assert_eq!(d["joints"].as_array().map(Vec::len), Some(6));
+    // 20 s at the animation's 50 samples a second.
+    let samples = run["t"].as_array().map_or(0, Vec::len);
+    assert!((999..=1001).contains(&samples), "{samples} samples");
+    assert_eq!(run["poses"].as_array().map(Vec::len), Some(samples * 7 * 7));
+    assert_eq!(run["tau"].as_array().map(Vec::len), Some(samples * 6));
+    // The ground carries its weight (90 kg) on its feet (z up on the page), on average over the
+    // first 2 s.
+    let t = run["t"].as_array().expect("times");
+    let first: Vec<f64> = t
+        .iter()
+        .filter_map(Value::as_f64)
+        .filter(|&t| t > 0.0 && t <= 2.0)
+        .collect();
+    let up = first.iter().map(|&t| upward_force_at(run, t)).sum::<f64>() / first.len() as f64;
+    assert!(
+        (0.8 * 882.9..1.2 * 882.9).contains(&up),
+        "{up} N up on average over the first 2 s"
+    );
+
+    // The torso walks on (body 0, x forward on the page): about 1.1 m in the second.
+    let torso_x = |t_s: f64| {
+        let k = t.iter().position(|x| x.as_f64().is_some_and(|x| x >= t_s));
+        run["poses"][k.unwrap_or(0) * 7 * 7]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    };
+    let walked = torso_x(2.0) - torso_x(1.0);
+    assert!(
+        (0.8..1.5).contains(&walked),
+        "the torso went {walked} m from 1 s to 2 s"
+    );
+
+    // The view follows the torso: the walker stays in view, its legs in another pose.
+    let dir = page.parent().expect("the run folder").to_path_buf();
+    let (early, dom) = open(&page, "t=1", &dir.join("t1.png"));
+    assert_drawn(&dom, "t = 1 s");
+    let (later, dom) = open(&page, "t=1.3", &dir.join("t1.3.png"));
+    assert_drawn(&dom, "t = 1.3 s");
+    let (n0, _, _) = pixels(&early, orange);
+    let (n1, _, _) = pixels(&later, orange);
+    assert!(
+        n0 > 3000 && n1 > 3000,
+        "body pixels: {n0} at 1 s, {n1} at 1.3 s"
+    );
+    let is_body = |p: &[u8; 3]| orange(i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
+    let changed = early
+        .iter()
+        .zip(&later)
+        .filter(|(a, b)| is_body(a) != is_body(b))
+        .count();
+    assert!(
+        changed > 1000,
+        "the legs did not move on screen: {changed} pixels changed"
+    );
+    eprintln!(
+        "replay walk: {} bytes, body {n0} / {n1} px, {changed} px changed, {:.1} s",
         text.len(),
         started.elapsed().as_secs_f64()
     );

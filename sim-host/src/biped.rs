@@ -184,7 +184,7 @@ pub const SOLVER_ITERATIONS: usize = 4;
 pub const MAX_PUSHES: usize = 64;
 
 /// Depth (z) of every collision box, m: irrelevant to the planar motion.
-const DEPTH_M: f64 = 0.1;
+pub const DEPTH_M: f64 = 0.1;
 
 /// The value of a biped scene's required `kind` field: `"biped"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -462,8 +462,9 @@ impl fmt::Debug for BipedPlant {
     }
 }
 
-/// Half extents of body `body`'s collision box, x and y in its own frame, m.
-fn half_extents(body: usize) -> [f64; 2] {
+/// Half extents of body `body`'s collision box (body order, [`BODY_NAMES`]), x and y in its own
+/// frame, m; its depth is [`DEPTH_M`].
+pub fn half_extents(body: usize) -> [f64; 2] {
     let t = LINK_THICKNESS_M / 2.0;
     match body {
         TORSO => [t, TORSO_LENGTH_M / 2.0],

@@ -98,8 +98,22 @@
       const near = motionBox.clampPoint(c, new THREE.Vector3());
       box.expandByPoint(near.clone().max(c.clone().sub(h)).min(c.clone().add(h)));
     }
-    const center = box.getCenter(new THREE.Vector3());
-    const size = Math.max(box.getSize(new THREE.Vector3()).length(), 0.2);
+    // The scene drawn: the motion and the walls near it (the ground spans it).
+    const sceneCenter = box.getCenter(new THREE.Vector3());
+    const sceneSize = Math.max(box.getSize(new THREE.Vector3()).length(), 0.2);
+    // The view: the whole scene; or, for a walk (`D.follow`), the robot at its first pose, the
+    // camera then following its root body (body 0) along the ground.
+    let center = sceneCenter;
+    let size = sceneSize;
+    if (D.follow && D.runs.length && D.runs[0].t.length) {
+      const whole = box.clone();
+      box.makeEmpty();
+      growPoses(D.runs[0].poses, 0);
+      center = box.getCenter(new THREE.Vector3());
+      // With room for the steps and swings around it.
+      size = 1.6 * Math.max(box.getSize(new THREE.Vector3()).length(), 0.2);
+      box.copy(whole);
+    }
 
     // --- The robot: one group per body, its collision shapes in it; and its ghost. ---
     const geometryCache = new Map();
@@ -169,17 +183,17 @@
       edges.position.fromArray(w.center);
       scene.add(mesh, edges);
     }
-    const cells = [0.05, 0.1, 0.25, 0.5, 1, 2, 5].find((c) => (2 * size) / c <= 60) || 10;
-    const gridSpan = Math.ceil((2 * size) / cells) * cells;
+    const cells = [0.05, 0.1, 0.25, 0.5, 1, 2, 5].find((c) => (2 * sceneSize) / c <= 60) || 10;
+    const gridSpan = Math.ceil((2 * sceneSize) / cells) * cells;
     const grid = new THREE.GridHelper(gridSpan, Math.round(gridSpan / cells), 0x9aa5b1, 0xcbd2d9);
     let groundNote;
     if (D.ground) {
       // The plant's ground: the half-space z ≤ height in the world.
       const plane = new THREE.Mesh(new THREE.PlaneGeometry(gridSpan, gridSpan),
         new THREE.MeshPhongMaterial({ color: 0xd9e2d0, side: THREE.DoubleSide }));
-      plane.position.set(center.x, center.y, D.ground.height);
+      plane.position.set(sceneCenter.x, sceneCenter.y, D.ground.height);
       grid.rotateX(Math.PI / 2);
-      grid.position.set(center.x, center.y, D.ground.height + 1e-4);
+      grid.position.set(sceneCenter.x, sceneCenter.y, D.ground.height + 1e-4);
       scene.add(plane);
       groundNote = 'ground (z = ' + D.ground.height + ' m), grid ' + cells + ' m';
     } else {
@@ -191,7 +205,7 @@
         low = Math.min(low, c.dot(up));
       }
       grid.quaternion.setFromUnitVectors(new THREE.Vector3(0, 1, 0), up);
-      grid.position.copy(center).addScaledVector(up, low - center.dot(up));
+      grid.position.copy(sceneCenter).addScaledVector(up, low - sceneCenter.dot(up));
       groundNote = 'reference grid, ' + cells + ' m cells, ⟂ up, below the motion (no ground in this scene)';
     }
     scene.add(grid);
@@ -295,7 +309,7 @@
       ['joints', nj + ' (' + D.joints.map((j) => j.name).join(', ') + ')'],
       ['shapes', 'collision shapes; meshes as the convex hulls of their vertices, as the plant simulates them'],
       ['samples', D.decimation],
-      ['view', 'drag: turn, wheel: zoom, right-drag: pan; up is against gravity'],
+      ['view', 'drag: turn, wheel: zoom, right-drag: pan; up is against gravity' + (D.follow ? '; the view follows the root body' : '')],
     ];
     $('info').innerHTML = '';
     for (const [k, v] of info) {
@@ -440,6 +454,14 @@
       const run = D.runs[runIndex];
       const i = sampleAt(run, t);
       if (i >= 0) pose(bodies, run.poses, i * 7 * nb);
+      if (D.follow && i >= 0) {
+        // Keep the root body where the view looks, along the ground (the user's turn and zoom kept).
+        const at = i * 7 * nb;
+        const d = V(run.poses.slice(at, at + 3)).sub(controls.target);
+        d.addScaledVector(up, -d.dot(up));
+        controls.target.add(d);
+        camera.position.add(d);
+      }
       // The next keyframe (the one the controller heads for), as a ghost.
       let target = '';
       if (D.keyframes.length) {

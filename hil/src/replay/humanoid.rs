@@ -207,7 +207,7 @@ pub fn data(
     page_data(
         (&report.header, &report.urdf),
         model,
-        (notes, DECIMATION),
+        (notes, DECIMATION, false),
         push,
         &runs,
     )
@@ -218,11 +218,11 @@ const DECIMATION: &str = "one sample per 20 ms of simulated time (the recorder's
 
 /// Everything `replay.html` needs of humanoid runs: the report's `header` and `urdf`, the
 /// humanoid `model`, `notes` for the page and how the runs were sampled (`decimation`), the
-/// `push` to draw (if any) and the runs `shown`.
+/// `push` to draw (if any), the runs `shown`, and whether the view `follow`s the root (a walk).
 pub fn page_data(
     (header, urdf): (&ReportHeader, &str),
     model: &HumanoidModel,
-    (mut notes, decimation): (Vec<String>, &str),
+    (mut notes, decimation, follow): (Vec<String>, &str, bool),
     push: Option<PushArrow<'_>>,
     shown: &[Shown<'_>],
 ) -> Value {
@@ -250,7 +250,7 @@ pub fn page_data(
             &mut notes,
         ));
     }
-    json!({
+    let mut data = json!({
         "format": "hil replay 1",
         "scenario": header.scenario,
         "scenario_file": header.scenario_file,
@@ -272,7 +272,11 @@ pub fn page_data(
         "notes": notes,
         "decimation": decimation,
         "runs": runs,
-    })
+    });
+    if follow {
+        data["follow"] = Value::Bool(true);
+    }
+    data
 }
 
 /// Write `replay.html` for a push scenario's humanoid runs at `path`.

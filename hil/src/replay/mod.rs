@@ -10,6 +10,7 @@
 //! holds and how it is decimated). The chain (joint-space) scenarios write one, the humanoid's
 //! ([`humanoid`]) and the real robots pushed ([`legged`]).
 
+pub mod biped;
 pub mod chain;
 mod hull;
 pub mod humanoid;

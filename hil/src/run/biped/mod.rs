@@ -47,7 +47,8 @@ pub const KIND: &str = "simbicon_walk";
 /// Most entries of a walk scenario's `controllers` (there are two controllers, each named once).
 pub const MAX_CONTROLLERS: usize = 16;
 
-/// The files every walk run writes (the animations come on top, one per controller run).
+/// The files every walk run writes (the animations come on top, one per controller run, and
+/// the 3D replay).
 pub const FILES: [&str; 5] = [
     "report.json",
     "trajectory.csv",
@@ -84,7 +85,8 @@ pub struct WalkScenario {
     pub start: Start,
     /// The controllers, by name, in run order (`simbicon`, `simbicon_analytic`).
     pub controllers: Vec<String>,
-    /// Whether each run writes its animated side view (`walk_<controller>.gif`).
+    /// Whether each run writes its animated side view (`walk_<controller>.gif`), and the runs
+    /// their 3D replay (`replay.html`).
     #[serde(default = "default_true")]
     pub animation: bool,
     /// Forces on the torso's centre of mass (x, y N), each for a while.
@@ -390,6 +392,40 @@ pub fn run_scenario(
     let path = staging.join("report.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let shown: Vec<(&WalkRun, String)> = runs
+        .iter()
+        .filter(|(r, _)| !r.kind.poses.is_empty())
+        .map(|(r, o)| {
+            let summary = match o.fell_at_s {
+                Some(t) => format!(
+                    "fell at {t:.2} s after {} steps, {:.2} m",
+                    o.steps, o.distance_m
+                ),
+                None => format!(
+                    "walked {:.1} s: {} steps, {:.2} m at {:.2} m/s",
+                    o.time_walked_s, o.steps, o.distance_m, o.mean_speed_mps
+                ),
+            };
+            (&r.kind, summary)
+        })
+        .collect();
+    if !shown.is_empty() {
+        let shown: Vec<_> = shown
+            .iter()
+            .map(|(r, summary)| crate::replay::biped::Shown {
+                name: r.name,
+                summary,
+                samples: &r.poses,
+            })
+            .collect();
+        crate::replay::biped::write(
+            &staging.join("replay.html"),
+            &report.header,
+            &scenario.scene(),
+            &shown,
+        )?;
+        files.push("replay.html");
+    }
     let title = format!(
         "{}: COM forward speed, {} Hz, {}",
         scenario.name,

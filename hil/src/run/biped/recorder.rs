@@ -8,7 +8,7 @@ use std::path::Path;
 
 use control_core::frames::StateFrame;
 use serde::Serialize;
-use sim_host::biped::BODIES;
+use sim_host::biped::{BODIES, JOINTS};
 use sim_host::walk::{BipedReading, WalkJudge, WalkSummary};
 
 use super::super::recorder::{CsvFile, Decimated, KindRecorder, Run};
@@ -68,8 +68,8 @@ impl WalkCsv {
     }
 }
 
-/// One pose for the animation: every body's centre of mass and pitch, the whole COM, the feet's
-/// forces.
+/// One pose for the animation and the replay: every body's centre of mass and pitch, the whole
+/// COM, the feet's forces, the joints' torques.
 #[derive(Debug, Clone, Copy)]
 pub struct PoseSample {
     /// Time, s.
@@ -80,6 +80,9 @@ pub struct PoseSample {
     pub com_m: [f64; 2],
     /// The ground's force on each foot, [left, right], (x, y), N.
     pub foot_force_n: [[f64; 2]; 2],
+    /// The joints' torques of the tick before (the ones the plant applied over the step that
+    /// led here), joint order, N·m.
+    pub torques_nm: [f64; JOINTS],
 }
 
 /// What the walk's recorder measured of one controller's run (inside the [`Run`] every kind's
@@ -200,6 +203,8 @@ pub struct WalkRecorder {
     speed: Decimated,
     limited: u64,
     last_reading: Option<BipedReading>,
+    /// The last tick's torques, for the next pose kept.
+    last_torques_nm: [f64; JOINTS],
 }
 
 impl WalkRecorder {
@@ -216,6 +221,7 @@ impl WalkRecorder {
             speed: Decimated::default(),
             limited: 0,
             last_reading: None,
+            last_torques_nm: [0.0; JOINTS],
         }
     }
 }
@@ -238,6 +244,7 @@ impl KindRecorder<WalkController> for WalkRecorder {
                 bodies: r.bodies,
                 com_m: r.com_m,
                 foot_force_n: r.foot_force_n,
+                torques_nm: self.last_torques_nm,
             });
         }
         self.last_reading = Some(r);
@@ -245,6 +252,7 @@ impl KindRecorder<WalkController> for WalkRecorder {
     }
 
     fn tick(&mut self, command: &WalkTick, _last: Option<&WalkState>) {
+        self.last_torques_nm = command.torques_nm;
         if command.refused {
             self.judge.refused();
         }

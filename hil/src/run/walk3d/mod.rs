@@ -2189,7 +2189,7 @@ pub fn run_scenario(
         let data = crate::replay::humanoid::page_data(
             (&report.header, &report.urdf),
             model,
-            (notes, &decimation),
+            (notes, &decimation, true),
             None,
             &shown,
         );
