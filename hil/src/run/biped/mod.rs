@@ -685,6 +685,7 @@ controllers = ["simbicon_analytic"]
             bodies: [([0.0, 1.0], 0.0); BODIES],
             com_m: [0.0, 1.0],
             foot_force_n: [[0.0, 400.0], [0.0, 0.0]],
+            torques_nm: [0.0; sim_host::biped::JOINTS],
         };
         p.bodies[TORSO] = ([0.0, 1.18], 0.0);
         let pose = pose_of(&p);
