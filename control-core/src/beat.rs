@@ -250,10 +250,10 @@ impl BeatServo {
             let drive = gains.stiffness_nm_per_rad * (target.pose_rad - theta)
                 + gains.damping_nms_per_rad * (target.velocity_rad_s - omega);
             // The feed-forward is of the composite inertia (what the ancestors' acceleration
-            // drags), whichever inertia scales the gains.
-            let acceleration = tick.feedforward_step(joint, drive, composite)?;
+            // drags), whichever inertia scales the gains; without it, nothing of it is formed
+            // (so nothing of it can fail the tick).
             let parent_feedforward = if self.config.parent_feedforward {
-                acceleration
+                tick.feedforward_step(joint, drive, composite)?
             } else {
                 0.0
             };
@@ -557,6 +557,39 @@ mod tests {
                 assert!(j.gains.damping_nms_per_rad < 1e-300);
                 assert!(close(j.torque_nm, j.gravity_nm, 1e-12, 1e-300));
             }
+        }
+    }
+
+    /// A pose so far away that the commanded accelerations overflow while the torques do not
+    /// (gains of each link's own inertia, accelerations of the composite's: the light distal
+    /// links accelerate far more than their torques grow): with the parent feed-forward the tick
+    /// is out of range (never a NaN); without it, the feed-forward is not formed and the tick
+    /// gives the drive's finite torques. (With the composite model the torques overflow first.)
+    #[test]
+    fn without_the_feed_forward_its_overflow_does_not_fail_the_tick() {
+        let tree: Tree<3> = serial_tree(&planar_specs([0.7, 0.5, 0.3], [3.0, 2.0, 1.0])).unwrap();
+        let g = Vector3::new(0.0, -9.81, 0.0);
+        let target = BeatTarget {
+            pose_rad: 2e306,
+            velocity_rad_s: 0.0,
+            segment_s: 0.5,
+        };
+        let tick = |feedforward: bool| {
+            servo(InertiaModel::SingleLink, feedforward).tick(
+                &tree,
+                &base(),
+                &[0.1; 3],
+                &[0.2; 3],
+                &[target; 3],
+                &g,
+            )
+        };
+        assert_eq!(tick(true), Err(ModelError::OutOfRange));
+        let command = tick(false).unwrap();
+        assert!(all_finite_slice(&command.torques()));
+        for j in command.joints() {
+            assert_eq!(j.parent_feedforward_nm, 0.0);
+            assert_eq!(j.torque_nm, j.drive_nm + j.gravity_nm);
         }
     }
 
