@@ -2124,7 +2124,7 @@ pub(crate) mod tests {
         ] {
             let e = at_1(bad);
             let joint = match e {
-                TreeError::NonFinite { joint }
+                TreeError::NonFinite { joint, .. }
                 | TreeError::NonPositiveMass { joint }
                 | TreeError::InertiaNotPositiveDefinite { joint } => joint,
                 TreeError::ZeroAxis { joint } | TreeError::NotARotation { joint } => Some(joint),

@@ -384,6 +384,8 @@ pub enum TreeError {
     NonFinite {
         /// The joint whose spec holds it, or `None` for the base.
         joint: Option<usize>,
+        /// Which of its numbers: the first not finite, in the order of [`SpecField`].
+        field: SpecField,
     },
     /// A rotation is not orthonormal with determinant +1.
     NotARotation {
@@ -416,6 +418,35 @@ pub enum TreeError {
     },
 }
 
+/// Which numbers of a joint's spec ([`JointSpec`]) or of the base body ([`Inertial`]) a
+/// [`TreeError::NonFinite`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpecField {
+    /// The joint's origin: its translation or rotation ([`JointSpec::origin`]).
+    Origin,
+    /// The joint's axis ([`JointSpec::axis`]).
+    Axis,
+    /// The body's mass ([`Inertial::mass_kg`]).
+    Mass,
+    /// The body's centre of mass ([`Inertial::com_m`]).
+    Centre,
+    /// The body's inertia ([`Inertial::inertia_kgm2`]).
+    Inertia,
+}
+
+impl fmt::Display for SpecField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Origin => "the origin",
+            Self::Axis => "the axis",
+            Self::Mass => "the body's mass",
+            Self::Centre => "the body's centre of mass",
+            Self::Inertia => "the body's inertia",
+        })
+    }
+}
+
 impl fmt::Display for TreeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -426,10 +457,15 @@ impl fmt::Display for TreeError {
                 f,
                 "tree: joint {joint} hangs from body {parent_body}, which is not before it"
             ),
-            Self::NonFinite { joint: Some(j) } => {
-                write!(f, "tree: joint {j}: a number is not finite")
+            Self::NonFinite {
+                joint: Some(j),
+                field,
+            } => {
+                write!(f, "tree: joint {j}: {field} is not finite")
             }
-            Self::NonFinite { joint: None } => write!(f, "tree: base: a number is not finite"),
+            Self::NonFinite { joint: None, field } => {
+                write!(f, "tree: base: {field} is not finite")
+            }
             Self::NotARotation { joint } => {
                 write!(f, "tree: joint {joint}: origin rotation is not a rotation")
             }
@@ -498,8 +534,17 @@ impl Placement {
 }
 
 impl Inertial {
-    fn is_finite(&self) -> bool {
-        self.mass_kg.is_finite() & all_finite(&self.com_m) & all_finite(&self.inertia_kgm2)
+    /// The first of its numbers that is not finite, if any.
+    fn non_finite(&self) -> Option<SpecField> {
+        if !self.mass_kg.is_finite() {
+            Some(SpecField::Mass)
+        } else if !all_finite(&self.com_m) {
+            Some(SpecField::Centre)
+        } else if !all_finite(&self.inertia_kgm2) {
+            Some(SpecField::Inertia)
+        } else {
+            None
+        }
     }
 
     fn inertia_matrix(&self) -> Matrix3<f64> {
@@ -979,8 +1024,18 @@ impl Joint {
                 parent_body: spec.parent_body,
             });
         }
-        if !(spec.origin.is_finite() & all_finite(&spec.axis) & spec.body.is_finite()) {
-            return Err(TreeError::NonFinite { joint: Some(joint) });
+        let field = if !spec.origin.is_finite() {
+            Some(SpecField::Origin)
+        } else if !all_finite(&spec.axis) {
+            Some(SpecField::Axis)
+        } else {
+            spec.body.non_finite()
+        };
+        if let Some(field) = field {
+            return Err(TreeError::NonFinite {
+                joint: Some(joint),
+                field,
+            });
         }
         if !spec.origin.is_rotation() {
             return Err(TreeError::NotARotation { joint });
@@ -1186,8 +1241,8 @@ impl<const N: usize> Tree<N> {
         if dofs > N {
             return Err(TreeError::CapacityExceeded { dofs, capacity: N });
         }
-        if !spec.base_body.is_finite() {
-            return Err(TreeError::NonFinite { joint: None });
+        if let Some(field) = spec.base_body.non_finite() {
+            return Err(TreeError::NonFinite { joint: None, field });
         }
         if spec.base == BaseKind::Floating {
             if spec.base_body.mass_kg <= 0.0 {
@@ -4493,16 +4548,44 @@ mod tests {
                 parent_body: 4
             })
         );
-        let non_finite = Some(TreeError::NonFinite { joint: Some(2) });
-        assert_eq!(with(2, &|j| j.origin.xyz_m[1] = f64::NAN), non_finite);
+        let non_finite = |field| {
+            Some(TreeError::NonFinite {
+                joint: Some(2),
+                field,
+            })
+        };
+        assert_eq!(
+            with(2, &|j| j.origin.xyz_m[1] = f64::NAN),
+            non_finite(SpecField::Origin)
+        );
         assert_eq!(
             with(2, &|j| j.origin.rotation[2][0] = f64::INFINITY),
-            non_finite
+            non_finite(SpecField::Origin)
         );
-        assert_eq!(with(2, &|j| j.axis[0] = f64::NAN), non_finite);
-        assert_eq!(with(2, &|j| j.body.mass_kg = f64::INFINITY), non_finite);
-        assert_eq!(with(2, &|j| j.body.com_m[2] = f64::NAN), non_finite);
-        assert_eq!(with(2, &|j| j.body.inertia_kgm2[4] = f64::NAN), non_finite);
+        assert_eq!(
+            with(2, &|j| j.axis[0] = f64::NAN),
+            non_finite(SpecField::Axis)
+        );
+        assert_eq!(
+            with(2, &|j| j.body.mass_kg = f64::INFINITY),
+            non_finite(SpecField::Mass)
+        );
+        assert_eq!(
+            with(2, &|j| j.body.com_m[2] = f64::NAN),
+            non_finite(SpecField::Centre)
+        );
+        assert_eq!(
+            with(2, &|j| j.body.inertia_kgm2[4] = f64::NAN),
+            non_finite(SpecField::Inertia)
+        );
+        // The first in the order of `SpecField`.
+        assert_eq!(
+            with(2, &|j| {
+                j.axis[1] = f64::NAN;
+                j.body.mass_kg = f64::NAN;
+            }),
+            non_finite(SpecField::Axis)
+        );
         assert_eq!(
             with(1, &|j| j.origin.rotation[0][0] *= 1.0 + 1e-8),
             Some(TreeError::NotARotation { joint: 1 })
@@ -4537,7 +4620,10 @@ mod tests {
                 },
                 &good
             ),
-            Some(TreeError::NonFinite { joint: None })
+            Some(TreeError::NonFinite {
+                joint: None,
+                field: SpecField::Centre
+            })
         );
         assert_eq!(
             build(
@@ -4548,7 +4634,10 @@ mod tests {
                 },
                 &good
             ),
-            Some(TreeError::NonFinite { joint: None })
+            Some(TreeError::NonFinite {
+                joint: None,
+                field: SpecField::Mass
+            })
         );
         assert_eq!(
             build(BaseKind::Floating, Inertial::ZERO, &good),
@@ -4571,11 +4660,22 @@ mod tests {
                 dofs: 13,
                 capacity: 12,
             },
-            TreeError::NonFinite { joint: None },
+            TreeError::NonFinite {
+                joint: None,
+                field: SpecField::Inertia,
+            },
             TreeError::InertiaNotPositiveDefinite { joint: Some(2) },
         ] {
             assert!(e.to_string().starts_with("tree: "));
         }
+        assert_eq!(
+            TreeError::NonFinite {
+                joint: Some(3),
+                field: SpecField::Axis
+            }
+            .to_string(),
+            "tree: joint 3: the axis is not finite"
+        );
     }
 
     /// Every field of a joint's spec refuses NaN, +∞ and −∞; a moving body's inertia refuses
@@ -4604,21 +4704,48 @@ mod tests {
                 ],
             })
         };
-        let non_finite = Err(TreeError::NonFinite { joint: Some(1) });
         for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
             for field in 0..8 {
                 let mut j = good;
-                match field {
-                    0 => j.origin.xyz_m[1] = v,
-                    1 => j.origin.rotation[1][2] = v,
-                    2 => j.axis[2] = v,
-                    3 => j.body.mass_kg = v,
-                    4 => j.body.com_m[0] = v,
-                    5 => j.body.inertia_kgm2[0] = v,
-                    6 => j.body.inertia_kgm2[4] = v,
-                    _ => j.body.inertia_kgm2[5] = v,
-                }
-                assert_eq!(build(j), non_finite, "field {field} = {v}");
+                let named = match field {
+                    0 => {
+                        j.origin.xyz_m[1] = v;
+                        SpecField::Origin
+                    }
+                    1 => {
+                        j.origin.rotation[1][2] = v;
+                        SpecField::Origin
+                    }
+                    2 => {
+                        j.axis[2] = v;
+                        SpecField::Axis
+                    }
+                    3 => {
+                        j.body.mass_kg = v;
+                        SpecField::Mass
+                    }
+                    4 => {
+                        j.body.com_m[0] = v;
+                        SpecField::Centre
+                    }
+                    5 => {
+                        j.body.inertia_kgm2[0] = v;
+                        SpecField::Inertia
+                    }
+                    6 => {
+                        j.body.inertia_kgm2[4] = v;
+                        SpecField::Inertia
+                    }
+                    _ => {
+                        j.body.inertia_kgm2[5] = v;
+                        SpecField::Inertia
+                    }
+                };
+                let refused = Err(TreeError::NonFinite {
+                    joint: Some(1),
+                    field: named,
+                });
+                assert_eq!(build(j), refused, "field {field} = {v}");
             }
         }
         for m in [0.0, -0.0, -1.0] {

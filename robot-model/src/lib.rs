@@ -147,7 +147,7 @@ use std::path::{Path, PathBuf};
 
 use control_core::balance;
 use control_core::tree::{
-    BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeError, TreeSpec,
+    BaseKind, Inertial, JointSpec, JointType, Placement, SpecField, Tree, TreeError, TreeSpec,
 };
 
 // The README's Rust examples (the arm's controller; a legged robot's balance from its URDF),
@@ -528,8 +528,13 @@ impl RobotModel {
         };
         match *e {
             TreeError::ParentAfterChild { joint: k, .. } => joint(k, ""),
-            TreeError::NonFinite { joint: Some(k) } => joint(k, ""),
-            TreeError::NonFinite { joint: None } => body(None, "<inertial>"),
+            TreeError::NonFinite { joint: k, field } => match (k, field) {
+                (Some(k), SpecField::Origin) => joint(k, "<origin>"),
+                (Some(k), SpecField::Axis) => joint(k, "<axis xyz>"),
+                (k, SpecField::Mass) => body(k, "<inertial><mass value>"),
+                (k, SpecField::Centre) => body(k, "<inertial><origin xyz>"),
+                (k, _) => body(k, "<inertial><inertia>"),
+            },
             TreeError::NotARotation { joint: k } => joint(k, "<origin rpy>"),
             TreeError::NonPositiveMass { joint: k } => body(k, "<inertial><mass value>"),
             TreeError::InertiaNotPositiveDefinite { joint: k } => body(k, "<inertial><inertia>"),
@@ -813,10 +818,40 @@ mod tests {
                 },
                 r#"joint "j""#,
             ),
-            (TreeError::NonFinite { joint: Some(0) }, r#"joint "j""#),
             (
-                TreeError::NonFinite { joint: None },
-                r#"link "a" <inertial>"#,
+                TreeError::NonFinite {
+                    joint: Some(0),
+                    field: SpecField::Origin,
+                },
+                r#"joint "j" <origin>"#,
+            ),
+            (
+                TreeError::NonFinite {
+                    joint: Some(0),
+                    field: SpecField::Axis,
+                },
+                r#"joint "j" <axis xyz>"#,
+            ),
+            (
+                TreeError::NonFinite {
+                    joint: Some(0),
+                    field: SpecField::Inertia,
+                },
+                r#"link "b" <inertial><inertia>"#,
+            ),
+            (
+                TreeError::NonFinite {
+                    joint: None,
+                    field: SpecField::Centre,
+                },
+                r#"link "a" <inertial><origin xyz>"#,
+            ),
+            (
+                TreeError::NonFinite {
+                    joint: None,
+                    field: SpecField::Mass,
+                },
+                r#"link "a" <inertial><mass value>"#,
             ),
             (
                 TreeError::NotARotation { joint: 0 },
