@@ -865,11 +865,10 @@ impl BipedPlant {
         self.contacts_left_out
     }
 
-    /// One step with `torques_nm` (joint order; missing joints get 0) driven by the torque frame
-    /// `torque_sequence`, returning the new state's frame. A torque beyond the limit is not
-    /// applied: the host refuses such a frame before ([`Self::check_torque_slice`]); should one
-    /// reach here, the step runs with zero torques.
-    pub fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+    /// One step with `torques_nm` (joint order; missing joints get 0), returning the new state's
+    /// frame. A torque beyond the limit is not applied: the host refuses such a frame before
+    /// ([`Self::check_torque_slice`]); should one reach here, the step runs with zero torques.
+    pub fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
         let mut torques = [0.0; JOINTS];
         for (t, &x) in torques.iter_mut().zip(torques_nm) {
             *t = x;
@@ -877,10 +876,7 @@ impl BipedPlant {
         if self.step(&torques).is_err() {
             let _ = self.step(&[0.0; JOINTS]);
         }
-        let mut frame = self.state_frame();
-        // The low 32 bits, as the frame documents.
-        frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
-        frame
+        self.state_frame()
     }
 
     /// The host's check of a torque frame's torques: `Err((index, torque))` for the first one

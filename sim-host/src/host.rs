@@ -48,27 +48,43 @@ use crate::plant::Plant;
 /// torques, its torque limits, and its clock (steps of dt up to an end). Implemented by the arm
 /// ([`Plant`]), the SIMBICON biped
 /// ([`crate::biped::BipedPlant`]), the humanoid and the robot plant
-/// ([`crate::robot::RobotPlant`]) by their inherent methods.
+/// ([`crate::robot::RobotPlant`]) by their inherent methods. How a torque frame drives a step
+/// is one rule for all of them ([`HostedPlant::step_driven_by`]).
 pub trait HostedPlant {
     /// The state frame of the current state (sequence number = step index).
     fn state_frame(&mut self) -> StateFrame;
-    /// One physics step with `torques_nm` held for the step, driven by the torque frame with
-    /// sequence number `torque_sequence` (0: none); returns the new state's frame. Applies what
-    /// it is given.
-    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame;
+    /// One physics step with `torques_nm` held for the step (a missing value is 0); returns the
+    /// new state's frame, which names no torque frame. Applies what it is given: the limits are
+    /// the caller's to check ([`HostedPlant::check_torques`]).
+    fn advance(&mut self, torques_nm: &[f64]) -> StateFrame;
     /// `Err((index, torque))` names the first torque beyond its limit; a frame that fails is
     /// refused whole by the loops.
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)>;
     /// The plant's clock: the current state's index, the step, the run's length.
     fn clock(&self) -> &PlantClock;
+    /// One physics step driven by the torque frame with sequence number `torque_sequence` (0:
+    /// none) and values `torques_nm`: the values if [`HostedPlant::check_torques`] passes them,
+    /// the new state's frame then naming the frame (`applied_torque_sequence`, its low 32 bits);
+    /// else zero torques, the frame naming none (0). The loops only hold frames that passed.
+    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        let applied = self.check_torques(torques_nm).is_ok();
+        let mut frame = self.advance(if applied { torques_nm } else { &[] });
+        frame.applied_torque_sequence = if applied {
+            // The low 32 bits, as the frame documents.
+            (torque_sequence & u64::from(u32::MAX)) as u32
+        } else {
+            0
+        };
+        frame
+    }
 }
 
 impl HostedPlant for Plant {
     fn state_frame(&mut self) -> StateFrame {
         Plant::state_frame(self)
     }
-    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        Plant::step_driven_by(self, torques_nm, torque_sequence)
+    fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
+        Plant::step(self, torques_nm)
     }
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         Plant::check_torques(self, torques_nm)
@@ -82,8 +98,8 @@ impl HostedPlant for crate::humanoid::HumanoidPlant {
     fn state_frame(&mut self) -> StateFrame {
         crate::humanoid::HumanoidPlant::state_frame(self)
     }
-    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        crate::humanoid::HumanoidPlant::step_driven_by(self, torques_nm, torque_sequence)
+    fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
+        crate::humanoid::HumanoidPlant::advance(self, torques_nm)
     }
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         crate::humanoid::HumanoidPlant::check_torque_slice(self, torques_nm)
@@ -97,8 +113,8 @@ impl HostedPlant for crate::biped::BipedPlant {
     fn state_frame(&mut self) -> StateFrame {
         crate::biped::BipedPlant::state_frame(self)
     }
-    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        crate::biped::BipedPlant::step_driven_by(self, torques_nm, torque_sequence)
+    fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
+        crate::biped::BipedPlant::advance(self, torques_nm)
     }
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         crate::biped::BipedPlant::check_torque_slice(torques_nm)
@@ -112,8 +128,8 @@ impl HostedPlant for crate::robot::RobotPlant {
     fn state_frame(&mut self) -> StateFrame {
         crate::robot::RobotPlant::state_frame(self)
     }
-    fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        crate::robot::RobotPlant::step_driven_by(self, torques_nm, torque_sequence)
+    fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
+        crate::robot::RobotPlant::step(self, torques_nm)
     }
     fn check_torques(&self, torques_nm: &[f64]) -> Result<(), (usize, f64)> {
         crate::robot::RobotPlant::check_torques(self, torques_nm)

@@ -883,23 +883,11 @@ impl HumanoidPlant {
         Ok(self.advance(torques_nm))
     }
 
-    /// One step driven by the torque frame with sequence number `torque_sequence`, returning the
-    /// new state's frame, which names it (low 32 bits). Values the check refuses are not
-    /// applied: the host refuses such a frame before ([`Self::check_torque_slice`]); should one
-    /// reach here, the step runs with zero torques and names no frame (0).
-    pub fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        let applied = self.torque_fault(torques_nm).is_none();
-        let mut frame = self.advance(if applied { torques_nm } else { &[] });
-        frame.applied_torque_sequence = if applied {
-            // The low 32 bits, as the frame documents.
-            (torque_sequence & u64::from(u32::MAX)) as u32
-        } else {
-            0
-        };
-        frame
-    }
-
-    fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
+    /// One step with `torques_nm` (the torque frame's values, module doc; missing ones 0) held
+    /// for the whole step, returning the new state's frame. Applies what it is given: the
+    /// host checks a frame first ([`Self::check_torque_slice`], as
+    /// [`crate::host::HostedPlant::step_driven_by`] does).
+    pub fn advance(&mut self, torques_nm: &[f64]) -> StateFrame {
         let t0 = Instant::now();
         // The events the last frame carried are past.
         let sent = self.pending.len().min(MAX_EVENTS);

@@ -23,7 +23,7 @@
 //!
 //! The scene's `arm.torque_limit_nm` is the plant's: [`Plant::check_torques`] names a torque
 //! beyond it, and the host refuses such a frame whole (never clamps it) before it reaches
-//! [`Plant::step_driven_by`]. Stepping applies what it is given.
+//! [`crate::host::HostedPlant::step_driven_by`]. Stepping applies what it is given.
 //!
 //! # Events
 //! `ContactBegan` / `ContactEnded` are reported when a ball or weight starts or stops touching
@@ -298,13 +298,6 @@ impl Plant {
     /// entries are ignored) held for the whole step, and returns the new state's frame. Applies
     /// what it is given: the limit is the caller's to enforce ([`Self::check_torques`]).
     pub fn step(&mut self, torques_nm: &[f64]) -> StateFrame {
-        self.step_driven_by(torques_nm, 0)
-    }
-
-    /// [`Self::step`] with the torques of the torque frame with sequence number
-    /// `torque_sequence` (0: none), which the new state's frame names
-    /// ([`StateFrame::applied_torque_sequence`], low 32 bits).
-    pub fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
         let t0 = Instant::now();
         self.spawn_due();
         let tau = torques_nm.first().copied().unwrap_or(0.0) as Real;
@@ -321,10 +314,7 @@ impl Plant {
         self.detect_crossings(&before);
         self.remove_finished();
         self.clock.finish_step(t0);
-        let mut frame = self.state_frame();
-        // The low 32 bits, as the frame documents.
-        frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
-        frame
+        self.state_frame()
     }
 
     fn spawn_due(&mut self) {

@@ -1837,12 +1837,6 @@ impl RobotPlant {
     /// new state's frame. Applies what it is given: the limits are the caller's to enforce
     /// ([`Self::check_torques`]).
     pub fn step(&mut self, torques: &[f64]) -> StateFrame {
-        self.step_driven_by(torques, 0)
-    }
-
-    /// [`Self::step`] with the torques of the torque frame with sequence number
-    /// `torque_sequence` (0: none), which the new state's frame names (low 32 bits).
-    pub fn step_driven_by(&mut self, torques: &[f64], torque_sequence: u64) -> StateFrame {
         let t0 = Instant::now();
         reset_forces(&mut self.world.bodies, self.bodies.iter().map(|(_, h)| h));
         for (i, j) in self.joints.iter().enumerate() {
@@ -1881,9 +1875,7 @@ impl RobotPlant {
         self.collect_contacts();
         self.clock.advance();
         self.clock.finish_step(t0);
-        let mut frame = self.state_frame();
-        frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
-        frame
+        self.state_frame()
     }
 
     /// A joint's world axis (unit) and the world position of its frame's origin on the parent,

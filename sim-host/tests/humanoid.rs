@@ -14,6 +14,7 @@ use control_core::frames::{
     TORQUE_FRAME_LEN, TorqueFrame, UNIT_QUATERNION_TOLERANCE,
 };
 use rapier3d::parry::glamx::glam::{DQuat, DVec3};
+use sim_host::HostedPlant as _;
 use sim_host::PlantScene;
 use sim_host::Push;
 use sim_host::humanoid::{
