@@ -26,6 +26,7 @@
 //! Run: `cargo bench -p sim-host`
 #![allow(missing_docs)]
 
+use sim_host::SceneFile as _;
 use std::hint::black_box;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -115,7 +115,6 @@
 //! a validated scene.
 
 use std::fmt;
-use std::path::Path;
 use std::time::Instant;
 
 use control_core::frames::{BodyId, BodyMotion, ContactForce, JointState, StateFrame};
@@ -282,20 +281,6 @@ impl BipedScene {
         steps_for(self.end_time_s, self.dt_s)
     }
 
-    /// Reads and checks a biped scene file ([`Self::validate`]).
-    pub fn load(path: &Path) -> Result<Self, SceneError> {
-        Self::from_json_str(&crate::scene::read_scene_file(path)?, path)
-    }
-
-    /// Parses and checks a biped scene given as JSON text; `file` names it in errors.
-    pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let scene: Self = crate::scene::parse_scene_json(text, file)?;
-        scene
-            .validate()
-            .map_err(|failed| SceneError::checked(file, failed))?;
-        Ok(scene)
-    }
-
     /// Every check of the scene's own values: every number finite and in range. On failure
     /// returns the first failing field as a path in the serialized scene
     /// (`initial_joint_angles_rad[4]`, `pushes[0].force_n[1]`) and the reason. Whether the
@@ -349,6 +334,12 @@ impl BipedScene {
             c.range(&format!("pushes[{i}].duration_s"), p.duration_s, 0.0, 1e7);
         }
         c.result()
+    }
+}
+
+impl crate::scene::SceneFile for BipedScene {
+    fn check(&self) -> Result<(), (String, String)> {
+        self.validate()
     }
 }
 

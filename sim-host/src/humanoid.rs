@@ -197,7 +197,7 @@ pub struct HumanoidScene {
     /// Always [`HumanoidKind::Humanoid`] (`"humanoid"`).
     pub kind: HumanoidKind,
     /// The URDF file. A relative path in a scene file is resolved against the scene file's
-    /// folder when the file is loaded ([`Self::load`], [`Self::from_json_str`]); in a scene built
+    /// folder when the file is loaded ([`crate::scene::SceneFile`]); in a scene built
     /// in memory it is relative to the working directory.
     pub urdf: PathBuf,
     /// Physics step, s (default 0.005).
@@ -267,22 +267,6 @@ impl HumanoidScene {
     /// Number of physics steps of the run: `end_time_s / dt_s`, rounded.
     pub fn total_steps(&self) -> u64 {
         steps_for(self.end_time_s, self.dt_s)
-    }
-
-    /// Reads and checks a humanoid scene file (the checks that need no URDF: [`Self::validate`]).
-    pub fn load(path: &Path) -> Result<Self, SceneError> {
-        Self::from_json_str(&crate::scene::read_scene_file(path)?, path)
-    }
-
-    /// Parses and checks a humanoid scene given as JSON text; `file` names it in errors, and a
-    /// relative `urdf` is resolved against `file`'s folder.
-    pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let mut scene: Self = crate::scene::parse_scene_json(text, file)?;
-        scene.urdf = crate::scene::urdf_beside(&scene.urdf, file);
-        scene
-            .validate()
-            .map_err(|failed| SceneError::checked(file, failed))?;
-        Ok(scene)
     }
 
     /// Every check that needs no URDF: every number finite and in range, at most
@@ -388,6 +372,16 @@ impl HumanoidScene {
             c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
         }
         c.result()
+    }
+}
+
+impl crate::scene::SceneFile for HumanoidScene {
+    fn check(&self) -> Result<(), (String, String)> {
+        self.validate()
+    }
+
+    fn resolve_beside(&mut self, file: &Path) {
+        self.urdf = crate::scene::urdf_beside(&self.urdf, file);
     }
 }
 

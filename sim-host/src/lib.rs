@@ -67,4 +67,6 @@ pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use humanoid::{HumanoidModel, HumanoidPlant, HumanoidScene};
 pub use plant::Plant;
 pub use robot::{RobotPlant, RobotScene};
-pub use scene::{ArmSpec, BallSpawn, PlantScene, Scene, SceneError, WeightDrop, WeightShape};
+pub use scene::{
+    ArmSpec, BallSpawn, PlantScene, Scene, SceneError, SceneFile, WeightDrop, WeightShape,
+};

@@ -482,22 +482,6 @@ impl RobotScene {
         Placement::from_xyz_rpy(self.base_xyz_m, self.base_rpy_rad)
     }
 
-    /// Reads and checks a robot scene file (the checks that need no URDF: [`Self::validate`]).
-    pub fn load(path: &Path) -> Result<Self, SceneError> {
-        Self::from_json_str(&crate::scene::read_scene_file(path)?, path)
-    }
-
-    /// Parses and checks a robot scene given as JSON text; `file` names it in errors, and a
-    /// relative `urdf` is resolved against `file`'s folder.
-    pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let mut scene: Self = crate::scene::parse_scene_json(text, file)?;
-        scene.urdf = crate::scene::urdf_beside(&scene.urdf, file);
-        scene
-            .validate()
-            .map_err(|failed| SceneError::checked(file, failed))?;
-        Ok(scene)
-    }
-
     /// Every check that needs no URDF: every number finite and in range, names not empty,
     /// the lists within their caps. On failure returns the first failing field as a path in the
     /// serialized scene (`gravity_m_s2[2]`, `initial_q.elbow`, `pushes[0].start_s`) and the
@@ -575,6 +559,16 @@ impl RobotScene {
             }
         }
         c.result()
+    }
+}
+
+impl crate::scene::SceneFile for RobotScene {
+    fn check(&self) -> Result<(), (String, String)> {
+        self.validate()
+    }
+
+    fn resolve_beside(&mut self, file: &Path) {
+        self.urdf = crate::scene::urdf_beside(&self.urdf, file);
     }
 }
 
@@ -2383,6 +2377,7 @@ fn collada_up_axis(bytes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scene::SceneFile as _;
     use control_core::tree::Inertial;
     use robot_model::{Body, Frame, Joint, Shape};
 

@@ -18,7 +18,7 @@
 //! plane z = 0, the scene's crossing plane.
 //!
 //! ```
-//! use sim_host::scene::{ArmSpec, BallSpawn, Scene};
+//! use sim_host::scene::{ArmSpec, BallSpawn, Scene, SceneFile};
 //! let mut scene = Scene::new(ArmSpec::EXAMPLE, 4.0);
 //! // A ball that crosses the arm's plane at (0, -0.6) at t = 1.5 s after 0.4 s of flight.
 //! scene.balls.push(BallSpawn::aimed(0, [0.0, -0.6], 1.5, 0.4, 0.05, 0.2, 9.8));
@@ -264,20 +264,6 @@ impl Scene {
         steps_for(self.end_time_s, self.dt_s)
     }
 
-    /// Reads and checks a scene file.
-    pub fn load(path: &Path) -> Result<Self, SceneError> {
-        Self::from_json_str(&read_scene_file(path)?, path)
-    }
-
-    /// Parses and checks a scene given as JSON text; `file` names it in errors.
-    pub fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
-        let scene: Self = parse_scene_json(text, file)?;
-        scene
-            .validate()
-            .map_err(|failed| SceneError::checked(file, failed))?;
-        Ok(scene)
-    }
-
     /// The one complete check of a scene: every value against what the plant can simulate
     /// (finite, in range), and ids unique across balls and weights. On failure returns the first
     /// failing field, as a path in the serialized scene (`arm.mass_kg`, `balls[2].radius_m`,
@@ -353,6 +339,42 @@ impl Scene {
             c.range(&f("mass_kg"), w.mass_kg, 1e-4, 1e5);
         }
         c.result()
+    }
+}
+
+/// A plant's scene as its JSON file gives it (the arm's [`Scene`], the biped's, the humanoid's,
+/// a robot's): reading one is one rule for all of them ([`SceneFile::load`],
+/// [`SceneFile::from_json_str`]): read (a regular file of bounded size), parsed (unknown
+/// fields refused, every number exact), its paths resolved beside the file, checked.
+pub trait SceneFile: serde::de::DeserializeOwned {
+    /// Every check of the scene's own values; the first failing field as a path in the
+    /// serialized scene, and the reason.
+    fn check(&self) -> Result<(), (String, String)>;
+
+    /// Paths the scene gives relative to its file, resolved against the file's folder (a
+    /// URDF); none by default.
+    fn resolve_beside(&mut self, _file: &Path) {}
+
+    /// Reads and checks a scene file.
+    fn load(path: &Path) -> Result<Self, SceneError> {
+        Self::from_json_str(&read_scene_file(path)?, path)
+    }
+
+    /// Parses and checks a scene given as JSON text; `file` names it in errors (and is where
+    /// relative paths are resolved from).
+    fn from_json_str(text: &str, file: &Path) -> Result<Self, SceneError> {
+        let mut scene: Self = parse_scene_json(text, file)?;
+        scene.resolve_beside(file);
+        scene
+            .check()
+            .map_err(|failed| SceneError::checked(file, failed))?;
+        Ok(scene)
+    }
+}
+
+impl SceneFile for Scene {
+    fn check(&self) -> Result<(), (String, String)> {
+        self.validate()
     }
 }
 

@@ -17,6 +17,7 @@
 //! the coefficient against a wall is the wall's 0.5, as the chain plant's 0.5 and 0.5 averaged).
 #![allow(missing_docs)]
 
+use sim_host::SceneFile as _;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

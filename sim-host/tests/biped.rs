@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use sim_host::HostedPlant as _;
+use sim_host::scene::SceneFile as _;
 
 use sim_host::biped::{
     BODIES, BipedPlant, BipedScene, BipedState, INERTIAS_KG_M2, JOINTS, MASSES_KG, TORQUE_LIMIT_NM,

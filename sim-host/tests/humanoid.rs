@@ -21,6 +21,7 @@ use sim_host::humanoid::{
     BodyPose, HumanoidModel, HumanoidPlant, HumanoidScene, JointKind, per_axis_angles_rad,
 };
 use sim_host::scene::BallSpawn;
+use sim_host::scene::SceneFile as _;
 use transport::{FrameTransport, SeqPacket, TransportError};
 
 const URDF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
