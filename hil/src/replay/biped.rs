@@ -122,30 +122,27 @@ pub fn data(header: &ReportHeader, scene: &BipedScene, shown: &[Shown<'_>]) -> V
         .iter()
         .map(|name| json!({ "name": name, "prismatic": false, "effort": TORQUE_LIMIT_NM }))
         .collect();
-    json!({
-        "format": "hil replay 1",
-        "scenario": header.scenario,
-        "scenario_file": header.scenario_file,
-        "kind": header.kind,
-        "mode": header.mode,
-        "robot": "SIMBICON's planar walker",
-        "floating_base": true,
-        "follow": true,
-        "urdf": "none: the walker is built into the plant (sim_host::biped)",
-        "gravity": gravity,
-        "joints": joints,
-        "bodies": bodies(),
-        "meshes": [],
-        "walls": [],
-        "ground": { "height": 0.0 },
-        "keyframes": [],
-        "hand": Value::Null,
-        "hand_targets": [],
-        "pushes": pushes,
-        "notes": ["a planar walker: both legs move in one plane and overlap when drawn"],
-        "decimation": "the animation's samples (50 per simulated second); positions to 0.1 mm, torques (of the tick before each sample) and forces to 4 digits",
-        "runs": shown.iter().map(run).collect::<Vec<_>>(),
-    })
+    super::PageData {
+        floating_base: true,
+        follow: true,
+        gravity,
+        joints,
+        bodies: bodies(),
+        pushes,
+        notes: vec![String::from(
+            "a planar walker: both legs move in one plane and overlap when drawn",
+        )],
+        decimation: String::from(
+            "the animation's samples (50 per simulated second); positions to 0.1 mm, torques (of the tick before each sample) and forces to 4 digits",
+        ),
+        runs: shown.iter().map(run).collect(),
+        ..super::PageData::new(
+            header,
+            "SIMBICON's planar walker",
+            "none: the walker is built into the plant (sim_host::biped)",
+        )
+    }
+    .value()
 }
 
 /// Write `replay.html` for a walk at `path`.

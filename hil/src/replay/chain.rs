@@ -315,31 +315,36 @@ pub fn data(
         let point = [p[0], p[1], p[2]].map(|x| super::round(x, 1e-5));
         json!({ "body": h.body, "point": point })
     });
-    json!({
-        "format": "hil replay 1",
-        "scenario": report.header.scenario,
-        "scenario_file": report.header.scenario_file,
-        "kind": report.header.kind,
-        "mode": report.header.mode,
-        "robot": robot.name,
-        "urdf": report.urdf,
-        "gravity": scene.gravity_m_s2,
-        "joints": joints,
-        "bodies": bodies,
-        "meshes": meshes,
-        "walls": scene.walls.iter().map(|w| json!({ "center": w.center_m, "half": w.half_extents_m })).collect::<Vec<_>>(),
-        "ground": scene.ground.map(|g| json!({ "height": g.height_m })),
-        "keyframes": keyframes,
-        "hand": hand,
-        "hand_targets": scenario.hand_targets.iter().map(|t| json!({ "t": t.time_s, "p": t.position_m, "press": t.press })).collect::<Vec<_>>(),
-        "pushes": pushes,
-        "notes": notes,
-        "decimation": format!(
+    super::PageData {
+        gravity: scene.gravity_m_s2,
+        joints,
+        bodies,
+        meshes,
+        walls: scene
+            .walls
+            .iter()
+            .map(|w| json!({ "center": w.center_m, "half": w.half_extents_m }))
+            .collect(),
+        ground: scene
+            .ground
+            .map_or(Value::Null, |g| json!({ "height": g.height_m })),
+        keyframes,
+        hand: hand.unwrap_or(Value::Null),
+        hand_targets: scenario
+            .hand_targets
+            .iter()
+            .map(|t| json!({ "t": t.time_s, "p": t.position_m, "press": t.press }))
+            .collect(),
+        pushes,
+        notes,
+        decimation: format!(
             "one sample per {:.0} ms of simulated time (the recorder's ticks; at most {MAX_SAMPLES} a run), the last state always; positions to 0.1 mm, torques and forces to 4 digits",
             period * 1e3
         ),
-        "runs": runs,
-    })
+        runs,
+        ..super::PageData::new(&report.header, &robot.name, &report.urdf)
+    }
+    .value()
 }
 
 /// Write `replay.html` for a chain run at `path`.

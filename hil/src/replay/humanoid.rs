@@ -250,33 +250,18 @@ pub fn page_data(
             &mut notes,
         ));
     }
-    let mut data = json!({
-        "format": "hil replay 1",
-        "scenario": header.scenario,
-        "scenario_file": header.scenario_file,
-        "kind": header.kind,
-        "mode": header.mode,
-        "robot": model.name,
-        "floating_base": true,
-        "urdf": urdf,
-        "gravity": [0.0, 0.0, -9.81],
-        "joints": joints,
-        "bodies": bodies(model),
-        "meshes": [],
-        "walls": [],
-        "ground": { "height": 0.0 },
-        "keyframes": [],
-        "hand": Value::Null,
-        "hand_targets": [],
-        "pushes": pushes,
-        "notes": notes,
-        "decimation": decimation,
-        "runs": runs,
-    });
-    if follow {
-        data["follow"] = Value::Bool(true);
+    super::PageData {
+        floating_base: true,
+        follow,
+        joints,
+        bodies: bodies(model),
+        pushes,
+        notes,
+        decimation: decimation.to_owned(),
+        runs,
+        ..super::PageData::new(header, &model.name, urdf)
     }
-    data
+    .value()
 }
 
 /// Write `replay.html` for a push scenario's humanoid runs at `path`.

@@ -158,29 +158,21 @@ pub fn data(
             &mut notes,
         ));
     }
-    json!({
-        "format": "hil replay 1",
-        "scenario": report.header.scenario,
-        "scenario_file": report.header.scenario_file,
-        "kind": report.header.kind,
-        "mode": report.header.mode,
-        "robot": report.robot,
-        "floating_base": true,
-        "urdf": report.urdf,
-        "gravity": scene.gravity_m_s2,
-        "joints": joints,
-        "bodies": shapes,
-        "meshes": meshes,
-        "walls": [],
-        "ground": { "height": 0.0 },
-        "keyframes": [],
-        "hand": Value::Null,
-        "hand_targets": [],
-        "pushes": pushes,
-        "notes": notes,
-        "decimation": "one sample per 10 ms of simulated time (the recorder's), the last state always; positions to 0.1 mm, torques and forces to 4 digits",
-        "runs": runs,
-    })
+    super::PageData {
+        floating_base: true,
+        gravity: scene.gravity_m_s2,
+        joints,
+        bodies: shapes,
+        meshes,
+        pushes,
+        notes,
+        decimation: String::from(
+            "one sample per 10 ms of simulated time (the recorder's), the last state always; positions to 0.1 mm, torques and forces to 4 digits",
+        ),
+        runs,
+        ..super::PageData::new(&report.header, &report.robot, &report.urdf)
+    }
+    .value()
 }
 
 /// Write `replay.html` for a `robot_push` run at `path`.

@@ -7,8 +7,9 @@
 //! The page is `assets/replay/page.html` with, inlined: three.js r147 (`three.min.js`, and its
 //! `OrbitControls.js`, from the npm package `three@0.147.0`, MIT: `assets/three/`), the page's
 //! own script (`assets/replay/replay.js`) and the run's data as JSON (see [`chain`] for what it
-//! holds and how it is decimated). The chain (joint-space) scenarios write one, the humanoid's
-//! ([`humanoid`]) and the real robots pushed ([`legged`]).
+//! holds and how it is decimated) in one shape for every kind ([`PageData`]). The chain
+//! (joint-space) scenarios write one, the humanoid's ([`humanoid`], pushed or walking), the
+//! planar walker's ([`biped`]) and the real robots pushed ([`legged`]).
 
 pub mod biped;
 pub mod chain;
@@ -17,7 +18,99 @@ pub mod humanoid;
 pub mod legged;
 mod mesh;
 
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::run::report::ReportHeader;
+
+/// What a replay page draws (`replay.js` reads it as JSON), one shape for every kind: the
+/// scene, the robot's bodies and joints, and the runs. Each kind's module fills it from its
+/// report and recorder.
+#[derive(Debug, Serialize)]
+pub struct PageData {
+    /// "hil replay 1".
+    pub format: &'static str,
+    /// The report's scenario name.
+    pub scenario: String,
+    /// The scenario file.
+    pub scenario_file: String,
+    /// The scenario's kind.
+    pub kind: String,
+    /// The mode it ran in.
+    pub mode: String,
+    /// The robot's name.
+    pub robot: String,
+    /// Whether the robot's root is free (its body drawn as the floating base).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub floating_base: bool,
+    /// Whether the view follows the root body (a walk).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub follow: bool,
+    /// The robot's description, as the page shows it.
+    pub urdf: String,
+    /// Gravity, m/s², the page's world (z up).
+    pub gravity: [f64; 3],
+    /// Per joint: name, whether prismatic, effort.
+    pub joints: Vec<Value>,
+    /// Per body: its link, centre and collision shapes.
+    pub bodies: Vec<Value>,
+    /// The convex hulls the shapes refer to.
+    pub meshes: Vec<Value>,
+    /// The scene's walls.
+    pub walls: Vec<Value>,
+    /// The ground (`null`: none).
+    pub ground: Value,
+    /// Keyframes, as ghosts.
+    pub keyframes: Vec<Value>,
+    /// The hand point (`null`: none).
+    pub hand: Value,
+    /// The hand's targets.
+    pub hand_targets: Vec<Value>,
+    /// Pushes, as arrows.
+    pub pushes: Vec<Value>,
+    /// Notes for the reader.
+    pub notes: Vec<String>,
+    /// How the runs were sampled and rounded.
+    pub decimation: String,
+    /// The runs shown.
+    pub runs: Vec<Value>,
+}
+
+impl PageData {
+    /// The page of `header`'s run with the robot `robot` described by `urdf`: nothing in the
+    /// scene yet but level ground at z = 0, no keyframe, hand or push.
+    pub fn new(header: &ReportHeader, robot: &str, urdf: &str) -> Self {
+        Self {
+            format: "hil replay 1",
+            scenario: header.scenario.clone(),
+            scenario_file: header.scenario_file.clone(),
+            kind: header.kind.to_owned(),
+            mode: header.mode.to_owned(),
+            robot: robot.to_owned(),
+            floating_base: false,
+            follow: false,
+            urdf: urdf.to_owned(),
+            gravity: [0.0, 0.0, -9.81],
+            joints: Vec::new(),
+            bodies: Vec::new(),
+            meshes: Vec::new(),
+            walls: Vec::new(),
+            ground: serde_json::json!({ "height": 0.0 }),
+            keyframes: Vec::new(),
+            hand: Value::Null,
+            hand_targets: Vec::new(),
+            pushes: Vec::new(),
+            notes: Vec::new(),
+            decimation: String::new(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// As JSON.
+    pub fn value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
 
 /// The page's template: `{{TITLE}}`, `{{THREE}}`, `{{ORBIT}}`, `{{DATA}}`, `{{APP}}` are filled.
 const PAGE: &str = include_str!("../../assets/replay/page.html");
