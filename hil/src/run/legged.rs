@@ -1391,8 +1391,8 @@ impl LeggedRecorder {
 impl KindRecorder<LeggedController> for LeggedRecorder {
     type Outcome = RobotRun;
 
-    fn state(&mut self, frame: &StateFrame, previous: Option<&LeggedState>) -> Option<LeggedState> {
-        let s = LeggedState::of(frame)?;
+    fn state(&mut self, frame: &StateFrame, state: &LeggedState, previous: Option<&LeggedState>) {
+        let s = *state;
         if self.fell_at_s.is_none() {
             let robot = &self.judge.robot;
             let (base, _) = robot.base_and_velocity(&s);
@@ -1459,7 +1459,6 @@ impl KindRecorder<LeggedController> for LeggedRecorder {
                 torques: self.last_torques.clone(),
             });
         }
-        Some(s)
     }
 
     fn tick(&mut self, c: &LeggedCommand, _last: Option<&LeggedState>) {

@@ -53,7 +53,7 @@ pub fn drive<C: LoopController, K: KindRecorder<C>>(
         if let Some(sent) = last_send.take() {
             session.recorder.round_trip(received - sent);
         }
-        session.recorder.state(&frame);
+        session.recorder.admitted(&frame, state);
         if last {
             progress(state.sim_time_s());
             return None;

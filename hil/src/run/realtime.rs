@@ -127,21 +127,22 @@ impl SendTimes {
     }
 }
 
-/// What the I/O threads hand the recorder thread.
-enum Record<T> {
-    State(Box<StateFrame>),
+/// What the I/O threads hand the recorder thread: a state frame with the state the I/O thread
+/// decoded from it (once), a tick's command, a round trip.
+enum Record<S, T> {
+    State(Box<(StateFrame, S)>),
     Tick(Box<T>),
     RoundTrip(Duration),
 }
 
 /// Hands records to the recorder thread without ever blocking; counts what it had to drop.
-struct RecordSink<'a, T> {
-    tx: Sender<Record<T>>,
+struct RecordSink<'a, S, T> {
+    tx: Sender<Record<S, T>>,
     dropped: &'a AtomicU64,
 }
 
-impl<T> RecordSink<'_, T> {
-    fn put(&self, r: Record<T>) {
+impl<S, T> RecordSink<'_, S, T> {
+    fn put(&self, r: Record<S, T>) {
         // Full (the recorder fell behind) or disconnected: either way the record is lost; count.
         if self.tx.try_send(r).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -155,7 +156,7 @@ impl<T> RecordSink<'_, T> {
 /// syscall per tick (see `runtime::telemetry`).
 fn record_all<C: LoopController, K: KindRecorder<C>>(
     recorder: &mut Recorder<C, K>,
-    records: &Receiver<Record<C::Command>>,
+    records: &Receiver<Record<C::State, C::Command>>,
     telemetry: &Receiver<runtime::TickRecord>,
 ) {
     use crossbeam_channel::TryRecvError;
@@ -164,7 +165,8 @@ fn record_all<C: LoopController, K: KindRecorder<C>>(
         loop {
             match records.try_recv() {
                 Ok(Record::State(f)) => {
-                    recorder.state(&f);
+                    let (frame, state) = *f;
+                    recorder.admitted(&frame, state);
                 }
                 Ok(Record::Tick(t)) => recorder.tick(&t, None),
                 Ok(Record::RoundTrip(d)) => recorder.round_trip(d),
@@ -268,8 +270,8 @@ pub fn drive<C: LoopController, K: KindRecorder<C>>(
         match admit(&mut session.check, &session.controller, &frame) {
             Admitted::Tick { state, last: false } => break (frame, state),
             // A run whose first state is its last (a scene of no steps) has nothing to control.
-            Admitted::Tick { last: true, .. } => {
-                session.recorder.state(&frame);
+            Admitted::Tick { state, last: true } => {
+                session.recorder.admitted(&frame, state);
                 return Ok((None, timing_of(settings)));
             }
             Admitted::Refused => {}
@@ -284,7 +286,7 @@ pub fn drive<C: LoopController, K: KindRecorder<C>>(
     let offset_ns =
         u64::try_from((period / 4).min(Duration::from_micros(500)).as_nanos()).unwrap_or(0);
     let handle = pending.start(arrived_ns.saturating_add(offset_ns));
-    session.recorder.state(&first);
+    session.recorder.admitted(&first, first_state);
     let send_times = SendTimes::new(started);
     let done = AtomicBool::new(false);
     // Set once the plant's final state arrived: it closes its end then, so later sends fail
@@ -293,7 +295,8 @@ pub fn drive<C: LoopController, K: KindRecorder<C>>(
     let send_failed = AtomicBool::new(false);
     let dropped = AtomicU64::new(0);
     let last_sequence = AtomicU64::new(session.sequence);
-    let (records_tx, records_rx) = crossbeam_channel::bounded::<Record<C::Command>>(RECORD_CHANNEL);
+    let (records_tx, records_rx) =
+        crossbeam_channel::bounded::<Record<C::State, C::Command>>(RECORD_CHANNEL);
 
     let stop = session.stop.clone();
     let check = &mut session.check;
@@ -395,7 +398,7 @@ pub fn drive<C: LoopController, K: KindRecorder<C>>(
                     }
                 }
                 last_t = state.sim_time_s();
-                sink.put(Record::State(Box::new(frame)));
+                sink.put(Record::State(Box::new((frame, state))));
                 progress(state.sim_time_s());
                 if last {
                     plant_finished.store(true, Ordering::Release);

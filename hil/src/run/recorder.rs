@@ -165,9 +165,10 @@ impl LoopTimes {
 pub trait KindRecorder<C: LoopController>: Send {
     /// What the kind keeps of a run.
     type Outcome;
-    /// Note an accepted state frame; returns its state (`None`: a frame the controller cannot
-    /// use). `previous` is the state returned last (`None` before the first).
-    fn state(&mut self, frame: &StateFrame, previous: Option<&C::State>) -> Option<C::State>;
+    /// Note an accepted state frame and its `state` (decoded once, by the driver:
+    /// [`LoopController::state_of`]); `previous` is the state noted before (`None` before the
+    /// first).
+    fn state(&mut self, frame: &StateFrame, state: &C::State, previous: Option<&C::State>);
     /// Note one tick's command; `last` is the newest state noted (the one it answers).
     fn tick(&mut self, command: &C::Command, last: Option<&C::State>);
     /// Close the kind's record; `last` is the newest state noted.
@@ -202,15 +203,23 @@ impl<C: LoopController, K: KindRecorder<C>> Recorder<C, K> {
         &self.kind
     }
 
-    /// Note an accepted state frame; returns its state (`None`: a frame the controller cannot
-    /// use, which does not become the newest state).
-    pub fn state(&mut self, frame: &StateFrame) -> Option<C::State> {
+    /// Note an accepted state frame whose state the caller decoded
+    /// ([`LoopController::state_of`]): it becomes the newest state.
+    pub fn admitted(&mut self, frame: &StateFrame, state: C::State) {
         self.times.frame(frame);
-        let state = self.kind.state(frame, self.last.as_ref());
-        if state.is_some() {
-            self.last = state;
-        }
-        state
+        self.kind.state(frame, &state, self.last.as_ref());
+        self.last = Some(state);
+    }
+
+    /// Note an accepted state frame, decoding its state here; returns it (`None`: a frame the
+    /// controller cannot use, which is timed but does not become the newest state).
+    pub fn state(&mut self, frame: &StateFrame) -> Option<C::State> {
+        let Some(state) = C::state_of(frame) else {
+            self.times.frame(frame);
+            return None;
+        };
+        self.admitted(frame, state);
+        Some(state)
     }
 
     /// Note one tick's command, and its compute time when measured on this thread.
@@ -433,10 +442,8 @@ mod tests {
 
     impl KindRecorder<Hold> for Seen {
         type Outcome = (Self, Option<f64>);
-        fn state(&mut self, frame: &StateFrame, previous: Option<&OneJoint>) -> Option<OneJoint> {
-            let s = Hold::state_of(frame)?;
+        fn state(&mut self, _frame: &StateFrame, s: &OneJoint, previous: Option<&OneJoint>) {
             self.states.push((s.q, previous.map(|p| p.q)));
-            Some(s)
         }
         fn tick(&mut self, _command: &Torque, last: Option<&OneJoint>) {
             self.ticks.push(last.map(|s| s.q));

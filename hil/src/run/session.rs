@@ -325,8 +325,10 @@ impl<C: LoopController, K: KindRecorder<C>> Session<C, K> {
         let drain = Instant::now() + Duration::from_millis(2);
         while let Ok(f) = self.link.recv_state(drain) {
             // What the plant sends after the cut is not counted; what passes is recorded.
-            if self.check.observe(&f) && C::state_of(&f).is_some() {
-                self.recorder.state(&f);
+            if self.check.observe(&f)
+                && let Some(state) = C::state_of(&f)
+            {
+                self.recorder.admitted(&f, state);
             }
         }
         let state = self.recorder.last_state()?;

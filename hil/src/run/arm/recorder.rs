@@ -131,9 +131,9 @@ impl ArmRecorder {
         }
     }
 
-    /// Note the events and the joint state of an accepted state frame (`previous`: the state
-    /// returned last); returns the arm's state (`None` for a frame without a joint).
-    pub fn state(&mut self, frame: &StateFrame, previous: Option<&ArmState>) -> Option<ArmState> {
+    /// Note the events and the joint `state` of an accepted state frame (`previous`: the state
+    /// noted before).
+    pub fn state(&mut self, frame: &StateFrame, state: ArmState, previous: Option<&ArmState>) {
         let t = frame.sim_time_s;
         for event in &frame.events {
             match *event {
@@ -160,10 +160,8 @@ impl ArmRecorder {
                 _ => {}
             }
         }
-        let state = ArmState::of(frame)?;
         self.arrival(state, previous);
         self.trajectory.push(t, state.joint.position_rad);
-        Some(state)
     }
 
     /// The arrival error is read from the state nearest each target's instant, once the plant
@@ -230,8 +228,8 @@ impl ArmRecorder {
 impl<C: LoopController<State = ArmState, Command = ArmCommand>> KindRecorder<C> for ArmRecorder {
     type Outcome = (ArmRun, Option<TrajectoryCsv>);
 
-    fn state(&mut self, frame: &StateFrame, previous: Option<&ArmState>) -> Option<ArmState> {
-        Self::state(self, frame, previous)
+    fn state(&mut self, frame: &StateFrame, state: &ArmState, previous: Option<&ArmState>) {
+        Self::state(self, frame, *state, previous);
     }
 
     fn tick(&mut self, command: &ArmCommand, _last: Option<&ArmState>) {
@@ -275,9 +273,12 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            previous = r
-                .state(&frame(k as u64, t, a), previous.as_ref())
-                .or(previous);
+            let f = frame(k as u64, t, a);
+            let state = ArmState::of(&f);
+            if let Some(s) = state {
+                r.state(&f, s, previous.as_ref());
+            }
+            previous = state.or(previous);
         }
         let (run, _) = r.close();
         assert!((run.arrival_error_rad[0].unwrap_or(f64::NAN) - 0.01).abs() < 1e-12);

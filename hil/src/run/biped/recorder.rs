@@ -229,10 +229,9 @@ impl WalkRecorder {
 impl KindRecorder<WalkController> for WalkRecorder {
     type Outcome = (WalkRun, Option<WalkCsv>);
 
-    fn state(&mut self, frame: &StateFrame, _previous: Option<&WalkState>) -> Option<WalkState> {
-        let state = WalkState::of(frame);
+    fn state(&mut self, _frame: &StateFrame, state: &WalkState, _previous: Option<&WalkState>) {
         if state.shape.is_some() {
-            return Some(state);
+            return;
         }
         let r = state.reading;
         self.judge.state(&r);
@@ -248,7 +247,6 @@ impl KindRecorder<WalkController> for WalkRecorder {
             });
         }
         self.last_reading = Some(r);
-        Some(state)
     }
 
     fn tick(&mut self, command: &WalkTick, _last: Option<&WalkState>) {

@@ -404,8 +404,8 @@ impl ChainRecorder {
 impl KindRecorder<ChainController> for ChainRecorder {
     type Outcome = (ChainRun, Option<ChainCsv>);
 
-    fn state(&mut self, frame: &StateFrame, previous: Option<&ChainState>) -> Option<ChainState> {
-        let state = ChainState::of(frame)?;
+    fn state(&mut self, frame: &StateFrame, state: &ChainState, previous: Option<&ChainState>) {
+        let state = *state;
         self.contacts = (frame.step, frame.contacts.clone());
         if let Some(judge) = &self.reach {
             let force: Option<[f64; 3]> = frame
@@ -434,7 +434,6 @@ impl KindRecorder<ChainController> for ChainRecorder {
         }
         self.settle_keyframes(&state, previous);
         self.trajectory.push(state.sim_time_s, state.q);
-        Some(state)
     }
 
     fn tick(&mut self, command: &ChainCommandOut, _last: Option<&ChainState>) {

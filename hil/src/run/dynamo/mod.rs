@@ -1266,8 +1266,9 @@ impl KindRecorder<DynamoController> for DynamoRecorder {
     fn state(
         &mut self,
         frame: &StateFrame,
+        state: &HumanoidState,
         previous: Option<&HumanoidState>,
-    ) -> Option<HumanoidState> {
+    ) {
         for e in &frame.events {
             match *e {
                 Event::ContactBegan { body } if body.0 >= sim_host::humanoid::FIRST_BALL_ID => {
@@ -1291,7 +1292,7 @@ impl KindRecorder<DynamoController> for DynamoRecorder {
                 _ => {}
             }
         }
-        let s = HumanoidState::of(frame);
+        let s = *state;
         if self.fell_at_s.is_none() {
             self.capture.frame(
                 frame.sim_time_s,
@@ -1339,7 +1340,6 @@ impl KindRecorder<DynamoController> for DynamoRecorder {
                 torque_norms_nm: self.last_torque_norms.clone(),
             });
         }
-        Some(s)
     }
 
     fn tick(&mut self, c: &DynamoTick, _last: Option<&HumanoidState>) {

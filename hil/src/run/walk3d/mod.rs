@@ -1440,8 +1440,9 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
     fn state(
         &mut self,
         frame: &StateFrame,
+        state: &HumanoidState,
         _previous: Option<&HumanoidState>,
-    ) -> Option<HumanoidState> {
+    ) {
         for e in &frame.events {
             match *e {
                 Event::ContactBegan { body }
@@ -1454,7 +1455,7 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
                 _ => {}
             }
         }
-        let s = HumanoidState::of(frame);
+        let s = *state;
         if let (Some((stance, initial, predicted)), Some(st)) =
             (self.prediction.take(), self.stabiliser.as_mut())
             && let Some(c) = s.sole_corners(stance)
@@ -1502,7 +1503,6 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
                 torque_norms_nm: self.last_torque_norms.clone(),
             });
         }
-        Some(s)
     }
 
     fn tick(&mut self, c: &Walk3dTick, last: Option<&HumanoidState>) {
