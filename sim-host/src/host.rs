@@ -67,14 +67,18 @@ pub trait HostedPlant {
     /// the new state's frame then naming the frame (`applied_torque_sequence`, its low 32 bits);
     /// else zero torques, the frame naming none (0). The loops only hold frames that passed.
     fn step_driven_by(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
-        let applied = self.check_torques(torques_nm).is_ok();
-        let mut frame = self.advance(if applied { torques_nm } else { &[] });
-        frame.applied_torque_sequence = if applied {
-            // The low 32 bits, as the frame documents.
-            (torque_sequence & u64::from(u32::MAX)) as u32
+        if self.check_torques(torques_nm).is_ok() {
+            self.step_checked(torques_nm, torque_sequence)
         } else {
-            0
-        };
+            self.advance(&[])
+        }
+    }
+    /// [`HostedPlant::step_driven_by`] for torques that passed [`HostedPlant::check_torques`]
+    /// already (the loops check a frame once, when it arrives): applied, the frame named.
+    fn step_checked(&mut self, torques_nm: &[f64], torque_sequence: u64) -> StateFrame {
+        let mut frame = self.advance(torques_nm);
+        // The low 32 bits, as the frame documents.
+        frame.applied_torque_sequence = (torque_sequence & u64::from(u32::MAX)) as u32;
         frame
     }
 }
@@ -347,9 +351,9 @@ impl<'a, P: HostedPlant + ?Sized, T: FrameTransport> Loop<'a, P, T> {
         self.held_sequence = frame.sequence;
     }
 
-    /// One physics step with the held torques.
+    /// One physics step with the held torques (checked when their frame arrived).
     fn step(&mut self) -> StateFrame {
-        let frame = self.plant.step_driven_by(&self.held, self.held_sequence);
+        let frame = self.plant.step_checked(&self.held, self.held_sequence);
         self.steps += 1;
         self.cost_ns = self.cost_ns.saturating_add(frame.step_cost_ns);
         frame
