@@ -904,6 +904,15 @@ pub struct PoseSample {
     pub torque_norms_nm: Vec<f64>,
 }
 
+/// The norm of each of the first `joints` joints' torque vectors in `torques_nm` (three values a
+/// joint, as a humanoid's torque frame carries them) into `out`, for the next [`PoseSample`].
+pub fn torque_norms_into(torques_nm: &[f64], joints: usize, out: &mut Vec<f64>) {
+    out.clear();
+    for t in torques_nm.chunks_exact(3).take(joints) {
+        out.push((t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt());
+    }
+}
+
 /// The recorder of one run.
 pub struct DynamoRecorder {
     fall_tilt_rad: f64,
@@ -1344,11 +1353,7 @@ impl KindRecorder<DynamoController> for DynamoRecorder {
 
     fn tick(&mut self, c: &DynamoTick, _last: Option<&HumanoidState>) {
         if self.keep_poses {
-            self.last_torque_norms.clear();
-            for t in c.torques_nm.chunks_exact(3).take(self.joints) {
-                self.last_torque_norms
-                    .push((t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt());
-            }
+            torque_norms_into(&c.torques_nm, self.joints, &mut self.last_torque_norms);
         }
         self.limited += u64::from(c.limited);
         self.refused += u64::from(c.refused);

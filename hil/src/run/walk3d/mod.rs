@@ -64,7 +64,7 @@ use sim_host::Push;
 use sim_host::humanoid::HumanoidScene;
 
 use super::dynamo::controller::HumanoidState;
-use super::dynamo::{PoseSample, write_humanoid_gif};
+use super::dynamo::{PoseSample, torque_norms_into, write_humanoid_gif};
 use super::recorder::{KindRecorder, Run};
 use super::report::{Faults, Percentiles, ReportHeader};
 use super::roles::{RolesSpec, body_sides};
@@ -1506,12 +1506,8 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
     }
 
     fn tick(&mut self, c: &Walk3dTick, last: Option<&HumanoidState>) {
-        if self.animation_s > 0.0 && c.time_s < self.animation_s {
-            self.last_torque_norms.clear();
-            for t in c.torques_nm.chunks_exact(3).take(self.joints) {
-                self.last_torque_norms
-                    .push((t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt());
-            }
+        if c.time_s < self.animation_s {
+            torque_norms_into(&c.torques_nm, self.joints, &mut self.last_torque_norms);
         }
         if self.fell_at_s.is_some() || c.safe {
             return;
