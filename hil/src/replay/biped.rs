@@ -43,9 +43,9 @@ fn turn() -> UnitQuaternion<f64> {
     UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::FRAC_PI_2)
 }
 
-/// A body's pose on the page: x, y, z (m), then the quaternion x, y, z, w.
-fn pose(centre: [f64; 2], pitch: f64) -> [f64; 7] {
-    let w = turn();
+/// A body's pose on the page (`w`: the walker's world to the page's, [`turn`]): x, y, z (m), then
+/// the quaternion x, y, z, w.
+fn pose(w: &UnitQuaternion<f64>, centre: [f64; 2], pitch: f64) -> [f64; 7] {
     let p = w * Vector3::new(centre[0], centre[1], 0.0);
     let q = w * UnitQuaternion::from_axis_angle(&Vector3::z_axis(), pitch);
     let r = |x: f64| super::round(x, 1e-4);
@@ -78,7 +78,7 @@ fn run(shown: &Shown<'_>) -> Value {
     for (k, s) in shown.samples.iter().enumerate() {
         t.push(super::round(s.time_s, 1e-4));
         for &(centre, pitch) in &s.bodies {
-            poses.extend(pose(centre, pitch));
+            poses.extend(pose(&w, centre, pitch));
         }
         tau.extend(s.torques_nm.map(sig));
         for (f, body) in s.foot_force_n.iter().zip([LEFT_FOOT, RIGHT_FOOT]) {
