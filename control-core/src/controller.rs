@@ -18,6 +18,7 @@
 //! | [`crate::simbicon::Simbicon`] | [`crate::simbicon::WalkerState`] | [`crate::simbicon::WalkCommand`] |
 //! | [`crate::simbicon3d::Simbicon3d`] | [`crate::simbicon3d::Walk3dInput`] | [`crate::simbicon3d::Walk3dCommand`] |
 //! | [`crate::dynamo::PoseServo`] | [`crate::dynamo::PoseInput`] | [`crate::dynamo::PoseCommand`] |
+//! | [`crate::dynamo::humanoid::HumanoidPose`] | [`crate::dynamo::humanoid::HumanoidInput`] | [`crate::dynamo::humanoid::HumanoidCommand`] |
 //! | [`crate::dynamo::RootSpring`] | [`crate::dynamo::RootSpringInput`] | [`crate::dynamo::RootSpringOut`] |
 //! | [`crate::balance::Balance`] | [`crate::balance::BalanceInput`] | [`crate::balance::BalanceOutput`] |
 //! | [`crate::contact_stabiliser::ContactStabiliser`] | [`crate::contact_stabiliser::StabiliserInput`] | [`crate::contact_stabiliser::StabiliserOutput`] |

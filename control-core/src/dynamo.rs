@@ -181,6 +181,8 @@
 
 use core::fmt;
 
+pub mod humanoid;
+
 use nalgebra::{Matrix3, Quaternion, UnitQuaternion, Vector3};
 
 pub use crate::articulated::ArrivalSettings;

@@ -211,6 +211,18 @@ pub enum Limb {
     Elbow,
 }
 
+impl Limb {
+    /// A side's limb joints, hip to elbow.
+    pub const ALL: [Self; 6] = [
+        Self::Hip,
+        Self::Knee,
+        Self::Ankle,
+        Self::Toe,
+        Self::Shoulder,
+        Self::Elbow,
+    ];
+}
+
 /// Which joint a trajectory drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrajectoryJoint {
