@@ -258,6 +258,7 @@ pub extern "C" fn _start() -> ! {
         }
     }
     acc += dynamo_tick();
+    acc += humanoid_pose_tick();
     acc += balance_tick();
     acc += walk3d_tick();
     acc += stabiliser_tick();
@@ -618,6 +619,51 @@ fn dynamo_tick() -> f64 {
             acc += out.torque_nm.sum();
         }
         spring.reset();
+    }
+    acc
+}
+
+/// The whole humanoid's pose controller (`control_core::dynamo::humanoid`): a pelvis, a torso
+/// on a waist and a forearm on an elbow, one tick under the root spring law and the safe state.
+fn humanoid_pose_tick() -> f64 {
+    use control_core::dynamo::humanoid::{
+        BodyMass, HumanoidInput, HumanoidJoint, HumanoidPose, HumanoidSpec, JointRole, PoseLaw,
+    };
+    use control_core::frames::BodyMotion as Body;
+    use control_core::simbicon3d::{Limb, Side};
+    let mass = |mass_kg| BodyMass {
+        mass_kg,
+        principal_inertia_kgm2: Vector3::new(0.1, black_box(0.05), 0.1),
+    };
+    let bodies = [mass(10.0), mass(black_box(20.0)), mass(1.5)];
+    let joints = [
+        HumanoidJoint {
+            parent: 0,
+            child: 1,
+            kind: JointKind::Ball,
+            anchor_m: Vector3::new(0.0, black_box(0.1), 0.0),
+            effort_nm: 200.0,
+            role: JointRole::Waist,
+        },
+        HumanoidJoint {
+            parent: 1,
+            child: 2,
+            kind: JointKind::Hinge { axis: Vector3::z() },
+            anchor_m: Vector3::new(0.0, -0.2, black_box(-0.2)),
+            effort_nm: 50.0,
+            role: JointRole::Limb(Side::Left, Limb::Elbow),
+        },
+    ];
+    let spec = HumanoidSpec::new(&bodies, &joints, black_box(0.005));
+    let mut state = [Body::default(); 3];
+    state[2].com_m = [0.1, black_box(1.0), -0.2];
+    state[1].angular_velocity_rad_s = [black_box(0.3), 0.0, 0.0];
+    let mut acc = 0.0;
+    if let Ok(mut pose) = HumanoidPose::<4, 4>::new(PoseLaw::WorldSpaceRootSpring, &spec) {
+        let input = HumanoidInput { time_s: black_box(0.1), bodies: &state };
+        let out = pose.tick(&input);
+        acc += out.torques_nm.iter().map(|t| t.sum()).sum::<f64>() + out.root_torque_nm.sum();
+        acc += pose.safe(&state).torques_nm[1].z + pose.measure(&input).pose_error_sq_sum;
     }
     acc
 }

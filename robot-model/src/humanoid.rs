@@ -10,6 +10,44 @@
 //! `<inertial>` and `<collision>`; `<visual>` and `<material>` are not used (and, as for every
 //! robot, a `<texture>` without a filename does not stop urdf-rs).
 //!
+//! # Its pose controller from `control_core::dynamo::humanoid`
+//! Roles by exact joint name, the joints and masses, the standing lean: everything
+//! [`control_core::dynamo::humanoid::HumanoidPose`] (no_std, no allocation) is built from. One
+//! tick with the body standing in its zero pose, as a plant would report it:
+//!
+//! ```
+//! use control_core::dynamo::humanoid::{HumanoidInput, HumanoidPose, HumanoidSpec, JointRole, PoseLaw};
+//! use control_core::frames::BodyMotion;
+//! use control_core::simbicon3d::{Limb::*, Side::*};
+//! use robot_model::humanoid::{BodyPose, HumanoidModel};
+//!
+//! let urdf = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
+//! let model = HumanoidModel::load(urdf.as_ref())?;
+//! let mut names = vec![("waist".to_string(), JointRole::Waist), ("neck".into(), JointRole::Neck)];
+//! for (side, s) in [(Left, "left"), (Right, "right")] {
+//!     for (limb, l) in [(Hip, "hip"), (Knee, "knee"), (Ankle, "ankle"), (Toe, "toe"),
+//!                       (Shoulder, "shoulder"), (Elbow, "elbow")] {
+//!         names.push((format!("{s}_{l}"), JointRole::Limb(side, limb)));
+//!     }
+//! }
+//! let table: Vec<(&str, JointRole)> = names.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+//! let roles = model.roles_by_name(&table)?; // every joint named once, exactly
+//! let (joints, bodies) = (model.pose_joints(&roles)?, model.body_masses());
+//! let lean = model.standing_lean_rad(&roles, &[]); // the ankles put the COM above them
+//! let spec = HumanoidSpec { lean_rad: (lean, lean), ..HumanoidSpec::new(&bodies, &joints, 0.005) };
+//! let mut pose = HumanoidPose::<16, 16>::new(PoseLaw::WorldSpace, &spec)?; // capacity in the type
+//! let up = BodyPose { com_m: [0.0, 1.0, 0.0], orientation: [1.0, 0.0, 0.0, 0.0] };
+//! let state: Vec<BodyMotion> = model
+//!     .pose(up, &[])
+//!     .iter()
+//!     .map(|p| BodyMotion { com_m: p.com_m, orientation: p.orientation, ..Default::default() })
+//!     .collect();
+//! let out = pose.tick(&HumanoidInput { time_s: 0.0, bodies: &state }); // never allocates or panics
+//! assert!(!out.safe && out.refused == 0 && out.torques_nm.iter().all(|t| t.norm().is_finite()));
+//! // out.torques_nm[j]: +τ on joint j's child, −τ on its parent, world axes (y up).
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Balancing it with `control_core::balance`
 //! The tree, the soles' corners and the joints' effort groups are all the balance QP needs; a
 //! state comes from the plant's body motions ([`HumanoidTree::state`]). Standing in the zero
@@ -82,7 +120,11 @@
 
 use std::path::Path;
 
+use control_core::articulated::nalgebra::Vector3;
+use control_core::dynamo::JointKind as ServoKind;
+use control_core::dynamo::humanoid::{BodyMass, HumanoidJoint, JointRole};
 use control_core::frames::{MAX_BODIES, MAX_JOINTS};
+use control_core::simbicon3d::{BipRoles, Limb, Side};
 use glam::{DQuat, DVec3};
 
 use crate::{
@@ -469,6 +511,138 @@ impl HumanoidModel {
         out
     }
 
+    /// Each joint's role under `roles`, in joint order; why not when a joint plays no part or
+    /// two (a controller that drives every joint by its part needs each once).
+    pub fn joint_roles(&self, roles: &BipRoles) -> Result<Vec<JointRole>, String> {
+        let mut out: Vec<Option<JointRole>> = vec![None; self.joints.len()];
+        let mut assign = |joint: usize, role: JointRole| -> Result<(), String> {
+            let name = self.joints.get(joint).map_or("?", |j| j.name.as_str());
+            match out.get_mut(joint) {
+                Some(slot @ None) => {
+                    *slot = Some(role);
+                    Ok(())
+                }
+                Some(Some(first)) => Err(format!(
+                    "joint `{name}` plays two parts: `{first}` and `{role}`"
+                )),
+                None => Err(format!("joint {joint} is out of range")),
+            }
+        };
+        assign(roles.waist, JointRole::Waist)?;
+        assign(roles.neck, JointRole::Neck)?;
+        for (side, joints) in [Side::Left, Side::Right].into_iter().zip(&roles.sides) {
+            for limb in Limb::ALL {
+                if let Some(j) = joints.limb(limb) {
+                    assign(j, JointRole::Limb(side, limb))?;
+                }
+            }
+        }
+        out.into_iter()
+            .zip(&self.joints)
+            .map(|(role, j)| role.ok_or_else(|| format!("joint `{}` plays no part", j.name)))
+            .collect()
+    }
+
+    /// Each joint's role, in joint order, from a table of (joint name, role) naming every joint
+    /// exactly once (exact names: never a substring); why not, naming the joint.
+    pub fn roles_by_name(&self, table: &[(&str, JointRole)]) -> Result<Vec<JointRole>, String> {
+        for (i, (name, _)) in table.iter().enumerate() {
+            if self.joint_index(name).is_none() {
+                return Err(format!("`{name}` is no joint of {}", self.name));
+            }
+            if table.iter().take(i).any(|(n, _)| n == name) {
+                return Err(format!("joint `{name}` is named twice"));
+            }
+        }
+        self.joints
+            .iter()
+            .map(|j| {
+                table
+                    .iter()
+                    .find(|(n, _)| *n == j.name)
+                    .map(|&(_, role)| role)
+                    .ok_or_else(|| format!("joint `{}` plays no part", j.name))
+            })
+            .collect()
+    }
+
+    /// Every body's mass and principal inertia, body order: what
+    /// [`control_core::dynamo::humanoid::HumanoidPose`] is built from.
+    pub fn body_masses(&self) -> Vec<BodyMass> {
+        self.bodies
+            .iter()
+            .map(|b| BodyMass {
+                mass_kg: b.mass_kg,
+                principal_inertia_kgm2: Vector3::from(b.inertia_kg_m2),
+            })
+            .collect()
+    }
+
+    /// Every joint as [`control_core::dynamo::humanoid::HumanoidPose`] drives it, joint
+    /// `j` playing `roles[j]`; why not when the roles are not one per joint.
+    pub fn pose_joints(&self, roles: &[JointRole]) -> Result<Vec<HumanoidJoint>, String> {
+        if roles.len() != self.joints.len() {
+            return Err(format!(
+                "{} roles for {} joints",
+                roles.len(),
+                self.joints.len()
+            ));
+        }
+        Ok(self
+            .joints
+            .iter()
+            .zip(roles)
+            .map(|(j, &role)| HumanoidJoint {
+                parent: j.parent,
+                child: j.child,
+                kind: match j.kind {
+                    JointKind::Ball { .. } => ServoKind::Ball,
+                    JointKind::Hinge { axis, .. } => ServoKind::Hinge {
+                        axis: Vector3::from(axis),
+                    },
+                    JointKind::TwoAxis { axes, .. } => ServoKind::TwoAxis {
+                        axes: axes.map(Vector3::from),
+                    },
+                },
+                anchor_m: Vector3::from(j.anchor_in_parent_m),
+                effort_nm: j.effort_nm,
+                role,
+            })
+            .collect())
+    }
+
+    /// The forward lean about the ankles (rad, about +z, negative: forward) that puts the centre
+    /// of mass of the pose `joint_rotations` (relative rotations w, x, y, z in joint order,
+    /// missing: the identity; `&[]`: the zero pose) above the first ankle of `roles`, so the
+    /// pose stands: the leans a [`control_core::dynamo::humanoid::HumanoidSpec`] takes.
+    pub fn standing_lean_rad(&self, roles: &[JointRole], joint_rotations: &[[f64; 4]]) -> f64 {
+        let up = BodyPose {
+            com_m: [0.0; 3],
+            orientation: [1.0, 0.0, 0.0, 0.0],
+        };
+        let poses = self.pose(up, joint_rotations);
+        let m = self.total_mass_kg();
+        let mut com = [0.0; 2];
+        for (b, p) in self.bodies.iter().zip(&poses) {
+            com[0] += b.mass_kg * p.com_m[0] / m;
+            com[1] += b.mass_kg * p.com_m[1] / m;
+        }
+        let ankle = roles
+            .iter()
+            .position(|r| r.is_ankle())
+            .and_then(|j| self.joints.get(j))
+            .and_then(|j| {
+                poses.get(j.parent).map(|p| {
+                    [
+                        p.com_m[0] + j.anchor_in_parent_m[0],
+                        p.com_m[1] + j.anchor_in_parent_m[1],
+                    ]
+                })
+            })
+            .unwrap_or([0.0; 2]);
+        -(ankle[0] - com[0]).atan2(com[1] - ankle[1])
+    }
+
     /// The index of the joint named `name`.
     pub fn joint_index(&self, name: &str) -> Option<usize> {
         self.joints.iter().position(|j| j.name == name)
@@ -803,6 +977,75 @@ mod tests {
             JointKind::Ball {
                 limits_rad: [[-0.6, 0.6]; 3]
             }
+        );
+    }
+
+    #[test]
+    fn roles_come_from_exact_names_every_joint_once() {
+        let m = HumanoidModel::from_urdf_str(URDF, Path::new("h.urdf")).unwrap();
+        let names: Vec<(String, JointRole)> = m
+            .joints
+            .iter()
+            .map(|j| {
+                let role = match j.name.as_str() {
+                    "waist" => JointRole::Waist,
+                    "neck" => JointRole::Neck,
+                    n => {
+                        let (side, limb) = n.split_once('_').unwrap();
+                        let side = if side == "left" {
+                            Side::Left
+                        } else {
+                            Side::Right
+                        };
+                        let limb = ["hip", "knee", "ankle", "toe", "shoulder", "elbow"]
+                            .iter()
+                            .position(|l| *l == limb)
+                            .map(|i| Limb::ALL[i])
+                            .unwrap();
+                        JointRole::Limb(side, limb)
+                    }
+                };
+                (j.name.clone(), role)
+            })
+            .collect();
+        let table: Vec<(&str, JointRole)> = names.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+        let roles = m.roles_by_name(&table).unwrap();
+        assert_eq!(
+            roles[m.joint_index("left_knee").unwrap()],
+            table[m.joint_index("left_knee").unwrap()].1
+        );
+        let joints = m.pose_joints(&roles).unwrap();
+        assert_eq!(joints.len(), 14);
+        assert_eq!(joints[0].effort_nm, m.joints[0].effort_nm);
+        assert_eq!(m.body_masses().len(), 15);
+        // Standing upright, the centre of mass is in front of the ankles: a small lean.
+        let lean = m.standing_lean_rad(&roles, &[]);
+        assert!(lean.abs() < 0.1 && lean != 0.0, "{lean}");
+        // Refusals name the joint.
+        let mut short = table.clone();
+        short.pop();
+        let last = &m.joints.last().unwrap().name;
+        assert_eq!(
+            m.roles_by_name(&short).unwrap_err(),
+            format!("joint `{last}` plays no part")
+        );
+        let mut twice = table.clone();
+        twice.push(("waist", JointRole::Neck));
+        assert_eq!(
+            m.roles_by_name(&twice).unwrap_err(),
+            "joint `waist` is named twice"
+        );
+        let mut unknown = table.clone();
+        unknown[0].0 = "left_hip_x";
+        assert!(
+            m.roles_by_name(&unknown)
+                .unwrap_err()
+                .contains("`left_hip_x` is no joint")
+        );
+        assert!(
+            m.pose_joints(&roles[1..])
+                .unwrap_err()
+                .contains("13 roles for 14 joints")
         );
     }
 

@@ -134,75 +134,7 @@ impl RolesSpec {
     }
 }
 
-/// A side's limbs, hip to elbow.
-const LIMBS: [Limb; 6] = [
-    Limb::Hip,
-    Limb::Knee,
-    Limb::Ankle,
-    Limb::Toe,
-    Limb::Shoulder,
-    Limb::Elbow,
-];
-
-/// The part a joint plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JointRole {
-    /// Between pelvis and torso.
-    Waist,
-    /// Between torso and head.
-    Neck,
-    /// A side's limb joint.
-    Limb(Side, Limb),
-}
-
-impl JointRole {
-    /// On a leg (hip, knee, ankle, toe): the support chain.
-    pub const fn is_support(self) -> bool {
-        matches!(
-            self,
-            Self::Limb(_, Limb::Hip | Limb::Knee | Limb::Ankle | Limb::Toe)
-        )
-    }
-
-    /// A limb joint of the upper body (neck, shoulders, elbows): a light subtree hanging from
-    /// the heavy torso.
-    pub const fn is_upper_limb(self) -> bool {
-        matches!(
-            self,
-            Self::Neck | Self::Limb(_, Limb::Shoulder | Limb::Elbow)
-        )
-    }
-
-    /// An ankle.
-    pub const fn is_ankle(self) -> bool {
-        matches!(self, Self::Limb(_, Limb::Ankle))
-    }
-}
-
-impl std::fmt::Display for JointRole {
-    /// As `[roles]` names it: `waist`, `neck`, `left.knee`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Waist => f.write_str("waist"),
-            Self::Neck => f.write_str("neck"),
-            Self::Limb(side, limb) => {
-                let side = match side {
-                    Side::Left => "left",
-                    Side::Right => "right",
-                };
-                let limb = match limb {
-                    Limb::Hip => "hip",
-                    Limb::Knee => "knee",
-                    Limb::Ankle => "ankle",
-                    Limb::Toe => "toe",
-                    Limb::Shoulder => "shoulder",
-                    Limb::Elbow => "elbow",
-                };
-                write!(f, "{side}.{limb}")
-            }
-        }
-    }
-}
+pub use control_core::dynamo::humanoid::JointRole;
 
 /// Each of `model`'s joints' role under `roles`, in joint order; (field, reason) when a joint
 /// plays no part or two (a controller that drives every joint by its role needs each once).
@@ -210,41 +142,9 @@ pub fn joint_roles(
     roles: &BipRoles,
     model: &HumanoidModel,
 ) -> Result<Vec<JointRole>, (String, String)> {
-    let mut out: Vec<Option<JointRole>> = vec![None; model.joints.len()];
-    let mut assign = |joint: usize, role: JointRole| -> Result<(), (String, String)> {
-        let name = model.joints.get(joint).map_or("?", |j| j.name.as_str());
-        match out.get_mut(joint) {
-            Some(slot @ None) => {
-                *slot = Some(role);
-                Ok(())
-            }
-            Some(Some(first)) => Err((
-                "roles".into(),
-                format!("joint `{name}` plays two parts: `{first}` and `{role}`"),
-            )),
-            None => Err(("roles".into(), format!("joint {joint} is out of range"))),
-        }
-    };
-    assign(roles.waist, JointRole::Waist)?;
-    assign(roles.neck, JointRole::Neck)?;
-    for (side, joints) in [Side::Left, Side::Right].into_iter().zip(&roles.sides) {
-        for limb in LIMBS {
-            if let Some(j) = joints.limb(limb) {
-                assign(j, JointRole::Limb(side, limb))?;
-            }
-        }
-    }
-    out.into_iter()
-        .zip(&model.joints)
-        .map(|(role, j)| {
-            role.ok_or_else(|| {
-                (
-                    "roles".into(),
-                    format!("joint `{}` plays no part in `[roles]`", j.name),
-                )
-            })
-        })
-        .collect()
+    model
+        .joint_roles(roles)
+        .map_err(|reason| ("roles".into(), reason))
 }
 
 /// Each of `model`'s bodies' side under `roles`: the side of the limb joint whose child it is
@@ -252,7 +152,7 @@ pub fn joint_roles(
 pub fn body_sides(roles: &BipRoles, model: &HumanoidModel) -> Vec<Option<Side>> {
     let mut sides = vec![None; model.bodies.len()];
     for (side, joints) in [Side::Left, Side::Right].into_iter().zip(&roles.sides) {
-        for limb in LIMBS {
+        for limb in Limb::ALL {
             if let Some(slot) = joints
                 .limb(limb)
                 .and_then(|j| model.joints.get(j))
