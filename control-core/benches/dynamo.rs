@@ -7,7 +7,11 @@
 //! - `pose_servo/world_arrival_14`: the same with arrival gains about v on each joint's
 //!   composite inertia tensor (one arrival solve and one gain limit per joint);
 //! - `root_spring/tick`: `RootSpring::tick` (never breaking: no break criterion);
-//! - `subtree_inertia/bip_15`: `subtree_inertia_about` over the 15 bodies.
+//! - `subtree_inertia/bip_15`: `subtree_inertia_about` over the 15 bodies;
+//! - `humanoid_pose/root_spring_14`: `humanoid::HumanoidPose::<14, 15>::tick` under
+//!   `world_space_root_spring`, the whole controller `dynamo_push` runs: every joint's servo by
+//!   its part (the neck, shoulders and elbows scaled by their subtree's inertia every tick, with
+//!   gravity's feed-forward), the ankles' lean damping, a shoulder arriving on time, the spring.
 //!
 //! After criterion's groups a table prints the median ns per call of 400 rounds of each (a
 //! round: one pass over the 64 states), which a busy neighbour on a shared machine skews less
@@ -21,10 +25,16 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use control_core::articulated::nalgebra::{Matrix3, Unit, UnitQuaternion, Vector3};
+use control_core::dynamo::JointKind;
+use control_core::dynamo::humanoid::{
+    BodyMass, HumanoidInput, HumanoidJoint, HumanoidPose, HumanoidSpec, JointRole, PoseLaw, Reach,
+};
 use control_core::dynamo::{
     Arrival, ArrivalSettings, BodyInertia, BodyMotion, JointConfig, JointInertia, PoseJointSpec,
     PoseServo, RootSpring, RootSpringConfig, Target, TargetSpace, subtree_inertia_about,
 };
+use control_core::frames::BodyMotion as FrameBody;
+use control_core::simbicon3d::{Limb, Side};
 use criterion::{Criterion, criterion_group};
 
 const STATES: usize = 64;
@@ -112,8 +122,67 @@ fn subtree(joint: usize) -> Vec<usize> {
     bodies
 }
 
+/// Each joint's part, in [`JOINTS`] order.
+fn roles() -> [JointRole; 14] {
+    let side = |s| move |limb| JointRole::Limb(s, limb);
+    let (l, r) = (side(Side::Left), side(Side::Right));
+    [
+        JointRole::Waist,
+        JointRole::Neck,
+        l(Limb::Shoulder),
+        l(Limb::Elbow),
+        r(Limb::Shoulder),
+        r(Limb::Elbow),
+        l(Limb::Hip),
+        l(Limb::Knee),
+        l(Limb::Ankle),
+        l(Limb::Toe),
+        r(Limb::Hip),
+        r(Limb::Knee),
+        r(Limb::Ankle),
+        r(Limb::Toe),
+    ]
+}
+
+/// The whole humanoid's pose controller on the Bip, the left shoulder reaching 0.8 rad
+/// forward over the first second.
+fn humanoid_pose() -> HumanoidPose<14, 15> {
+    let bip = bip();
+    let masses = bip.map(|b| BodyMass {
+        mass_kg: b.mass_kg,
+        principal_inertia_kgm2: b.principal_inertia_kgm2,
+    });
+    let roles = roles();
+    let joints: [HumanoidJoint; 14] = std::array::from_fn(|j| {
+        let (parent, child) = JOINTS[j];
+        // The joint halfway between the two centres of mass.
+        let anchor_m = (bip[child].com_m - bip[parent].com_m) * 0.5;
+        HumanoidJoint {
+            parent,
+            child,
+            kind: JointKind::Ball,
+            anchor_m,
+            effort_nm: 300.0,
+            role: roles[j],
+        }
+    });
+    let spec = HumanoidSpec {
+        lean_rad: (-0.02, -0.03),
+        reach: Some(Reach {
+            joint: 2,
+            rotation: UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 0.8),
+            start_s: 0.0,
+            arrive_s: 1.0,
+        }),
+        ..HumanoidSpec::new(&masses, &joints, 0.005)
+    };
+    HumanoidPose::new(PoseLaw::WorldSpaceRootSpring, &spec).expect("valid humanoid")
+}
+
 struct Inputs {
     bodies: Vec<[BodyMotion; 15]>,
+    /// The same states as a plant's frame carries them (centres of mass at the Bip's, moving).
+    frames: Vec<[FrameBody; 15]>,
     fixed: Vec<[Target; 14]>,
     arrival: Vec<[Target; 14]>,
 }
@@ -153,8 +222,23 @@ fn inputs() -> Inputs {
             ..targets[j]
         }));
     }
+    let frames = bodies
+        .iter()
+        .map(|b: &[BodyMotion; 15]| {
+            std::array::from_fn(|i| {
+                let q = b[i].orientation.quaternion();
+                FrameBody {
+                    com_m: bip[i].com_m.into(),
+                    orientation: [q.w, q.i, q.j, q.k],
+                    velocity_m_s: (b[i].angular_velocity_rad_s * 0.1).into(),
+                    angular_velocity_rad_s: b[i].angular_velocity_rad_s.into(),
+                }
+            })
+        })
+        .collect();
     Inputs {
         bodies,
+        frames,
         fixed,
         arrival,
     }
@@ -180,10 +264,11 @@ fn spring() -> RootSpring {
 /// One measured pass: a name and a call over the 64 states.
 type Pass<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
-/// The four measured passes, each over the 64 states.
+/// The five measured passes, each over the 64 states.
 fn passes(inputs: &Inputs) -> Vec<Pass<'_>> {
     let servo = pose_servo();
     let mut spring = spring();
+    let mut pose = humanoid_pose();
     let bip = bip();
     let points: Vec<Vector3<f64>> = inputs
         .bodies
@@ -231,6 +316,18 @@ fn passes(inputs: &Inputs) -> Vec<Pass<'_>> {
                 }
             }),
         ),
+        (
+            "humanoid_pose/root_spring_14",
+            Box::new(move || {
+                for (k, bodies) in inputs.frames.iter().enumerate() {
+                    let input = HumanoidInput {
+                        time_s: 0.005 * k as f64,
+                        bodies: black_box(bodies),
+                    };
+                    black_box(pose.tick(&input).limited);
+                }
+            }),
+        ),
     ]
 }
 
@@ -245,6 +342,17 @@ fn bench(c: &mut Criterion) {
     {
         servo.tick(bodies, fixed).expect("fixed tick");
         servo.tick(bodies, arrival).expect("arrival tick");
+    }
+    let mut pose = humanoid_pose();
+    for frame in &inputs.frames {
+        let out = pose.tick(&HumanoidInput {
+            time_s: 0.1,
+            bodies: frame,
+        });
+        assert!(
+            !out.safe && out.refused == 0,
+            "the humanoid's tick refused: {out:?}"
+        );
     }
     let mut group = c.benchmark_group("dynamo");
     group.throughput(criterion::Throughput::Elements(STATES as u64));
