@@ -1633,6 +1633,7 @@ impl<const NV: usize, const NX: usize, const NR: usize>
 }
 
 pub mod contact;
+pub mod humanoid;
 pub mod step;
 #[cfg(test)]
 mod tests;
