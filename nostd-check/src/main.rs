@@ -8,13 +8,12 @@ use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalSettings, TreeArrival, Coupling, JointTarget, LinkSpec, serial_tree,
+    ArrivalSettings, Coupling, JointTarget, LinkSpec, TreeArrival, serial_tree,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::dynamo::{
-    Arrival, BodyInertia, BodyMotion, JointConfig, JointInertia, JointKind,
-    PoseJointSpec, PoseServo, RootSpring, RootSpringConfig, Target, TargetSpace, heading,
-    subtree_inertia_about,
+    Arrival, BodyInertia, BodyMotion, JointConfig, JointInertia, JointKind, PoseJointSpec,
+    PoseServo, RootSpring, RootSpringConfig, Target, TargetSpace, heading, subtree_inertia_about,
 };
 use control_core::frames::{
     BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
@@ -197,9 +196,7 @@ pub extern "C" fn _start() -> ! {
                     pose_rad: black_box(0.5),
                     time_to_go_s: black_box(0.4),
                 };
-                if let Ok(c) =
-                    arrival.tick(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity)
-                {
+                if let Ok(c) = arrival.tick(&tree, &pose, &q, &[0.0; 8], &[target; 8], &gravity) {
                     acc += c.torques().iter().sum::<f64>();
                 }
             }
@@ -232,9 +229,9 @@ pub extern "C" fn _start() -> ! {
             };
             if let Ok(reach) = Reach::new(config) {
                 let still = Vector3::zeros();
-                if let Ok(command) =
-                    reach.tick(&chain, &base, 2, &q, &[0.0; 2], &target, &still, &q, &gravity)
-                {
+                if let Ok(command) = reach.tick(
+                    &chain, &base, 2, &q, &[0.0; 2], &target, &still, &q, &gravity,
+                ) {
                     acc += command.torques_nm.iter().sum::<f64>();
                 }
             }
@@ -259,6 +256,7 @@ pub extern "C" fn _start() -> ! {
     }
     acc += dynamo_tick();
     acc += humanoid_pose_tick();
+    acc += body_map_state();
     acc += balance_tick();
     acc += walk3d_tick();
     acc += stabiliser_tick();
@@ -289,7 +287,14 @@ fn stabiliser_tick() -> f64 {
     let body = |mass_kg: f64, com_m: [f64; 3]| Inertial {
         mass_kg,
         com_m,
-        inertia_kgm2: [0.05 * mass_kg, 0.0, 0.0, 0.01 * mass_kg, 0.0, 0.05 * mass_kg],
+        inertia_kgm2: [
+            0.05 * mass_kg,
+            0.0,
+            0.0,
+            0.01 * mass_kg,
+            0.0,
+            0.05 * mass_kg,
+        ],
     };
     let joint = |parent_body, origin: [f64; 3], axis, body| JointSpec {
         parent_body,
@@ -300,8 +305,18 @@ fn stabiliser_tick() -> f64 {
     };
     let joints = [
         joint(0, [0.0, 0.05, 0.0], [0.0, 0.0, 1.0], Inertial::ZERO),
-        joint(1, [0.0; 3], [1.0, 0.0, 0.0], body(10.0, [black_box(0.09), 0.25, 0.0])),
-        joint(2, [0.0, 0.5, 0.0], [0.0, 0.0, 1.0], body(20.0, [0.0, 0.25, 0.0])),
+        joint(
+            1,
+            [0.0; 3],
+            [1.0, 0.0, 0.0],
+            body(10.0, [black_box(0.09), 0.25, 0.0]),
+        ),
+        joint(
+            2,
+            [0.0, 0.5, 0.0],
+            [0.0, 0.0, 1.0],
+            body(20.0, [0.0, 0.25, 0.0]),
+        ),
     ];
     let Ok(tree) = Tree::<9>::new(&TreeSpec {
         base: BaseKind::Floating,
@@ -532,7 +547,80 @@ fn balance_tick() -> f64 {
         });
         acc += out.torques.iter().sum::<f64>();
     }
-    acc
+    acc + humanoid_balance_tick(balance, contacts)
+}
+
+/// The humanoid balance controller (`control_core::balance::humanoid::HumanoidBalance`) around
+/// `balance_tick`'s QP: the two legs' plant joints mapped to the tree (hip and knee hinges, the
+/// ankle two-axis), each foot its own toes, one tick.
+fn humanoid_balance_tick<const NV: usize, const NX: usize, const NR: usize>(
+    balance: control_core::balance::Balance<NV, NX, NR>,
+    contacts: [control_core::balance::ContactBody; 2],
+) -> f64 {
+    use control_core::articulated::nalgebra::UnitQuaternion;
+    use control_core::balance::humanoid::{
+        BodyMap, Coordinates, HumanoidBalance, HumanoidBalanceSpec, MappedJoint,
+    };
+    use control_core::frames::BodyMotion as Body;
+    let hinge = Coordinates::Hinge { axis: Vector3::z() };
+    let mut joints = [MappedJoint {
+        parent: 0,
+        child: 1,
+        first: 0,
+        count: 1,
+        coordinates: hinge,
+    }; 6];
+    for leg in 0..2 {
+        let (b, j) = (3 * leg, 4 * leg);
+        joints[3 * leg] = MappedJoint {
+            parent: 0,
+            child: b + 1,
+            first: j,
+            count: 1,
+            coordinates: hinge,
+        };
+        joints[3 * leg + 1] = MappedJoint {
+            parent: b + 1,
+            child: b + 2,
+            first: j + 1,
+            count: 1,
+            coordinates: hinge,
+        };
+        joints[3 * leg + 2] = MappedJoint {
+            parent: b + 2,
+            child: b + 3,
+            first: j + 2,
+            count: 2,
+            coordinates: Coordinates::TwoAxis { order: [0, 1, 2] },
+        };
+    }
+    let Some(map) = BodyMap::new(0, &joints) else {
+        return 0.0;
+    };
+    let spec = HumanoidBalanceSpec {
+        map,
+        contacts: [contacts[0], contacts[1], contacts[0], contacts[1]],
+        masses: &[20.0, 5.0, 3.0, 1.0, 5.0, 3.0, 1.0],
+        gravity: Vector3::new(0.0, black_box(-9.81), 0.0),
+        com_height_m: 0.85,
+        stepper: None,
+        contact_hold_ticks: 1,
+    };
+    let Some(mut humanoid) = HumanoidBalance::new(balance, spec) else {
+        return 0.0;
+    };
+    let mut bodies = [Body::default(); 7];
+    bodies[0].com_m = [0.0, black_box(0.95), 0.0];
+    let mut torques = [0.0; 18];
+    let targets = [UnitQuaternion::identity(); 6];
+    let status = humanoid.tick(
+        0.0,
+        &bodies,
+        &targets,
+        &[200.0, 200.0, 0.0, 0.0],
+        &mut torques,
+    );
+    torques.iter().sum::<f64>() + f64::from(u8::from(status.is_some()))
 }
 
 /// Dynamo's servos: a three-body character (root, two children) with a ball joint and a hinge,
@@ -660,10 +748,55 @@ fn humanoid_pose_tick() -> f64 {
     state[1].angular_velocity_rad_s = [black_box(0.3), 0.0, 0.0];
     let mut acc = 0.0;
     if let Ok(mut pose) = HumanoidPose::<4, 4>::new(PoseLaw::WorldSpaceRootSpring, &spec) {
-        let input = HumanoidInput { time_s: black_box(0.1), bodies: &state };
+        let input = HumanoidInput {
+            time_s: black_box(0.1),
+            bodies: &state,
+        };
         let out = pose.tick(&input);
         acc += out.torques_nm.iter().map(|t| t.sum()).sum::<f64>() + out.root_torque_nm.sum();
         acc += pose.safe(&state).torques_nm[1].z + pose.measure(&input).pose_error_sq_sum;
+    }
+    acc
+}
+
+/// The humanoid balance's body map (`control_core::balance::humanoid::BodyMap`): a root, a
+/// ball joint and a hinge, one state mapped to tree coordinates.
+fn body_map_state() -> f64 {
+    use control_core::articulated::nalgebra::UnitQuaternion;
+    use control_core::balance::humanoid::{BodyMap, Coordinates, MappedJoint};
+    use control_core::frames::BodyMotion as Body;
+    let joints = [
+        MappedJoint {
+            parent: 0,
+            child: 1,
+            first: 0,
+            count: 3,
+            coordinates: Coordinates::Ball {
+                order: [2, black_box(0), 1],
+            },
+        },
+        MappedJoint {
+            parent: 1,
+            child: 2,
+            first: 3,
+            count: 1,
+            coordinates: Coordinates::Hinge { axis: Vector3::z() },
+        },
+    ];
+    let Some(map) = BodyMap::<4>::new(black_box(0), &joints) else {
+        return 0.0;
+    };
+    let turn = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), black_box(0.3));
+    let c = turn.quaternion();
+    let mut bodies = [Body::default(); 3];
+    bodies[2].orientation = [c.w, c.i, c.j, c.k];
+    let (mut q, mut v) = ([0.0; 10], [0.0; 10]);
+    let mut acc = 0.0;
+    if let Some((base, locked)) = map.state(&bodies, &mut q, &mut v) {
+        acc += base.translation.vector.sum() + locked + q.iter().sum::<f64>();
+    }
+    if map.pose_coordinates(1, &turn, &mut q).is_some() {
+        acc += q[3];
     }
     acc
 }

@@ -16,33 +16,11 @@
 //! neither allocate nor panic.
 
 use super::{Geometry, HumanoidModel, JointKind};
-use control_core::articulated::nalgebra::{
-    Isometry3, Matrix3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
-};
-use control_core::balance::{ContactBody, JointGroup, MAX_POINTS, euler_angles, euler_rates};
-use control_core::frames::BodyMotion;
+use control_core::articulated::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
+use control_core::balance::humanoid::{BodyMap, Coordinates, MappedJoint};
+use control_core::balance::{ContactBody, JointGroup, MAX_POINTS};
+use control_core::frames::{BodyMotion, MAX_BODIES};
 use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
-
-/// How a joint's rotation becomes tree coordinates.
-#[derive(Debug, Clone, Copy)]
-enum Coordinates {
-    /// Euler angles about the coordinate axes `order`.
-    Ball { order: [usize; 3] },
-    /// Euler angles about `order`, the middle (locked) one left out.
-    TwoAxis { order: [usize; 3] },
-    /// The angle about `axis`.
-    Hinge { axis: Vector3<f64> },
-}
-
-/// A plant joint in the tree.
-#[derive(Debug, Clone, Copy)]
-struct Mapped {
-    parent: usize,
-    child: usize,
-    /// Its first tree joint.
-    first: usize,
-    coordinates: Coordinates,
-}
 
 /// The humanoid (or the part of it kept) as a floating-base tree.
 #[derive(Debug, Clone)]
@@ -53,7 +31,8 @@ pub struct HumanoidTree {
     pub base: Inertial,
     /// One group per kept plant joint, in plant joint order: its tree joints and its effort.
     pub groups: Vec<JointGroup>,
-    mapped: Vec<Mapped>,
+    /// The plant's bodies → the tree's coordinates (what a tick maps with).
+    pub map: BodyMap<MAX_BODIES>,
     /// The root (plant body).
     pub root: usize,
     /// Each plant body's centre of mass in its tree frame (bodies left out: zero).
@@ -163,18 +142,27 @@ impl HumanoidTree {
                 count: joints.len() - first,
                 effort: j.effort_nm * (1.0 - 1e-9),
             });
-            mapped.push(Mapped {
+            mapped.push(MappedJoint {
                 parent: j.parent,
                 child: j.child,
                 first,
+                count: joints.len() - first,
                 coordinates,
             });
         }
+        // The C library's atan2, as this map has always used (libm's can differ in the last
+        // bit, which a balance run amplifies).
+        let map = BodyMap::with_atan2(root, &mapped, f64::atan2).ok_or_else(|| {
+            format!(
+                "{} joints: the balance map holds at most {MAX_BODIES}",
+                mapped.len()
+            )
+        })?;
         Ok(Self {
             base: inertial(root, [0.0; 3]),
             joints,
             groups,
-            mapped,
+            map,
             root,
             com_in_frame,
             tree_body,
@@ -184,37 +172,15 @@ impl HumanoidTree {
 
     /// The base pose, coordinates and velocities (base: its frame) of the plant's `bodies`,
     /// written into `q` and `v` (length at least 6 + its joints), and the largest locked-axis
-    /// angle of a two-axis joint; `None` when a motion is not finite or at an Euler singularity.
+    /// angle of a two-axis joint; `None` when a motion is not finite or at an Euler singularity
+    /// ([`BodyMap::state`]).
     pub fn state(
         &self,
         bodies: &[BodyMotion],
         q: &mut [f64],
         v: &mut [f64],
     ) -> Option<(Isometry3<f64>, f64)> {
-        let root = bodies.get(self.root)?;
-        let root_rotation = orientation(root)?;
-        let base = Isometry3::from_parts(Translation3::from(v3(root.com_m)), root_rotation);
-        let to_base = root_rotation.inverse();
-        let lin = to_base * v3(root.velocity_m_s);
-        let ang = to_base * v3(root.angular_velocity_rad_s);
-        v.get_mut(..3)?.copy_from_slice(lin.as_slice());
-        v.get_mut(3..6)?.copy_from_slice(ang.as_slice());
-        let mut largest = 0.0f64;
-        for (j, m) in self.mapped.iter().enumerate() {
-            let (parent, child) = (bodies.get(m.parent)?, bodies.get(m.child)?);
-            let (rp, rc) = (orientation(parent)?, orientation(child)?);
-            let relative = rp.inverse() * rc;
-            let omega = rp.inverse()
-                * (v3(child.angular_velocity_rad_s) - v3(parent.angular_velocity_rad_s));
-            let (angles, rates, locked) = coordinates(m, &relative, &omega)?;
-            largest = largest.max(locked);
-            let n = self.groups.get(j)?.count;
-            for k in 0..n {
-                *q.get_mut(m.first + k)? = angles[k];
-                *v.get_mut(6 + m.first + k)? = rates[k];
-            }
-        }
-        Some((base, largest))
+        self.map.state(bodies, q, v)
     }
 
     /// The tree to build ([`Tree::new`]): a floating base ([`Self::base`]) and [`Self::joints`].
@@ -280,24 +246,10 @@ impl HumanoidTree {
     }
 
     /// The tree coordinates of group `j` at the relative rotation `r` (its joint's), written
-    /// into `q`.
+    /// into `q` ([`BodyMap::pose_coordinates`]).
     pub fn pose_coordinates(&self, j: usize, r: &UnitQuaternion<f64>, q: &mut [f64]) -> Option<()> {
-        let m = self.mapped.get(j)?;
-        let (goal, _, _) = coordinates(m, r, &Vector3::zeros())?;
-        let n = self.groups.get(j)?.count;
-        for (k, g) in goal.iter().enumerate().take(n) {
-            *q.get_mut(m.first + k)? = *g;
-        }
-        Some(())
+        self.map.pose_coordinates(j, r, q)
     }
-}
-
-/// A body's orientation, if it is a finite quaternion of about unit length.
-fn orientation(b: &BodyMotion) -> Option<UnitQuaternion<f64>> {
-    let [w, x, y, z] = b.orientation;
-    let q = Quaternion::new(w, x, y, z);
-    (q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite()))
-        .then(|| UnitQuaternion::from_quaternion(q))
 }
 
 fn v3(a: [f64; 3]) -> Vector3<f64> {
@@ -329,50 +281,6 @@ fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
     let mut rest = (0..3).filter(|&n| n != middle);
     let (a, c) = (rest.next().unwrap_or(0), rest.next().unwrap_or(2));
     [a, middle, c]
-}
-
-/// Tree coordinates and rates of joint `m` at the relative rotation `r` and relative angular
-/// velocity `omega` (parent axes), and the |angle| about a two-axis joint's locked axis.
-fn coordinates(
-    m: &Mapped,
-    r: &UnitQuaternion<f64>,
-    omega: &Vector3<f64>,
-) -> Option<([f64; 3], [f64; 3], f64)> {
-    let matrix: Matrix3<f64> = r.to_rotation_matrix().into_inner();
-    match m.coordinates {
-        Coordinates::Ball { order } => {
-            let angles = euler_angles(&matrix, order)?;
-            let rates = euler_rates(angles, order, omega)?;
-            Some((angles, rates, 0.0))
-        }
-        Coordinates::TwoAxis { order } => {
-            let [a, locked, c] = euler_angles(&matrix, order)?;
-            // ω ≈ e_a ȧ + Rot(e_a, a) e_c ċ: orthonormal columns.
-            let ea = v3(unit(order[0]));
-            let ec = UnitQuaternion::from_axis_angle(
-                &control_core::articulated::nalgebra::Unit::new_unchecked(ea),
-                a,
-            ) * v3(unit(order[2]));
-            Some((
-                [a, c, 0.0],
-                [ea.dot(omega), ec.dot(omega), 0.0],
-                locked.abs(),
-            ))
-        }
-        Coordinates::Hinge { axis } => {
-            let q = r.quaternion();
-            let s = q.imag().dot(&axis);
-            let angle = 2.0 * s.atan2(q.w);
-            let angle = if angle > std::f64::consts::PI {
-                angle - 2.0 * std::f64::consts::PI
-            } else if angle < -std::f64::consts::PI {
-                angle + 2.0 * std::f64::consts::PI
-            } else {
-                angle
-            };
-            Some(([angle, 0.0, 0.0], [axis.dot(omega), 0.0, 0.0], 0.0))
-        }
-    }
 }
 
 /// The corners a contact body stands on.

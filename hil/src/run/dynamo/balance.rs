@@ -1,12 +1,15 @@
-//! The `qp_balance` controller of a `dynamo_push` scenario: [`control_core::balance`] (Abe, da
-//! Silva and Popović's multiobjective QP with friction cones) on the 15-body humanoid.
+//! The `qp_balance` controller of a `dynamo_push` scenario: the library's
+//! [`control_core::balance::humanoid::HumanoidBalance`] (Abe, da Silva and Popović's
+//! multiobjective QP with friction cones, with the contact hold, the recovery step and the
+//! hand's reach) on the 15-body humanoid, with this project's tuning of it, and `--record-qp`.
 //!
 //! The humanoid's description (`robot_model::humanoid::HumanoidModel`, the one the plant is built
-//! from) becomes a floating-base [`Tree`] through `robot_model::humanoid::HumanoidTree`: the root
-//! (pelvis) is the base, its frame at its centre of mass; each body's frame sits at its joint. A ball joint is three revolute joints
-//! (Euler angles, two massless frames between), its middle axis the one with the smallest
-//! range (the farthest from gimbal lock in use: the hips' and shoulders' middle axes are
-//! their twist); a two-axis joint (the ankles) is its two free axes with the locked one
+//! from) becomes a floating-base [`Tree`] and the map from the plant's bodies to its
+//! coordinates through `robot_model::humanoid::HumanoidTree`: the root (pelvis) is the base, its
+//! frame at its centre of mass; each body's frame sits at its joint. A ball joint is three
+//! revolute joints (Euler angles, two massless frames between), its middle axis the one with the
+//! smallest range (the farthest from gimbal lock in use: the hips' and shoulders' middle axes
+//! are their twist); a two-axis joint (the ankles) is its two free axes with the locked one
 //! between them, whose angle the plant keeps near zero (the largest seen is reported); a hinge
 //! is one joint. Each is one [`JointGroup`] with the joint's effort, so the QP bounds the norm
 //! of the torque vector the plant checks. The feet stand on the four bottom corners of their
@@ -19,21 +22,17 @@
 //! free to roll onto its front edge, measured worse (12 N·s survived against 24 with the
 //! library's default gains, judged by tilt alone).
 //!
-//! Each tick maps the plant's body motions to the tree's coordinates (relative rotations to
-//! Euler angles, relative angular velocities to their rates), the pose targets (the same
-//! standing pose, lean and timed reach as the Dynamo laws) likewise, and sends every group's
-//! torque vector. Never on the real-time path: allocation (every buffer is sized when the
-//! controller is built), blocking, panics.
+//! Never on the real-time path: allocation (every buffer is sized when the controller is
+//! built), blocking, panics. Recording the QPs (`--record-qp`, lockstep only) writes a file.
 
-use control_core::articulated::nalgebra::{Quaternion, UnitQuaternion, Vector3};
-use control_core::balance::contact::ContactHold;
-use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
+use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
+use control_core::balance::humanoid::{BodyMap, HandReach, HumanoidBalanceSpec};
+use control_core::balance::step::{StepSettings, Stepper};
 use control_core::balance::{
-    Balance, BalanceInput, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
-    MAX_POINTS, PointTask,
+    Balance, BalanceOutput, BalanceSettings, BalanceStatus, ContactBody, JointGroup,
 };
-use control_core::frames::BodyMotion;
-use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeKinematics, TreeSpec};
+use control_core::frames::{BodyMotion, MAX_BODIES};
+use control_core::tree::{BaseKind, Inertial, JointSpec, Tree, TreeSpec};
 use robot_model::humanoid::{HumanoidModel, HumanoidTree};
 
 /// Velocity capacity (the humanoid has 34: 6 + 6 balls × 3 + 2 ankles × 2 + 6 hinges).
@@ -44,6 +43,7 @@ pub const NX: usize = 80;
 pub const NR: usize = 144;
 
 type Qp = Balance<NV, NX, NR>;
+type Core = control_core::balance::humanoid::HumanoidBalance<NV, NX, NR>;
 
 /// The centre of mass's horizontal spring `k_c`, 1/s² (the library's default is 60). With the
 /// plant's 70.4 kg humanoid, 200 Hz, `balance_push.toml` on its feet (measured before the
@@ -63,12 +63,9 @@ pub const MIN_NORMAL_N: f64 = 15.0;
 /// takes about 4 iterations instead of 8.
 pub const MOMENTUM_WEIGHT: f64 = 30.0;
 
-/// A contact body is planted while the plant measured more than this normal force on it, N.
-pub const PLANTED_N: f64 = 1.0;
-
 /// Ticks a contact body stays planted after the plant last measured a normal force on it
-/// (`[qp_balance] contact_hold_ticks`, [`ContactHold`]). The measurement is a step old: with
-/// none, a foot the plant saw unloaded for one step left the QP's planted set at once, the
+/// (`[qp_balance] contact_hold_ticks`, [`control_core::balance::contact::ContactHold`]). The
+/// measurement is a step old: with none, a foot the plant saw unloaded for one step left the QP's planted set at once, the
 /// torques that held it changed, and after a push the feet could take turns, tick by tick, each
 /// unloading the other (on `balance_push.toml` at 16 N·s, 0.4 s of it walked both feet 8 cm
 /// forward and splayed the toes). One tick of hold ends that: the feet stay within 2 cm up to
@@ -229,137 +226,91 @@ impl QpLog {
     }
 }
 
-/// A hand reaching for a point while the body balances ([`super::HandSpec`], resolved on the
-/// model): a [`PointTask`] on the hand's point whose target moves along a smooth path from
-/// where the hand was at `start_s` to the final target at `arrive_s`, then stays.
-#[derive(Debug, Clone, Copy)]
-pub struct HandReach {
-    /// The plant body the point is on, and the point from its centre of mass (body axes).
-    body: usize,
-    from_com: [f64; 3],
-    /// The tree body and the point in its frame (the link's frame).
-    tree_body: usize,
-    point: [f64; 3],
-    /// The plant body below `from_joint` and that joint's point from its centre of mass.
-    shoulder_body: usize,
-    shoulder_from_com: [f64; 3],
-    /// `fraction` × the arm's length along the unit horizontal direction, m.
-    reach: [f64; 3],
-    start_s: f64,
-    arrive_s: f64,
-    /// Set at the first tick at or after `start_s`: the hand's start and the final target.
-    path: Option<([f64; 3], [f64; 3])>,
-}
-
-impl HandReach {
-    /// The final target, once the reach has started.
-    pub fn target(&self) -> Option<[f64; 3]> {
-        self.path.map(|(_, t)| t)
-    }
-}
-
-/// `body`'s point `from_com` (body axes, from its centre of mass) in the world.
-fn world_point(b: &BodyMotion, from_com: [f64; 3]) -> Option<Vector3<f64>> {
-    let [w, x, y, z] = b.orientation;
-    let q = Quaternion::new(w, x, y, z);
-    if !(q.norm() > 0.5 && q.coords.iter().all(|c| c.is_finite())) {
-        return None;
-    }
-    Some(Vector3::from(b.com_m) + UnitQuaternion::from_quaternion(q) * Vector3::from(from_com))
-}
-
 /// What the controller was built from: enough to build it again (a clone is a fresh controller
 /// in the same configuration, without the warm start).
 #[derive(Debug, Clone)]
 struct Recipe {
     joints: Vec<JointSpec>,
     base: Inertial,
-    contacts: Vec<ContactBody>,
+    contacts: [ContactBody; 4],
     groups: Vec<JointGroup>,
     settings: BalanceSettings,
-}
-
-/// The humanoid's balance controller: the tree, the map from the plant's bodies to it, and the
-/// QP controller (boxed: about 0.7 MB).
-pub struct HumanoidBalance {
-    recipe: Recipe,
-    qp: Box<Qp>,
-    shape: HumanoidTree,
+    map: BodyMap<MAX_BODIES>,
+    masses: Vec<f64>,
     gravity: Vector3<f64>,
     com_height_m: f64,
-    /// The largest locked-axis angle of a two-axis joint seen, rad.
-    pub largest_locked_angle_rad: f64,
-    /// The last tick's output.
-    pub last: Option<BalanceOutput<NV>>,
+    /// Whether it steps to recover (`[qp_balance] step`).
+    step: bool,
+    contact_hold_ticks: u32,
+}
+
+/// The humanoid's balance controller ([`control_core::balance::humanoid::HumanoidBalance`],
+/// boxed: about 0.7 MB) as a scenario builds it, and the scenario's QP recording.
+pub struct HumanoidBalance {
+    recipe: Recipe,
+    core: Box<Core>,
+    /// Plant body → tree body (`usize::MAX`: left out), for the hand's task.
+    tree_body: Vec<usize>,
     /// `--record-qp`: where the ticks' QPs go (none: not recorded).
     pub log: Option<QpLog>,
-    /// The hand's reach (none: no hand task).
-    pub hand: Option<HandReach>,
-    /// The recovery step (none: `[qp_balance] step = false`).
-    stepper: Option<Stepper>,
-    /// The step's kinematics, kept from tick to tick (filled in place, not built anew).
-    step_kin: Box<TreeKinematics<NV>>,
-    /// The last tick's step command.
-    last_step: Option<StepCommand>,
-    /// Once a step has landed, the legs' coordinates there: their pose targets from then on.
-    legs_held: Option<[f64; NV]>,
-    /// The plant's bodies' masses, kg (the centre of mass's velocity for the step).
-    masses: Vec<f64>,
-    /// The planted feet and toes, held [`CONTACT_HOLD_TICKS`] (or the scenario's) ticks after
-    /// their last load.
-    contacts: ContactHold<4>,
 }
 
 impl std::fmt::Debug for HumanoidBalance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HumanoidBalance")
-            .field("joints", &self.shape.groups.len())
-            .field("settings", &self.recipe.settings)
-            .finish_non_exhaustive()
+        self.core.fmt(f)
     }
 }
 
 impl Clone for HumanoidBalance {
     fn clone(&self) -> Self {
         // The recipe was accepted once: building it again cannot fail.
-        let qp = build(&self.recipe).unwrap_or_else(|_| unreachable!("a built recipe builds"));
+        let mut core =
+            build(&self.recipe).unwrap_or_else(|_| unreachable!("a built recipe builds"));
+        core.hand = self.core.hand;
+        core.largest_locked_angle_rad = self.core.largest_locked_angle_rad;
         Self {
             recipe: self.recipe.clone(),
-            qp,
-            shape: self.shape.clone(),
-            gravity: self.gravity,
-            com_height_m: self.com_height_m,
-            largest_locked_angle_rad: self.largest_locked_angle_rad,
-            last: None,
+            core,
+            tree_body: self.tree_body.clone(),
             log: self.log.clone(),
-            hand: self.hand,
-            stepper: self.stepper.and_then(|st| Stepper::new(*st.settings())),
-            step_kin: Box::default(),
-            legs_held: None,
-            last_step: None,
-            masses: self.masses.clone(),
-            contacts: ContactHold::new(self.contacts.hold_ticks()),
         }
     }
 }
 
-/// Builds the QP controller on a thread with a large stack: the value is about 0.7 MB and is
+/// Builds the controller on a thread with a large stack: the value is about 0.7 MB and is
 /// moved into its box (a debug build keeps it on the stack on the way).
-fn build(recipe: &Recipe) -> Result<Box<Qp>, String> {
+fn build(recipe: &Recipe) -> Result<Box<Core>, String> {
     let recipe = recipe.clone();
     std::thread::Builder::new()
         .stack_size(64 << 20)
-        .spawn(move || -> Result<Box<Qp>, String> {
+        .spawn(move || -> Result<Box<Core>, String> {
             let tree = Tree::<NV>::new(&TreeSpec {
                 base: BaseKind::Floating,
                 base_body: recipe.base,
                 joints: &recipe.joints,
             })
             .map_err(|e| e.to_string())?;
-            Ok(Box::new(
-                Qp::new(tree, &recipe.contacts, &recipe.groups, recipe.settings)
-                    .map_err(|e| e.to_string())?,
-            ))
+            let qp = Qp::new(tree, &recipe.contacts, &recipe.groups, recipe.settings)
+                .map_err(|e| e.to_string())?;
+            let spec = HumanoidBalanceSpec {
+                map: recipe.map.clone(),
+                contacts: recipe.contacts,
+                masses: &recipe.masses,
+                gravity: recipe.gravity,
+                com_height_m: recipe.com_height_m,
+                stepper: if recipe.step {
+                    Stepper::new(StepSettings::DEFAULT)
+                } else {
+                    None
+                },
+                contact_hold_ticks: recipe.contact_hold_ticks,
+            };
+            Ok(Box::new(Core::new(qp, spec).ok_or_else(|| {
+                format!(
+                    "{} bodies: the balance controller holds at most {MAX_BODIES}",
+                    recipe.masses.len()
+                )
+            })?))
         })
         .map_err(|e| format!("balance controller: cannot start its builder thread: {e}"))?
         .join()
@@ -416,36 +367,31 @@ impl HumanoidBalance {
             },
             ..s
         };
+        let contacts: [ContactBody; 4] = contacts.try_into().map_err(|c: Vec<ContactBody>| {
+            format!(
+                "{} soles: the humanoid stands on four (two feet, two toes)",
+                c.len()
+            )
+        })?;
         let recipe = Recipe {
             joints,
             base,
             contacts,
             groups,
             settings,
-        };
-        let step = qp.is_none_or(|q| q.step);
-        let spec = qp;
-        let qp = build(&recipe)?;
-        Ok(Self {
-            recipe,
-            qp,
-            shape,
+            map: shape.map.clone(),
+            masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
             gravity,
             com_height_m,
-            largest_locked_angle_rad: 0.0,
-            last: None,
+            step: qp.is_none_or(|q| q.step),
+            contact_hold_ticks: qp.map_or(CONTACT_HOLD_TICKS, |q| q.contact_hold_ticks),
+        };
+        let core = build(&recipe)?;
+        Ok(Self {
+            recipe,
+            core,
+            tree_body: shape.tree_body,
             log: None,
-            hand: None,
-            stepper: if step {
-                Stepper::new(StepSettings::DEFAULT)
-            } else {
-                None
-            },
-            step_kin: Box::default(),
-            legs_held: None,
-            last_step: None,
-            masses: model.bodies.iter().map(|b| b.mass_kg).collect(),
-            contacts: ContactHold::new(spec.map_or(CONTACT_HOLD_TICKS, |q| q.contact_hold_ticks)),
         })
     }
 
@@ -470,18 +416,14 @@ impl HumanoidBalance {
         let com = model.bodies[body].com_in_link_m;
         let shoulder = &model.joints[from];
         let d = Vector3::new(spec.direction[0], 0.0, spec.direction[2]).normalize();
-        self.hand = Some(HandReach {
+        self.core.hand = Some(HandReach {
             body,
             from_com: [
                 spec.point_m[0] - com[0],
                 spec.point_m[1] - com[1],
                 spec.point_m[2] - com[2],
             ],
-            tree_body: *self
-                .shape
-                .tree_body
-                .get(body)
-                .ok_or("hand.link: past the tree")?,
+            tree_body: *self.tree_body.get(body).ok_or("hand.link: past the tree")?,
             point: spec.point_m,
             shoulder_body: shoulder.child,
             shoulder_from_com: shoulder.anchor_in_child_m,
@@ -496,83 +438,26 @@ impl HumanoidBalance {
     /// The hand's distance from its final target now, m (`None` before the reach starts or
     /// without a hand).
     pub fn hand_error_m(&self, bodies: &[BodyMotion]) -> Option<f64> {
-        let h = self.hand.as_ref()?;
-        let target = h.target()?;
-        let now = world_point(bodies.get(h.body)?, h.from_com)?;
-        Some((now - Vector3::from(target)).norm())
+        self.core.hand_error_m(bodies)
     }
 
     /// Recovery steps started so far and the longest of them, m.
     pub fn steps(&self) -> (u32, f64) {
-        self.stepper.as_ref().map_or((0, 0.0), Stepper::steps)
+        self.core.steps()
     }
 
     /// Whether a foot was in the air, stepping, at the last tick.
     pub fn swinging(&self) -> bool {
-        matches!(self.last_step, Some(StepCommand::Swing { .. }))
+        self.core.swinging()
     }
 
-    /// The recovery step's tick ([`Stepper::tick`]): the centre of mass from the plant's
-    /// bodies, the feet (contact bodies 0 and 1, each with its toes, 2 and 3) from the tree at
-    /// `base`, `q`. `None` if the state cannot be mapped.
-    fn step_tick(
-        &mut self,
-        time_s: f64,
-        bodies: &[BodyMotion],
-        base: &control_core::articulated::nalgebra::Isometry3<f64>,
-        q: &[f64; NV],
-        contact_normal_n: &[f64; 4],
-    ) -> Option<StepCommand> {
-        let (mut mass, mut com, mut velocity) = (0.0, Vector3::zeros(), Vector3::zeros());
-        for (b, m) in bodies.iter().zip(&self.masses) {
-            mass += m;
-            com += Vector3::from(b.com_m) * *m;
-            velocity += Vector3::from(b.velocity_m_s) * *m;
-        }
-        let (com, velocity) = (com / mass, velocity / mass);
-        let omega = (self.gravity.norm() / self.com_height_m).sqrt();
-        let up = -self.gravity.normalize();
-        self.qp
-            .tree()
-            .kinematics_into(&mut self.step_kin, base, q)
-            .ok()?;
-        let kin = &self.step_kin;
-        // Per foot: its sole's corners and its toes' (world).
-        let mut world = [[[0.0; 3]; 2 * MAX_POINTS]; 2];
-        let mut counts = [0usize; 2];
-        for (k, (w, n)) in world.iter_mut().zip(&mut counts).enumerate() {
-            for c in [k, k + 2] {
-                let cb = self.recipe.contacts.get(c)?;
-                let pose = kin.body_pose(cb.body)?;
-                for p in cb.points.iter().take(cb.count) {
-                    let at = pose * control_core::articulated::nalgebra::Point3::from(*p);
-                    *w.get_mut(*n)? = at.coords.into();
-                    *n += 1;
-                }
-            }
-        }
-        let foot = |k: usize| -> Option<FootState<'_>> {
-            let cb = self.recipe.contacts.get(k)?;
-            let w = world.get(k)?;
-            Some(FootState {
-                body: cb.body,
-                sole: cb.points.get(..cb.count)?,
-                corners_world: w.get(..*counts.get(k)?)?,
-                sole_world: [*w.first()?, *w.get(1)?, *w.get(2)?],
-                loaded: *contact_normal_n.get(k)? > PLANTED_N,
-                load_n: *contact_normal_n.get(k)?,
-            })
-        };
-        let feet = [foot(0)?, foot(1)?];
-        let stepper = self.stepper.as_mut()?;
-        Some(stepper.tick(time_s, &com, &velocity, omega, &up, &feet))
+    /// The last tick's output.
+    pub fn last(&self) -> Option<&BalanceOutput<NV>> {
+        self.core.last.as_ref()
     }
 
-    /// One tick: the bodies' motions `bodies`, each joint's target rotation relative to its
-    /// parent `targets` (joint order), the ground's normal force on the contact bodies
-    /// `contact_normal_n` (feet, toes); writes each joint's torque vector (world) into
-    /// `torques` (3 per joint, joint order). `None` if the state cannot be mapped (a
-    /// non-finite motion, an Euler singularity): the caller sends its safe state.
+    /// One tick ([`control_core::balance::humanoid::HumanoidBalance::tick`]), its QP recorded
+    /// when `--record-qp` asks.
     pub fn tick(
         &mut self,
         time_s: f64,
@@ -581,123 +466,12 @@ impl HumanoidBalance {
         contact_normal_n: &[f64; 4],
         torques: &mut [f64],
     ) -> Option<BalanceStatus> {
-        // The hand's task: none before its start; then the point along its path.
-        let mut task = [PointTask::on(0); 4];
-        let mut tasks = 0;
-        if let Some(h) = self.hand.as_mut()
-            && time_s >= h.start_s
-        {
-            if h.path.is_none() {
-                let start = world_point(bodies.get(h.body)?, h.from_com)?;
-                let shoulder = world_point(bodies.get(h.shoulder_body)?, h.shoulder_from_com)?;
-                h.path = Some((start.into(), (shoulder + Vector3::from(h.reach)).into()));
-            }
-            if let Some((start, end)) = h.path {
-                // A smoothstep from start to end: position, velocity, acceleration.
-                let span = h.arrive_s - h.start_s;
-                let u = ((time_s - h.start_s) / span).clamp(0.0, 1.0);
-                let moving = u < 1.0;
-                let (s, ds, dds) = (
-                    u * u * (3.0 - 2.0 * u),
-                    if moving {
-                        6.0 * u * (1.0 - u) / span
-                    } else {
-                        0.0
-                    },
-                    if moving {
-                        (6.0 - 12.0 * u) / (span * span)
-                    } else {
-                        0.0
-                    },
-                );
-                let way = Vector3::from(end) - Vector3::from(start);
-                task[0] = PointTask {
-                    body: h.tree_body,
-                    point: h.point,
-                    target: (Vector3::from(start) + way * s).into(),
-                    target_velocity: (way * ds).into(),
-                    target_acceleration: (way * dds).into(),
-                };
-                tasks = 1;
-            }
+        let status = self
+            .core
+            .tick(time_s, bodies, targets, contact_normal_n, torques)?;
+        if let (Some(log), Some(out)) = (self.log.as_mut(), self.core.last.as_ref()) {
+            log.record(self.core.balance(), out);
         }
-        let mut q = [0.0; NV];
-        let mut v = [0.0; NV];
-        let mut q_target = [0.0; NV];
-        let (base, locked) = self.shape.state(bodies, &mut q, &mut v)?;
-        self.largest_locked_angle_rad = self.largest_locked_angle_rad.max(locked);
-        for j in 0..self.shape.groups.len() {
-            let target = targets
-                .get(j)
-                .copied()
-                .unwrap_or_else(UnitQuaternion::identity);
-            self.shape.pose_coordinates(j, &target, &mut q_target)?;
-        }
-        let root_rotation = base.rotation;
-        // Upright, heading kept: the root's forward axis turned about the vertical only.
-        let up = -self.gravity.normalize();
-        let forward = root_rotation * Vector3::x();
-        let flat = forward - up * up.dot(&forward);
-        let upright = if flat.norm() > 1e-6 {
-            UnitQuaternion::rotation_between(&Vector3::x(), &flat.normalize())
-                .unwrap_or_else(UnitQuaternion::identity)
-        } else {
-            UnitQuaternion::identity()
-        };
-        let mut planted = [[false; MAX_POINTS]; 4];
-        let held = self
-            .contacts
-            .tick(contact_normal_n.iter().map(|f| *f > PLANTED_N));
-        for (touch, held) in planted.iter_mut().zip(held) {
-            *touch = [held; MAX_POINTS];
-        }
-        if self.stepper.is_some() {
-            let command = self.step_tick(time_s, bodies, &base, &q, contact_normal_n)?;
-            self.last_step = Some(command);
-            if let Some(foot) = command.swing_foot() {
-                // The foot and its toes are in the air, whatever brushes the ground.
-                for k in [foot, foot + 2] {
-                    if let Some(p) = planted.get_mut(k) {
-                        *p = [false; MAX_POINTS];
-                    }
-                }
-            }
-            if command.landed_now() {
-                self.legs_held = Some(q);
-            }
-            for t in command.tasks() {
-                *task.get_mut(tasks)? = *t;
-                tasks += 1;
-            }
-        }
-        if let Some(held) = self.legs_held {
-            // The feet's legs (the toes' joints keep the standing pose's targets).
-            let feet = self.recipe.contacts.iter().take(2).map(|c| c.body);
-            hold_legs(self.qp.tree(), feet, &held, &mut q_target);
-        }
-        let out = self.qp.tick(&BalanceInput {
-            base_pose: &base,
-            q: &q,
-            v: &v,
-            q_target: &q_target,
-            upright_target: &upright,
-            com_height_m: self.com_height_m,
-            planted: &planted,
-            gravity: self.gravity,
-            tasks: task.get(..tasks).unwrap_or(&[]),
-        });
-        for (j, slot) in torques
-            .chunks_exact_mut(3)
-            .take(self.shape.groups.len())
-            .enumerate()
-        {
-            slot.copy_from_slice(&out.group_torques[j]);
-        }
-        if let Some(log) = self.log.as_mut() {
-            log.record(&self.qp, &out);
-        }
-        let status = out.status;
-        self.last = Some(out);
         Some(status)
     }
 }

@@ -421,7 +421,7 @@ impl DynamoController {
         ) {
             Some(status) => {
                 out.hand_error_m = balance.hand_error_m(bodies);
-                let last = balance.last.as_ref();
+                let last = balance.last();
                 out.qp = Some(QpTick {
                     steps: balance.steps(),
                     swinging: balance.swinging(),
