@@ -50,8 +50,7 @@
 //!
 //! # Balancing it with `control_core::balance`
 //! The tree, the soles' corners and the joints' effort groups are all the balance QP needs; a
-//! state comes from the plant's body motions ([`HumanoidTree::state`], the no_std
-//! [`HumanoidTree::map`]). `control_core::balance::humanoid::HumanoidBalance` is the whole
+//! state comes from the plant's body motions (the no_std [`HumanoidTree::map`]). `control_core::balance::humanoid::HumanoidBalance` is the whole
 //! controller `qp_balance` runs on top of it: the contact hold, the recovery step, a hand's
 //! reach. Standing in the zero
 //! pose on level ground, one tick carries the body's weight on its soles:

@@ -8,18 +8,18 @@
 //! from gimbal lock in use: the hips' and shoulders' middle axes are their twist); a two-axis
 //! joint (the ankles) is its two free axes with the locked one between them, whose angle the
 //! plant keeps near zero; a hinge is one joint. Each is one [`JointGroup`] with the joint's
-//! effort. [`HumanoidTree::state`] maps the plant's body motions to the tree's coordinates
+//! effort. Its [`HumanoidTree::map`] maps the plant's body motions to the tree's coordinates
 //! (relative rotations to Euler angles, relative angular velocities to their rates).
 //!
 //! Allocates while building ([`HumanoidTree::new`], [`HumanoidTree::contact_bodies`], [`soles`])
-//! only: [`HumanoidTree::state`] and [`HumanoidTree::pose_coordinates`], what a tick calls,
-//! neither allocate nor panic.
+//! only: the map's `state` and `pose_coordinates`, what a tick calls, neither allocate nor
+//! panic.
 
 use super::{Geometry, HumanoidModel, JointKind};
-use control_core::articulated::nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
+use control_core::articulated::nalgebra::{Isometry3, Point3, Vector3};
 use control_core::balance::humanoid::{BodyMap, Coordinates, MappedJoint};
 use control_core::balance::{ContactBody, JointGroup, MAX_POINTS};
-use control_core::frames::{BodyMotion, MAX_BODIES};
+use control_core::frames::MAX_BODIES;
 use control_core::tree::{BaseKind, Inertial, JointSpec, JointType, Placement, Tree, TreeSpec};
 
 /// The humanoid (or the part of it kept) as a floating-base tree.
@@ -170,19 +170,6 @@ impl HumanoidTree {
         })
     }
 
-    /// The base pose, coordinates and velocities (base: its frame) of the plant's `bodies`,
-    /// written into `q` and `v` (length at least 6 + its joints), and the largest locked-axis
-    /// angle of a two-axis joint; `None` when a motion is not finite or at an Euler singularity
-    /// ([`BodyMap::state`]).
-    pub fn state(
-        &self,
-        bodies: &[BodyMotion],
-        q: &mut [f64],
-        v: &mut [f64],
-    ) -> Option<(Isometry3<f64>, f64)> {
-        self.map.state(bodies, q, v)
-    }
-
     /// The tree to build ([`Tree::new`]): a floating base ([`Self::base`]) and [`Self::joints`].
     pub fn spec(&self) -> TreeSpec<'_> {
         TreeSpec {
@@ -243,12 +230,6 @@ impl HumanoidTree {
             }
         }
         Ok(up.dot(&com) - lowest)
-    }
-
-    /// The tree coordinates of group `j` at the relative rotation `r` (its joint's), written
-    /// into `q` ([`BodyMap::pose_coordinates`]).
-    pub fn pose_coordinates(&self, j: usize, r: &UnitQuaternion<f64>, q: &mut [f64]) -> Option<()> {
-        self.map.pose_coordinates(j, r, q)
     }
 }
 

@@ -377,7 +377,7 @@ fn predict<const N: usize>(
     let bodies = s.bodies.get(..s.body_count)?;
     let mut q = [0.0; N];
     let mut v = [0.0; N];
-    let (base, _) = side.shape.state(bodies, &mut q, &mut v)?;
+    let (base, _) = side.shape.map.state(bodies, &mut q, &mut v)?;
     let mut used = 0;
     for (j, g) in side.shape.joint_of.iter().enumerate() {
         let (Some(g), Some(t)) = (g, torques_nm.get(3 * j..3 * j + 3)) else {
