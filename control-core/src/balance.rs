@@ -1632,6 +1632,10 @@ impl<const NV: usize, const NX: usize, const NR: usize>
     }
 }
 
+/// A contact body (a foot, its toes) counts as planted, on the ground, while the plant measured
+/// more than this normal force on it, N.
+pub const PLANTED_N: f64 = 1.0;
+
 pub mod contact;
 pub mod humanoid;
 pub mod step;

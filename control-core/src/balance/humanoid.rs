@@ -22,14 +22,11 @@ use nalgebra::{Isometry3, Matrix3, Point3, Quaternion, Translation3, UnitQuatern
 use super::contact::ContactHold;
 use super::step::{FootState, StepCommand, Stepper, hold_legs};
 use super::{
-    Balance, BalanceInput, BalanceOutput, BalanceStatus, ContactBody, MAX_POINTS, PointTask,
-    euler_angles, euler_rates,
+    Balance, BalanceInput, BalanceOutput, BalanceStatus, ContactBody, MAX_POINTS, PLANTED_N,
+    PointTask, euler_angles, euler_rates,
 };
 use crate::frames::{BodyMotion, MAX_BODIES};
 use crate::tree::TreeKinematics;
-
-/// A contact body is planted while the plant measured more than this normal force on it, N.
-pub const PLANTED_N: f64 = 1.0;
 
 /// How a joint's rotation becomes tree coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
+use control_core::balance::PLANTED_N;
 use control_core::balance::contact::ContactHold;
 use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
 use control_core::balance::{
@@ -61,9 +62,6 @@ pub const NX: usize = NV + 3 * MAX_FEET * MAX_POINTS;
 pub const NR: usize = 6 + 6 * MAX_FEET + 4 * MAX_FEET * MAX_POINTS + 2 * CAP;
 
 type Qp = Balance<NV, NX, NR>;
-
-/// A foot is planted while the plant measured more than this normal force on its body, N.
-pub const PLANTED_N: f64 = 1.0;
 
 /// Gravity, m/s² (URDF is z-up; the plant's default).
 const GRAVITY: [f64; 3] = [0.0, 0.0, -9.81];

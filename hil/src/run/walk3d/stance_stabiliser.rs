@@ -16,6 +16,7 @@
 //! panics (every buffer is sized there).
 
 use control_core::articulated::nalgebra::Vector3;
+use control_core::balance::PLANTED_N;
 use control_core::contact_stabiliser::{
     ContactStabiliser, JointTorque, Load, MAX_LOADS, MAX_LOCKED, SampleAxis, Sole, StabiliserInput,
     StabiliserOutput, StabiliserSettings,
@@ -27,10 +28,6 @@ use robot_model::humanoid::{HumanoidModel, JointKind};
 use crate::run::dynamo::balance::NV;
 use crate::run::dynamo::controller::HumanoidState;
 use robot_model::humanoid::{HumanoidTree, soles};
-
-/// A foot or its toes count as on the ground while the plant measured more than this normal
-/// force on them, N.
-pub const PLANTED_N: f64 = 1.0;
 
 /// A hinge or two-axis coordinate this close to a limit (or past it) is held at it for the
 /// prediction, rad: the plant's limit holds it, the tree alone would let it through (the
