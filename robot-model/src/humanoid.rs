@@ -50,10 +50,8 @@
 //!
 //! # Balancing it with `control_core::balance`
 //! The tree, the soles' corners and the joints' effort groups are all the balance QP needs; a
-//! state comes from the plant's body motions (the no_std [`HumanoidTree::map`]). `control_core::balance::humanoid::HumanoidBalance` is the whole
-//! controller `qp_balance` runs on top of it: the contact hold, the recovery step, a hand's
-//! reach. Standing in the zero
-//! pose on level ground, one tick carries the body's weight on its soles:
+//! state comes from the plant's body motions (the no_std [`HumanoidTree::map`]). Standing in the
+//! zero pose on level ground, one tick carries the body's weight on its soles:
 //!
 //! ```
 //! use control_core::articulated::nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
@@ -87,6 +85,55 @@
 //! assert!((weight - mass * 9.81).abs() < 0.01 * mass * 9.81, "the soles carry {weight} N");
 //! // out.torques: by tree joint (three per ball joint, two per ankle, one per hinge: shape.groups).
 //! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `control_core::balance::humanoid::HumanoidBalance` is the whole controller `qp_balance`
+//! runs on top of the QP (no_std): it maps the plant's body motions itself and adds the contact
+//! hold, the recovery step and a hand's reach; it answers with a torque vector per joint:
+//!
+//! ```
+//! use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
+//! use control_core::balance::humanoid::{HumanoidBalance, HumanoidBalanceSpec};
+//! use control_core::balance::step::{StepSettings, Stepper};
+//! use control_core::balance::{Balance, BalanceSettings, BalanceStatus};
+//! use control_core::frames::BodyMotion;
+//! use control_core::tree::Tree;
+//! use robot_model::humanoid::{BodyPose, HumanoidModel, HumanoidTree};
+//!
+//! const NV: usize = 36;
+//! let urdf = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
+//! let model = HumanoidModel::load(urdf.as_ref())?;
+//! let shape = HumanoidTree::new(&model, &|_| true)?;
+//! let tree = Tree::<NV>::new(&shape.spec())?;
+//! let soles: [_; 4] = shape.contact_bodies(&model)?.try_into().map_err(|_| "four soles")?;
+//! let gravity = Vector3::new(0.0, -9.81, 0.0);
+//! let height = HumanoidTree::standing_height(&tree, &soles, &Vector3::y())?;
+//! // The plant's bodies standing in the zero pose, soles on y = 0.
+//! let up = BodyPose { com_m: [0.0; 3], orientation: [1.0, 0.0, 0.0, 0.0] };
+//! let lowest = model.lowest_point_m(&model.pose(up, &[]));
+//! let bodies: Vec<BodyMotion> = model
+//!     .pose(BodyPose { com_m: [0.0, -lowest, 0.0], ..up }, &[])
+//!     .iter()
+//!     .map(|p| BodyMotion { com_m: p.com_m, orientation: p.orientation, ..Default::default() })
+//!     .collect();
+//! let masses: Vec<f64> = model.bodies.iter().map(|b| b.mass_kg).collect();
+//! let joints = model.joints.len();
+//! let (status, torques) = std::thread::Builder::new().stack_size(64 << 20).spawn(move || {
+//!     let qp = Balance::<NV, 80, 144>::new(tree, &soles, &shape.groups, BalanceSettings::DEFAULT)?;
+//!     let spec = HumanoidBalanceSpec {
+//!         map: shape.map.clone(), contacts: soles, masses: &masses, gravity, com_height_m: height,
+//!         stepper: Stepper::new(StepSettings::DEFAULT), contact_hold_ticks: 1,
+//!     };
+//!     let mut balance = Box::new(HumanoidBalance::new(qp, spec).ok_or("more bodies than a frame")?);
+//!     let (targets, mut torques) = (vec![UnitQuaternion::identity(); joints], vec![0.0; 3 * joints]);
+//!     // The ground's normal force on the left and right foot and toes, N, as the plant measured.
+//!     let status = balance.tick(0.0, &bodies, &targets, &[330.0, 330.0, 10.0, 10.0], &mut torques);
+//!     Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, torques))
+//! })?.join().expect("the tick thread")?;
+//! assert_eq!(status, Some(BalanceStatus::Solved));
+//! assert!(torques.iter().all(|t| t.is_finite()) && torques.iter().any(|t| t.abs() > 1.0));
+//! // torques[3 j..3 j + 3]: joint j's world torque vector, +τ on its child, −τ on its parent.
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
 //!
 //! # The description (URDF conventions)
