@@ -1638,6 +1638,7 @@ pub const PLANTED_N: f64 = 1.0;
 
 pub mod contact;
 pub mod humanoid;
+pub mod legged;
 pub mod step;
 #[cfg(test)]
 mod tests;

@@ -856,3 +856,52 @@ fn slip_products_are_nalgebras_bit_for_bit() {
     }
     sizes!(2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40);
 }
+
+/// [`legged::LeggedBalance`] on the test biped: standing, it plants the loaded feet (held a
+/// tick after their last load), solves, and refuses more feet than its capacity.
+#[test]
+fn a_legged_balance_plants_the_loaded_feet_and_holds_them_a_tick() {
+    use legged::{LeggedBalance, LeggedInput, LeggedSpec};
+    use step::{StepSettings, Stepper};
+    let (_, _, contacts) = biped_spec();
+    let spec = |stepper| LeggedSpec {
+        feet: &contacts,
+        pose: &[0.0; NV],
+        upright: UnitQuaternion::identity(),
+        com_height_m: 0.85,
+        gravity: Vector3::from(G),
+        stepper,
+        contact_hold_ticks: 1,
+    };
+    assert!(
+        LeggedBalance::<NV, NX, NR, 1>::new(*biped(BalanceSettings::DEFAULT), spec(None)).is_none()
+    );
+    let mut c = Box::new(
+        LeggedBalance::<NV, NX, NR, 2>::new(
+            *biped(BalanceSettings::DEFAULT),
+            spec(Stepper::new(StepSettings::DEFAULT)),
+        )
+        .expect("two feet fit"),
+    );
+    let (base, q, v) = (standing(), [0.0; NV], [0.0; NV]);
+    let mut tick = |loads_n: &[f64]| {
+        c.tick(&LeggedInput {
+            time_s: 0.0,
+            base: &base,
+            q: &q,
+            v: &v,
+            loads_n,
+        })
+    };
+    let both = tick(&[200.0, 200.0]);
+    assert_eq!((both.status, both.point_count), (BalanceStatus::Solved, 8));
+    assert!(both.torques.iter().all(|t| t.is_finite()));
+    // The right foot's load gone: held one tick, then let go.
+    assert_eq!(tick(&[200.0, 0.0]).point_count, 8);
+    assert_eq!(tick(&[200.0, 0.0]).point_count, 4);
+    // Loads missing for a foot: that foot is not planted (nothing read past them).
+    assert_eq!(tick(&[200.0]).point_count, 4);
+    assert!(!c.swinging());
+    assert_eq!(c.steps(), (0, 0.0));
+    assert_eq!(c.balance().tree().nv(), 18); // 6 base velocities and 12 joints
+}

@@ -1,0 +1,203 @@
+//! Any legged robot (a floating-base [`crate::tree::Tree`], from its URDF) balancing by
+//! [`Balance`], with a recovery step: [`LeggedBalance`] holds a standing pose and its base's
+//! orientation, plants the feet the plant measured a load on (held some ticks,
+//! [`ContactHold`]), and, on a robot with two feet, steps when the capture point leaves the
+//! feet ([`crate::balance::step`]), holding the legs where the step landed.
+//!
+//! Never allocates, blocks or panics: capacities are in the type (`NV`, `NX`, `NR` the QP's,
+//! `F` the feet). It holds its QP by value (box it, built on a thread with the stack for it).
+
+use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
+
+use super::contact::ContactHold;
+use super::step::{FootState, StepCommand, Stepper, hold_legs};
+use super::{Balance, BalanceInput, BalanceOutput, ContactBody, MAX_POINTS, PLANTED_N, PointTask};
+
+/// What a [`LeggedBalance`] tick reads: the robot's state in the tree's coordinates and the
+/// ground's load on each foot.
+#[derive(Debug, Clone, Copy)]
+pub struct LeggedInput<'a, const NV: usize> {
+    /// The state's time, s.
+    pub time_s: f64,
+    /// The base's pose (its frame's origin), world.
+    pub base: &'a Isometry3<f64>,
+    /// The tree's joint coordinates (the first 6 unused: the base).
+    pub q: &'a [f64; NV],
+    /// The base's velocity (linear, angular; base frame) and the joints' rates.
+    pub v: &'a [f64; NV],
+    /// The ground's normal force on each foot's body as the plant measured it, N (foot order).
+    pub loads_n: &'a [f64],
+}
+
+/// A legged robot's balance controller (the module docs): `F` feet at most.
+pub struct LeggedBalance<const NV: usize, const NX: usize, const NR: usize, const F: usize> {
+    qp: Balance<NV, NX, NR>,
+    feet: heapless::Vec<ContactBody, F>,
+    /// The standing pose: each coordinate's target.
+    pose: [f64; NV],
+    /// The base's orientation to hold.
+    upright: UnitQuaternion<f64>,
+    com_height_m: f64,
+    gravity: Vector3<f64>,
+    stepper: Option<Stepper>,
+    hold: ContactHold<F>,
+    /// The last tick's step command (none: no step evaluated).
+    last_step: Option<StepCommand>,
+    /// Once a step has landed, the coordinates there: the legs' targets from then on.
+    legs_held: Option<[f64; NV]>,
+}
+
+impl<const NV: usize, const NX: usize, const NR: usize, const F: usize> core::fmt::Debug
+    for LeggedBalance<NV, NX, NR, F>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LeggedBalance")
+            .field("feet", &self.feet.len())
+            .field("settings", self.qp.settings())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`LeggedBalance`] is built from besides its QP.
+#[derive(Debug, Clone, Copy)]
+pub struct LeggedSpec<'a, const NV: usize> {
+    /// The feet (the QP's contact bodies, in its order).
+    pub feet: &'a [ContactBody],
+    /// The standing pose: each coordinate's target.
+    pub pose: &'a [f64; NV],
+    /// The base's orientation to hold.
+    pub upright: UnitQuaternion<f64>,
+    /// The centre of mass's height above the feet to hold, m (> 0).
+    pub com_height_m: f64,
+    /// Gravity, m/s².
+    pub gravity: Vector3<f64>,
+    /// The recovery step (none: no stepping; it needs exactly two feet).
+    pub stepper: Option<Stepper>,
+    /// Ticks a foot stays planted after its last load.
+    pub contact_hold_ticks: u32,
+}
+
+impl<const NV: usize, const NX: usize, const NR: usize, const F: usize>
+    LeggedBalance<NV, NX, NR, F>
+{
+    /// The controller of `qp` standing on `spec.feet`; `None` past `F` feet.
+    pub fn new(qp: Balance<NV, NX, NR>, spec: LeggedSpec<'_, NV>) -> Option<Self> {
+        Some(Self {
+            qp,
+            feet: heapless::Vec::from_slice(spec.feet).ok()?,
+            pose: *spec.pose,
+            upright: spec.upright,
+            com_height_m: spec.com_height_m,
+            gravity: spec.gravity,
+            stepper: spec.stepper,
+            hold: ContactHold::new(spec.contact_hold_ticks),
+            last_step: None,
+            legs_held: None,
+        })
+    }
+
+    /// The QP controller (its tree, its last QP).
+    pub fn balance(&self) -> &Balance<NV, NX, NR> {
+        &self.qp
+    }
+
+    /// Recovery steps started so far and the longest of them, m.
+    pub fn steps(&self) -> (u32, f64) {
+        self.stepper.as_ref().map_or((0, 0.0), Stepper::steps)
+    }
+
+    /// Whether a foot was in the air, stepping, at the last tick.
+    pub fn swinging(&self) -> bool {
+        matches!(self.last_step, Some(StepCommand::Swing { .. }))
+    }
+
+    /// The recovery step's tick: the centre of mass, its velocity and both feet from the tree
+    /// at the input's state; `None` if the model cannot be evaluated there.
+    fn step_tick(&mut self, input: &LeggedInput<'_, NV>) -> Option<StepCommand> {
+        let kin = self.qp.tree().kinematics(input.base, input.q).ok()?;
+        let (_, com) = kin.center_of_mass().ok()?;
+        let velocity = kin.com_jacobian().ok()? * nalgebra::SVector::<f64, NV>::from(*input.v);
+        let omega = libm::sqrt(self.gravity.norm() / self.com_height_m);
+        let up = -self.gravity.normalize();
+        let mut world = [[[0.0; 3]; MAX_POINTS]; 2];
+        for (w, foot) in world.iter_mut().zip(&self.feet) {
+            let pose = kin.body_pose(foot.body)?;
+            for (slot, p) in w.iter_mut().zip(foot.points.iter().take(foot.count)) {
+                *slot = (pose * Point3::from(*p)).coords.into();
+            }
+        }
+        let feet = &self.feet;
+        let state = |k: usize| -> Option<FootState<'_>> {
+            let foot = feet.get(k)?;
+            let w = world.get(k)?;
+            let load = *input.loads_n.get(k)?;
+            Some(FootState {
+                body: foot.body,
+                sole: foot.points.get(..foot.count)?,
+                corners_world: w.get(..foot.count)?,
+                sole_world: [*w.first()?, *w.get(1)?, *w.get(2)?],
+                loaded: load > PLANTED_N,
+                load_n: load,
+            })
+        };
+        let feet = [state(0)?, state(1)?];
+        Some(self.stepper.as_mut()?.tick(
+            input.time_s,
+            &com,
+            &Vector3::new(velocity[0], velocity[1], velocity[2]),
+            omega,
+            &up,
+            &feet,
+        ))
+    }
+
+    /// One tick: the QP's output (its torques by tree coordinate, the base's six first and
+    /// zero).
+    pub fn tick(&mut self, input: &LeggedInput<'_, NV>) -> BalanceOutput<NV> {
+        let mut planted = [[false; MAX_POINTS]; F];
+        let loads = self
+            .feet
+            .iter()
+            .enumerate()
+            .map(|(k, _)| input.loads_n.get(k).is_some_and(|f| *f > PLANTED_N));
+        let held = self.hold.tick(loads);
+        for (p, held) in planted.iter_mut().zip(held) {
+            *p = [held; MAX_POINTS];
+        }
+        let mut tasks = [PointTask::on(0); 3];
+        let mut task_count = 0;
+        let mut q_target = self.pose;
+        if self.stepper.is_some() {
+            let command = self.step_tick(input);
+            self.last_step = command;
+            // None: a model the step could not evaluate (the QP reports that one itself); no
+            // step this tick.
+            let command = command.unwrap_or(StepCommand::Stand);
+            if let Some(p) = command.swing_foot().and_then(|f| planted.get_mut(f)) {
+                *p = [false; MAX_POINTS];
+            }
+            if command.landed_now() {
+                self.legs_held = Some(*input.q);
+            }
+            for (slot, t) in tasks.iter_mut().zip(command.tasks()) {
+                *slot = *t;
+                task_count += 1;
+            }
+            if let Some(held) = self.legs_held {
+                let feet = self.feet.iter().map(|f| f.body);
+                hold_legs(self.qp.tree(), feet, &held, &mut q_target);
+            }
+        }
+        self.qp.tick(&BalanceInput {
+            base_pose: input.base,
+            q: input.q,
+            v: input.v,
+            q_target: &q_target,
+            upright_target: &self.upright,
+            com_height_m: self.com_height_m,
+            planted: planted.get(..self.feet.len()).unwrap_or(&[]),
+            gravity: self.gravity,
+            tasks: tasks.get(..task_count).unwrap_or(&[]),
+        })
+    }
+}
