@@ -547,7 +547,45 @@ fn balance_tick() -> f64 {
         });
         acc += out.torques.iter().sum::<f64>();
     }
-    acc + humanoid_balance_tick(balance, contacts)
+    acc += humanoid_balance_tick(balance, contacts);
+    if let Ok(balance) =
+        Balance::<NV, 40, 80>::new(tree, &contacts, &groups, BalanceSettings::DEFAULT)
+    {
+        acc += legged_balance_tick(balance, &contacts, &base);
+    }
+    acc
+}
+
+/// A legged robot's balance controller (`control_core::balance::legged::LeggedBalance`) around
+/// `balance_tick`'s QP, with the recovery step: one tick standing.
+fn legged_balance_tick<const NV: usize, const NX: usize, const NR: usize>(
+    balance: control_core::balance::Balance<NV, NX, NR>,
+    feet: &[control_core::balance::ContactBody],
+    base: &Isometry3<f64>,
+) -> f64 {
+    use control_core::articulated::nalgebra::UnitQuaternion;
+    use control_core::balance::legged::{LeggedBalance, LeggedInput, LeggedSpec};
+    use control_core::balance::step::{StepSettings, Stepper};
+    let spec = LeggedSpec {
+        feet,
+        pose: &[0.0; NV],
+        upright: UnitQuaternion::identity(),
+        com_height_m: black_box(0.85),
+        gravity: Vector3::new(0.0, -9.81, 0.0),
+        stepper: Stepper::new(StepSettings::DEFAULT),
+        contact_hold_ticks: 1,
+    };
+    let Some(mut legged) = LeggedBalance::<NV, NX, NR, 2>::new(balance, spec) else {
+        return 0.0;
+    };
+    let out = legged.tick(&LeggedInput {
+        time_s: 0.0,
+        base,
+        q: &[0.0; NV],
+        v: &[0.0; NV],
+        loads_n: &[black_box(200.0), 200.0],
+    });
+    out.torques.iter().sum::<f64>() + legged.steps().1
 }
 
 /// The humanoid balance controller (`control_core::balance::humanoid::HumanoidBalance`) around

@@ -1,7 +1,7 @@
 //! `hil run scenarios/robot_push_talos.toml` (and `robot_push_solo12.toml`, or any of them with
 //! `--urdf PATH`): a real floating-base robot from its URDF, unmodified, standing on its feet in
-//! the robot plant, pushed; `qp_balance` ([`control_core::balance`], the multiobjective QP with
-//! friction cones) beside `pd_hold` (every joint's PD towards the standing pose: what a robot's
+//! the robot plant, pushed; `qp_balance` ([`control_core::balance::legged::LeggedBalance`]: the
+//! multiobjective QP with friction cones, the contact hold and the recovery step) beside `pd_hold` (every joint's PD towards the standing pose: what a robot's
 //! default position controller does), one plant process per controller and impulse.
 //!
 //! The wiring of one scenario kind (`robot_push`): the file ([`RobotPushScenario`]), the robot
@@ -27,11 +27,9 @@ use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
 use control_core::balance::PLANTED_N;
-use control_core::balance::contact::ContactHold;
-use control_core::balance::step::{FootState, StepCommand, StepSettings, Stepper, hold_legs};
-use control_core::balance::{
-    Balance, BalanceInput, BalanceSettings, ContactBody, JointGroup, MAX_POINTS, PointTask,
-};
+use control_core::balance::legged::{LeggedBalance, LeggedInput, LeggedSpec};
+use control_core::balance::step::{StepSettings, Stepper};
+use control_core::balance::{Balance, BalanceSettings, ContactBody, JointGroup, MAX_POINTS};
 use control_core::frames::{BodyMotion, MAX_CONTACTS, MAX_JOINTS, StateFrame};
 use control_core::tree::{BaseKind, Tree};
 use serde::{Deserialize, Serialize};
@@ -62,6 +60,7 @@ pub const NX: usize = NV + 3 * MAX_FEET * MAX_POINTS;
 pub const NR: usize = 6 + 6 * MAX_FEET + 4 * MAX_FEET * MAX_POINTS + 2 * CAP;
 
 type Qp = Balance<NV, NX, NR>;
+type Legged = LeggedBalance<NV, NX, NR, MAX_FEET>;
 
 /// Gravity, m/s² (URDF is z-up; the plant's default).
 const GRAVITY: [f64; 3] = [0.0, 0.0, -9.81];
@@ -893,15 +892,8 @@ pub fn can_step(feet: &[ContactBody]) -> bool {
 pub struct LeggedController {
     law: LeggedLaw,
     shared: Arc<Shared>,
-    qp: Option<Box<Qp>>,
-    /// `qp_balance`'s recovery step (none: not wired, see [`Shared::steps`]).
-    stepper: Option<Stepper>,
-    /// The last tick's step command.
-    last_step: Option<StepCommand>,
-    /// Once a step has landed, the joints' coordinates there: the legs' pose targets from then.
-    legs_held: Option<[f64; NV]>,
-    /// The planted feet, held [`Shared::contact_hold_ticks`] ticks after their last load.
-    contacts: ContactHold<MAX_FEET>,
+    /// `qp_balance`'s controller (its recovery step wired as [`Shared::steps`] says).
+    qp: Option<Box<Legged>>,
 }
 
 impl std::fmt::Debug for LeggedController {
@@ -1054,6 +1046,12 @@ impl LeggedController {
     }
 
     fn build(law: LeggedLaw, shared: Arc<Shared>) -> Result<Self, String> {
+        let stepper = if law == LeggedLaw::QpBalance && shared.steps {
+            let omega = (9.81 / shared.robot.com_height_m).sqrt();
+            StepSettings::scaled(omega, shared.foot_length_m).and_then(Stepper::new)
+        } else {
+            None
+        };
         let qp = match law {
             LeggedLaw::PdHold => None,
             LeggedLaw::QpBalance => {
@@ -1061,11 +1059,25 @@ impl LeggedController {
                 Some(
                     std::thread::Builder::new()
                         .stack_size(64 << 20)
-                        .spawn(move || -> Result<Box<Qp>, String> {
-                            Ok(Box::new(
-                                Qp::new(sh.robot.tree, &sh.robot.feet, &sh.groups, sh.settings)
-                                    .map_err(|e| e.to_string())?,
-                            ))
+                        .spawn(move || -> Result<Box<Legged>, String> {
+                            let robot = &sh.robot;
+                            let qp = Qp::new(robot.tree, &robot.feet, &sh.groups, sh.settings)
+                                .map_err(|e| e.to_string())?;
+                            let spec = LeggedSpec {
+                                feet: &robot.feet,
+                                pose: &robot.pose,
+                                upright: robot.base_pose.rotation,
+                                com_height_m: robot.com_height_m,
+                                gravity: Vector3::from(GRAVITY),
+                                stepper,
+                                contact_hold_ticks: sh.contact_hold_ticks,
+                            };
+                            Ok(Box::new(Legged::new(qp, spec).ok_or_else(|| {
+                                format!(
+                                    "{} feet: qp_balance stands on at most {MAX_FEET}",
+                                    robot.feet.len()
+                                )
+                            })?))
                         })
                         .map_err(|e| format!("qp_balance: cannot start its builder thread: {e}"))?
                         .join()
@@ -1073,72 +1085,7 @@ impl LeggedController {
                 )
             }
         };
-        let stepper = if law == LeggedLaw::QpBalance && shared.steps {
-            let omega = (9.81 / shared.robot.com_height_m).sqrt();
-            StepSettings::scaled(omega, shared.foot_length_m).and_then(Stepper::new)
-        } else {
-            None
-        };
-        let contacts = ContactHold::new(shared.contact_hold_ticks);
-        Ok(Self {
-            law,
-            shared,
-            qp,
-            stepper,
-            last_step: None,
-            legs_held: None,
-            contacts,
-        })
-    }
-
-    /// The recovery step's tick: the centre of mass and its velocity and both feet from the
-    /// tree at `base`, `q`, `v`; what it says to do. `None` if the model cannot be evaluated.
-    fn step_tick(
-        &mut self,
-        s: &LeggedState,
-        base: &Isometry3<f64>,
-        q: &[f64; NV],
-        v: &[f64; NV],
-    ) -> Option<StepCommand> {
-        let sh = &*self.shared;
-        let kin = self.qp.as_ref()?.tree().kinematics(base, q).ok()?;
-        let (_, com) = kin.center_of_mass().ok()?;
-        let velocity = kin.com_jacobian().ok()?
-            * control_core::articulated::nalgebra::SVector::<f64, NV>::from(*v);
-        let gravity = Vector3::from(GRAVITY);
-        let omega = (gravity.norm() / sh.robot.com_height_m).sqrt();
-        let up = -gravity.normalize();
-        let mut world = [[[0.0; 3]; MAX_POINTS]; 2];
-        for (w, foot) in world.iter_mut().zip(&sh.robot.feet) {
-            let pose = kin.body_pose(foot.body)?;
-            for (slot, p) in w.iter_mut().zip(foot.points.iter().take(foot.count)) {
-                *slot = (pose * control_core::articulated::nalgebra::Point3::from(*p))
-                    .coords
-                    .into();
-            }
-        }
-        let state = |k: usize| -> Option<FootState<'_>> {
-            let foot = sh.robot.feet.get(k)?;
-            let w = world.get(k)?;
-            let load = s.normal_on(foot.body);
-            Some(FootState {
-                body: foot.body,
-                sole: foot.points.get(..foot.count)?,
-                corners_world: w.get(..foot.count)?,
-                sole_world: [*w.first()?, *w.get(1)?, *w.get(2)?],
-                loaded: load > PLANTED_N,
-                load_n: load,
-            })
-        };
-        let feet = [state(0)?, state(1)?];
-        Some(self.stepper.as_mut()?.tick(
-            s.sim_time_s,
-            &com,
-            &Vector3::new(velocity[0], velocity[1], velocity[2]),
-            omega,
-            &up,
-            &feet,
-        ))
+        Ok(Self { law, shared, qp })
     }
 
     fn command(&self, s: &LeggedState, safe: bool) -> LeggedCommand {
@@ -1184,58 +1131,24 @@ impl LoopController for LeggedController {
             LeggedLaw::QpBalance if self.qp.is_some() => {
                 let (base, v) = sh.robot.base_and_velocity(&s);
                 let q = sh.robot.positions(&s);
-                let mut planted = [[false; MAX_POINTS]; MAX_FEET];
-                let held = self.contacts.tick(
-                    sh.robot
-                        .feet
-                        .iter()
-                        .map(|f| s.normal_on(f.body) > PLANTED_N),
-                );
-                for (p, held) in planted.iter_mut().zip(held) {
-                    *p = [held; MAX_POINTS];
-                }
-                let mut tasks = [PointTask::on(0); 3];
-                let mut task_count = 0;
-                let mut q_target = sh.robot.pose;
-                if self.stepper.is_some() {
-                    let command = self.step_tick(&s, &base, &q, &v);
-                    self.last_step = command;
-                    // None: a model the step could not evaluate (the QP reports that one
-                    // itself); no step this tick.
-                    let command = command.unwrap_or(StepCommand::Stand);
-                    if let Some(p) = command.swing_foot().and_then(|f| planted.get_mut(f)) {
-                        *p = [false; MAX_POINTS];
-                    }
-                    if command.landed_now() {
-                        self.legs_held = Some(q);
-                    }
-                    for (slot, t) in tasks.iter_mut().zip(command.tasks()) {
-                        *slot = *t;
-                        task_count += 1;
-                    }
-                    if let (Some(held), Some(qp)) = (self.legs_held, self.qp.as_ref()) {
-                        let feet = sh.robot.feet.iter().map(|f| f.body);
-                        hold_legs(qp.tree(), feet, &held, &mut q_target);
-                    }
+                let mut loads = [0.0; MAX_FEET];
+                for (load, f) in loads.iter_mut().zip(&sh.robot.feet) {
+                    *load = s.normal_on(f.body);
                 }
                 let Some(qp) = self.qp.as_mut() else {
                     return self.command(&s, true);
                 };
-                let out = qp.tick(&BalanceInput {
-                    base_pose: &base,
+                let out = qp.tick(&LeggedInput {
+                    time_s: s.sim_time_s,
+                    base: &base,
                     q: &q,
                     v: &v,
-                    q_target: &q_target,
-                    upright_target: &sh.robot.base_pose.rotation,
-                    com_height_m: sh.robot.com_height_m,
-                    planted: &planted[..sh.robot.feet.len()],
-                    gravity: Vector3::from(GRAVITY),
-                    tasks: &tasks[..task_count],
+                    loads_n: &loads[..sh.robot.feet.len()],
                 });
                 c.torques[..sh.robot.joints].copy_from_slice(&out.torques[6..6 + sh.robot.joints]);
                 c.qp = Some(QpTick {
-                    steps: self.stepper.as_ref().map_or((0, 0.0), Stepper::steps),
-                    swinging: matches!(self.last_step, Some(StepCommand::Swing { .. })),
+                    steps: qp.steps(),
+                    swinging: qp.swinging(),
                     ..QpTick::of(out.status, Some(&out))
                 });
             }
