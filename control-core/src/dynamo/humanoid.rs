@@ -68,7 +68,6 @@
 
 use core::fmt;
 
-use heapless::Vec;
 use nalgebra::{Matrix3, Quaternion, UnitQuaternion, Vector3};
 
 use super::{
@@ -468,7 +467,7 @@ struct Joint<const B: usize> {
     /// [`axis_shares`] of the joint.
     shares: Vector3<f64>,
     /// Bodies the joint moves (its child's subtree: the child first, then in joint order).
-    subtree: Vec<usize, B>,
+    subtree: heapless::Vec<usize, B>,
     /// Whether its gains are per unit inertia ([`JointRole::is_upper_limb`]).
     scaled: bool,
     /// On a leg, between the root and the ground (the support chain).
@@ -482,10 +481,10 @@ struct Joint<const B: usize> {
 #[derive(Debug, Clone)]
 pub struct HumanoidPose<const J: usize, const B: usize> {
     law: PoseLaw,
-    joints: Vec<Joint<B>, J>,
+    joints: heapless::Vec<Joint<B>, J>,
     root: usize,
     /// Mass and principal inertia per body.
-    inertia: Vec<BodyMass, B>,
+    inertia: heapless::Vec<BodyMass, B>,
     reach: Option<Reach>,
     spring: Option<RootSpring>,
     safe_damping: f64,
@@ -528,7 +527,7 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
         {
             return Err(HumanoidError::Config("reach times"));
         }
-        let mut inertia = Vec::new();
+        let mut inertia = heapless::Vec::new();
         for b in bodies {
             let usable = finite(b.mass_kg)
                 && b.mass_kg > 0.0
@@ -543,7 +542,7 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
             period_s: spec.period_s,
             ..ArrivalSettings::default()
         };
-        let mut joints = Vec::new();
+        let mut joints = heapless::Vec::new();
         for (index, j) in model_joints.iter().enumerate() {
             if j.parent >= bodies.len() || j.child >= bodies.len() || j.parent == j.child {
                 return Err(HumanoidError::BodyIndex { joint: index });
@@ -571,7 +570,7 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
             }
             // The child's subtree: the child, then every joint's child whose parent is in it
             // (joints are ordered parents first, so one pass finds them all).
-            let mut subtree: Vec<usize, B> = Vec::new();
+            let mut subtree: heapless::Vec<usize, B> = heapless::Vec::new();
             let _ = subtree.push(j.child);
             for k in model_joints {
                 if subtree.contains(&k.parent) && !subtree.contains(&k.child) {
@@ -689,20 +688,38 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
     /// How far the bodies are from the pose at `t`: into `out`, the squared angle of each
     /// joint's relative rotation from its target summed, the joints summed, and the reach
     /// joint's angle.
-    fn pose_error(&self, motion: &[Motion; B], t: f64, out: &mut HumanoidCommand<J>) {
+    fn pose_error(
+        &self,
+        motion: &[Motion; B],
+        targets: &[UnitQuaternion<f64>; J],
+        out: &mut HumanoidCommand<J>,
+    ) {
         for (j, joint) in self.joints.iter().enumerate() {
             let (Some(parent), Some(child)) = (motion.get(joint.parent), motion.get(joint.child))
             else {
                 continue;
             };
             let actual_rel = parent.orientation.inverse() * child.orientation;
-            let err = (self.relative_target(j, t).inverse() * actual_rel).angle();
+            let target = targets
+                .get(j)
+                .copied()
+                .unwrap_or_else(UnitQuaternion::identity);
+            let err = (target.inverse() * actual_rel).angle();
             out.pose_error_sq_sum += err * err;
             out.joints += 1;
             if self.reach.is_some_and(|r| r.joint == j) {
                 out.reach_error_rad = Some(err);
             }
         }
+    }
+
+    /// Every joint's [`HumanoidPose::relative_target`] at `t` (the identity past the joints).
+    pub fn targets(&self, t: f64) -> [UnitQuaternion<f64>; J] {
+        let mut targets = [UnitQuaternion::identity(); J];
+        for (j, slot) in targets.iter_mut().enumerate().take(self.joints.len()) {
+            *slot = self.relative_target(j, t);
+        }
+        targets
     }
 
     /// Every body's motion as the servos read it (bodies past `bodies` at rest, upright).
@@ -722,7 +739,8 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
             return self.safe(input.bodies);
         }
         let mut out = HumanoidCommand::zero(false);
-        self.pose_error(&Self::motions(input.bodies), input.time_s, &mut out);
+        let targets = self.targets(input.time_s);
+        self.pose_error(&Self::motions(input.bodies), &targets, &mut out);
         out
     }
 
@@ -742,6 +760,8 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
         let head = heading(&root).unwrap_or(Heading::IDENTITY);
         // Person-space targets: each body's orientation in the heading frame when the root is
         // upright and every joint at its target (joints are ordered parents first).
+        // Each joint's target relative to its parent, once a tick.
+        let targets = self.targets(t);
         let mut person = [UnitQuaternion::identity(); B];
         if let Some(p) = person.get_mut(self.root) {
             *p = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), self.lean_at(t));
@@ -752,18 +772,25 @@ impl<const J: usize, const B: usize> HumanoidPose<J, B> {
                 .copied()
                 .unwrap_or_else(UnitQuaternion::identity);
             if let Some(p) = person.get_mut(joint.child) {
-                *p = parent * self.relative_target(j, t);
+                *p = parent
+                    * targets
+                        .get(j)
+                        .copied()
+                        .unwrap_or_else(UnitQuaternion::identity);
             }
         }
         // Once a tick, for both ankles' lean damping.
         let centre = self.centre_of_mass(bodies);
-        self.pose_error(&motion, t, &mut out);
+        self.pose_error(&motion, &targets, &mut out);
         for (j, joint) in self.joints.iter().enumerate() {
             let (Some(parent), Some(child)) = (motion.get(joint.parent), motion.get(joint.child))
             else {
                 continue;
             };
-            let rel_target = self.relative_target(j, t);
+            let rel_target = targets
+                .get(j)
+                .copied()
+                .unwrap_or_else(UnitQuaternion::identity);
             // The composite inertia the joint moves, about the joint point (limb joints every
             // tick, others only for their arrival).
             let arriving = self

@@ -10,7 +10,7 @@
 //! its input (a non-finite state) gives that joint the safe state's damping for the tick,
 //! counted in the command.
 
-use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
+use control_core::articulated::nalgebra::Vector3;
 pub use control_core::dynamo::humanoid::{GainScope, Reach};
 use control_core::dynamo::humanoid::{
     HumanoidCommand, HumanoidInput, HumanoidPose, HumanoidSpec, PoseLaw,
@@ -406,10 +406,7 @@ impl DynamoController {
         let t = s.sim_time_s;
         let mut out = DynamoTick::of(&s, &self.pose.measure(&input), n);
         // Each joint's target relative to its parent.
-        let mut targets = [UnitQuaternion::identity(); MAX_HUMANOID_JOINTS];
-        for (j, slot) in targets.iter_mut().enumerate().take(n) {
-            *slot = self.pose.relative_target(j, t);
-        }
+        let targets = self.pose.targets(t);
         let bodies = input.bodies;
         let torques = out.torques_nm.get_mut(..3 * n).unwrap_or(&mut []);
         match balance.tick(
