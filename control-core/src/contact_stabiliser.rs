@@ -78,6 +78,8 @@ use nalgebra::{Isometry3, Matrix3, SMatrix, SVector, Translation3, UnitQuaternio
 
 use crate::tree::{Placement, Tree, TreeKinematics};
 
+pub mod stance;
+
 /// Sampled axes: the stance ankle's two and the knee.
 pub const SAMPLE_DIMS: usize = 3;
 /// Most bodies held still in one prediction (a stance foot and its toes, the swing foot and

@@ -17,6 +17,7 @@
 //! | [`crate::reach::Reach`] | [`crate::reach::ReachTick`] | [`crate::reach::ReachCommand`] |
 //! | [`crate::simbicon::Simbicon`] | [`crate::simbicon::WalkerState`] | [`crate::simbicon::WalkCommand`] |
 //! | [`crate::simbicon3d::Simbicon3d`] | [`crate::simbicon3d::Walk3dInput`] | [`crate::simbicon3d::Walk3dCommand`] |
+//! | [`crate::walker3d::Walker3d`] | [`crate::walker3d::Walker3dInput`] | [`crate::walker3d::Walker3dCommand`] |
 //! | [`crate::dynamo::PoseServo`] | [`crate::dynamo::PoseInput`] | [`crate::dynamo::PoseCommand`] |
 //! | [`crate::dynamo::humanoid::HumanoidPose`] | [`crate::dynamo::humanoid::HumanoidInput`] | [`crate::dynamo::humanoid::HumanoidCommand`] |
 //! | [`crate::dynamo::RootSpring`] | [`crate::dynamo::RootSpringInput`] | [`crate::dynamo::RootSpringOut`] |

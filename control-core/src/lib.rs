@@ -73,6 +73,7 @@ pub mod simbicon;
 pub mod simbicon3d;
 pub mod stable_pd;
 pub mod tree;
+pub mod walker3d;
 
 // The README's Rust examples are compiled and run as doctests of `robot-model` (which depends on
 // this crate): one of them loads a URDF.

@@ -1528,7 +1528,7 @@ impl crate::controller::Controller<Walk3dInput<'_>> for Simbicon3d {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -1603,12 +1603,14 @@ mod tests {
         }
     }
 
-    fn config(effort: f64) -> Simbicon3dConfig {
+    /// The Bip-like test body's walking configuration, every joint's effort `effort`.
+    pub(crate) fn config(effort: f64) -> Simbicon3dConfig {
         Simbicon3dConfig::cartwheel_bip_walking(&MASSES, &joints(effort), roles(), Side::Left)
             .expect("the Bip walking configuration builds")
     }
 
-    fn standing() -> [BodyMotion; 15] {
+    /// The test body standing in its zero pose.
+    pub(crate) fn standing() -> [BodyMotion; 15] {
         let mut b = [BodyMotion::default(); 15];
         for (m, c) in b.iter_mut().zip(COMS) {
             m.com_m = c;

@@ -358,15 +358,18 @@ fn stabiliser_tick() -> f64 {
 }
 
 /// The 3D walker (`control_core::simbicon3d`): Cartwheel's Bip walking controller on a
-/// 15-body humanoid's joints, one tick standing, then one through stable PD.
+/// 15-body humanoid's joints, one tick standing, then one through stable PD, then the whole
+/// walking controller (`control_core::walker3d`).
 fn walk3d_tick() -> f64 {
     use control_core::articulated::nalgebra::Vector3;
+    use control_core::contact_stabiliser::stance::StanceInput;
     use control_core::dynamo::JointKind;
     use control_core::frames::BodyMotion;
     use control_core::simbicon3d::{
         BipRoles, BodyJoint, Side, SideJoints, Simbicon3d, Simbicon3dConfig, Walk3dInput,
     };
     use control_core::stable_pd::{SpdJoint, StablePd};
+    use control_core::walker3d::{Walker3d, Walker3dInput, Walker3dSpec};
     let masses = [
         12.9, 22.5, 5.2, 2.2, 1.7, 2.2, 1.7, 6.6, 3.2, 1.0, 0.2, 6.6, 3.2, 1.0, 0.2,
     ];
@@ -419,7 +422,7 @@ fn walk3d_tick() -> f64 {
     else {
         return 0.0;
     };
-    let Ok(mut walker) = Simbicon3d::new(config) else {
+    let Ok(mut walker) = Simbicon3d::new(config.clone()) else {
         return 0.0;
     };
     let mut bodies = [BodyMotion::default(); 15];
@@ -446,10 +449,39 @@ fn walk3d_tick() -> f64 {
         time_s: black_box(0.1 + 1.0 / 300.0),
         ..input
     };
-    plain
+    let stepped = plain
         + walker
             .tick_stable_pd(&later, &mut spd)
-            .map_or(0.0, |(c, _)| c.torques_nm.iter().flatten().sum::<f64>())
+            .map_or(0.0, |(c, _)| c.torques_nm.iter().flatten().sum::<f64>());
+    // The whole walking controller (`control_core::walker3d`): the walker through stable PD on
+    // a schedule of coronal speeds, one tick and its safe state.
+    let (Ok(w), Ok(spd)) = (
+        Simbicon3d::new(config),
+        StablePd::new(&inertia, &spd_joints, black_box(1.0 / 300.0)),
+    ) else {
+        return stepped;
+    };
+    let spec = Walker3dSpec {
+        coronal_speeds_m_s: &[0.0, black_box(0.2)],
+        steps_per_speed: 2,
+        tuner: None,
+        forward_targets_m_s: &[],
+    };
+    let Ok(mut whole) = Walker3d::new(w, Some(spd), None, &spec) else {
+        return stepped;
+    };
+    let plant = StanceInput {
+        bodies: &bodies,
+        contact_normal_n: [black_box(500.0), 100.0, 0.0, 0.0],
+        sole_corner_n: [[black_box(100.0); 4]; 2],
+    };
+    let ticked = whole
+        .tick(&Walker3dInput {
+            time_s: black_box(0.1),
+            plant,
+        })
+        .map_or(0.0, |c| c.torques_nm.iter().sum::<f64>());
+    stepped + ticked + whole.safe(&bodies).torques_nm.iter().sum::<f64>()
 }
 
 /// The balance QP (`control_core::balance`, its conic solver `control_core::qp`): a floating
