@@ -136,6 +136,66 @@
 //! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
 //!
+//! # Walking with `control_core::walker3d`
+//! The 3D walker as `walk3d` runs it: Cartwheel's SIMBICON configuration from the joints
+//! ([`HumanoidModel::walk_joints`]), stable PD for its bodies ([`HumanoidModel::stable_pd`]),
+//! and the ground-contact stabiliser on a reduced model ([`stance_stabiliser`]), all no_std
+//! behind `control_core::walker3d::Walker3d`. Roles come from the caller (here the joints'
+//! and links' exact names). One tick standing on both feet:
+//!
+//! ```
+//! use control_core::contact_stabiliser::StabiliserSettings;
+//! use control_core::contact_stabiliser::stance::{Baseline, ReducedModel, StanceInput};
+//! use control_core::frames::BodyMotion;
+//! use control_core::simbicon3d::{BipRoles, Side, SideJoints, Simbicon3d, Simbicon3dConfig};
+//! use control_core::walker3d::{Walker3d, Walker3dInput, Walker3dSpec};
+//! use robot_model::humanoid::{BodyPose, HumanoidModel, stance_stabiliser};
+//!
+//! let urdf = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/humanoid15.urdf");
+//! let model = HumanoidModel::load(urdf.as_ref())?;
+//! let joint = |n: String| model.joint_index(&n).ok_or(format!("no joint {n}"));
+//! let body = |n: String| model.body_index(&n).ok_or(format!("no link {n}"));
+//! let side = |s: &str| -> Result<SideJoints, String> {
+//!     Ok(SideJoints {
+//!         hip: joint(format!("{s}_hip"))?, knee: joint(format!("{s}_knee"))?,
+//!         ankle: joint(format!("{s}_ankle"))?, toe: Some(joint(format!("{s}_toe"))?),
+//!         shoulder: Some(joint(format!("{s}_shoulder"))?), elbow: Some(joint(format!("{s}_elbow"))?),
+//!         foot_body: body(format!("{s}_foot"))?,
+//!     })
+//! };
+//! let roles = BipRoles {
+//!     root_body: body("pelvis".into())?, waist: joint("waist".into())?, neck: joint("neck".into())?,
+//!     sides: [side("left")?, side("right")?],
+//! };
+//! let masses: Vec<f64> = model.bodies.iter().map(|b| b.mass_kg).collect();
+//! let config = Simbicon3dConfig::cartwheel_bip_walking(&masses, &model.walk_joints(), roles, Side::Left)
+//!     .map_err(|e| e.to_string())?;
+//! let gravity = [0.0, -9.81, 0.0]; // the humanoid's world is y up
+//! let stabiliser = stance_stabiliser(&model, &roles, ReducedModel::M5, Baseline::Measured, gravity,
+//!     StabiliserSettings::DEFAULT)?;
+//! let spec = Walker3dSpec { // straight ahead, then 0.2 m/s to the right, 5 steps each
+//!     coronal_speeds_m_s: &[0.0, 0.2], steps_per_speed: 5, tuner: None, forward_targets_m_s: &[],
+//! };
+//! let stable_pd = model.stable_pd(1.0 / 500.0)?; // a 500 Hz control loop
+//! let mut walker = Box::new(Walker3d::new(Simbicon3d::new(config)?, Some(stable_pd), Some(stabiliser), &spec)?);
+//! // The plant's bodies standing in the zero pose, soles on y = 0.
+//! let up = BodyPose { com_m: [0.0; 3], orientation: [1.0, 0.0, 0.0, 0.0] };
+//! let lowest = model.lowest_point_m(&model.pose(up, &[]));
+//! let bodies: Vec<BodyMotion> = model
+//!     .pose(BodyPose { com_m: [0.0, -lowest, 0.0], ..up }, &[])
+//!     .iter()
+//!     .map(|p| BodyMotion { com_m: p.com_m, orientation: p.orientation, ..Default::default() })
+//!     .collect();
+//! let plant = StanceInput { // the ground's forces at the last step, N, as the plant measured
+//!     bodies: &bodies, contact_normal_n: [330.0, 330.0, 10.0, 10.0], sole_corner_n: [[80.0; 4]; 2],
+//! };
+//! let c = walker.tick(&Walker3dInput { time_s: 0.0, plant })?; // never allocates or panics
+//! assert_eq!((c.len, c.stable_pd), (3 * model.joints.len(), Some(true)));
+//! assert!(c.stabiliser.is_some() && c.torques_nm[..c.len].iter().all(|t| t.is_finite()));
+//! // c.torques_nm[3 j..3 j + 3]: joint j's world torque vector, +τ on its child, −τ on its parent.
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # The description (URDF conventions)
 //! - World: y up, the character faces +x, its left side towards −z. Every link frame is parallel
 //!   to the world in the zero pose (every `<origin rpy>` of a joint or an `<inertial>` is 0), so
@@ -173,7 +233,8 @@ use control_core::articulated::nalgebra::Vector3;
 use control_core::dynamo::JointKind as ServoKind;
 use control_core::dynamo::humanoid::{BodyMass, HumanoidJoint, JointRole};
 use control_core::frames::{MAX_BODIES, MAX_JOINTS};
-use control_core::simbicon3d::{BipRoles, Limb, Side};
+use control_core::simbicon3d::{BipRoles, BodyJoint, Limb, Side};
+use control_core::stable_pd::{SpdJoint, StablePd};
 use glam::{DQuat, DVec3};
 
 use crate::{
@@ -181,8 +242,10 @@ use crate::{
     MAX_XML_DEPTH, MAX_XML_ELEMENTS, check_xml, read_description,
 };
 
+mod stance;
 mod tree;
 
+pub use stance::stance_stabiliser;
 pub use tree::{HumanoidTree, Sole, soles};
 
 /// The bodies whose ground force every state frame carries, in frame order.
@@ -546,6 +609,44 @@ impl HumanoidModel {
     /// The index of the body named `name`.
     pub fn body_index(&self, name: &str) -> Option<usize> {
         self.bodies.iter().position(|b| b.name == name)
+    }
+
+    /// The joints as the 3D walker reads them (its configuration's gains come from their
+    /// roles: `control_core::simbicon3d::Simbicon3dConfig::cartwheel_bip_walking`), joint
+    /// order.
+    pub fn walk_joints(&self) -> Vec<BodyJoint> {
+        self.joints
+            .iter()
+            .map(|j| BodyJoint {
+                parent: j.parent,
+                child: j.child,
+                effort_nm: j.effort_nm,
+                kind: match &j.kind {
+                    JointKind::Ball { .. } => ServoKind::Ball,
+                    JointKind::Hinge { axis, .. } => ServoKind::Hinge {
+                        axis: (*axis).into(),
+                    },
+                    JointKind::TwoAxis { axes, .. } => ServoKind::TwoAxis {
+                        axes: [axes[0].into(), axes[1].into()],
+                    },
+                },
+            })
+            .collect()
+    }
+
+    /// Stable PD (`control_core::stable_pd`) for these bodies and joints at the control
+    /// period `period_s`.
+    pub fn stable_pd(&self, period_s: f64) -> Result<StablePd, String> {
+        let inertia: Vec<[f64; 3]> = self.bodies.iter().map(|b| b.inertia_kg_m2).collect();
+        let joints: Vec<SpdJoint> = self
+            .joints
+            .iter()
+            .map(|j| SpdJoint {
+                parent: j.parent,
+                child: j.child,
+            })
+            .collect();
+        StablePd::new(&inertia, &joints, period_s).map_err(|e| format!("stable PD: {e:?}"))
     }
 
     /// `body` and every body below it, `body` first, then in joint order (each joint's parent
