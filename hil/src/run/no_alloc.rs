@@ -847,11 +847,11 @@ fn no_alloc_walk3d_controllers() {
                 None,
                 |cmd| {
                     refused += u64::from(cmd.refused);
-                    steps = steps.max(cmd.steps);
-                    stabilised += u64::from(cmd.stabiliser.is_some());
-                    tuned |= cmd.desired_forward_m_s != 0.0;
-                    stable += u64::from(cmd.stable_pd.is_some());
-                    fallbacks += u64::from(cmd.stable_pd == Some(false));
+                    steps = steps.max(cmd.walk.steps);
+                    stabilised += u64::from(cmd.walk.stabiliser.is_some());
+                    tuned |= cmd.walk.desired_forward_m_s != 0.0;
+                    stable += u64::from(cmd.walk.stable_pd.is_some());
+                    fallbacks += u64::from(cmd.walk.stable_pd == Some(false));
                 },
             );
             assert_eq!(

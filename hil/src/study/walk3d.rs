@@ -231,9 +231,9 @@ pub fn run_cell(
             *sum += h.inverse() * (Vector3::from(b[k].com_m) - Vector3::from(b[pelvis].com_m));
         }
         n += 1;
-        if cmd.steps >= 1 {
+        if cmd.walk.steps >= 1 {
             first_step_s.get_or_insert(state.sim_time_s);
-            v_sum += cmd.v_m_s[0];
+            v_sum += cmd.walk.v_m_s[0];
             v_n += 1;
         }
         if let Some(t) = recorder.kind().fell_at_s() {

@@ -23,7 +23,7 @@
 //!   drives the pelvis's own inertia);
 //! - `simbicon3d_tuned`: the scenario's `tuned_gains` for the rate (Algorithm 1's);
 //! - `simbicon3d_stabilised`, `_m3`, `_m0`: Carensac et al.'s ground-contact stabiliser
-//!   ([`stance_stabiliser`]) on the reduced model M5, M3 or the whole character, on
+//!   ([`control_core::contact_stabiliser::stance`]) on the reduced model M5, M3 or the whole character, on
 //!   Cartwheel's or the tuned gains (`stabiliser_gains`), its baseline the plant's measured
 //!   corner forces or the model's prediction (`stabiliser_baseline`);
 //! - `simbicon3d_stable_pd`: Cartwheel's gains through stable PD
@@ -37,28 +37,27 @@
 //! ([`ContactOut`]), and a stabilised run compares each prediction with the step the plant then
 //! took ([`StabiliserOut`]).
 //!
-//! On the control thread ([`Walk3dController::tick`], [`Walk3dController::safe`]): never an
-//! allocation, a block or a panic; a tick the controller refuses gives the safe state's damping
-//! for that tick, counted.
+//! The controller itself is the library's [`Walker3d`] (the walker, stable PD, the stabiliser,
+//! the speed schedule and tuner, the safe state); [`Walk3dController`] builds it from the
+//! scenario and feeds it the plant's state. On the control thread ([`Walk3dController::tick`],
+//! [`Walk3dController::safe`]): never an allocation, a block or a panic; a tick the controller
+//! refuses gives the safe state's damping for that tick, counted.
 // `!(x > 0.0)` is meant: NaN fails every check.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-pub mod stance_stabiliser;
-
 use std::path::{Path, PathBuf};
 
-use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
-use control_core::contact_stabiliser::{
-    Distribution, StabiliserOutput, StabiliserSettings, StabiliserStatus,
-};
-use control_core::dynamo::{BodyInertia, JointKind as CoreKind, subtree_inertia_about};
+use control_core::articulated::nalgebra::UnitQuaternion;
+use control_core::contact_stabiliser::stance::{Baseline, ReducedModel, StanceInput};
+use control_core::contact_stabiliser::{Distribution, StabiliserSettings, StabiliserStatus};
+use control_core::dynamo::{BodyInertia, subtree_inertia_about};
 use control_core::frames::{Event, MAX_JOINTS, StateFrame};
 use control_core::simbicon3d::{
-    BipRoles, BodyJoint, GainMoves, MAX_WALK_JOINTS, Side, Simbicon3d, Simbicon3dConfig,
-    SpeedTuner, SpeedTuning, Walk3dInput,
+    BipRoles, GainMoves, MAX_WALK_JOINTS, Side, Simbicon3d, Simbicon3dConfig, SpeedTuner,
+    SpeedTuning,
 };
-use control_core::stable_pd::{SpdJoint, StablePd};
-use robot_model::humanoid::{BodyPose, HumanoidModel, JointKind};
+use control_core::walker3d::{Walker3d, Walker3dCommand, Walker3dInput, Walker3dSpec};
+use robot_model::humanoid::{BodyPose, HumanoidModel, stance_stabiliser};
 use serde::{Deserialize, Serialize};
 use sim_host::Push;
 use sim_host::humanoid::HumanoidScene;
@@ -71,7 +70,6 @@ use super::roles::{RolesSpec, body_sides};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, StopFlag};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
-use stance_stabiliser::{Baseline, ReducedModel, StanceStabiliser};
 
 /// The `kind` of these scenario files.
 pub const KIND: &str = "walk3d";
@@ -79,8 +77,13 @@ pub const KIND: &str = "walk3d";
 /// Gravity, m/s² (the humanoid's world is y up).
 const GRAVITY: [f64; 3] = [0.0, -9.81, 0.0];
 
-/// The damping of the safe state, N·m·s/rad, on each joint's relative angular velocity.
-pub const SAFE_DAMPING_NMS_PER_RAD: f64 = 10.0;
+/// The scenario's and the report's names of a stabiliser's [`Baseline`].
+#[derive(Deserialize, Serialize)]
+#[serde(remote = "Baseline", rename_all = "snake_case")]
+enum BaselineName {
+    Predicted,
+    Measured,
+}
 
 /// A `walk3d` scenario file, as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -142,7 +145,7 @@ pub struct Walk3dScenario {
     /// Where the stabiliser's spread without a supplement comes from: `"measured"` (default:
     /// the plant's corner forces of the last step, the model giving the supplement's effect)
     /// or `"predicted"` (the reduced model's rigid one-step prediction, as the paper).
-    #[serde(default)]
+    #[serde(default, with = "BaselineName")]
     pub stabiliser_baseline: Baseline,
     /// The first this many seconds of each controller's run at the first rate as an animated
     /// side view, `walk3d_<controller>.gif`, and in the 3D replay `replay.html` (default 0:
@@ -845,7 +848,7 @@ fn with_group_gains(
     config
 }
 
-/// One tick's command.
+/// One tick's command: the library's, with the plant step it answers.
 #[derive(Debug, Clone, Copy)]
 pub struct Walk3dTick {
     /// The plant step it answers.
@@ -856,32 +859,8 @@ pub struct Walk3dTick {
     pub safe: bool,
     /// The controller refused its input (the safe state's damping was sent).
     pub refused: bool,
-    /// Values sent: 3 per joint.
-    pub len: usize,
-    /// The torques, N·m.
-    pub torques_nm: [f64; MAX_JOINTS],
-    /// Joints whose torque the effort cut (bit k: joint k).
-    pub limited: u32,
-    /// Steps taken (states begun after the first).
-    pub steps: u32,
-    /// The stance side.
-    pub stance: Side,
-    /// A step began at this tick.
-    pub step_began: bool,
-    /// The desired coronal speed this tick used, m/s.
-    pub desired_coronal_m_s: f64,
-    /// The desired forward velocity this tick used (the velocity tuning's; 0 without), m/s.
-    pub desired_forward_m_s: f64,
-    /// The forward speed the velocity tuning held to this tick, m/s.
-    pub target_forward_m_s: Option<f64>,
-    /// The centre of mass's velocity in the character frame, m/s (forward, up, right).
-    pub v_m_s: [f64; 3],
-    /// Stable PD's outcome (`None`: not used; `Some(true)`: its torques were sent;
-    /// `Some(false)`: it failed and the walker's own torques were sent).
-    pub stable_pd: Option<bool>,
-    /// What the ground-contact stabiliser did (`None`: no stabiliser, or the state could not
-    /// be mapped).
-    pub stabiliser: Option<StabiliserOutput>,
+    /// The walker's command.
+    pub walk: Walker3dCommand,
 }
 
 impl LoopCommand for Walk3dTick {
@@ -892,28 +871,19 @@ impl LoopCommand for Walk3dTick {
         self.safe
     }
     fn torques(&self) -> &[f64] {
-        &self.torques_nm[..self.len]
+        self.walk.torques_nm.get(..self.walk.len).unwrap_or(&[])
     }
 }
 
-/// The walking controller of a run, the same object in lockstep and in real time.
+/// The walking controller of a run, the same object in lockstep and in real time: the
+/// library's [`Walker3d`] (boxed: stable PD's matrices and the stabiliser's models take about
+/// 0.14 MB) fed from the plant's state.
 #[derive(Debug, Clone)]
 pub struct Walk3dController {
-    walker: Simbicon3d,
-    /// (parent, child, effort) per joint, for the safe state.
-    joints: Vec<(usize, usize, f64)>,
+    walker: Box<Walker3d>,
     bodies: usize,
-    speeds: Vec<f64>,
-    steps_per_speed: u32,
     /// What the analytic rule moved (`None` for Cartwheel's gains).
     pub moves: Option<GainMoves>,
-    /// The ground-contact stabiliser (`simbicon3d_stabilised*`, `simbicon3d_stable_pd_stabilised*`).
-    stabiliser: Option<StanceStabiliser>,
-    /// Stable PD (`simbicon3d_stable_pd*`), boxed: its matrices take about 55 KB.
-    stable_pd: Option<Box<StablePd>>,
-    /// The velocity tuning (`speed_tuning`) and its targets, cycled as `speeds`.
-    tuner: Option<SpeedTuner>,
-    targets: Vec<f64>,
 }
 
 impl Walk3dController {
@@ -932,24 +902,7 @@ impl Walk3dController {
                 model.joints.len()
             ));
         }
-        let joints: Vec<BodyJoint> = model
-            .joints
-            .iter()
-            .map(|j| BodyJoint {
-                parent: j.parent,
-                child: j.child,
-                effort_nm: j.effort_nm,
-                kind: match &j.kind {
-                    JointKind::Ball { .. } => CoreKind::Ball,
-                    JointKind::Hinge { axis, .. } => CoreKind::Hinge {
-                        axis: (*axis).into(),
-                    },
-                    JointKind::TwoAxis { axes, .. } => CoreKind::TwoAxis {
-                        axes: [axes[0].into(), axes[1].into()],
-                    },
-                },
-            })
-            .collect();
+        let joints = model.walk_joints();
         let masses: Vec<f64> = model.bodies.iter().map(|b| b.mass_kg).collect();
         let config = Simbicon3dConfig::cartwheel_bip_walking(&masses, &joints, roles, Side::Left)
             .map_err(|e| e.to_string())?;
@@ -989,24 +942,12 @@ impl Walk3dController {
             }
         };
         let stable_pd = if law.stable_pd() {
-            let inertia: Vec<[f64; 3]> = model.bodies.iter().map(|b| b.inertia_kg_m2).collect();
-            let joints: Vec<SpdJoint> = model
-                .joints
-                .iter()
-                .map(|j| SpdJoint {
-                    parent: j.parent,
-                    child: j.child,
-                })
-                .collect();
-            Some(Box::new(
-                StablePd::new(&inertia, &joints, 1.0 / rate_hz)
-                    .map_err(|e| format!("stable PD: {e:?}"))?,
-            ))
+            Some(model.stable_pd(1.0 / rate_hz)?)
         } else {
             None
         };
         let stabiliser = match law.stabiliser() {
-            Some(reduced) => Some(StanceStabiliser::new(
+            Some(reduced) => Some(stance_stabiliser(
                 model,
                 &roles,
                 reduced,
@@ -1016,136 +957,63 @@ impl Walk3dController {
             )?),
             None => None,
         };
-        Ok(Self {
-            walker: Simbicon3d::new(config).map_err(|e| e.to_string())?,
-            stabiliser,
-            stable_pd,
-            joints: model
-                .joints
-                .iter()
-                .map(|j| (j.parent, j.child, j.effort_nm))
-                .collect(),
-            bodies: model.bodies.len(),
-            speeds: s.coronal_speeds_m_s.clone(),
+        let targets = s
+            .speed_tuning
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.targets_m_s.clone());
+        let tuner = s
+            .speed_tuning
+            .as_ref()
+            .map(|t| SpeedTuner::new(t.tuning()))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let spec = Walker3dSpec {
+            coronal_speeds_m_s: &s.coronal_speeds_m_s,
             steps_per_speed: s.steps_per_speed,
+            tuner,
+            forward_targets_m_s: &targets,
+        };
+        let walker = Simbicon3d::new(config).map_err(|e| e.to_string())?;
+        Ok(Self {
+            walker: Box::new(
+                Walker3d::new(walker, stable_pd, stabiliser, &spec).map_err(|e| e.to_string())?,
+            ),
+            bodies: model.bodies.len(),
             moves,
-            targets: s
-                .speed_tuning
-                .as_ref()
-                .map_or_else(Vec::new, |t| t.targets_m_s.clone()),
-            tuner: s
-                .speed_tuning
-                .as_ref()
-                .map(|t| SpeedTuner::new(t.tuning()))
-                .transpose()
-                .map_err(|e| e.to_string())?,
         })
     }
 
     /// The gains the walker uses: (kp, kd) per joint, in joint order, and the pelvis's.
     pub fn gains(&self) -> (Vec<[f64; 2]>, [f64; 2]) {
-        let c = self.walker.config();
+        let c = self.walker.walker().config();
         (
             c.joints.iter().map(|j| [j.kp, j.kd]).collect(),
             [c.root.kp, c.root.kd],
         )
     }
 
-    fn empty(&self, s: &HumanoidState, safe: bool) -> Walk3dTick {
-        Walk3dTick {
-            step: s.step,
+    /// The library walker's input of state `s`.
+    fn input(s: &HumanoidState) -> Walker3dInput<'_> {
+        Walker3dInput {
             time_s: s.sim_time_s,
-            safe,
-            refused: false,
-            len: 3 * self.joints.len(),
-            torques_nm: [0.0; MAX_JOINTS],
-            limited: 0,
-            steps: self.walker.steps(),
-            stance: self.walker.stance(),
-            step_began: false,
-            desired_coronal_m_s: 0.0,
-            desired_forward_m_s: 0.0,
-            target_forward_m_s: None,
-            v_m_s: [0.0; 3],
-            stable_pd: None,
-            stabiliser: None,
+            plant: StanceInput {
+                bodies: s.bodies.get(..s.body_count).unwrap_or(&[]),
+                contact_normal_n: s.contact_normal_n,
+                sole_corner_n: [0, 1].map(|side| s.sole_corners(side).unwrap_or_default()),
+            },
         }
     }
 
     /// One tick (never allocates, blocks or panics).
     pub fn tick(&mut self, s: HumanoidState) -> Walk3dTick {
-        let segment = (self.walker.steps() / self.steps_per_speed) as usize;
-        let desired = self
-            .speeds
-            .get(segment % self.speeds.len().max(1))
-            .copied()
-            .unwrap_or(0.0);
-        let n = s.contact_normal_n;
-        let target = self
-            .targets
-            .get(segment % self.targets.len().max(1))
-            .copied();
-        let forward = match (self.tuner.as_mut(), target) {
-            (Some(t), Some(v)) => {
-                // The targets were checked with the scenario: a refusal keeps the last one.
-                let _ = t.set_target(v);
-                t.desired_m_s()
-            }
-            _ => 0.0,
-        };
-        let input = Walk3dInput {
-            time_s: s.sim_time_s,
-            bodies: s.bodies.get(..s.body_count).unwrap_or(&[]),
-            foot_up_force_n: [n[0] + n[2], n[1] + n[3]],
-            desired_velocity_m_s: [forward, desired],
-            desired_heading_rad: 0.0,
-        };
-        let ticked = match self.stable_pd.as_deref_mut() {
-            Some(spd) => self
-                .walker
-                .tick_stable_pd(&input, spd)
-                .map(|(c, r)| (c, Some(r.is_ok()))),
-            None => self.walker.tick(&input).map(|c| (c, None)),
-        };
-        match ticked {
-            Ok((c, stable_pd)) => {
-                let mut out = self.empty(&s, false);
-                out.stable_pd = stable_pd;
-                for (k, t) in c.torques_nm.iter().take(self.joints.len()).enumerate() {
-                    out.torques_nm[3 * k..3 * k + 3].copy_from_slice(t);
-                }
-                out.limited = c.limited;
-                let n = 3 * self.joints.len();
-                if let (Some(st), Some(torques)) =
-                    (self.stabiliser.as_mut(), out.torques_nm.get_mut(..n))
-                {
-                    out.stabiliser = st.tick(&s, c.stance.index(), torques);
-                    // The supplement within the efforts too: each cut reported.
-                    for (k, (t, &(_, _, effort))) in
-                        torques.chunks_exact_mut(3).zip(&self.joints).enumerate()
-                    {
-                        let norm = (t[0] * t[0] + t[1] * t[1] + t[2] * t[2]).sqrt();
-                        let cap = effort * (1.0 - control_core::simbicon3d::EFFORT_MARGIN);
-                        if norm > cap {
-                            for x in t.iter_mut() {
-                                *x *= cap / norm;
-                            }
-                            out.limited |= 1 << k;
-                        }
-                    }
-                }
-                out.steps = self.walker.steps();
-                out.stance = c.stance;
-                out.step_began = c.step_began;
-                out.desired_coronal_m_s = desired;
-                out.desired_forward_m_s = forward;
-                out.target_forward_m_s = target;
-                out.v_m_s = c.v_m_s;
-                if let Some(t) = self.tuner.as_mut() {
-                    t.observe(c.v_m_s[0], c.step_began);
-                }
-                out
-            }
+        match self.walker.tick(&Self::input(&s)) {
+            Ok(walk) => Walk3dTick {
+                step: s.step,
+                time_s: s.sim_time_s,
+                safe: false,
+                refused: false,
+                walk,
+            },
             Err(_) => {
                 let mut out = self.safe(s);
                 out.safe = false;
@@ -1157,24 +1025,13 @@ impl Walk3dController {
 
     /// The safe state: each joint damps its relative angular velocity, within its effort.
     pub fn safe(&self, s: HumanoidState) -> Walk3dTick {
-        let mut out = self.empty(&s, true);
-        for (k, &(p, c, effort)) in self.joints.iter().enumerate() {
-            let (Some(p), Some(c)) = (s.bodies.get(p), s.bodies.get(c)) else {
-                continue;
-            };
-            let w =
-                Vector3::from(p.angular_velocity_rad_s) - Vector3::from(c.angular_velocity_rad_s);
-            let mut t = w * SAFE_DAMPING_NMS_PER_RAD;
-            let norm = t.norm();
-            if !norm.is_finite() {
-                continue;
-            }
-            if norm > effort {
-                t *= effort * (1.0 - control_core::simbicon3d::EFFORT_MARGIN) / norm;
-            }
-            out.torques_nm[3 * k..3 * k + 3].copy_from_slice(t.as_slice());
+        Walk3dTick {
+            step: s.step,
+            time_s: s.sim_time_s,
+            safe: true,
+            refused: false,
+            walk: self.walker.safe(&s.bodies),
         }
-        out
     }
 }
 
@@ -1290,8 +1147,8 @@ pub struct ContactOut {
 pub struct StabiliserOut {
     /// The reduced model it predicted with.
     pub model: &'static str,
-    /// Where its baseline came from.
-    pub baseline: Option<Baseline>,
+    /// Where its baseline came from (`"measured"` or `"predicted"`).
+    pub baseline: Option<&'static str>,
     /// Ticks with a supplement predicted better than none.
     pub improved_ticks: u64,
     /// Ticks where nothing beat no supplement.
@@ -1507,27 +1364,27 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
 
     fn tick(&mut self, c: &Walk3dTick, last: Option<&HumanoidState>) {
         if c.time_s < self.animation_s {
-            torque_norms_into(&c.torques_nm, self.joints, &mut self.last_torque_norms);
+            torque_norms_into(&c.walk.torques_nm, self.joints, &mut self.last_torque_norms);
         }
         if self.fell_at_s.is_some() || c.safe {
             return;
         }
-        self.limited += u64::from(c.limited.count_ones());
+        self.limited += u64::from(c.walk.limited.count_ones());
         self.refused += u64::from(c.refused);
-        self.count_corners(c.stance.index(), last);
-        if let Some(ok) = c.stable_pd {
+        self.count_corners(c.walk.stance.index(), last);
+        if let Some(ok) = c.walk.stable_pd {
             let sp = self.stable_pd.get_or_insert_with(StablePdOut::default);
             sp.ticks += 1;
             sp.fallback_ticks += u64::from(!ok);
         }
-        if let Some(o) = c.stabiliser {
+        if let Some(o) = c.walk.stabiliser {
             let st = self.stabiliser.get_or_insert_with(StabiliserOut::default);
             st.evaluations += u64::from(o.evaluations);
             if matches!(
                 o.status,
                 StabiliserStatus::Improved | StabiliserStatus::Kept
             ) {
-                self.prediction = Some((c.stance.index(), o.initial, o.predicted));
+                self.prediction = Some((c.walk.stance.index(), o.initial, o.predicted));
             }
             match o.status {
                 StabiliserStatus::Improved => {
@@ -1542,14 +1399,14 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
             }
         }
         let (sum_z, sum_x, n, desired, target) = &mut self.step_v;
-        if c.step_began && c.time_s > 0.0 {
+        if c.walk.step_began && c.time_s > 0.0 {
             let pelvis = last
                 .and_then(|s| s.bodies.get(self.pelvis).copied())
                 .map_or([f64::NAN; 2], |b| [b.com_m[0], b.com_m[2]]);
             let mean = |v: f64| if *n > 0 { v / *n as f64 } else { f64::NAN };
             self.steps.push(StepOut {
                 time_s: c.time_s,
-                stance: match c.stance {
+                stance: match c.walk.stance {
                     Side::Left => "left",
                     Side::Right => "right",
                 },
@@ -1564,11 +1421,11 @@ impl KindRecorder<Walk3dController> for Walk3dRecorder {
             *sum_x = 0.0;
             *n = 0;
         }
-        *sum_z += c.v_m_s[2];
-        *sum_x += c.v_m_s[0];
+        *sum_z += c.walk.v_m_s[2];
+        *sum_x += c.walk.v_m_s[0];
         *n += 1;
-        *desired = [c.desired_coronal_m_s, c.desired_forward_m_s];
-        *target = c.target_forward_m_s;
+        *desired = [c.walk.desired_coronal_m_s, c.walk.desired_forward_m_s];
+        *target = c.walk.target_forward_m_s;
     }
 
     fn finish(self, _last: Option<&HumanoidState>) -> Walk3dRun {
@@ -1802,6 +1659,7 @@ pub struct Walk3dReport {
     /// The gains under the stabiliser.
     pub stabiliser_gains: StabiliserGains,
     /// Where the stabiliser's baseline comes from.
+    #[serde(with = "BaselineName")]
     pub stabiliser_baseline: Baseline,
     /// The runs, per controller then rate.
     pub runs: Vec<RunOut>,
@@ -1882,9 +1740,9 @@ fn summarise(
         plant_step_us: run.plant_step_us,
         contacts: run.kind.contacts.clone(),
         stabiliser: run.kind.stabiliser.clone().map(|mut st| {
-            if let Some(s) = controller.stabiliser.as_ref() {
+            if let Some(s) = controller.walker.stabiliser() {
                 st.model = s.model().name();
-                st.baseline = Some(s.baseline());
+                st.baseline = Some(s.baseline().name());
             }
             st
         }),
