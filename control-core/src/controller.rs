@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | [`crate::arm::ArmController`] | [`crate::arm::ArmInput`] | [`crate::servo::ServoOutput`] |
 //! | [`crate::articulated::TreeArrival`] | [`crate::articulated::TreeInput`] of [`crate::articulated::JointTarget`] | [`crate::articulated::TreeCommand`] |
+//! | [`crate::keyframes::KeyframeServo`] | [`crate::keyframes::KeyframeInput`] | [`crate::keyframes::ServoTick`] |
 //! | [`crate::beat::BeatServo`] | [`crate::articulated::TreeInput`] of [`crate::beat::BeatTarget`] | [`crate::articulated::TreeCommand`] |
 //! | [`crate::reach::Reach`] | [`crate::reach::ReachTick`] | [`crate::reach::ReachCommand`] |
 //! | [`crate::simbicon::Simbicon`] | [`crate::simbicon::WalkerState`] | [`crate::simbicon::WalkCommand`] |

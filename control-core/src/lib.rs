@@ -60,6 +60,7 @@ pub mod frames;
 pub mod gains;
 #[cfg(feature = "micromath")]
 pub mod gains_f32;
+pub mod keyframes;
 pub mod lambert_w;
 pub mod mailbox;
 pub mod model;

@@ -8,7 +8,7 @@ use core::panic::PanicInfo;
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
 use control_core::articulated::{
-    ArrivalSettings, Coupling, JointTarget, LinkSpec, TreeArrival, serial_tree,
+    ArrivalSettings, Coupling, JointLosses, JointTarget, LinkSpec, TreeArrival, serial_tree,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::dynamo::{
@@ -19,6 +19,7 @@ use control_core::frames::{
     BodyId, Event, FrameGuard, STATE_FRAME_LEN, StateFrame, TORQUE_FRAME_LEN, TorqueFrame,
 };
 use control_core::gains::{ArrivalProblem, solve_arrival_gains};
+use control_core::keyframes::{JointSafety, KeyframeLaw, KeyframeServo};
 use control_core::lambert_w;
 use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::servo::{ArrivalPlan, ArrivalServo, JointServo, JointState, ServoConfig};
@@ -132,6 +133,24 @@ pub extern "C" fn _start() -> ! {
             if let Ok(command) = beat.tick(&chain, &base, &q, &[0.0; 2], &[target; 2], &gravity) {
                 acc += command.torques().iter().sum::<f64>();
             }
+        }
+        // Through keyframes within efforts and losses (`control_core::keyframes`), and its
+        // safe state.
+        let losses = [JointLosses {
+            damping: black_box(0.1),
+            friction: 0.0,
+        }; 2];
+        if let (Some(safety), Ok(arrival)) = (
+            JointSafety::<2>::new(2, &[black_box(20.0); 2], &losses, 0.005, 0.9, 20.0),
+            TreeArrival::new(ArrivalSettings::default(), Coupling::InverseDynamics),
+        ) && let Some(mut servo) =
+            KeyframeServo::new(KeyframeLaw::Arrival(arrival), safety, gravity, 0.0025)
+        {
+            let frames = [(black_box(0.5), [0.2, 0.4]), (1.0, [0.0, 0.0])];
+            if let Ok(sent) = servo.tick(&chain, &base, &q, &[0.0; 2], &frames, black_box(0.1)) {
+                acc += sent.torques_nm.iter().sum::<f64>();
+            }
+            acc += safety.safe(&chain, &base, &q, &[1.0; 2]).torques_nm[0];
         }
         // A hinge and a slider as a kinematic tree: every evaluation, and the arrival and beat
         // ticks on it; then the same on a floating base.

@@ -16,17 +16,20 @@
 //! URDF's `<limit effort>` (the plant refuses a whole frame beyond it); every limited tick is
 //! counted in the record, never silent.
 //!
+//! The joint-space laws run through the library's [`KeyframeServo`] (the keyframe in force,
+//! losses, efforts) and every law's safe state is its [`JointSafety`]'s; this module picks the
+//! law from the scenario and feeds it the plant's state.
+//!
 //! [`ChainController::tick`] runs on the control thread in real time: it never allocates, blocks
 //! or panics. A model error (a non-finite state, a torque that is not a finite f64) gives the
 //! safe state's torques for that tick, flagged in the record.
 
 use control_core::articulated::nalgebra::{Isometry3, Vector3};
-use control_core::articulated::{
-    ArrivalSettings, Coupling, JointLosses, JointStatus, JointTarget, TreeArrival, TreeCommand,
-};
-use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
+use control_core::articulated::{ArrivalSettings, Coupling, JointLosses, JointStatus, TreeArrival};
+use control_core::beat::{BeatConfig, BeatServo, InertiaModel};
 use control_core::frames::StateFrame;
-use control_core::gains::{GainLimit, Integrator};
+use control_core::gains::Integrator;
+use control_core::keyframes::{JointSafety, KeyframeLaw, KeyframeServo, ServoTick};
 use control_core::reach::{Projector, Reach, ReachConfig, ccd_ik};
 use control_core::tree::{Placement, Tree};
 
@@ -248,16 +251,27 @@ struct Refused;
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 enum Law {
-    Beat(BeatServo),
-    Arrival(TreeArrival),
-    Reach(Reach),
+    /// A joint-space law through the keyframes (the library's servo: limits and losses too).
+    Keyframes(KeyframeServo<CAP>),
+    /// Jᵀ F at the hand, within the joints' limits.
+    Reach(Reach, JointSafety<CAP>),
     /// The IK's joint targets (solved when the hand target changes) held by the arrival
     /// servo's critically damped hold.
     Ccd {
-        hold: TreeArrival,
+        hold: KeyframeServo<CAP>,
         solution: [f64; CAP],
         solved_for: Option<usize>,
     },
+}
+
+impl Law {
+    /// The joints' limits and safe state.
+    fn safety(&self) -> &JointSafety<CAP> {
+        match self {
+            Self::Keyframes(s) | Self::Ccd { hold: s, .. } => s.safety(),
+            Self::Reach(_, s) => s,
+        }
+    }
 }
 
 /// The reach task: the hand, its targets, the posture goal and the IK's limits.
@@ -367,14 +381,11 @@ pub struct ChainController {
     model: ChainModel,
     joints: usize,
     gravity: Vector3<f64>,
-    effort_nm: [f64; CAP],
     /// (instant, poses) of every keyframe.
     keyframes: Vec<(f64, [f64; CAP])>,
+    /// The hand target in force (reach laws; the keyframe servo keeps its own).
     current: usize,
     half_period_s: f64,
-    period_s: f64,
-    margin: f64,
-    hold_freq_rad_s: f64,
     reach: Option<ReachTask>,
 }
 
@@ -391,6 +402,29 @@ impl ChainController {
         hand: Option<HandPoint>,
     ) -> Result<Self, String> {
         let c = &scenario.controllers;
+        let g = scenario.gravity_m_s2();
+        let gravity = Vector3::new(g[0], g[1], g[2]);
+        let half_period_s = 0.5 * scenario.control_period_s();
+        let joints = model.joint_count();
+        let safety = JointSafety::new(
+            joints,
+            effort_nm,
+            &model.losses,
+            state_period_s,
+            c.stability_margin,
+            c.hold_natural_freq_rad_s,
+        )
+        .ok_or_else(|| {
+            format!(
+                "the joints' limits: {joints} joints, {} efforts, a period of {state_period_s} s: \
+                 out of range",
+                effort_nm.len()
+            )
+        })?;
+        let servo = |law| {
+            KeyframeServo::new(law, safety, gravity, half_period_s)
+                .ok_or_else(|| "gravity or the control period is not finite".to_owned())
+        };
         let beat = |inertia, parent_feedforward| {
             BeatServo::new(BeatConfig {
                 inertia,
@@ -400,7 +434,7 @@ impl ChainController {
                 integrator: Integrator::SemiImplicitEuler,
                 stability_margin: c.stability_margin,
             })
-            .map(Law::Beat)
+            .map(KeyframeLaw::Beat)
             .map_err(|e| e.to_string())
         };
         let arrival = TreeArrival::new(
@@ -473,14 +507,16 @@ impl ChainController {
                 },
                 gravity_compensation: true,
             })
-            .map(Law::Reach)
+            .map(|r| Law::Reach(r, safety))
             .map_err(|e| e.to_string())
         };
         let law = match law {
-            ChainLaw::SingleLink => beat(InertiaModel::SingleLink, false)?,
-            ChainLaw::Composite => beat(InertiaModel::Composite, false)?,
-            ChainLaw::CompositeFeedforward => beat(InertiaModel::Composite, true)?,
-            ChainLaw::Arrival => Law::Arrival(arrival?),
+            ChainLaw::SingleLink => Law::Keyframes(servo(beat(InertiaModel::SingleLink, false)?)?),
+            ChainLaw::Composite => Law::Keyframes(servo(beat(InertiaModel::Composite, false)?)?),
+            ChainLaw::CompositeFeedforward => {
+                Law::Keyframes(servo(beat(InertiaModel::Composite, true)?)?)
+            }
+            ChainLaw::Arrival => Law::Keyframes(servo(KeyframeLaw::Arrival(arrival?))?),
             ChainLaw::JtNullspace => reach(Projector::PseudoInverse, true)?,
             ChainLaw::JtNullspaceDynamic => reach(Projector::DynamicallyConsistent, true)?,
             ChainLaw::JtNoPosture => reach(Projector::PseudoInverse, false)?,
@@ -489,16 +525,12 @@ impl ChainController {
                     return Err("ccd_ik needs the scenario's hand, posture and reach gains".into());
                 }
                 Law::Ccd {
-                    hold: arrival?,
+                    hold: servo(KeyframeLaw::Arrival(arrival?))?,
                     solution: [0.0; CAP],
                     solved_for: None,
                 }
             }
         };
-        let mut effort = [0.0; CAP];
-        for (e, &l) in effort.iter_mut().zip(effort_nm) {
-            *e = l;
-        }
         let keyframes = scenario
             .keyframes
             .iter()
@@ -510,19 +542,14 @@ impl ChainController {
                 (k.time_s, q)
             })
             .collect();
-        let g = scenario.gravity_m_s2();
         Ok(Self {
             law,
-            joints: model.joint_count(),
+            joints,
             model,
-            gravity: Vector3::new(g[0], g[1], g[2]),
-            effort_nm: effort,
+            gravity,
             keyframes,
             current: 0,
-            half_period_s: 0.5 * scenario.control_period_s(),
-            period_s: state_period_s,
-            margin: c.stability_margin,
-            hold_freq_rad_s: c.hold_natural_freq_rad_s,
+            half_period_s,
             reach: reach_task,
         })
     }
@@ -552,20 +579,16 @@ impl ChainController {
                 self.reach = Some(task);
                 result
             }
-            None => {
-                // Aim at the next keyframe once the current one's instant has come.
-                while self.current + 1 < self.keyframes.len()
-                    && self
-                        .keyframes
-                        .get(self.current)
-                        .is_some_and(|k| now > k.0 - self.half_period_s)
-                {
-                    self.current += 1;
+            None => match &mut self.law {
+                Law::Keyframes(servo) => {
+                    let m = &self.model;
+                    let sent = servo
+                        .tick(&m.tree, &m.base, &state.q, &state.qd, &self.keyframes, now)
+                        .map_err(|_| Refused);
+                    sent.map(|t| self.out(state, &t, false))
                 }
-                self.command(&state, now)
-                    .and_then(|cmd| self.with_losses(cmd, &state))
-                    .map(|cmd| self.limited(state, &cmd))
-            }
+                _ => Err(Refused),
+            },
         };
         match result {
             Ok(out) => out,
@@ -589,7 +612,7 @@ impl ChainController {
         let posture = task.posture(now);
         let m = &self.model;
         let mut out = match &mut self.law {
-            Law::Reach(reach) => {
+            Law::Reach(reach, safety) => {
                 let cmd = reach
                     .tick(
                         &m.tree,
@@ -603,8 +626,9 @@ impl ChainController {
                         &self.gravity,
                     )
                     .map_err(|_| Refused)?;
-                let mut out = self.empty(*state, false);
-                self.limit_into(&mut out, &cmd.torques_nm);
+                let mut sent = ServoTick::EMPTY;
+                safety.limit_into(&mut sent, &cmd.torques_nm);
+                let mut out = self.out(*state, &sent, false);
                 out.record.status = [JointTick::Tracking; CAP];
                 out
             }
@@ -628,26 +652,10 @@ impl ChainController {
                     *solution = ik.q_rad;
                     *solved_for = Some(self.current);
                 }
-                let mut targets = [JointTarget::default(); CAP];
-                for (t, &p) in targets.iter_mut().zip(solution.iter()) {
-                    *t = JointTarget {
-                        pose_rad: p,
-                        time_to_go_s: 0.0,
-                    };
-                }
-                let hold = *hold;
-                let cmd = hold
-                    .tick(
-                        &m.tree,
-                        &m.base,
-                        &state.q,
-                        &state.qd,
-                        &targets,
-                        &self.gravity,
-                    )
+                let sent = hold
+                    .hold(&m.tree, &m.base, &state.q, &state.qd, solution)
                     .map_err(|_| Refused)?;
-                let cmd = self.with_losses(cmd, state)?;
-                self.limited(*state, &cmd)
+                self.out(*state, &sent, false)
             }
             _ => return Err(Refused),
         };
@@ -668,108 +676,20 @@ impl ChainController {
         Ok(out)
     }
 
-    /// `cmd` with the joints' losses compensated ([`TreeCommand::add_losses`]).
-    fn with_losses(
-        &self,
-        mut cmd: TreeCommand<CAP>,
-        state: &ChainState,
-    ) -> Result<TreeCommand<CAP>, Refused> {
-        cmd.add_losses(&self.model.losses, &state.qd, self.period_s)
-            .map_err(|_| Refused)?;
-        Ok(cmd)
-    }
-
-    /// Limit each of `torques` to its joint's effort into `out`, flagging the limited joints.
-    fn limit_into(&self, out: &mut ChainCommandOut, torques: &[f64]) {
-        for (j, &requested) in torques.iter().enumerate().take(self.joints) {
-            let limit = self.effort_nm.get(j).copied().unwrap_or(0.0);
-            let t = requested.clamp(-limit, limit);
-            if t != requested {
-                out.record.torque_limited |= 1 << j;
-            }
-            if let Some(slot) = out.torques_nm.get_mut(j) {
-                *slot = t;
-            }
-        }
-    }
-
-    fn command(&self, state: &ChainState, now: f64) -> Result<TreeCommand<CAP>, Refused> {
-        let Some(&(t_k, pose)) = self.keyframes.get(self.current) else {
-            return Err(Refused);
-        };
-        let previous = match self.current.checked_sub(1) {
-            Some(i) => self.keyframes.get(i).map_or(0.0, |k| k.0),
-            None => 0.0,
-        };
-        match &self.law {
-            Law::Beat(servo) => {
-                let mut targets = [BeatTarget::default(); CAP];
-                for (t, &p) in targets.iter_mut().zip(&pose) {
-                    *t = BeatTarget {
-                        pose_rad: p,
-                        velocity_rad_s: 0.0,
-                        segment_s: t_k - previous,
-                    };
-                }
-                let m = &self.model;
-                servo
-                    .tick(
-                        &m.tree,
-                        &m.base,
-                        &state.q,
-                        &state.qd,
-                        &targets,
-                        &self.gravity,
-                    )
-                    .map_err(|_| Refused)
-            }
-            Law::Arrival(servo) => {
-                let mut targets = [JointTarget::default(); CAP];
-                for (t, &p) in targets.iter_mut().zip(&pose) {
-                    *t = JointTarget {
-                        pose_rad: p,
-                        time_to_go_s: t_k - now,
-                    };
-                }
-                let m = &self.model;
-                servo
-                    .tick(
-                        &m.tree,
-                        &m.base,
-                        &state.q,
-                        &state.qd,
-                        &targets,
-                        &self.gravity,
-                    )
-                    .map_err(|_| Refused)
-            }
-            _ => Err(Refused),
-        }
-    }
-
-    /// The command with each torque limited to its joint's effort, and its record.
-    fn limited(&self, state: ChainState, cmd: &TreeCommand<CAP>) -> ChainCommandOut {
-        let mut out = self.empty(state, false);
-        let mut requested = [0.0; CAP];
-        for (r, jc) in requested.iter_mut().zip(cmd.joints()) {
-            *r = jc.torque_nm;
-        }
-        self.limit_into(&mut out, &requested);
-        for (j, jc) in cmd.joints().iter().enumerate() {
-            if let Some(slot) = out.record.inertia_kgm2.get_mut(j) {
-                *slot = jc.inertia_kgm2;
-            }
-            if let Some(slot) = out.record.stiffness.get_mut(j) {
-                *slot = jc.gains.stiffness_nm_per_rad;
-            }
-            if let Some(slot) = out.record.status.get_mut(j) {
-                *slot = match jc.status {
-                    JointStatus::GainClamped => JointTick::GainClamped,
-                    JointStatus::Infeasible(_) => JointTick::Infeasible,
-                    JointStatus::Holding => JointTick::Holding,
-                    _ => JointTick::Tracking,
-                };
-            }
+    /// The command of what the library's servo sent, with its record.
+    fn out(&self, state: ChainState, sent: &ServoTick<CAP>, safe: bool) -> ChainCommandOut {
+        let mut out = self.empty(state, safe);
+        out.torques_nm = sent.torques_nm;
+        out.record.inertia_kgm2 = sent.inertia_kgm2;
+        out.record.stiffness = sent.stiffness;
+        out.record.torque_limited = sent.torque_limited;
+        for (slot, status) in out.record.status.iter_mut().zip(sent.status) {
+            *slot = match status {
+                None | Some(JointStatus::Holding) => JointTick::Holding,
+                Some(JointStatus::GainClamped) => JointTick::GainClamped,
+                Some(JointStatus::Infeasible(_)) => JointTick::Infeasible,
+                Some(_) => JointTick::Tracking,
+            };
         }
         out
     }
@@ -787,7 +707,10 @@ impl ChainController {
                 status: [JointTick::Holding; CAP],
                 torque_limited: 0,
                 model_error: false,
-                keyframe: self.current,
+                keyframe: match &self.law {
+                    Law::Keyframes(servo) => servo.current(),
+                    _ => self.current,
+                },
                 hand_error_m: f64::NAN,
                 posture_error_rad: f64::NAN,
             },
@@ -799,35 +722,12 @@ impl ChainController {
     /// limited to the joint's effort. If the model cannot evaluate the state (non-finite), zero
     /// torque.
     pub fn safe(&self, state: ChainState) -> ChainCommandOut {
-        let mut out = self.empty(state, true);
-        let Some(inertia) = self.model.axis_inertia(&state.q) else {
-            return out;
-        };
-        for j in 0..self.joints {
-            let (Some(&m), Some(&w), Some(&limit)) =
-                (inertia.get(j), state.qd.get(j), self.effort_nm.get(j))
-            else {
-                continue;
-            };
-            let gamma =
-                GainLimit::new(m, self.period_s, Integrator::SemiImplicitEuler, self.margin)
-                    .map_or(0.0, |l| {
-                        (2.0 * m * self.hold_freq_rad_s).min(l.max_damping_nms_per_rad)
-                    });
-            let t = -gamma * w;
-            let t = if t.is_finite() {
-                t.clamp(-limit, limit)
-            } else {
-                0.0
-            };
-            if let Some(slot) = out.torques_nm.get_mut(j) {
-                *slot = t;
-            }
-            if let Some(slot) = out.record.inertia_kgm2.get_mut(j) {
-                *slot = m;
-            }
-        }
-        out
+        let m = &self.model;
+        let sent = self
+            .law
+            .safety()
+            .safe(&m.tree, &m.base, &state.q, &state.qd);
+        self.out(state, &sent, true)
     }
 }
 
