@@ -12,7 +12,7 @@
 //!
 //! Every law adds the model's gravity holding torque, and every joint-space law (all but the
 //! Jᵀ F reach) what the URDF's `<dynamics damping friction>` will take from the motion it asks
-//! for ([`TreeCommand::add_losses`]; the plant applies both). Each joint's torque is limited to the
+//! for ([`control_core::articulated::TreeCommand::add_losses`]; the plant applies both). Each joint's torque is limited to the
 //! URDF's `<limit effort>` (the plant refuses a whole frame beyond it); every limited tick is
 //! counted in the record, never silent.
 //!
