@@ -277,6 +277,17 @@ pub extern "C" fn _start() -> ! {
     acc += humanoid_pose_tick();
     acc += body_map_state();
     acc += balance_tick();
+    // The legged robots' PD baseline (`control_core::balance::legged::PdHold`).
+    if let Some(pd) = control_core::balance::legged::PdHold::<2>::new(
+        &[black_box(0.1), 0.2],
+        &[1.0, -1.0],
+        &[100.0; 2],
+        &[2.0; 2],
+        &[20.0; 2],
+    ) {
+        let (t, limited) = pd.tick(&[0.0, black_box(0.3)], &[1.0, 0.0]);
+        acc += t.iter().sum::<f64>() + f64::from(limited) + pd.safe(&[black_box(3.0); 2]).0[1];
+    }
     acc += walk3d_tick();
     acc += stabiliser_tick();
     let mut torque = TorqueFrame::new(1, 1);

@@ -201,3 +201,104 @@ impl<const NV: usize, const NX: usize, const NR: usize, const F: usize>
         })
     }
 }
+
+/// Each of `torques_nm` held within its joint's `effort_nm` (a hair inside, 1e-9 of it: a plant
+/// refuses a value beyond), a non-finite one set to 0; how many were changed. Entries past
+/// either slice are left alone.
+pub fn limit_to_efforts(torques_nm: &mut [f64], effort_nm: &[f64]) -> u32 {
+    let mut limited = 0;
+    for (t, &effort) in torques_nm.iter_mut().zip(effort_nm) {
+        let e = effort * (1.0 - 1e-9);
+        if !t.is_finite() {
+            *t = 0.0;
+            limited += 1;
+        } else if t.abs() > e {
+            *t = t.clamp(-e, e);
+            limited += 1;
+        }
+    }
+    limited
+}
+
+/// The simplest stance controller, the baseline a balance controller is judged against: each
+/// joint's PD towards its standing pose plus the torque that holds the robot still there,
+/// τ_k = hold_k + kp_k (pose_k − q_k) − kd_k q̇_k, within its effort ([`limit_to_efforts`]). Its
+/// safe state damps alone, τ_k = −kd_k q̇_k. `N` joints at most.
+///
+/// Never allocates, blocks or panics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PdHold<const N: usize> {
+    joints: usize,
+    pose: [f64; N],
+    hold: [f64; N],
+    kp: [f64; N],
+    kd: [f64; N],
+    effort: [f64; N],
+}
+
+impl<const N: usize> PdHold<N> {
+    /// The controller of `pose.len()` joints (rad, or m for a slider): their static torques
+    /// `hold`, stiffness `kp`, damping `kd` and efforts `effort` (each as long as `pose`);
+    /// `None` past `N`, for slices of other lengths, or for a value that is not finite (an
+    /// effort or a gain below 0 too).
+    pub fn new(pose: &[f64], hold: &[f64], kp: &[f64], kd: &[f64], effort: &[f64]) -> Option<Self> {
+        let n = pose.len();
+        if n > N || [hold.len(), kp.len(), kd.len(), effort.len()] != [n; 4] {
+            return None;
+        }
+        let finite = |s: &[f64]| s.iter().all(|x| x.is_finite());
+        let non_negative = |s: &[f64]| s.iter().all(|&x| x >= 0.0);
+        if !(finite(pose) && finite(hold) && finite(kp) && finite(kd) && finite(effort))
+            || !(non_negative(kp) && non_negative(kd) && non_negative(effort))
+        {
+            return None;
+        }
+        let copy = |s: &[f64]| {
+            let mut a = [0.0; N];
+            for (a, &x) in a.iter_mut().zip(s) {
+                *a = x;
+            }
+            a
+        };
+        Some(Self {
+            joints: n,
+            pose: copy(pose),
+            hold: copy(hold),
+            kp: copy(kp),
+            kd: copy(kd),
+            effort: copy(effort),
+        })
+    }
+
+    /// The joints it drives.
+    pub fn joints(&self) -> usize {
+        self.joints
+    }
+
+    /// Each joint's effort.
+    pub fn effort(&self) -> &[f64] {
+        self.effort.get(..self.joints).unwrap_or(&[])
+    }
+
+    /// The torques at joint positions `q` and velocities `qd` (joint order; entries past the
+    /// joints are 0), and how many were held within their effort.
+    pub fn tick(&self, q: &[f64; N], qd: &[f64; N]) -> ([f64; N], u32) {
+        let mut t = [0.0; N];
+        for (k, t) in t.iter_mut().enumerate().take(self.joints) {
+            let at = |a: &[f64; N]| a.get(k).copied().unwrap_or(0.0);
+            *t = at(&self.hold) + at(&self.kp) * (at(&self.pose) - at(q)) - at(&self.kd) * at(qd);
+        }
+        let limited = limit_to_efforts(&mut t, self.effort());
+        (t, limited)
+    }
+
+    /// The safe state's torques at joint velocities `qd`: the damping alone, within the efforts.
+    pub fn safe(&self, qd: &[f64; N]) -> ([f64; N], u32) {
+        let mut t = [0.0; N];
+        for ((t, &kd), &w) in t.iter_mut().zip(&self.kd).zip(qd).take(self.joints) {
+            *t = -kd * w;
+        }
+        let limited = limit_to_efforts(&mut t, self.effort());
+        (t, limited)
+    }
+}

@@ -905,3 +905,40 @@ fn a_legged_balance_plants_the_loaded_feet_and_holds_them_a_tick() {
     assert_eq!(c.steps(), (0, 0.0));
     assert_eq!(c.balance().tree().nv(), 18); // 6 base velocities and 12 joints
 }
+
+/// [`legged::PdHold`]: its static torque at the pose, its PD about it, its safe state's damping,
+/// every torque within its effort (a non-finite one sent as 0, counted); bad gains refused.
+#[test]
+fn pd_hold_holds_its_pose_within_the_efforts() {
+    use legged::{PdHold, limit_to_efforts};
+    let pd = PdHold::<4>::new(
+        &[0.1, -0.2],
+        &[3.0, -1.0],
+        &[100.0, 50.0],
+        &[2.0, 1.0],
+        &[20.0; 2],
+    )
+    .unwrap();
+    assert_eq!(pd.joints(), 2);
+    let (t, cut) = pd.tick(&[0.1, -0.2, 0.0, 0.0], &[0.0; 4]);
+    assert_eq!((t, cut), ([3.0, -1.0, 0.0, 0.0], 0));
+    let (t, cut) = pd.tick(&[0.0, -0.2, 9.0, 9.0], &[1.0, 0.5, 9.0, 9.0]);
+    assert_eq!(t[0], 3.0 + 100.0 * 0.1 - 2.0);
+    assert_eq!((t[1], t[2], cut), (-1.5, 0.0, 0));
+    let (t, cut) = pd.tick(&[-1.0, f64::NAN, 0.0, 0.0], &[0.0; 4]);
+    assert_eq!(cut, 2);
+    assert!(
+        (t[0] - 20.0).abs() < 1e-6 && t[0] < 20.0 && t[1] == 0.0,
+        "{t:?}"
+    );
+    let (t, cut) = pd.safe(&[1.0, -1e9, 0.0, 0.0]);
+    assert_eq!((t[0], cut), (-2.0, 1));
+    assert!(t[1] > 0.0 && t[1] < 20.0);
+    let bad = |kp: f64| PdHold::<4>::new(&[0.0], &[0.0], &[kp], &[0.0], &[1.0]).is_none();
+    assert!(bad(-1.0) && bad(f64::NAN) && !bad(1.0));
+    assert!(PdHold::<1>::new(&[0.0; 2], &[0.0; 2], &[0.0; 2], &[0.0; 2], &[1.0; 2]).is_none());
+    assert!(PdHold::<4>::new(&[0.0; 2], &[0.0], &[0.0; 2], &[0.0; 2], &[1.0; 2]).is_none());
+    let mut x = [f64::INFINITY, 0.5, 7.0];
+    assert_eq!(limit_to_efforts(&mut x, &[1.0, 1.0]), 1);
+    assert_eq!(x, [0.0, 0.5, 7.0]);
+}

@@ -27,7 +27,9 @@ use control_core::articulated::nalgebra::{
     Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3,
 };
 use control_core::balance::PLANTED_N;
-use control_core::balance::legged::{LeggedBalance, LeggedInput, LeggedSpec};
+use control_core::balance::legged::{
+    LeggedBalance, LeggedInput, LeggedSpec, PdHold, limit_to_efforts,
+};
 use control_core::balance::step::{StepSettings, Stepper};
 use control_core::balance::{Balance, BalanceSettings, ContactBody, JointGroup, MAX_POINTS};
 use control_core::frames::{BodyMotion, MAX_CONTACTS, MAX_JOINTS, StateFrame};
@@ -843,10 +845,8 @@ struct Shared {
     robot: Robot,
     groups: Vec<JointGroup>,
     settings: BalanceSettings,
-    /// `pd_hold`: stiffness, damping and the standing pose's static torque per joint.
-    kp: Vec<f64>,
-    kd: Vec<f64>,
-    hold: Vec<f64>,
+    /// `pd_hold`: its PD towards the standing pose with the pose's static torques.
+    pd: PdHold<CAP>,
     /// Whether `qp_balance` takes a recovery step: `[qp_balance] step` on a robot with two
     /// feet of at least three points each.
     steps: bool,
@@ -1029,15 +1029,17 @@ impl LeggedController {
         settings.friction = s.qp_balance.friction;
         let (kp, kd, capped) = pd_gains(&robot, &s.pd_hold, period_s)?;
         let hold = static_torques(&robot)?;
+        let n = robot.joints;
+        let pd = PdHold::new(&robot.pose[..n], &hold, &kp, &kd, &robot.effort[..n]).ok_or_else(
+            || format!("pd_hold: {n} joints (at most {CAP}) or a gain or static torque not finite"),
+        )?;
         let foot_length_m = foot_length(&robot)?;
         let steps = s.qp_balance.step && can_step(&robot.feet) && foot_length_m > 0.0;
         let shared = Arc::new(Shared {
             robot,
             groups,
             settings,
-            kp,
-            kd,
-            hold,
+            pd,
             steps,
             foot_length_m,
             contact_hold_ticks: s.qp_balance.contact_hold_ticks,
@@ -1098,21 +1100,6 @@ impl LeggedController {
             qp: None,
         }
     }
-
-    /// Each joint's torque limited to its effort (a hair inside: the plant refuses a frame
-    /// beyond it), non-finite ones to 0; how many were limited.
-    fn limit(&self, c: &mut LeggedCommand) {
-        for (k, t) in c.torques.iter_mut().take(c.joints).enumerate() {
-            let e = self.shared.robot.effort[k] * (1.0 - 1e-9);
-            if !t.is_finite() {
-                *t = 0.0;
-                c.limited += 1;
-            } else if t.abs() > e {
-                *t = t.clamp(-e, e);
-                c.limited += 1;
-            }
-        }
-    }
 }
 
 impl LoopController for LeggedController {
@@ -1146,29 +1133,21 @@ impl LoopController for LeggedController {
                     loads_n: &loads[..sh.robot.feet.len()],
                 });
                 c.torques[..sh.robot.joints].copy_from_slice(&out.torques[6..6 + sh.robot.joints]);
+                c.limited = limit_to_efforts(&mut c.torques[..c.joints], sh.pd.effort());
                 c.qp = Some(QpTick {
                     steps: qp.steps(),
                     swinging: qp.swinging(),
                     ..QpTick::of(out.status, Some(&out))
                 });
             }
-            _ => {
-                for k in 0..sh.robot.joints {
-                    c.torques[k] =
-                        sh.hold[k] + sh.kp[k] * (sh.robot.pose[k] - s.q[k]) - sh.kd[k] * s.qd[k];
-                }
-            }
+            _ => (c.torques, c.limited) = sh.pd.tick(&s.q, &s.qd),
         }
-        self.limit(&mut c);
         c
     }
 
     fn safe(&self, s: LeggedState) -> LeggedCommand {
         let mut c = self.command(&s, true);
-        for k in 0..self.shared.robot.joints {
-            c.torques[k] = -self.shared.kd[k] * s.qd[k];
-        }
-        self.limit(&mut c);
+        (c.torques, c.limited) = self.shared.pd.safe(&s.qd);
         c
     }
 
@@ -2168,7 +2147,7 @@ mod tests {
         };
         state.q[0] = 0.1;
         let out = c.tick(state);
-        assert_eq!(out.torques[0], c.shared.hold[0]);
+        assert_eq!(out.torques[0], static_torques(&robot).unwrap()[0]);
         state.q[0] = -1.0;
         state.qd[0] = 5000.0;
         let out = c.tick(state);
