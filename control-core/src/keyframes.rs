@@ -303,31 +303,7 @@ impl<const N: usize> KeyframeServo<N> {
             Some(i) => keyframes.get(i).map_or(0.0, |k| k.0),
             None => 0.0,
         };
-        let cmd = match &self.law {
-            KeyframeLaw::Beat(servo) => {
-                let mut targets = [BeatTarget::default(); N];
-                for (t, &p) in targets.iter_mut().zip(&pose) {
-                    *t = BeatTarget {
-                        pose_rad: p,
-                        velocity_rad_s: 0.0,
-                        segment_s: t_k - previous,
-                    };
-                }
-                servo.tick(tree, base_pose, q, qd, &targets, &self.gravity)?
-            }
-            KeyframeLaw::Arrival(servo) => {
-                let mut targets = [JointTarget::default(); N];
-                for (t, &p) in targets.iter_mut().zip(&pose) {
-                    *t = JointTarget {
-                        pose_rad: p,
-                        time_to_go_s: t_k - now_s,
-                    };
-                }
-                servo.tick(tree, base_pose, q, qd, &targets, &self.gravity)?
-            }
-        };
-        let cmd = self.safety.with_losses(cmd, qd)?;
-        Ok(self.safety.limited(&cmd))
+        self.aim(tree, base_pose, q, qd, &pose, t_k - now_s, t_k - previous)
     }
 
     /// Hold `pose` (rad per joint) now: the arrival law's critically damped hold (time to go
@@ -341,24 +317,40 @@ impl<const N: usize> KeyframeServo<N> {
         qd: &[f64; N],
         pose: &[f64; N],
     ) -> Result<ServoTick<N>, ModelError> {
+        self.aim(tree, base_pose, q, qd, pose, 0.0, 0.0)
+    }
+
+    /// The law aimed at `pose`: the arrival law `time_to_go_s` ahead, the beat law over a
+    /// segment of `segment_s`; losses compensated, within the efforts.
+    #[allow(clippy::too_many_arguments)]
+    fn aim(
+        &self,
+        tree: &Tree<N>,
+        base_pose: &Isometry3<f64>,
+        q: &[f64; N],
+        qd: &[f64; N],
+        pose: &[f64; N],
+        time_to_go_s: f64,
+        segment_s: f64,
+    ) -> Result<ServoTick<N>, ModelError> {
         let cmd = match &self.law {
-            KeyframeLaw::Arrival(servo) => {
-                let mut targets = [JointTarget::default(); N];
-                for (t, &p) in targets.iter_mut().zip(pose) {
-                    *t = JointTarget {
-                        pose_rad: p,
-                        time_to_go_s: 0.0,
-                    };
-                }
-                servo.tick(tree, base_pose, q, qd, &targets, &self.gravity)?
-            }
             KeyframeLaw::Beat(servo) => {
                 let mut targets = [BeatTarget::default(); N];
                 for (t, &p) in targets.iter_mut().zip(pose) {
                     *t = BeatTarget {
                         pose_rad: p,
                         velocity_rad_s: 0.0,
-                        segment_s: 0.0,
+                        segment_s,
+                    };
+                }
+                servo.tick(tree, base_pose, q, qd, &targets, &self.gravity)?
+            }
+            KeyframeLaw::Arrival(servo) => {
+                let mut targets = [JointTarget::default(); N];
+                for (t, &p) in targets.iter_mut().zip(pose) {
+                    *t = JointTarget {
+                        pose_rad: p,
+                        time_to_go_s,
                     };
                 }
                 servo.tick(tree, base_pose, q, qd, &targets, &self.gravity)?
