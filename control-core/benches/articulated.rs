@@ -8,6 +8,8 @@
 //!   on mixed states and on states where every solve is exact;
 //! - `tick_inverse_dynamics`: the same with `Coupling::InverseDynamics` (then one recursive
 //!   Newton–Euler pass), what the `arrival` controller runs;
+//! - `keyframe_servo`: that law through `keyframes::KeyframeServo` (the keyframe in force, the
+//!   joints' losses compensated, every torque within its effort);
 //! - `beat_tick`, `beat_tick_single_link`: "On the Beat!"'s tick (`BeatServo::tick`: the same
 //!   kinematics, composite inertia, gravity and feed-forward, with the method's closed-form
 //!   gains instead of the arrival solve), on the composite and on the single-link inertia;
@@ -23,12 +25,13 @@
 use std::hint::black_box;
 
 use control_core::articulated::{
-    ArrivalSettings, Coupling, JointStatus, JointTarget, LinkSpec, TreeArrival,
+    ArrivalSettings, Coupling, JointLosses, JointStatus, JointTarget, LinkSpec, TreeArrival,
 };
 use control_core::beat::{BeatConfig, BeatServo, BeatTarget, InertiaModel};
 use control_core::gains::{
     ArrivalProblem, GainError, GainLimit, closest_arrival_gains, solve_arrival_gains,
 };
+use control_core::keyframes::{JointSafety, KeyframeLaw, KeyframeServo};
 use control_core::tree::{Tree, TreeKinematics};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use nalgebra::{Isometry3, SMatrix, Vector3};
@@ -210,6 +213,35 @@ fn bench_tree<const N: usize>(c: &mut Criterion, name: &str, links: &[LinkSpec])
                 black_box(qd),
                 black_box(targets),
                 &g,
+            ))
+        })
+    });
+    // The same law through `KeyframeServo` (what the `arrival` controller runs): the keyframe in
+    // force, the joints' losses compensated, every torque within its effort.
+    let keyframes: Vec<Vec<(f64, [f64; N])>> = states
+        .iter()
+        .map(|(_, _, targets)| vec![(1.0, targets.map(|t| t.pose_rad))])
+        .collect();
+    let losses = [JointLosses {
+        damping: 0.1,
+        friction: 0.05,
+    }; N];
+    let safety = JointSafety::<N>::new(links.len(), &[1e3; N], &losses, 0.005, 0.9, 20.0)
+        .expect("valid limits");
+    let mut servo =
+        KeyframeServo::new(KeyframeLaw::Arrival(exact), safety, g, 0.0025).expect("valid servo");
+    let mut i = 0;
+    group.bench_function(BenchmarkId::new("keyframe_servo", name), |b| {
+        b.iter(|| {
+            i = (i + 1) % states.len();
+            let (q, qd, _) = &states[i];
+            black_box(servo.tick(
+                black_box(&tree),
+                &base,
+                black_box(q),
+                black_box(qd),
+                &keyframes[i],
+                0.3,
             ))
         })
     });
