@@ -165,6 +165,10 @@ pub const TIMED_PHASE_SLACK_S: f64 = 1e-9;
 
 /// Number of actuated joints: hip, knee and ankle of each leg.
 pub const JOINTS: usize = 6;
+
+/// The largest damping of the safe state ([`Simbicon::safe_damping`]), N·m·s/rad (SIMBICON's
+/// own kd).
+pub const SAFE_MAX_DAMPING_NMS_PER_RAD: f64 = 30.0;
 /// Index of the left hip in the joint arrays.
 pub const LEFT_HIP: usize = 0;
 /// Index of the left knee.
@@ -859,6 +863,44 @@ impl Simbicon {
     /// The gains of every role, as resolved when the controller was built.
     pub fn gains(&self) -> &RoleGains {
         &self.gains
+    }
+
+    /// The safe state's damping of each joint (joint order: left hip, knee, ankle, right hip,
+    /// knee, ankle) at the control period `period_s`: kd = min([`SAFE_MAX_DAMPING_NMS_PER_RAD`],
+    /// m / (2 h)) on the inertia m the joint's swing role moves in `inertias`, so that
+    /// β = h·kd/m ≤ 0.5, a stable sampled damper at any rate.
+    pub fn safe_damping(inertias: &RoleInertias, period_s: f64) -> [f64; JOINTS] {
+        let leg = [
+            inertias.swing_hip_kgm2,
+            inertias.swing_knee_kgm2,
+            inertias.swing_ankle_kgm2,
+        ];
+        core::array::from_fn(|j| {
+            let m = leg.get(j % 3).copied().unwrap_or(0.0);
+            (m / (2.0 * period_s)).min(SAFE_MAX_DAMPING_NMS_PER_RAD)
+        })
+    }
+
+    /// The safe state's torques at the joints' rates `rates_rad_s`: −kd·q̇ with `damping`'s kd,
+    /// each within ±[`SimbiconConfig::torque_limit_nm`], 0 where it is not finite.
+    pub fn safe_torques(
+        &self,
+        damping: &[f64; JOINTS],
+        rates_rad_s: &[f64; JOINTS],
+    ) -> [f64; JOINTS] {
+        let limit = self.config.torque_limit_nm;
+        core::array::from_fn(|j| {
+            let (kd, w) = (
+                damping.get(j).copied().unwrap_or(0.0),
+                rates_rad_s.get(j).copied().unwrap_or(0.0),
+            );
+            let t = -kd * w;
+            if t.is_finite() {
+                t.clamp(-limit, limit)
+            } else {
+                0.0
+            }
+        })
     }
 
     /// The current state, 0–3.
@@ -2031,5 +2073,32 @@ mod tests {
                 prop_assert_eq!(a, b);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod safe_state_tests {
+    use super::*;
+
+    #[test]
+    fn the_safe_state_damps_stably_within_the_limit() {
+        let m = RoleInertias::SIMBICON_BIPED;
+        for period_s in [0.0005, 0.005, 0.05] {
+            let kd = Simbicon::safe_damping(&m, period_s);
+            for (j, inertia) in [m.swing_hip_kgm2, m.swing_knee_kgm2, m.swing_ankle_kgm2]
+                .into_iter()
+                .cycle()
+                .take(JOINTS)
+                .enumerate()
+            {
+                assert!(kd[j] > 0.0 && kd[j] <= SAFE_MAX_DAMPING_NMS_PER_RAD);
+                assert!(period_s * kd[j] / inertia <= 0.5 + 1e-12, "joint {j} at {period_s} s");
+            }
+        }
+        let w = Simbicon::new(SimbiconConfig::default()).unwrap();
+        let kd = [30.0; JOINTS];
+        let t = w.safe_torques(&kd, &[1.0, -2.0, 1e9, f64::NAN, f64::INFINITY, 0.0]);
+        let limit = w.config().torque_limit_nm;
+        assert_eq!(t, [-30.0, 60.0, -limit, 0.0, 0.0, 0.0]);
     }
 }

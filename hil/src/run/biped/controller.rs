@@ -148,7 +148,6 @@ pub struct WalkController {
     walker: Simbicon,
     /// Damping of the safe state per joint, N·m·s/rad.
     safe_damping: [f64; JOINTS],
-    limit_nm: f64,
 }
 
 impl WalkController {
@@ -160,14 +159,10 @@ impl WalkController {
             gains,
             ..SimbiconConfig::default()
         })?;
-        let m = RoleInertias::SIMBICON_BIPED;
-        let leg = [m.swing_hip_kgm2, m.swing_knee_kgm2, m.swing_ankle_kgm2];
-        let safe_damping = core::array::from_fn(|j| (leg[j % 3] / (2.0 * period_s)).min(30.0));
-        let limit_nm = walker.config().torque_limit_nm;
+        let safe_damping = Simbicon::safe_damping(&RoleInertias::SIMBICON_BIPED, period_s);
         Ok(Self {
             walker,
             safe_damping,
-            limit_nm,
         })
     }
 
@@ -204,14 +199,7 @@ impl WalkController {
             step: s.step,
             time_s: s.sim_time_s,
             safe: true,
-            torques_nm: core::array::from_fn(|j| {
-                let t = -self.safe_damping[j] * rates[j];
-                if t.is_finite() {
-                    t.clamp(-self.limit_nm, self.limit_nm)
-                } else {
-                    0.0
-                }
-            }),
+            torques_nm: self.walker.safe_torques(&self.safe_damping, &rates),
             state: self.walker.state(),
             ..WalkTick::default()
         }
