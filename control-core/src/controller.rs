@@ -23,6 +23,10 @@
 //! | [`crate::dynamo::humanoid::HumanoidPose`] | [`crate::dynamo::humanoid::HumanoidInput`] | [`crate::dynamo::humanoid::HumanoidCommand`] |
 //! | [`crate::dynamo::RootSpring`] | [`crate::dynamo::RootSpringInput`] | [`crate::dynamo::RootSpringOut`] |
 //! | [`crate::balance::Balance`] | [`crate::balance::BalanceInput`] | [`crate::balance::BalanceOutput`] |
+//! | [`crate::balance::legged::LeggedBalance`] | [`crate::balance::legged::LeggedInput`] | [`crate::balance::BalanceOutput`] |
+//! | [`crate::balance::legged::PdHold`] | [`crate::balance::legged::PdHoldInput`] | [`crate::balance::legged::PdHoldCommand`] |
+//! | [`crate::contact_stabiliser::stance::StanceStabiliser`] | [`crate::contact_stabiliser::stance::StanceTickInput`] | [`crate::contact_stabiliser::stance::StanceCommand`] |
+//! | [`crate::balance::humanoid::HumanoidBalance`] | [`crate::balance::humanoid::HumanoidBalanceInput`] | [`crate::balance::humanoid::HumanoidBalanceCommand`] |
 //! | [`crate::contact_stabiliser::ContactStabiliser`] | [`crate::contact_stabiliser::StabiliserInput`] | [`crate::contact_stabiliser::StabiliserOutput`] |
 //!
 //! ```

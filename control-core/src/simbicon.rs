@@ -2092,7 +2092,10 @@ mod safe_state_tests {
                 .enumerate()
             {
                 assert!(kd[j] > 0.0 && kd[j] <= SAFE_MAX_DAMPING_NMS_PER_RAD);
-                assert!(period_s * kd[j] / inertia <= 0.5 + 1e-12, "joint {j} at {period_s} s");
+                assert!(
+                    period_s * kd[j] / inertia <= 0.5 + 1e-12,
+                    "joint {j} at {period_s} s"
+                );
             }
         }
         let w = Simbicon::new(SimbiconConfig::default()).unwrap();

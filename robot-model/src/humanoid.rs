@@ -93,7 +93,8 @@
 //!
 //! ```
 //! use control_core::articulated::nalgebra::{UnitQuaternion, Vector3};
-//! use control_core::balance::humanoid::{HumanoidBalance, HumanoidBalanceSpec};
+//! use control_core::balance::humanoid::{HumanoidBalance, HumanoidBalanceInput, HumanoidBalanceSpec};
+//! use control_core::controller::Controller;
 //! use control_core::balance::step::{StepSettings, Stepper};
 //! use control_core::balance::{Balance, BalanceSettings, BalanceStatus};
 //! use control_core::frames::BodyMotion;
@@ -128,6 +129,10 @@
 //!     let (targets, mut torques) = (vec![UnitQuaternion::identity(); joints], vec![0.0; 3 * joints]);
 //!     // The ground's normal force on the left and right foot and toes, N, as the plant measured.
 //!     let status = balance.tick(0.0, &bodies, &targets, &[330.0, 330.0, 10.0, 10.0], &mut torques);
+//!     // The same tick behind the one controller trait (`Controller`), a tick later.
+//!     let input = HumanoidBalanceInput { time_s: 0.005, bodies: &bodies, targets: &targets,
+//!         contact_normal_n: [330.0, 330.0, 10.0, 10.0] };
+//!     assert_eq!(Controller::tick(&mut *balance, &input).map(|c| c.status), Ok(BalanceStatus::Solved));
 //!     Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, torques))
 //! })?.join().expect("the tick thread")?;
 //! assert_eq!(status, Some(BalanceStatus::Solved));

@@ -670,3 +670,61 @@ mod tests {
         assert_eq!((m.root(), m.joints().len()), (0, 3));
     }
 }
+
+/// What a [`HumanoidBalance`] tick reads, as one input (for
+/// [`crate::controller::Controller`]).
+#[derive(Debug, Clone, Copy)]
+pub struct HumanoidBalanceInput<'a> {
+    /// The state's time, s.
+    pub time_s: f64,
+    /// The plant's bodies' motions.
+    pub bodies: &'a [BodyMotion],
+    /// Each mapped joint's target rotation relative to its parent, joint order.
+    pub targets: &'a [UnitQuaternion<f64>],
+    /// The ground's normal force on the left foot, right foot, left toes and right toes, N.
+    pub contact_normal_n: [f64; 4],
+}
+
+/// What a [`HumanoidBalance`] tick sends, as one command.
+#[derive(Debug, Clone, Copy)]
+pub struct HumanoidBalanceCommand {
+    /// Each mapped joint's world torque vector, 3 per joint (joint order), N·m; 0 past them.
+    pub torques_nm: [f64; crate::frames::MAX_JOINTS],
+    /// The QP's outcome.
+    pub status: BalanceStatus,
+}
+
+/// Why a [`HumanoidBalance`] tick sent nothing: the state could not be mapped (a non-finite
+/// motion, an Euler singularity) or more joints than a command holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unmapped;
+
+impl<const NV: usize, const NX: usize, const NR: usize>
+    crate::controller::Controller<HumanoidBalanceInput<'_>> for HumanoidBalance<NV, NX, NR>
+{
+    type Command = HumanoidBalanceCommand;
+    type Error = Unmapped;
+
+    fn tick(&mut self, i: &HumanoidBalanceInput<'_>) -> Result<HumanoidBalanceCommand, Unmapped> {
+        let mut torques_nm = [0.0; crate::frames::MAX_JOINTS];
+        let status = HumanoidBalance::tick(
+            self,
+            i.time_s,
+            i.bodies,
+            i.targets,
+            &i.contact_normal_n,
+            &mut torques_nm,
+        )
+        .ok_or(Unmapped)?;
+        Ok(HumanoidBalanceCommand { torques_nm, status })
+    }
+
+    /// A QP that did not solve is a fallback (its torques the last ones damped); the efforts'
+    /// cuts are the QP's own (its last output, [`HumanoidBalance::last`]).
+    fn limits(command: &HumanoidBalanceCommand) -> crate::controller::Limits {
+        crate::controller::Limits {
+            fallback: command.status != BalanceStatus::Solved,
+            ..Default::default()
+        }
+    }
+}

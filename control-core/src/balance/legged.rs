@@ -202,6 +202,25 @@ impl<const NV: usize, const NX: usize, const NR: usize, const F: usize>
     }
 }
 
+impl<const NV: usize, const NX: usize, const NR: usize, const F: usize>
+    crate::controller::Controller<LeggedInput<'_, NV>> for LeggedBalance<NV, NX, NR, F>
+{
+    type Command = BalanceOutput<NV>;
+    type Error = core::convert::Infallible;
+
+    fn tick(&mut self, input: &LeggedInput<'_, NV>) -> Result<BalanceOutput<NV>, Self::Error> {
+        Ok(LeggedBalance::tick(self, input))
+    }
+
+    /// As [`Balance`]'s: groups scaled back to their effort; anything but a solved QP is a
+    /// fallback.
+    fn limits(command: &BalanceOutput<NV>) -> crate::controller::Limits {
+        <Balance<NV, NX, NR> as crate::controller::Controller<BalanceInput<'_, NV>>>::limits(
+            command,
+        )
+    }
+}
+
 /// Each of `torques_nm` held within its joint's `effort_nm` (a hair inside, 1e-9 of it: a plant
 /// refuses a value beyond), a non-finite one set to 0; how many were changed. Entries past
 /// either slice are left alone.
@@ -300,5 +319,43 @@ impl<const N: usize> PdHold<N> {
         }
         let limited = limit_to_efforts(&mut t, self.effort());
         (t, limited)
+    }
+}
+
+/// What a [`PdHold`] tick reads: the joints' positions and velocities (joint order).
+#[derive(Debug, Clone, Copy)]
+pub struct PdHoldInput<'a, const N: usize> {
+    /// Positions, rad (m for a slider).
+    pub q: &'a [f64; N],
+    /// Velocities.
+    pub qd: &'a [f64; N],
+}
+
+/// What a [`PdHold`] tick sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PdHoldCommand<const N: usize> {
+    /// The torques, each within its effort (0 past the joints).
+    pub torques_nm: [f64; N],
+    /// How many were held within their effort (or were not finite and sent as 0).
+    pub limited: u32,
+}
+
+impl<const N: usize> crate::controller::Controller<PdHoldInput<'_, N>> for PdHold<N> {
+    type Command = PdHoldCommand<N>;
+    type Error = core::convert::Infallible;
+
+    fn tick(&mut self, input: &PdHoldInput<'_, N>) -> Result<PdHoldCommand<N>, Self::Error> {
+        let (torques_nm, limited) = PdHold::tick(self, input.q, input.qd);
+        Ok(PdHoldCommand {
+            torques_nm,
+            limited,
+        })
+    }
+
+    fn limits(command: &PdHoldCommand<N>) -> crate::controller::Limits {
+        crate::controller::Limits {
+            torque_limited: command.limited,
+            ..Default::default()
+        }
     }
 }

@@ -942,3 +942,16 @@ fn pd_hold_holds_its_pose_within_the_efforts() {
     assert_eq!(limit_to_efforts(&mut x, &[1.0, 1.0]), 1);
     assert_eq!(x, [0.0, 0.5, 7.0]);
 }
+
+/// [`legged::PdHold`] behind [`crate::controller::Controller`]: the same torques, its cuts
+/// counted as limits.
+#[test]
+fn pd_hold_is_a_controller() {
+    use crate::controller::Controller;
+    use legged::{PdHold, PdHoldInput};
+    let mut pd = PdHold::<2>::new(&[0.0; 2], &[0.0; 2], &[100.0; 2], &[1.0; 2], &[5.0; 2]).unwrap();
+    let (q, qd) = ([1.0, 0.01], [0.0; 2]);
+    let c = Controller::tick(&mut pd, &PdHoldInput { q: &q, qd: &qd }).unwrap();
+    assert_eq!((c.torques_nm, c.limited), pd.tick(&q, &qd));
+    assert_eq!(PdHold::limits(&c).torque_limited, 1);
+}

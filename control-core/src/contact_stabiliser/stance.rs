@@ -292,6 +292,54 @@ impl StanceStabiliser {
     }
 }
 
+/// Torque values a [`StanceCommand`] carries: three per joint.
+pub const MAX_STANCE_TORQUES: usize = 3 * MAX_WALK_JOINTS;
+
+/// What a [`StanceStabiliser`] tick reads, as one input (for
+/// [`crate::controller::Controller`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StanceTickInput<'a> {
+    /// The plant's state.
+    pub plant: StanceInput<'a>,
+    /// The stance side: 0 left, 1 right.
+    pub stance: usize,
+    /// The walker's torque vectors, 3 per joint (joint order), N·m.
+    pub torques_nm: [f64; MAX_STANCE_TORQUES],
+}
+
+/// What a [`StanceStabiliser`] tick sends, as one command.
+#[derive(Debug, Clone, Copy)]
+pub struct StanceCommand {
+    /// The walker's torques with the supplement added to the stance ankle and knee.
+    pub torques_nm: [f64; MAX_STANCE_TORQUES],
+    /// What the stabiliser did.
+    pub output: StabiliserOutput,
+}
+
+/// Why a [`StanceStabiliser`] tick added nothing: the state could not be mapped, or no such
+/// stance side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unmapped;
+
+impl crate::controller::Controller<StanceTickInput<'_>> for StanceStabiliser {
+    type Command = StanceCommand;
+    type Error = Unmapped;
+
+    fn tick(&mut self, i: &StanceTickInput<'_>) -> Result<StanceCommand, Unmapped> {
+        let mut torques_nm = i.torques_nm;
+        let output =
+            StanceStabiliser::tick(self, &i.plant, i.stance, &mut torques_nm).ok_or(Unmapped)?;
+        Ok(StanceCommand { torques_nm, output })
+    }
+
+    /// As [`ContactStabiliser`]'s: a refused input or model gives no supplement, a fallback.
+    fn limits(command: &StanceCommand) -> crate::controller::Limits {
+        <ContactStabiliser<NV_M5> as crate::controller::Controller<
+            StabiliserInput<'_, NV_M5>,
+        >>::limits(&command.output)
+    }
+}
+
 /// One tick's inputs to a side model.
 struct Tick<'a> {
     input: &'a StanceInput<'a>,

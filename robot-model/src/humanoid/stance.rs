@@ -346,6 +346,44 @@ mod tests {
     }
 
     #[test]
+    fn behind_the_controller_trait_it_adds_the_same_supplement() {
+        use control_core::contact_stabiliser::stance::{StanceTickInput, Unmapped};
+        use control_core::controller::Controller;
+        let m = model();
+        let r = roles(&m);
+        let bodies = standing(&m);
+        let mut direct = stance_stabiliser(
+            &m,
+            &r,
+            ReducedModel::M3,
+            Baseline::Measured,
+            GRAVITY,
+            StabiliserSettings::DEFAULT,
+        )
+        .unwrap();
+        let mut traited = direct.clone();
+        let plant = StanceInput {
+            bodies: &bodies,
+            contact_normal_n: [0.0, 640.0, 0.0, 0.0],
+            sole_corner_n: [[0.0; 4], [300.0, 300.0, 20.0, 20.0]],
+        };
+        let mut torques = [0.0; 48];
+        torques[3 * r.sides[1].ankle + 2] = 5.0;
+        let mut expected = torques;
+        let out = direct.tick(&plant, 1, &mut expected).unwrap();
+        let input = StanceTickInput {
+            plant,
+            stance: 1,
+            torques_nm: torques,
+        };
+        let c = Controller::tick(&mut traited, &input).unwrap();
+        assert_eq!((c.torques_nm, c.output.status), (expected, out.status));
+        assert!(!StanceStabiliser::limits(&c).fallback);
+        let none = StanceTickInput { stance: 2, ..input };
+        assert_eq!(Controller::tick(&mut traited, &none).unwrap_err(), Unmapped);
+    }
+
+    #[test]
     fn roles_the_stabiliser_cannot_sample_are_refused_naming_why() {
         let m = model();
         let build = |r: &BipRoles| {
