@@ -62,6 +62,8 @@ use crate::stable_pd::{StablePd, StablePdError, StablePdReport};
 
 /// Most joints the controller drives.
 pub const MAX_WALK_JOINTS: usize = 16;
+/// Torque values of a walker's command: three per joint (a world torque vector each).
+pub const MAX_WALK_TORQUES: usize = 3 * MAX_WALK_JOINTS;
 /// Most bodies it reads (the whole body's centre of mass).
 pub const MAX_WALK_BODIES: usize = 16;
 /// Most knots of one spline.

@@ -14,7 +14,7 @@
 //! `robot-model`'s `humanoid` module builds the walker's parts from a URDF (its
 //! `stance_stabiliser` the stabiliser).
 //!
-//! Never allocates, blocks or panics: capacities are in the types ([`MAX_WALK_JOINTS`] joints,
+//! Never allocates, blocks or panics: capacities are in the types ([`crate::simbicon3d::MAX_WALK_JOINTS`] joints,
 //! [`MAX_SPEEDS`] schedule entries), a refused input is a [`Walk3dError`] (nothing changed but
 //! the tick's time), and non-finite states get finite safe torques. A [`Walker3d`] holds its
 //! parts by value (about 0.14 MB: 57 KB of stable PD, 70 KB of stabiliser): box it.
@@ -37,7 +37,8 @@ use crate::controller::{Controller, Limits};
 use crate::frames::BodyMotion;
 use crate::simbicon::Side;
 use crate::simbicon3d::{
-    EFFORT_MARGIN, MAX_WALK_JOINTS, Simbicon3d, SpeedTuner, Walk3dCommand, Walk3dError, Walk3dInput,
+    EFFORT_MARGIN, MAX_WALK_TORQUES, Simbicon3d, SpeedTuner, Walk3dCommand, Walk3dError,
+    Walk3dInput,
 };
 use crate::stable_pd::StablePd;
 
@@ -46,9 +47,6 @@ pub const MAX_SPEEDS: usize = 64;
 
 /// The safe state's damping of each joint's relative angular velocity, N·m·s/rad.
 pub const SAFE_DAMPING_NMS_PER_RAD: f64 = 10.0;
-
-/// Torque values of a command: three per joint.
-pub const MAX_TORQUES: usize = 3 * MAX_WALK_JOINTS;
 
 /// Why a [`Walker3d`] was not built.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,7 +110,7 @@ pub struct Walker3dCommand {
     /// Values of `torques_nm` in use: 3 per joint.
     pub len: usize,
     /// Each joint's torque vector, world, N·m (+τ on the child, −τ on the parent), 3 per joint.
-    pub torques_nm: [f64; MAX_TORQUES],
+    pub torques_nm: [f64; MAX_WALK_TORQUES],
     /// Joints whose torque an effort cut (bit k: joint k), the walker's and after the
     /// supplement.
     pub limited: u32,
@@ -207,7 +205,7 @@ impl Walker3d {
     fn empty(&self) -> Walker3dCommand {
         Walker3dCommand {
             len: 3 * self.walker.config().joints.len(),
-            torques_nm: [0.0; MAX_TORQUES],
+            torques_nm: [0.0; MAX_WALK_TORQUES],
             limited: 0,
             steps: self.walker.steps(),
             stance: self.walker.stance(),

@@ -694,8 +694,9 @@ pub struct HumanoidBalanceCommand {
     pub status: BalanceStatus,
 }
 
-/// Why a [`HumanoidBalance`] tick sent nothing: the state could not be mapped (a non-finite
-/// motion, an Euler singularity) or more joints than a command holds.
+/// Why a humanoid controller's tick sent nothing ([`HumanoidBalance`], the walker's stance
+/// stabiliser): the plant's state could not be mapped to the model's coordinates (a non-finite
+/// motion, an Euler singularity), or the request does not fit the model (no such stance side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unmapped;
 

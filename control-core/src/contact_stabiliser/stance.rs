@@ -35,10 +35,10 @@ use super::{
     ContactStabiliser, JointTorque, Load, MAX_LOADS, MAX_LOCKED, SampleAxis, Sole, StabiliserInput,
     StabiliserOutput, StabiliserSettings,
 };
-use crate::balance::PLANTED_N;
-use crate::balance::humanoid::BodyMap;
+use crate::balance::humanoid::{BodyMap, Unmapped};
+use crate::balance::{JointGroup, PLANTED_N};
 use crate::frames::{BodyMotion, MAX_BODIES};
-use crate::simbicon3d::MAX_WALK_JOINTS;
+use crate::simbicon3d::{MAX_WALK_JOINTS, MAX_WALK_TORQUES};
 use crate::tree::Tree;
 
 /// A hinge or two-axis coordinate this close to a limit (or past it) is held at it for the
@@ -129,9 +129,8 @@ impl RemovedPart {
 pub struct StanceSideSpec<'a> {
     /// The plant's bodies → the tree's coordinates.
     pub map: BodyMap<MAX_BODIES>,
-    /// Per plant joint (joint order): its tree joints (first, count), `None` when the model
-    /// leaves it out.
-    pub groups: &'a [Option<(usize, usize)>],
+    /// Per plant joint (joint order): its tree joints, `None` when the model leaves it out.
+    pub groups: &'a [Option<JointGroup>],
     /// The stance foot's sole.
     pub sole: Sole,
     /// The sampled axes: the stance ankle's two, then the knee.
@@ -153,7 +152,7 @@ pub struct StanceSideSpec<'a> {
 #[derive(Debug, Clone)]
 pub struct StanceSide<const N: usize> {
     map: BodyMap<MAX_BODIES>,
-    groups: heapless::Vec<Option<(usize, usize)>, MAX_WALK_JOINTS>,
+    groups: heapless::Vec<Option<JointGroup>, MAX_WALK_JOINTS>,
     stabiliser: ContactStabiliser<N>,
     sole: Sole,
     axes: [SampleAxis; 3],
@@ -292,9 +291,6 @@ impl StanceStabiliser {
     }
 }
 
-/// Torque values a [`StanceCommand`] carries: three per joint.
-pub const MAX_STANCE_TORQUES: usize = 3 * MAX_WALK_JOINTS;
-
 /// What a [`StanceStabiliser`] tick reads, as one input (for
 /// [`crate::controller::Controller`]).
 #[derive(Debug, Clone, Copy)]
@@ -304,22 +300,17 @@ pub struct StanceTickInput<'a> {
     /// The stance side: 0 left, 1 right.
     pub stance: usize,
     /// The walker's torque vectors, 3 per joint (joint order), N·m.
-    pub torques_nm: [f64; MAX_STANCE_TORQUES],
+    pub torques_nm: [f64; MAX_WALK_TORQUES],
 }
 
 /// What a [`StanceStabiliser`] tick sends, as one command.
 #[derive(Debug, Clone, Copy)]
 pub struct StanceCommand {
     /// The walker's torques with the supplement added to the stance ankle and knee.
-    pub torques_nm: [f64; MAX_STANCE_TORQUES],
+    pub torques_nm: [f64; MAX_WALK_TORQUES],
     /// What the stabiliser did.
     pub output: StabiliserOutput,
 }
-
-/// Why a [`StanceStabiliser`] tick added nothing: the state could not be mapped, or no such
-/// stance side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unmapped;
 
 impl crate::controller::Controller<StanceTickInput<'_>> for StanceStabiliser {
     type Command = StanceCommand;
@@ -370,12 +361,12 @@ fn predict<const N: usize>(
     let (base, _) = side.map.state(bodies, &mut q, &mut v)?;
     let mut used = 0;
     for (j, g) in side.groups.iter().enumerate() {
-        let (Some((first, count)), Some(t)) = (g, torques_nm.get(3 * j..3 * j + 3)) else {
+        let (Some(group), Some(t)) = (g, torques_nm.get(3 * j..3 * j + 3)) else {
             continue;
         };
         *scratch.get_mut(used)? = JointTorque {
-            group_first: *first,
-            group_count: *count,
+            group_first: group.first,
+            group_count: group.count,
             torque_nm: [*t.first()?, *t.get(1)?, *t.get(2)?],
         };
         used += 1;

@@ -5,6 +5,7 @@
 //!
 //! Allocates while building only; the stabiliser it returns never allocates.
 
+use control_core::balance::JointGroup;
 use control_core::contact_stabiliser::StabiliserSettings;
 use control_core::contact_stabiliser::stance::{
     Baseline, MAX_LIMITED, ReducedModel, RemovedPart, SUPPLEMENT_SHARE, StanceSide, StanceSideSpec,
@@ -198,13 +199,10 @@ impl Builder<'_> {
                 limits.len()
             ));
         }
-        let groups: Vec<Option<(usize, usize)>> = shape
+        let groups: Vec<Option<JointGroup>> = shape
             .joint_of
             .iter()
-            .map(|g| {
-                g.and_then(|g| shape.groups.get(g))
-                    .map(|g| (g.first, g.count))
-            })
+            .map(|g| g.and_then(|g| shape.groups.get(g)).copied())
             .collect();
         let spec = StanceSideSpec {
             map: shape.map.clone(),
@@ -347,7 +345,8 @@ mod tests {
 
     #[test]
     fn behind_the_controller_trait_it_adds_the_same_supplement() {
-        use control_core::contact_stabiliser::stance::{StanceTickInput, Unmapped};
+        use control_core::balance::humanoid::Unmapped;
+        use control_core::contact_stabiliser::stance::StanceTickInput;
         use control_core::controller::Controller;
         let m = model();
         let r = roles(&m);
