@@ -29,6 +29,10 @@
 # scripts/example-robot-data.sh for the URDFs. Exits 0 with a SKIP line when Pinocchio cannot be
 # imported and HIL_REQUIRE_PINOCCHIO is not set.
 #
+# `chain28` is also accepted as a robot: control-core's 28-DoF benchmark chain
+# (control-core/benches/articulated.rs `long_chain`), built here from a generated URDF at seeded
+# states; robot-model/tools/chain_side_by_side.sh times it against control-core.
+#
 # Usage: robot-model/tools/pinocchio_bench.sh [robot ...]     (default: panda talos_full)
 #        BATCHES=200 CALLS=1000 PINOCCHIO_MARCH=native robot-model/tools/pinocchio_bench.sh
 set -euo pipefail
@@ -99,7 +103,57 @@ import numpy as np
 import pinocchio as pin
 
 robots_dir, out = sys.argv[1], sys.argv[2]
+
+
+def chain28_urdf():
+    """control-core's benches/articulated.rs `long_chain()` as a URDF: 28 box links, joint i at
+    x = the previous link's length with rpy (0.1 (i mod 3), 0, 0.05 i), axes cycling z, y, x,
+    (0, 1, 1); link i 0.3 - 0.007 i m long, 4 - 0.1 i kg, its centre of mass halfway along x,
+    the inertia of a box 0.08 m across (the bench's `link`). Revolute joints with wide limits
+    (a URDF `continuous` joint is a unit-circle pair in Pinocchio: nq 2)."""
+    axes = [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 1.0)]
+    parts = ['<robot name="chain28">', '<link name="link0"/>']
+    for i in range(28):
+        f = float(i)
+        length = 0.3 - 0.007 * f
+        previous = 0.0 if i == 0 else 0.3 - 0.007 * (f - 1.0)
+        mass = 4.0 - 0.1 * f
+        a, k = 0.08, mass / 12.0
+        ixx, iyy = k * 2.0 * a * a, k * (length * length + a * a)
+        ax = axes[i % 4]
+        parts.append(
+            f'<link name="link{i + 1}"><inertial><origin xyz="{length / 2.0!r} 0 0" rpy="0 0 0"/>'
+            f'<mass value="{mass!r}"/><inertia ixx="{ixx!r}" ixy="0" ixz="0" iyy="{iyy!r}" '
+            f'iyz="0" izz="{iyy!r}"/></inertial></link>'
+        )
+        parts.append(
+            f'<joint name="j{i}" type="revolute"><parent link="link{i}"/><child link="link{i + 1}"/>'
+            f'<origin xyz="{previous!r} 0 0" rpy="{0.1 * (f % 3.0)!r} 0 {0.05 * f!r}"/>'
+            f'<axis xyz="{ax[0]!r} {ax[1]!r} {ax[2]!r}"/>'
+            f'<limit lower="-3.2" upper="3.2" effort="1000" velocity="100"/></joint>'
+        )
+    parts.append("</robot>")
+    return "".join(parts)
+
+
 for robot in sys.argv[3:]:
+    if robot == "chain28":
+        # Not a reference robot: built here, at seeded states (q in ±1.5 rad, v and a in ±2),
+        # with Pinocchio's own rnea as the value the model read back must reproduce.
+        model = pin.buildModelFromXML(chain28_urdf())
+        model.gravity = pin.Motion(np.array([0.0, 0.0, -9.81]), np.zeros(3))
+        data = model.createData()
+        rng = np.random.default_rng(28)
+        model.saveToText(os.path.join(out, "chain28.model.txt"))
+        with open(os.path.join(out, "chain28.states.txt"), "w") as f:
+            f.write(f"{model.nq} {model.nv} 64\n")
+            for _ in range(64):
+                q = rng.uniform(-1.5, 1.5, model.nq)
+                v, a = rng.uniform(-2.0, 2.0, model.nv), rng.uniform(-2.0, 2.0, model.nv)
+                tau = pin.rnea(model, data, q, v, a)
+                for row in (q, v, a, tau):
+                    f.write(" ".join(repr(float(x)) for x in row) + "\n")
+        continue
     with open(f"robot-model/tests/data/pinocchio/{robot}.json") as f:
         ref = json.load(f)
     path = os.path.join(robots_dir, ref["urdf"])
