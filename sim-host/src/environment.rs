@@ -20,16 +20,28 @@
 //!   cannot move in (z for a planar arm whose joints all turn about z) is indeterminate for the
 //!   solver and is reported as it left it.
 //!
-//! Never does: read the wall clock, allocate per step beyond the caller's scratch, or panic on
-//! a validated scene.
+//! - `Props`: balls thrown and weights dropped into the scene (the arm's, the humanoid's and
+//!   any robot's; their specs [`BallSpawn`] and [`WeightDrop`]): each a dynamic body with one
+//!   collider of its shape and mass, continuous collision detection on, spawned at the start of
+//!   the step its time rounds to (file order within a step, balls before weights). A prop
+//!   touches the robot when the solver pushed on a contact between it and one of the robot's
+//!   colliders during the step (non-zero normal impulse; a pair merely inside the prediction
+//!   distance does not); the plant turns the changes into `ContactBegan` / `ContactEnded`
+//!   events. Balls (not weights) can report crossing the plane z = 0 upwards, and props can be
+//!   removed after a crossing or below a height: the arm scene's rules.
+//!
+//! Never does: read the wall clock, allocate per step beyond the caller's scratch and the props'
+//! own records, or panic on a validated scene.
 
-use control_core::frames::{BodyId, BodyMotion, ContactForce, MAX_CONTACTS};
+use std::collections::{HashMap, VecDeque};
+
+use control_core::frames::{BodyId, BodyMotion, ContactForce, Event, MAX_CONTACTS};
 use rapier3d::prelude::*;
 use rapier3d::utils::OrthonormalBasis;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::steps_for;
-use crate::scene::{Checker, MAX_PUSH_FORCE_N};
+use crate::scene::{BallSpawn, Checker, MAX_PUSH_FORCE_N, WeightDrop, WeightShape};
 
 /// Most walls a scene has.
 pub const MAX_WALLS: usize = 8;
@@ -98,6 +110,83 @@ pub(crate) fn check_pushes(c: &mut Checker, pushes: &[Push], noun: &str) {
         }
         c.range(&f("start_s"), p.start_s, 0.0, 1e7);
         c.range(&f("duration_s"), p.duration_s, 0.0, 1e7);
+    }
+}
+
+/// Most balls, and most weights, a robot or humanoid scene has.
+pub const MAX_PROPS: usize = 64;
+/// The smallest id a prop of a robot or humanoid scene may have: lower ids name the robot's
+/// bodies (in contact forces and the humanoid's ground-contact events).
+pub const FIRST_PROP_ID: u16 = 100;
+
+/// Checks a scene's `balls` and `weights` (a `noun` scene's, for the message): at most `max`
+/// of each when given; ids unique across both lists and at least `first_id`; spawn times in
+/// [0, 1e7] s; positions and velocities finite within ±1e6; radii and half extents in
+/// [1e-3, 10] m; masses in [1e-4, 1e5] kg.
+pub(crate) fn check_props(
+    c: &mut Checker,
+    balls: &[BallSpawn],
+    weights: &[WeightDrop],
+    first_id: u16,
+    max: Option<usize>,
+    noun: &str,
+) {
+    if let Some(max) = max {
+        for (field, n) in [("balls", balls.len()), ("weights", weights.len())] {
+            if n > max {
+                c.fail(
+                    field,
+                    format!("{n} {field}: a {noun} scene has at most {max}"),
+                );
+            }
+        }
+    }
+    // One namespace: id → the path of the prop that has it first.
+    let mut ids: HashMap<u16, String> = HashMap::new();
+    let mut id = |c: &mut Checker, id: u16, path: String| {
+        if id < first_id {
+            c.fail(
+                &format!("{path}.id"),
+                format!("{id}: ids start at {first_id} (lower ids name the {noun}'s bodies)"),
+            );
+        }
+        if let Some(first) = ids.get(&id) {
+            c.fail(
+                &format!("{path}.id"),
+                format!(
+                    "id {id} is already used by {first} (ball and weight ids share one namespace)"
+                ),
+            );
+        } else {
+            ids.insert(id, path);
+        }
+    };
+    for (i, b) in balls.iter().enumerate() {
+        let f = |name: &str| format!("balls[{i}].{name}");
+        id(c, b.id, format!("balls[{i}]"));
+        c.range(&f("spawn_time_s"), b.spawn_time_s, 0.0, 1e7);
+        c.vec3(&f("position_m"), b.position_m);
+        c.vec3(&f("velocity_m_s"), b.velocity_m_s);
+        c.range(&f("radius_m"), b.radius_m, 1e-3, 10.0);
+        c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
+    }
+    for (i, w) in weights.iter().enumerate() {
+        let f = |name: &str| format!("weights[{i}].{name}");
+        id(c, w.id, format!("weights[{i}]"));
+        c.range(&f("spawn_time_s"), w.spawn_time_s, 0.0, 1e7);
+        c.vec3(&f("position_m"), w.position_m);
+        c.vec3(&f("velocity_m_s"), w.velocity_m_s);
+        match w.shape {
+            WeightShape::Sphere { radius_m } => {
+                c.range(&f("shape.sphere.radius_m"), radius_m, 1e-3, 10.0);
+            }
+            WeightShape::Box { half_extents_m } => {
+                for (k, h) in half_extents_m.into_iter().enumerate() {
+                    c.range(&f(&format!("shape.box.half_extents_m[{k}]")), h, 1e-3, 10.0);
+                }
+            }
+        }
+        c.range(&f("mass_kg"), w.mass_kg, 1e-4, 1e5);
     }
 }
 
@@ -180,6 +269,265 @@ pub(crate) fn reset_forces<'a>(
             rb.reset_torques(false);
             rb.reset_forces(false);
         }
+    }
+}
+
+/// What a plant gives its props' colliders beyond shape and mass (Rapier's default where
+/// `None`: friction 0.5 combined by average, every collision group).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PropMaterial {
+    /// Friction coefficient.
+    pub friction: Option<Real>,
+    /// How it combines with the other collider's.
+    pub friction_combine_rule: Option<CoefficientCombineRule>,
+    /// Collision groups.
+    pub groups: Option<InteractionGroups>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PropShape {
+    Sphere(f64),
+    Box([f64; 3]),
+}
+
+/// A prop waiting for its spawn step.
+#[derive(Debug, Clone, Copy)]
+struct DueProp {
+    step: u64,
+    id: BodyId,
+    /// A ball: its crossings of z = 0 can be reported.
+    crosses: bool,
+    position: [f64; 3],
+    velocity: [f64; 3],
+    shape: PropShape,
+    mass_kg: f64,
+}
+
+/// A prop in the world.
+#[derive(Debug, Clone, Copy)]
+struct LiveProp {
+    id: BodyId,
+    crosses: bool,
+    body: RigidBodyHandle,
+    collider: ColliderHandle,
+    /// Step at which its centre crossed z = 0 (balls only, when crossings are read).
+    crossed_at: Option<u64>,
+    /// Whether it touched the robot during the last step.
+    touching: bool,
+}
+
+/// A scene's balls and weights: those not yet thrown, in spawn order, and those in the world.
+#[derive(Debug)]
+pub(crate) struct Props {
+    due: VecDeque<DueProp>,
+    live: Vec<LiveProp>,
+    material: PropMaterial,
+}
+
+impl Props {
+    /// The props of `balls` and `weights` for a plant stepping `dt_s`, their colliders made of
+    /// `material`. Nothing is in the world yet: [`Self::spawn_due`] puts each in at its step.
+    pub(crate) fn new(
+        balls: &[BallSpawn],
+        weights: &[WeightDrop],
+        dt_s: f64,
+        material: PropMaterial,
+    ) -> Self {
+        let mut due: Vec<DueProp> = balls
+            .iter()
+            .map(|b| DueProp {
+                step: steps_for(b.spawn_time_s, dt_s),
+                id: BodyId(b.id),
+                crosses: true,
+                position: b.position_m,
+                velocity: b.velocity_m_s,
+                shape: PropShape::Sphere(b.radius_m),
+                mass_kg: b.mass_kg,
+            })
+            .chain(weights.iter().map(|w| DueProp {
+                step: steps_for(w.spawn_time_s, dt_s),
+                id: BodyId(w.id),
+                crosses: false,
+                position: w.position_m,
+                velocity: w.velocity_m_s,
+                shape: match w.shape {
+                    WeightShape::Sphere { radius_m } => PropShape::Sphere(radius_m),
+                    WeightShape::Box { half_extents_m } => PropShape::Box(half_extents_m),
+                },
+                mass_kg: w.mass_kg,
+            }))
+            .collect();
+        due.sort_by_key(|p| p.step); // stable: file order within a step
+        Self {
+            due: due.into(),
+            live: Vec::with_capacity(balls.len() + weights.len()),
+            material,
+        }
+    }
+
+    /// Puts every prop due at or before `step` into `world`; calls `spawned` with each one's
+    /// collider (a plant that reads the environment's forces adds it to its environment).
+    pub(crate) fn spawn_due(
+        &mut self,
+        world: &mut PhysicsWorld,
+        step: u64,
+        mut spawned: impl FnMut(ColliderHandle),
+    ) {
+        while self.due.front().is_some_and(|p| p.step <= step) {
+            let Some(p) = self.due.pop_front() else {
+                break;
+            };
+            let mut collider = match p.shape {
+                PropShape::Sphere(r) => ColliderBuilder::ball(r as Real),
+                PropShape::Box(h) => {
+                    ColliderBuilder::cuboid(h[0] as Real, h[1] as Real, h[2] as Real)
+                }
+            }
+            .mass(p.mass_kg as Real);
+            if let Some(f) = self.material.friction {
+                collider = collider.friction(f);
+            }
+            if let Some(rule) = self.material.friction_combine_rule {
+                collider = collider.friction_combine_rule(rule);
+            }
+            if let Some(groups) = self.material.groups {
+                collider = collider.collision_groups(groups);
+            }
+            let body = RigidBodyBuilder::dynamic()
+                .translation(v3(p.position))
+                .linvel(v3(p.velocity))
+                .ccd_enabled(true);
+            let (body, collider) = world.insert(body, collider);
+            spawned(collider);
+            self.live.push(LiveProp {
+                id: p.id,
+                crosses: p.crosses,
+                body,
+                collider,
+                crossed_at: None,
+                touching: false,
+            });
+        }
+    }
+
+    /// After a step: each prop's touch of the robot (a collider for which `is_robot` holds),
+    /// with `changed(id, touching)` called, in spawn order, for each prop that began or ended
+    /// touching it.
+    pub(crate) fn read_touches(
+        &mut self,
+        world: &PhysicsWorld,
+        is_robot: impl Fn(ColliderHandle) -> bool,
+        mut changed: impl FnMut(BodyId, bool),
+    ) {
+        for prop in &mut self.live {
+            let c = prop.collider;
+            let now = world.narrow_phase.contact_pairs_with(c).any(|pair| {
+                let other = if pair.collider1 == c {
+                    pair.collider2
+                } else {
+                    pair.collider1
+                };
+                is_robot(other)
+                    && pair.has_any_active_contact()
+                    && pair.total_impulse_magnitude() > 0.0
+            });
+            if now != prop.touching {
+                prop.touching = now;
+                changed(prop.id, now);
+            }
+        }
+    }
+
+    /// Each prop's centre's z now, spawn order (0 for a body Rapier no longer has): what
+    /// [`Self::read_crossings`] compares with after the step.
+    pub(crate) fn heights_z(&self, world: &PhysicsWorld) -> Vec<Real> {
+        self.live
+            .iter()
+            .map(|p| world.bodies.get(p.body).map_or(0.0, |b| b.translation().z))
+            .collect()
+    }
+
+    /// After step `step`: `crossed(id)` for each ball whose centre went from z < 0 (`before`,
+    /// from [`Self::heights_z`] before the step) to z ≥ 0, once per ball.
+    pub(crate) fn read_crossings(
+        &mut self,
+        world: &PhysicsWorld,
+        before: &[Real],
+        step: u64,
+        mut crossed: impl FnMut(BodyId),
+    ) {
+        for (prop, &z0) in self.live.iter_mut().zip(before) {
+            if !prop.crosses || prop.crossed_at.is_some() {
+                continue;
+            }
+            let z1 = world
+                .bodies
+                .get(prop.body)
+                .map_or(z0, |b| b.translation().z);
+            if z0 < 0.0 && z1 >= 0.0 {
+                prop.crossed_at = Some(step);
+                crossed(prop.id);
+            }
+        }
+    }
+
+    /// After step `step`: removes from `world` every prop whose centre is below y =
+    /// `below_y_m`, and every ball `linger_steps` or more after its crossing.
+    pub(crate) fn remove_finished(
+        &mut self,
+        world: &mut PhysicsWorld,
+        step: u64,
+        linger_steps: u64,
+        below_y_m: f64,
+    ) {
+        let mut i = 0;
+        while let Some(prop) = self.live.get(i).copied() {
+            let y = world
+                .bodies
+                .get(prop.body)
+                .map_or(f64::NEG_INFINITY, |b| f64::from(b.translation().y));
+            let expired = prop.crossed_at.is_some_and(|s| step >= s + linger_steps);
+            if y < below_y_m || expired {
+                world.remove_body(prop.body);
+                self.live.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Props in the world now.
+    pub(crate) fn live(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Centre of prop `id` now, world frame, m; `None` when it is not in the world.
+    pub(crate) fn position_m(&self, world: &PhysicsWorld, id: BodyId) -> Option<[f64; 3]> {
+        let prop = self.live.iter().find(|p| p.id == id)?;
+        Some(to_f64(world.bodies.get(prop.body)?.translation()))
+    }
+}
+
+/// Events a plant holds for later frames beyond this many are dropped (and counted).
+pub(crate) const MAX_PENDING_EVENTS: usize = 256;
+
+/// Queues `body`'s contact beginning (`began`) or ending for the next frames; beyond
+/// [`MAX_PENDING_EVENTS`] it is counted in `left_out` instead.
+pub(crate) fn queue_contact(
+    pending: &mut VecDeque<Event>,
+    left_out: &mut u64,
+    body: BodyId,
+    began: bool,
+) {
+    let event = if began {
+        Event::ContactBegan { body }
+    } else {
+        Event::ContactEnded { body }
+    };
+    if pending.len() < MAX_PENDING_EVENTS {
+        pending.push_back(event);
+    } else {
+        *left_out += 1;
     }
 }
 

@@ -109,7 +109,10 @@ use rapier3d::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::PlantClock;
-use crate::environment::{ActivePush, Push, apply_pushes, body_motion, quarantined, reset_forces};
+use crate::environment::{
+    ActivePush, PropMaterial, Props, Push, apply_pushes, body_motion, check_props, quarantined,
+    queue_contact, reset_forces,
+};
 use crate::scene::{
     BallSpawn, Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
 };
@@ -139,14 +142,12 @@ pub const STATIC_CONTACT_DAMPING_RATIO: f64 = 1.0;
 /// Most pushes a scene has.
 pub const MAX_PUSHES: usize = 64;
 /// Most balls a scene has.
-pub const MAX_BALLS: usize = 64;
+pub const MAX_BALLS: usize = crate::environment::MAX_PROPS;
 /// The smallest id a ball may have: ids below are the humanoid's body indices, which the
 /// ground-contact events name.
-pub const FIRST_BALL_ID: u16 = 100;
+pub const FIRST_BALL_ID: u16 = crate::environment::FIRST_PROP_ID;
 /// A root torque's vertical part is refused beyond this times max(1, |τ|).
 pub const ROOT_TORQUE_VERTICAL_TOLERANCE: f64 = 1e-9;
-/// Events held for later frames beyond this many are dropped (and counted).
-const MAX_PENDING_EVENTS: usize = 256;
 
 // ---------------------------------------------------------------------------------------------
 // The scene
@@ -339,38 +340,14 @@ impl HumanoidScene {
             0.0,
             MAX_TORQUE_LIMIT_NM,
         );
-        if self.balls.len() > MAX_BALLS {
-            c.fail(
-                "balls",
-                format!(
-                    "{} balls: a humanoid scene has at most {MAX_BALLS}",
-                    self.balls.len()
-                ),
-            );
-        }
-        for (i, b) in self.balls.iter().enumerate() {
-            let f = |name: &str| format!("balls[{i}].{name}");
-            if b.id < FIRST_BALL_ID {
-                c.fail(
-                    &f("id"),
-                    format!(
-                        "{}: ball ids start at {FIRST_BALL_ID} (lower ids name the humanoid's bodies)",
-                        b.id
-                    ),
-                );
-            }
-            if let Some(first) = self.balls[..i].iter().position(|o| o.id == b.id) {
-                c.fail(
-                    &f("id"),
-                    format!("id {} is already used by balls[{first}]", b.id),
-                );
-            }
-            c.range(&f("spawn_time_s"), b.spawn_time_s, 0.0, 1e7);
-            c.vec3(&f("position_m"), b.position_m);
-            c.vec3(&f("velocity_m_s"), b.velocity_m_s);
-            c.range(&f("radius_m"), b.radius_m, 1e-3, 10.0);
-            c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
-        }
+        check_props(
+            &mut c,
+            &self.balls,
+            &[],
+            FIRST_BALL_ID,
+            Some(MAX_BALLS),
+            "humanoid",
+        );
         c.result()
     }
 }
@@ -412,21 +389,6 @@ impl fmt::Display for TorqueRefused {
 
 impl std::error::Error for TorqueRefused {}
 
-/// Queues `body`'s contact beginning (`began`) or ending for the next frames; beyond
-/// [`MAX_PENDING_EVENTS`] it is counted in `left_out` instead.
-fn queue_contact(pending: &mut VecDeque<Event>, left_out: &mut u64, body: BodyId, began: bool) {
-    let event = if began {
-        Event::ContactBegan { body }
-    } else {
-        Event::ContactEnded { body }
-    };
-    if pending.len() < MAX_PENDING_EVENTS {
-        pending.push_back(event);
-    } else {
-        *left_out += 1;
-    }
-}
-
 /// The humanoid of a [`HumanoidScene`], ready to step.
 pub struct HumanoidPlant {
     model: HumanoidModel,
@@ -440,10 +402,9 @@ pub struct HumanoidPlant {
     sole_colliders: [Option<ColliderHandle>; 2],
     ground: ColliderHandle,
     pushes: Vec<ActivePush>,
-    /// Balls not yet thrown, in step order: (step, ball).
-    balls_due: VecDeque<(u64, BallSpawn)>,
-    /// Balls in flight: id, collider, whether it touched the humanoid during the last step.
-    balls: Vec<(u16, ColliderHandle, bool)>,
+    /// The thrown balls: members of the ground's group (the humanoid's shapes see them) and of
+    /// their own; they hit the humanoid, the ground and each other.
+    balls: Props,
     root_torque_limit_nm: f64,
     clock: PlantClock,
     /// The ground's force on each body during the last step, world frame, N, body order.
@@ -753,16 +714,20 @@ impl HumanoidPlant {
             sole_colliders,
             ground,
             pushes,
-            balls_due: {
-                let mut due: Vec<(u64, BallSpawn)> = scene
-                    .balls
-                    .iter()
-                    .map(|b| (steps_for(b.spawn_time_s, scene.dt_s), *b))
-                    .collect();
-                due.sort_by_key(|(step, _)| *step);
-                due.into()
-            },
-            balls: Vec::with_capacity(scene.balls.len()),
+            balls: Props::new(
+                &scene.balls,
+                &[],
+                scene.dt_s,
+                PropMaterial {
+                    friction: Some(FRICTION as Real),
+                    friction_combine_rule: None,
+                    groups: Some(InteractionGroups::new(
+                        Group::GROUP_1 | Group::GROUP_3,
+                        Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
+                        InteractionTestMode::And,
+                    )),
+                },
+            ),
             root_torque_limit_nm: scene.root_torque_limit_nm,
             clock: PlantClock::new(scene.dt_s, scene.total_steps()),
             forces: vec![[0.0; 3]; n],
@@ -911,35 +876,21 @@ impl HumanoidPlant {
             &mut self.world.bodies,
             self.clock.step_index(),
         );
-        while self
-            .balls_due
-            .front()
-            .is_some_and(|(step, _)| *step <= self.clock.step_index())
-        {
-            let Some((_, b)) = self.balls_due.pop_front() else {
-                break;
-            };
-            // Members of the ground's group (the humanoid's shapes see them) and of their own;
-            // they hit the humanoid, the ground and each other.
-            let collider = ColliderBuilder::ball(b.radius_m as Real)
-                .mass(b.mass_kg as Real)
-                .friction(FRICTION as Real)
-                .collision_groups(InteractionGroups::new(
-                    Group::GROUP_1 | Group::GROUP_3,
-                    Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
-                    InteractionTestMode::And,
-                ));
-            let body = RigidBodyBuilder::dynamic()
-                .translation(v3(b.position_m))
-                .linvel(v3(b.velocity_m_s))
-                .ccd_enabled(true);
-            let (_, collider) = self.world.insert(body, collider);
-            self.balls.push((b.id, collider, false));
-        }
+        self.balls
+            .spawn_due(&mut self.world, self.clock.step_index(), |_| {});
         self.world.step();
         self.clock.advance();
         self.read_ground_forces();
-        self.read_ball_contacts();
+        let (colliders, pending, left_out) = (
+            &self.colliders,
+            &mut self.pending,
+            &mut self.events_left_out,
+        );
+        self.balls.read_touches(
+            &self.world,
+            |c| colliders.iter().any(|(h, _)| *h == c),
+            |body, now| queue_contact(pending, left_out, body, now),
+        );
         for b in 0..self.bodies.len() {
             let now = self.forces[b][1] > 0.0;
             if now == self.touching[b] {
@@ -959,37 +910,6 @@ impl HumanoidPlant {
         }
         self.clock.finish_step(t0);
         self.state_frame()
-    }
-
-    /// Each ball's touch of the humanoid during the step just taken (the solver pushed on a
-    /// contact of the pair), as events when it begins or ends.
-    fn read_ball_contacts(&mut self) {
-        for (id, collider, touching) in &mut self.balls {
-            let now = self
-                .world
-                .narrow_phase
-                .contact_pairs_with(*collider)
-                .any(|pair| {
-                    let other = if pair.collider1 == *collider {
-                        pair.collider2
-                    } else {
-                        pair.collider1
-                    };
-                    self.colliders.iter().any(|(c, _)| *c == other)
-                        && pair.has_any_active_contact()
-                        && pair.total_impulse_magnitude() > 0.0
-                });
-            if now == *touching {
-                continue;
-            }
-            *touching = now;
-            queue_contact(
-                &mut self.pending,
-                &mut self.events_left_out,
-                BodyId(*id),
-                now,
-            );
-        }
     }
 
     /// The ground's force on each body during the step just taken.

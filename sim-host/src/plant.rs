@@ -57,39 +57,8 @@ use control_core::frames::{BodyId, Event, JointState, MAX_EVENTS, StateFrame};
 use rapier3d::prelude::*;
 
 use crate::clock::{PlantClock, steps_for};
-use crate::scene::{Scene, SceneError, WeightShape};
-
-/// A ball or weight waiting for its spawn step.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    step: u64,
-    id: BodyId,
-    crosses: bool,
-    position: [f64; 3],
-    velocity: [f64; 3],
-    shape: Shape,
-    mass_kg: f64,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Shape {
-    Sphere(f64),
-    Box([f64; 3]),
-}
-
-/// A ball or weight in the world.
-#[derive(Debug, Clone, Copy)]
-struct Live {
-    id: BodyId,
-    /// Whether its crossings of z = 0 are reported (balls).
-    crosses: bool,
-    body: RigidBodyHandle,
-    collider: ColliderHandle,
-    /// Step at which its centre crossed z = 0 (balls only).
-    crossed_at: Option<u64>,
-    /// Whether it touched the arm after the last step.
-    touching: bool,
-}
+use crate::environment::{PropMaterial, Props};
+use crate::scene::{Scene, SceneError};
 
 /// The arm scene, ready to step.
 pub struct Plant {
@@ -102,10 +71,8 @@ pub struct Plant {
     torque_limit_nm: f64,
     linger_steps: u64,
     remove_below_y_m: f64,
-    /// Spawns in step order (stable for equal steps: balls first, then weights, in file order).
-    pending: VecDeque<Pending>,
-    /// Bodies in the world, in spawn order.
-    live: Vec<Live>,
+    /// The balls and weights (Rapier's default friction and groups).
+    props: Props,
     events: VecDeque<Event>,
 }
 
@@ -113,7 +80,7 @@ impl std::fmt::Debug for Plant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Plant")
             .field("clock", &self.clock)
-            .field("live_bodies", &self.live.len())
+            .field("live_bodies", &self.props.live())
             .finish_non_exhaustive()
     }
 }
@@ -135,10 +102,6 @@ pub(crate) fn revolute_state(
             })
         })
         .unwrap_or_default()
-}
-
-fn v3(a: [f64; 3]) -> Vector {
-    Vector::new(a[0] as Real, a[1] as Real, a[2] as Real)
 }
 
 impl Plant {
@@ -188,39 +151,15 @@ impl Plant {
             torque_limit_nm: arm_spec.torque_limit_nm,
             linger_steps: steps_for(scene.linger_after_crossing_s, scene.dt_s),
             remove_below_y_m: scene.remove_below_y_m,
-            pending: VecDeque::new(),
-            live: Vec::new(),
+            props: Props::new(
+                &scene.balls,
+                &scene.weights,
+                scene.dt_s,
+                PropMaterial::default(),
+            ),
             events: VecDeque::new(),
         };
         plant.set_joint(arm_spec.initial_angle_rad, arm_spec.initial_velocity_rad_s);
-
-        let mut pending: Vec<Pending> = scene
-            .balls
-            .iter()
-            .map(|b| Pending {
-                step: steps_for(b.spawn_time_s, scene.dt_s),
-                id: BodyId(b.id),
-                crosses: true,
-                position: b.position_m,
-                velocity: b.velocity_m_s,
-                shape: Shape::Sphere(b.radius_m),
-                mass_kg: b.mass_kg,
-            })
-            .chain(scene.weights.iter().map(|w| Pending {
-                step: steps_for(w.spawn_time_s, scene.dt_s),
-                id: BodyId(w.id),
-                crosses: false,
-                position: w.position_m,
-                velocity: w.velocity_m_s,
-                shape: match w.shape {
-                    WeightShape::Sphere { radius_m } => Shape::Sphere(radius_m),
-                    WeightShape::Box { half_extents_m } => Shape::Box(half_extents_m),
-                },
-                mass_kg: w.mass_kg,
-            }))
-            .collect();
-        pending.sort_by_key(|p| p.step); // stable: file order within a step
-        plant.pending = pending.into();
         Ok(plant)
     }
 
@@ -267,14 +206,12 @@ impl Plant {
 
     /// Balls and weights in the world now.
     pub fn live_bodies(&self) -> usize {
-        self.live.len()
+        self.props.live()
     }
 
     /// Centre of a ball or weight in the world now, m.
     pub fn body_position_m(&self, id: BodyId) -> Option<[f64; 3]> {
-        let live = self.live.iter().find(|l| l.id == id)?;
-        let t = self.world.bodies.get(live.body)?.translation();
-        Some([f64::from(t.x), f64::from(t.y), f64::from(t.z)])
+        self.props.position_m(&self.world, id)
     }
 
     /// The state frame of the current state: sequence number = step index, joint state, up to
@@ -299,7 +236,8 @@ impl Plant {
     /// what it is given: the limit is the caller's to enforce ([`Self::check_torques`]).
     pub fn step(&mut self, torques_nm: &[f64]) -> StateFrame {
         let t0 = Instant::now();
-        self.spawn_due();
+        self.props
+            .spawn_due(&mut self.world, self.clock.step_index(), |_| {});
         let tau = torques_nm.first().copied().unwrap_or(0.0) as Real;
         for (body, sign) in [(self.arm, 1.0), (self.base, -1.0)] {
             if let Some(rb) = self.world.bodies.get_mut(body) {
@@ -307,123 +245,41 @@ impl Plant {
                 rb.add_torque(Vector::new(0.0, 0.0, sign * tau), true);
             }
         }
-        let before: Vec<Real> = self.ball_z();
+        let before = self.props.heights_z(&self.world);
         self.world.step();
         self.clock.advance();
-        self.collect_contacts();
-        self.detect_crossings(&before);
-        self.remove_finished();
-        self.clock.finish_step(t0);
-        self.state_frame()
-    }
-
-    fn spawn_due(&mut self) {
-        while self
-            .pending
-            .front()
-            .is_some_and(|p| p.step <= self.clock.step_index())
-        {
-            let Some(p) = self.pending.pop_front() else {
-                break;
-            };
-            let collider = match p.shape {
-                Shape::Sphere(r) => ColliderBuilder::ball(r as Real),
-                Shape::Box(h) => ColliderBuilder::cuboid(h[0] as Real, h[1] as Real, h[2] as Real),
-            }
-            .mass(p.mass_kg as Real);
-            let body = RigidBodyBuilder::dynamic()
-                .translation(v3(p.position))
-                .linvel(v3(p.velocity))
-                .ccd_enabled(true);
-            let (body, collider) = self.world.insert(body, collider);
-            self.live.push(Live {
-                id: p.id,
-                crosses: p.crosses,
-                body,
-                collider,
-                crossed_at: None,
-                touching: false,
-            });
-        }
-    }
-
-    fn ball_z(&self) -> Vec<Real> {
-        self.live
-            .iter()
-            .map(|l| {
-                self.world
-                    .bodies
-                    .get(l.body)
-                    .map_or(0.0, |b| b.translation().z)
-            })
-            .collect()
-    }
-
-    /// A body touches the arm when the solver pushed on a contact of their pair during the step
-    /// (non-zero normal impulse): whatever Rapier made the arm do to the body counts, and nothing
-    /// else (a pair merely inside the prediction distance does not).
-    fn collect_contacts(&mut self) {
-        for live in &mut self.live {
-            let now = self
-                .world
-                .narrow_phase
-                .contact_pair(self.arm_collider, live.collider)
-                .is_some_and(|p| p.has_any_active_contact() && p.total_impulse_magnitude() > 0.0);
-            if now != live.touching {
-                live.touching = now;
-                let body = live.id;
-                self.events.push_back(if now {
+        let (arm, events) = (self.arm_collider, &mut self.events);
+        self.props.read_touches(
+            &self.world,
+            |c| c == arm,
+            |body, now| {
+                events.push_back(if now {
                     Event::ContactBegan { body }
                 } else {
                     Event::ContactEnded { body }
                 });
-            }
-        }
-    }
-
-    fn detect_crossings(&mut self, before: &[Real]) {
-        for (live, &z0) in self.live.iter_mut().zip(before) {
-            if !live.crosses || live.crossed_at.is_some() {
-                continue;
-            }
-            let z1 = self
-                .world
-                .bodies
-                .get(live.body)
-                .map_or(z0, |b| b.translation().z);
-            if z0 < 0.0 && z1 >= 0.0 {
-                live.crossed_at = Some(self.clock.step_index());
-                self.events.push_back(Event::PlaneCrossed { body: live.id });
-            }
-        }
-    }
-
-    fn remove_finished(&mut self) {
+            },
+        );
         let step = self.clock.step_index();
-        let linger = self.linger_steps;
-        let floor = self.remove_below_y_m;
-        let mut i = 0;
-        while let Some(live) = self.live.get(i).copied() {
-            let y = self
-                .world
-                .bodies
-                .get(live.body)
-                .map_or(f64::NEG_INFINITY, |b| f64::from(b.translation().y));
-            let expired = live.crossed_at.is_some_and(|s| step >= s + linger);
-            if y < floor || expired {
-                self.world.remove_body(live.body);
-                self.live.remove(i);
-            } else {
-                i += 1;
-            }
-        }
+        self.props
+            .read_crossings(&self.world, &before, step, |body| {
+                events.push_back(Event::PlaneCrossed { body });
+            });
+        self.props.remove_finished(
+            &mut self.world,
+            step,
+            self.linger_steps,
+            self.remove_below_y_m,
+        );
+        self.clock.finish_step(t0);
+        self.state_frame()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::{ArmSpec, BallSpawn, WeightDrop};
+    use crate::scene::{ArmSpec, BallSpawn, WeightDrop, WeightShape};
     use control_core::model::ArmModel;
     use std::f64::consts::FRAC_PI_2;
 

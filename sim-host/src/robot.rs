@@ -101,6 +101,11 @@
 //!   Rapier's default contact softness and 4 solver substeps. Self-collision is off unless the
 //!   scene's `self_collision` (robot colliders in group 2 colliding with group 1, the
 //!   environment's; and with group 2 too when on).
+//! - **Props**: `balls` and `weights` (the arm's and the
+//!   humanoid's too): dynamic spheres and boxes, continuous collision detection on, appearing at
+//!   their spawn step with their velocity, friction [`PROP_FRICTION`] (0.5, by product). They are
+//!   in the environment's group 1 and their own group 3 and collide with everything (the
+//!   ground and walls filter groups 2 and 3). Never removed.
 //! - **Start**: the joints at the scene's `initial_q` (by name; others at 0, which must lie
 //!   within their limits: a joint whose limits exclude 0 must be named, or the scene is refused
 //!   naming it), at rest. The mass matrix must be positive definite there, every Cholesky
@@ -132,10 +137,13 @@
 //!   orientation body → world, its centre of mass's velocity and its **angular velocity, world
 //!   frame**; for a floating base, body 0 is its pose and velocity; the base origin is
 //!   com − R·c); bodies beyond 16 are left out of every frame ([`RobotPlant::bodies_left_out`],
-//!   named in the notes); contact forces: for each body, the environment's (ground's and walls')
-//!   force on it during the step, summed over its contacts from the solver's normal and friction
+//!   named in the notes); contact forces: for each body, the environment's (ground's, walls' and
+//!   props') force on it during the step, summed over its contacts from the solver's normal and friction
 //!   impulses ([`crate::environment`]) over dt, world frame, N; at most
-//!   [`MAX_CONTACTS`] (4), in body order, the rest counted ([`RobotPlant::contacts_left_out`]).
+//!   [`MAX_CONTACTS`] (4), in body order, the rest counted ([`RobotPlant::contacts_left_out`]);
+//!   events: `ContactBegan` / `ContactEnded` when a prop starts or stops touching the robot (its
+//!   id; at most [`MAX_EVENTS`] a frame, the rest in the following frames, beyond 256 waiting
+//!   dropped and counted: [`RobotPlant::events_left_out`]).
 //!   Rapier leaves a multibody's bodies a substep behind at the end of a step (their centres of
 //!   mass and velocities are refreshed at the start of the next); the plant refreshes them after
 //!   each step from the multibody's coordinates, so what it reports is the state the step ended
@@ -210,14 +218,15 @@
 //! opt-out listed), clamp a torque or apply one beyond its limit (the host's check), read the
 //! wall clock for physics (only to time a step), or panic on a validated scene.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use control_core::frames::{
-    BodyId, BodyMotion, ContactForce, JointState, MAX_BODIES, MAX_CONTACTS, MAX_JOINTS, StateFrame,
+    BodyId, BodyMotion, ContactForce, Event, JointState, MAX_BODIES, MAX_CONTACTS, MAX_EVENTS,
+    MAX_JOINTS, StateFrame,
 };
 use control_core::tree::{BaseKind, JointType, Placement};
 use rapier3d::parry::glamx::glam::{DMat3, DQuat, DVec3};
@@ -227,11 +236,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{PlantClock, steps_for};
 use crate::environment::{
-    ActivePush, Push, WALL_FRICTION, Wall, apply_pushes, body_motion, check_pushes, check_walls,
-    collect_contact_forces, reset_forces,
+    ActivePush, FIRST_PROP_ID, MAX_PROPS, PropMaterial, Props, Push, WALL_FRICTION, Wall,
+    apply_pushes, body_motion, check_props, check_pushes, check_walls, collect_contact_forces,
+    queue_contact, reset_forces,
 };
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
-use crate::scene::{Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError};
+use crate::scene::{BallSpawn, Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, WeightDrop};
 
 /// Most joints a robot has: as many as a state frame carries ([`MAX_JOINTS`], 48).
 pub const MAX_ROBOT_JOINTS: usize = MAX_JOINTS;
@@ -239,6 +249,9 @@ pub const MAX_ROBOT_JOINTS: usize = MAX_JOINTS;
 pub const MAX_WALLS: usize = crate::environment::MAX_WALLS;
 /// Most pushes a robot scene has.
 pub const MAX_PUSHES: usize = crate::environment::MAX_PUSHES;
+/// Friction coefficient of a ball's or weight's collider (Rapier's default), combined with the
+/// other collider's by product (the robot's colliders have 1, the ground its scene's).
+pub const PROP_FRICTION: f64 = 0.5;
 /// Largest mesh file read for a collision hull, bytes: 64 MiB (the collision meshes of the
 /// robots in example-robot-data are under 2 MiB each).
 pub const MAX_MESH_BYTES: u64 = 64 << 20;
@@ -361,6 +374,18 @@ pub struct RobotScene {
     /// URDF link (a link merged into a body pushes that body).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pushes: Vec<Push>,
+    /// Balls thrown into the scene (at most [`MAX_PROPS`]; ids from [`FIRST_PROP_ID`], unique
+    /// across balls and weights): each a dynamic sphere that appears at its spawn time with its
+    /// velocity. Props hit the robot, the ground, the walls and each other; their force on the
+    /// robot's bodies is in every frame's contacts, and each prop's first touch of the robot
+    /// (the solver pushed on a contact of the pair during the step) is the event
+    /// `ContactBegan { body: its id }`, the end of its touch `ContactEnded`. Never removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub balls: Vec<BallSpawn>,
+    /// Weights dropped into the scene (at most [`MAX_PROPS`]): spheres or boxes, as
+    /// [`Self::balls`] otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<WeightDrop>,
     /// Whether the robot's bodies collide with each other (default false). Bodies joined by a
     /// joint never do.
     #[serde(default)]
@@ -457,6 +482,8 @@ impl RobotScene {
             ground: None,
             walls: Vec::new(),
             pushes: Vec::new(),
+            balls: Vec::new(),
+            weights: Vec::new(),
             self_collision: false,
             ignore_joint_friction: false,
             sole_boxes: Vec::new(),
@@ -523,6 +550,14 @@ impl RobotScene {
         }
         check_walls(&mut c, &self.walls, "robot");
         check_pushes(&mut c, &self.pushes, "robot");
+        check_props(
+            &mut c,
+            &self.balls,
+            &self.weights,
+            FIRST_PROP_ID,
+            Some(MAX_PROPS),
+            "robot",
+        );
         if self.sole_boxes.len() > MAX_SOLE_BOXES {
             c.fail(
                 "sole_boxes",
@@ -755,8 +790,14 @@ pub struct RobotPlant {
     body_frames: Vec<Iso>,
     /// URDF link → body index (every link, merged ones included).
     frames: Vec<(String, usize)>,
-    /// The ground's and the walls' colliders (ground first).
+    /// The ground's and the walls' colliders (ground first), then the props' as they spawn.
     environment: Vec<ColliderHandle>,
+    /// The balls and weights.
+    props: Props,
+    /// Prop-contact events not yet past a frame; the first [`MAX_EVENTS`] are the current
+    /// frame's.
+    events: VecDeque<Event>,
+    events_left_out: u64,
     contacts: heapless::Vec<ContactForce, MAX_CONTACTS>,
     contact_sums: Vec<(u16, [f64; 3])>,
     contacts_left_out: u64,
@@ -1019,8 +1060,13 @@ impl RobotPlant {
         world.gravity = v3(scene.gravity_m_s2);
         world.integration_parameters.dt = scene.dt_s as Real;
         world.integration_parameters.num_solver_iterations = SOLVER_ITERATIONS;
-        let env_groups =
-            InteractionGroups::new(Group::GROUP_1, Group::GROUP_2, InteractionTestMode::And);
+        // The environment (group 1) and the robot (group 2) collide; props are in both the
+        // environment's group and their own (3), and collide with everything.
+        let env_groups = InteractionGroups::new(
+            Group::GROUP_1,
+            Group::GROUP_2 | Group::GROUP_3,
+            InteractionTestMode::And,
+        );
         let robot_filter = if scene.self_collision {
             Group::GROUP_1 | Group::GROUP_2
         } else {
@@ -1200,6 +1246,22 @@ impl RobotPlant {
             body_frames,
             frames,
             environment,
+            props: Props::new(
+                &scene.balls,
+                &scene.weights,
+                scene.dt_s,
+                PropMaterial {
+                    friction: Some(PROP_FRICTION as Real),
+                    friction_combine_rule: Some(CoefficientCombineRule::Multiply),
+                    groups: Some(InteractionGroups::new(
+                        Group::GROUP_1 | Group::GROUP_3,
+                        Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
+                        InteractionTestMode::And,
+                    )),
+                },
+            ),
+            events: VecDeque::new(),
+            events_left_out: 0,
             contacts: heapless::Vec::new(),
             contact_sums: Vec::new(),
             contacts_left_out: 0,
@@ -1805,7 +1867,30 @@ impl RobotPlant {
             }
         }
         frame.contacts = self.contacts.clone();
+        for _ in 0..MAX_EVENTS {
+            match self.events.pop_front() {
+                Some(e) => {
+                    let _ = frame.push_event(e);
+                }
+                None => break,
+            }
+        }
         frame
+    }
+
+    /// Prop-contact events dropped so far: those beyond the 256 held for later frames.
+    pub const fn events_left_out(&self) -> u64 {
+        self.events_left_out
+    }
+
+    /// Balls and weights in the world now.
+    pub fn live_props(&self) -> usize {
+        self.props.live()
+    }
+
+    /// Centre of ball or weight `id` now, world frame, m; `None` before it spawns.
+    pub fn prop_position_m(&self, id: BodyId) -> Option<[f64; 3]> {
+        self.props.position_m(&self.world, id)
     }
 
     fn collect_contacts(&mut self) {
@@ -1864,9 +1949,26 @@ impl RobotPlant {
             &mut self.world.bodies,
             self.clock.step_index(),
         );
+        let environment = &mut self.environment;
+        self.props
+            .spawn_due(&mut self.world, self.clock.step_index(), |c| {
+                environment.push(c);
+            });
         self.world.step();
         self.refresh_bodies();
         self.collect_contacts();
+        let (bodies, colliders) = (&self.bodies, &self.world.colliders);
+        let (events, left_out) = (&mut self.events, &mut self.events_left_out);
+        self.props.read_touches(
+            &self.world,
+            |c| {
+                colliders
+                    .get(c)
+                    .and_then(|c| c.parent())
+                    .is_some_and(|b| bodies.iter().any(|&(_, h)| h == b))
+            },
+            |body, now| queue_contact(events, left_out, body, now),
+        );
         self.clock.advance();
         self.clock.finish_step(t0);
         self.state_frame()
@@ -2605,6 +2707,22 @@ mod tests {
                 "must name a link",
             ),
             (r#", "friction": 1"#, "friction", "unknown field `friction`"),
+            (
+                r#", "balls": [{"id": 7, "spawn_time_s": 0, "position_m": [0,0,0], "velocity_m_s": [0,0,0], "radius_m": 0.1, "mass_kg": 1}]"#,
+                "balls[0].id",
+                "ids start at 100 (lower ids name the robot's bodies)",
+            ),
+            (
+                r#", "balls": [{"id": 100, "spawn_time_s": 0, "position_m": [0,0,0], "velocity_m_s": [0,0,0], "radius_m": 0.1, "mass_kg": 1}],
+                "weights": [{"id": 100, "spawn_time_s": 0, "position_m": [0,0,0], "shape": {"sphere": {"radius_m": 0.1}}, "mass_kg": 1}]"#,
+                "weights[0].id",
+                "already used by balls[0]",
+            ),
+            (
+                r#", "balls": [{"id": 100, "spawn_time_s": -1, "position_m": [0,0,0], "velocity_m_s": [0,0,0], "radius_m": 0.1, "mass_kg": 1}]"#,
+                "balls[0].spawn_time_s",
+                "must be between",
+            ),
         ];
         for (extra, field, reason) in cases {
             let e = parse(&format!("{{{MIN}{extra}}}")).unwrap_err();
@@ -2621,6 +2739,87 @@ mod tests {
         let e = RobotPlant::from_model(&s, &turntable(0.1)).unwrap_err();
         assert_eq!(e.field, "gravity_m_s2[2]");
         assert!(e.reason.contains("finite"), "{e}");
+    }
+
+    fn ball(id: u16, position_m: [f64; 3], velocity_m_s: [f64; 3]) -> BallSpawn {
+        BallSpawn {
+            id,
+            spawn_time_s: 0.0,
+            position_m,
+            velocity_m_s,
+            radius_m: 0.05,
+            mass_kg: 0.2,
+        }
+    }
+
+    /// A ball thrown at arm3's upper arm touches it: the event names the ball, and its force
+    /// on the upper arm is in the frame's contacts; a weight that flies past touches nothing and
+    /// keeps its velocity.
+    #[test]
+    fn a_ball_thrown_at_the_robot_reports_its_touch_and_its_force() {
+        let urdf = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/arm3.urdf");
+        let mut s = RobotScene::new(urdf, 0.5);
+        s.gravity_m_s2 = [0.0; 3];
+        s.balls = vec![ball(100, [0.15, 0.0, 0.5], [0.0, 0.0, -5.0])];
+        s.weights = vec![WeightDrop {
+            id: 101,
+            spawn_time_s: 0.1,
+            position_m: [2.0, 0.0, 0.0],
+            velocity_m_s: [1.0, 0.0, 0.0],
+            shape: crate::scene::WeightShape::Box {
+                half_extents_m: [0.05; 3],
+            },
+            mass_kg: 1.0,
+        }];
+        let mut plant = RobotPlant::new(&s).unwrap();
+        let upper_arm = plant.link_body_id("upper_arm").unwrap();
+        let (mut began, mut ended, mut pressed) = (None, None, false);
+        for _ in 0..100 {
+            let f = plant.step(&[0.0; 3]);
+            for e in &f.events {
+                match *e {
+                    Event::ContactBegan { body } => began = Some((body, f.step)),
+                    Event::ContactEnded { body } => ended = Some((body, f.step)),
+                    other => panic!("{other:?}"),
+                }
+            }
+            pressed |= f
+                .contacts
+                .iter()
+                .any(|c| c.body == upper_arm && c.force_n[2] < -1.0);
+        }
+        let (body, step) = began.expect("the ball touched the upper arm");
+        assert_eq!(body, BodyId(100));
+        // It falls 0.41 m at 5 m/s before it touches: 82 ms, the 17th step.
+        assert!((15..=18).contains(&step), "{step}");
+        assert!(pressed, "its force on the upper arm is in the contacts");
+        if let Some((body, _)) = ended {
+            assert_eq!(body, BodyId(100));
+        }
+        assert_eq!((plant.live_props(), plant.events_left_out()), (2, 0));
+        // The weight spawned at 0.1 s and flew 0.4 s at 1 m/s, touching nothing.
+        let w = plant.prop_position_m(BodyId(101)).unwrap();
+        assert!((w[0] - 2.4).abs() < 1e-3 && w[1].abs() < 1e-6, "{w:?}");
+        assert_eq!(plant.prop_position_m(BodyId(7)), None);
+    }
+
+    /// Props fall onto the ground and rest there; the ground's force on a prop is not the
+    /// robot's, and props are not events of the ground.
+    #[test]
+    fn a_ball_dropped_on_the_ground_rests_on_it() {
+        let mut s = scene();
+        s.ground = Some(Ground {
+            height_m: -1.0,
+            friction: 0.8,
+        });
+        s.balls = vec![ball(100, [1.0, 0.0, 0.0], [0.0; 3])];
+        let mut plant = RobotPlant::from_model(&s, &turntable(0.3)).unwrap();
+        for _ in 0..200 {
+            let f = plant.step(&[0.0]);
+            assert!(f.events.is_empty() && f.contacts.is_empty(), "{f:?}");
+        }
+        let z = plant.prop_position_m(BodyId(100)).unwrap()[2];
+        assert!((z + 0.95).abs() < 2e-3, "{z}");
     }
 
     /// What the plant refuses in a model or in a scene against it, naming the joint, link or

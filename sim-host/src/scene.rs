@@ -32,7 +32,6 @@
 //! Never does: accept a value the plant cannot simulate (non-finite, out of range, a duplicate
 //! id), or panic on any input.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -299,45 +298,7 @@ impl Scene {
             1e7,
         );
         c.range("remove_below_y_m", self.remove_below_y_m, -1e6, 1e6);
-        // One namespace: id → the path of the body that has it first.
-        let mut ids: HashMap<u16, String> = HashMap::new();
-        let mut unique = |c: &mut Checker, id: u16, path: String| {
-            if let Some(first) = ids.get(&id) {
-                c.fail(
-                    &format!("{path}.id"),
-                    format!("id {id} is already used by {first} (ball and weight ids share one namespace)"),
-                );
-            } else {
-                ids.insert(id, path);
-            }
-        };
-        for (i, b) in self.balls.iter().enumerate() {
-            let f = |name: &str| format!("balls[{i}].{name}");
-            unique(&mut c, b.id, format!("balls[{i}]"));
-            c.range(&f("spawn_time_s"), b.spawn_time_s, 0.0, 1e7);
-            c.vec3(&f("position_m"), b.position_m);
-            c.vec3(&f("velocity_m_s"), b.velocity_m_s);
-            c.range(&f("radius_m"), b.radius_m, 1e-3, 10.0);
-            c.range(&f("mass_kg"), b.mass_kg, 1e-4, 1e5);
-        }
-        for (i, w) in self.weights.iter().enumerate() {
-            let f = |name: &str| format!("weights[{i}].{name}");
-            unique(&mut c, w.id, format!("weights[{i}]"));
-            c.range(&f("spawn_time_s"), w.spawn_time_s, 0.0, 1e7);
-            c.vec3(&f("position_m"), w.position_m);
-            c.vec3(&f("velocity_m_s"), w.velocity_m_s);
-            match w.shape {
-                WeightShape::Sphere { radius_m } => {
-                    c.range(&f("shape.sphere.radius_m"), radius_m, 1e-3, 10.0);
-                }
-                WeightShape::Box { half_extents_m } => {
-                    for (k, h) in half_extents_m.into_iter().enumerate() {
-                        c.range(&f(&format!("shape.box.half_extents_m[{k}]")), h, 1e-3, 10.0);
-                    }
-                }
-            }
-            c.range(&f("mass_kg"), w.mass_kg, 1e-4, 1e5);
-        }
+        crate::environment::check_props(&mut c, &self.balls, &self.weights, 0, None, "arm");
         c.result()
     }
 }
