@@ -511,8 +511,17 @@ impl Props {
 /// Events a plant holds for later frames beyond this many are dropped (and counted).
 pub(crate) const MAX_PENDING_EVENTS: usize = 256;
 
-/// Queues `body`'s contact beginning (`began`) or ending for the next frames; beyond
-/// [`MAX_PENDING_EVENTS`] it is counted in `left_out` instead.
+/// Queues `event` for the next frames; beyond [`MAX_PENDING_EVENTS`] waiting it is counted in
+/// `left_out` instead.
+pub(crate) fn queue_event(pending: &mut VecDeque<Event>, left_out: &mut u64, event: Event) {
+    if pending.len() < MAX_PENDING_EVENTS {
+        pending.push_back(event);
+    } else {
+        *left_out += 1;
+    }
+}
+
+/// Queues `body`'s contact beginning (`began`) or ending ([`queue_event`]).
 pub(crate) fn queue_contact(
     pending: &mut VecDeque<Event>,
     left_out: &mut u64,
@@ -524,11 +533,7 @@ pub(crate) fn queue_contact(
     } else {
         Event::ContactEnded { body }
     };
-    if pending.len() < MAX_PENDING_EVENTS {
-        pending.push_back(event);
-    } else {
-        *left_out += 1;
-    }
+    queue_event(pending, left_out, event);
 }
 
 /// A rigid body's world motion as a state frame carries it (centre of mass, orientation

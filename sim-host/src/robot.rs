@@ -238,7 +238,7 @@ use crate::clock::{PlantClock, steps_for};
 use crate::environment::{
     ActivePush, FIRST_PROP_ID, MAX_PROPS, PropMaterial, Props, Push, WALL_FRICTION, Wall,
     apply_pushes, body_motion, check_props, check_pushes, check_walls, collect_contact_forces,
-    queue_contact, reset_forces,
+    queue_contact, queue_event, reset_forces,
 };
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{BallSpawn, Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, WeightDrop};
@@ -776,6 +776,17 @@ struct RobotJoint {
     limits: Option<(f64, f64)>,
 }
 
+/// The arm scene's rules for its props: each ball's crossing of z = 0 is the event
+/// `PlaneCrossed`; a ball is removed `linger_steps` after its crossing, and any prop whose centre
+/// falls below y = `remove_below_y_m`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PropRules {
+    /// Steps a ball stays after its crossing.
+    pub linger_steps: u64,
+    /// The height below which a prop is removed, m.
+    pub remove_below_y_m: f64,
+}
+
 /// The robot of a [`RobotScene`], ready to step.
 pub struct RobotPlant {
     world: PhysicsWorld,
@@ -794,6 +805,8 @@ pub struct RobotPlant {
     environment: Vec<ColliderHandle>,
     /// The balls and weights.
     props: Props,
+    /// The arm scene's rules for them: crossings reported, props removed.
+    prop_rules: Option<PropRules>,
     /// Prop-contact events not yet past a frame; the first [`MAX_EVENTS`] are the current
     /// frame's.
     events: VecDeque<Event>,
@@ -848,6 +861,32 @@ impl RobotPlant {
         scene
             .validate()
             .map_err(|(field, reason)| err(&field, reason))?;
+        let props = Props::new(
+            &scene.balls,
+            &scene.weights,
+            scene.dt_s,
+            PropMaterial {
+                friction: Some(PROP_FRICTION as Real),
+                friction_combine_rule: Some(CoefficientCombineRule::Multiply),
+                groups: Some(InteractionGroups::new(
+                    Group::GROUP_1 | Group::GROUP_3,
+                    Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
+                    InteractionTestMode::And,
+                )),
+            },
+        );
+        Self::build(scene, model, props, None)
+    }
+
+    /// [`Self::from_model`] for a checked `scene` whose props are `props` (the scene's own are
+    /// not read), reporting their crossings and removing them by `rules` when given (the arm
+    /// scene's).
+    pub(crate) fn build(
+        scene: &RobotScene,
+        model: &RobotModel,
+        props: Props,
+        rules: Option<PropRules>,
+    ) -> Result<Self, SceneError> {
         let urdf = scene.urdf.display().to_string();
         let urdf_err = |reason: String| err("urdf", format!("{urdf}: {reason}"));
         check_model(model).map_err(urdf_err)?;
@@ -1246,20 +1285,8 @@ impl RobotPlant {
             body_frames,
             frames,
             environment,
-            props: Props::new(
-                &scene.balls,
-                &scene.weights,
-                scene.dt_s,
-                PropMaterial {
-                    friction: Some(PROP_FRICTION as Real),
-                    friction_combine_rule: Some(CoefficientCombineRule::Multiply),
-                    groups: Some(InteractionGroups::new(
-                        Group::GROUP_1 | Group::GROUP_3,
-                        Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
-                        InteractionTestMode::And,
-                    )),
-                },
-            ),
+            props,
+            prop_rules: rules,
             events: VecDeque::new(),
             events_left_out: 0,
             contacts: heapless::Vec::new(),
@@ -1951,6 +1978,7 @@ impl RobotPlant {
         );
         self.props
             .spawn_due(&mut self.world, self.clock.step_index(), |_| {});
+        let before = self.prop_rules.map(|_| self.props.heights_z(&self.world));
         self.world.step();
         self.refresh_bodies();
         self.collect_contacts();
@@ -1966,6 +1994,20 @@ impl RobotPlant {
             },
             |body, now| queue_contact(events, left_out, body, now),
         );
+        if let (Some(rules), Some(before)) = (self.prop_rules, before) {
+            // The step just taken is the one the clock reaches when it advances below.
+            let step = self.clock.step_index() + 1;
+            self.props
+                .read_crossings(&self.world, &before, step, |body| {
+                    queue_event(events, left_out, Event::PlaneCrossed { body });
+                });
+            self.props.remove_finished(
+                &mut self.world,
+                step,
+                rules.linger_steps,
+                rules.remove_below_y_m,
+            );
+        }
         self.clock.advance();
         self.clock.finish_step(t0);
         self.state_frame()

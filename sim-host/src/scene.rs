@@ -286,6 +286,18 @@ impl Scene {
             -1e3,
             1e3,
         );
+        // The arm is a robot plant's link: its inertia within a robot description's bound.
+        let (l, a, m) = (self.arm.length_m, self.arm.thickness_m, self.arm.mass_kg);
+        let across = m * (l * l + a * a) / 12.0;
+        if across > crate::input::MAX_URDF_INERTIA_KG_M2 {
+            c.fail(
+                "arm.mass_kg",
+                format!(
+                    "{m} kg on a {l} m arm: its inertia about its centre, M(L² + a²)/12 = {across:.4e} kg·m², exceeds {:e}",
+                    crate::input::MAX_URDF_INERTIA_KG_M2
+                ),
+            );
+        }
         c.positive_up_to(
             "arm.torque_limit_nm",
             self.arm.torque_limit_nm,
