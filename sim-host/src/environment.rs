@@ -272,6 +272,15 @@ pub(crate) fn reset_forces<'a>(
     }
 }
 
+/// The collision groups of a robot's or the humanoid's props: members of the environment's
+/// group 1 (so the robot's colliders, which filter group 1, see them) and of their own group 3;
+/// they collide with the environment, the robot (group 2) and each other.
+pub(crate) const PROP_GROUPS: InteractionGroups = InteractionGroups::new(
+    Group::GROUP_1.union(Group::GROUP_3),
+    Group::GROUP_1.union(Group::GROUP_2).union(Group::GROUP_3),
+    InteractionTestMode::And,
+);
+
 /// What a plant gives its props' colliders beyond shape and mass (Rapier's default where
 /// `None`: friction 0.5 combined by average, every collision group).
 #[derive(Debug, Clone, Copy, Default)]
@@ -365,14 +374,8 @@ impl Props {
         }
     }
 
-    /// Puts every prop due at or before `step` into `world`; calls `spawned` with each one's
-    /// collider (a plant that reads the environment's forces adds it to its environment).
-    pub(crate) fn spawn_due(
-        &mut self,
-        world: &mut PhysicsWorld,
-        step: u64,
-        mut spawned: impl FnMut(ColliderHandle),
-    ) {
+    /// Puts every prop due at or before `step` into `world`.
+    pub(crate) fn spawn_due(&mut self, world: &mut PhysicsWorld, step: u64) {
         while self.due.front().is_some_and(|p| p.step <= step) {
             let Some(p) = self.due.pop_front() else {
                 break;
@@ -398,7 +401,6 @@ impl Props {
                 .linvel(v3(p.velocity))
                 .ccd_enabled(true);
             let (body, collider) = world.insert(body, collider);
-            spawned(collider);
             self.live.push(LiveProp {
                 id: p.id,
                 crosses: p.crosses,

@@ -110,8 +110,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::PlantClock;
 use crate::environment::{
-    ActivePush, PropMaterial, Props, Push, apply_pushes, body_motion, check_props, quarantined,
-    queue_contact, reset_forces,
+    ActivePush, PROP_GROUPS, PropMaterial, Props, Push, apply_pushes, body_motion, check_props,
+    quarantined, queue_contact, reset_forces,
 };
 use crate::scene::{
     BallSpawn, Checker, DEFAULT_DT_S, MAX_PUSH_FORCE_N, MAX_TORQUE_LIMIT_NM, SceneError, steps_for,
@@ -721,11 +721,7 @@ impl HumanoidPlant {
                 PropMaterial {
                     friction: Some(FRICTION as Real),
                     friction_combine_rule: None,
-                    groups: Some(InteractionGroups::new(
-                        Group::GROUP_1 | Group::GROUP_3,
-                        Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
-                        InteractionTestMode::And,
-                    )),
+                    groups: Some(PROP_GROUPS),
                 },
             ),
             root_torque_limit_nm: scene.root_torque_limit_nm,
@@ -877,7 +873,7 @@ impl HumanoidPlant {
             self.clock.step_index(),
         );
         self.balls
-            .spawn_due(&mut self.world, self.clock.step_index(), |_| {});
+            .spawn_due(&mut self.world, self.clock.step_index());
         self.world.step();
         self.clock.advance();
         self.read_ground_forces();

@@ -236,9 +236,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{PlantClock, steps_for};
 use crate::environment::{
-    ActivePush, FIRST_PROP_ID, MAX_PROPS, PropMaterial, Props, Push, WALL_FRICTION, Wall,
-    apply_pushes, body_motion, check_props, check_pushes, check_walls, collect_contact_forces,
-    queue_contact, queue_event, reset_forces,
+    ActivePush, FIRST_PROP_ID, MAX_PROPS, PROP_GROUPS, PropMaterial, Props, Push, WALL_FRICTION,
+    Wall, apply_pushes, body_motion, check_props, check_pushes, check_walls,
+    collect_contact_forces, queue_contact, queue_event, reset_forces,
 };
 use crate::input::{MAX_URDF_INERTIA_KG_M2, MAX_URDF_LENGTH_M, MAX_URDF_MASS_KG};
 use crate::scene::{BallSpawn, Checker, DEFAULT_DT_S, MAX_TORQUE_LIMIT_NM, SceneError, WeightDrop};
@@ -868,11 +868,7 @@ impl RobotPlant {
             PropMaterial {
                 friction: Some(PROP_FRICTION as Real),
                 friction_combine_rule: Some(CoefficientCombineRule::Multiply),
-                groups: Some(InteractionGroups::new(
-                    Group::GROUP_1 | Group::GROUP_3,
-                    Group::GROUP_1 | Group::GROUP_2 | Group::GROUP_3,
-                    InteractionTestMode::And,
-                )),
+                groups: Some(PROP_GROUPS),
             },
         );
         Self::build(scene, model, props, None)
@@ -1977,7 +1973,7 @@ impl RobotPlant {
             self.clock.step_index(),
         );
         self.props
-            .spawn_due(&mut self.world, self.clock.step_index(), |_| {});
+            .spawn_due(&mut self.world, self.clock.step_index());
         let before = self.prop_rules.map(|_| self.props.heights_z(&self.world));
         self.world.step();
         self.refresh_bodies();
