@@ -74,6 +74,8 @@
     )
 )]
 
+use core::fmt;
+
 use nalgebra::{Isometry3, Matrix3, SMatrix, SVector, Translation3, UnitQuaternion, Vector3};
 
 use crate::tree::{Placement, Tree, TreeKinematics};
@@ -171,7 +173,58 @@ pub struct StabiliserSettings {
     pub seed: u64,
 }
 
+/// A [`StabiliserSettings`] field out of its range ([`StabiliserSettings::check`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// `population` outside 2 ..= [`MAX_POPULATION`].
+    Population(usize),
+    /// `generations` 0.
+    Generations(usize),
+    /// `sigma0_nm` not finite and > 0.
+    Step(f64),
+    /// `limit_cor` not finite.
+    LimitCor(f64),
+    /// `limit_sag` not finite.
+    LimitSag(f64),
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Population(n) => {
+                write!(f, "population {n}: must be within 2 ..= {MAX_POPULATION}")
+            }
+            Self::Generations(n) => write!(f, "generations {n}: must be at least 1"),
+            Self::Step(x) => write!(f, "sigma0_nm {x}: must be finite and > 0 N·m"),
+            Self::LimitCor(x) => write!(f, "limit_cor {x}: must be finite"),
+            Self::LimitSag(x) => write!(f, "limit_sag {x}: must be finite"),
+        }
+    }
+}
+
 impl StabiliserSettings {
+    /// The first field out of its range, if any: the population 2 ..= [`MAX_POPULATION`], at
+    /// least one generation, a finite step > 0, finite limits.
+    pub fn check(&self) -> Result<(), SettingsError> {
+        if !(2..=MAX_POPULATION).contains(&self.population) {
+            return Err(SettingsError::Population(self.population));
+        }
+        if self.generations == 0 {
+            return Err(SettingsError::Generations(self.generations));
+        }
+        if !(self.sigma0_nm > 0.0 && self.sigma0_nm.is_finite()) {
+            return Err(SettingsError::Step(self.sigma0_nm));
+        }
+        if !self.limit_cor.is_finite() {
+            return Err(SettingsError::LimitCor(self.limit_cor));
+        }
+        if !self.limit_sag.is_finite() {
+            return Err(SettingsError::LimitSag(self.limit_sag));
+        }
+        Ok(())
+    }
+
     /// The paper's limits (0.2, 0.2); 8 samples × 8 generations from a 10 N·m step.
     pub const DEFAULT: Self = Self {
         limit_cor: 0.2,
@@ -306,31 +359,20 @@ struct Linear {
 }
 
 impl<const N: usize> ContactStabiliser<N> {
-    /// A stabiliser predicting with `tree` (a floating base). Settings out of range are
-    /// brought into range: population to 2 ..= [`MAX_POPULATION`], generations to at least 1,
-    /// a non-finite or non-positive step to the default's.
-    pub fn new(tree: Tree<N>, settings: StabiliserSettings) -> Self {
-        let mut s = settings;
-        s.population = s.population.clamp(2, MAX_POPULATION);
-        s.generations = s.generations.max(1);
-        if !(s.sigma0_nm > 0.0 && s.sigma0_nm.is_finite()) {
-            s.sigma0_nm = StabiliserSettings::DEFAULT.sigma0_nm;
-        }
-        for l in [&mut s.limit_cor, &mut s.limit_sag] {
-            if !l.is_finite() {
-                *l = 0.2;
-            }
-        }
-        Self {
+    /// A stabiliser predicting with `tree` (a floating base); settings out of range are
+    /// refused, naming the field ([`StabiliserSettings::check`]).
+    pub fn new(tree: Tree<N>, settings: StabiliserSettings) -> Result<Self, SettingsError> {
+        settings.check()?;
+        Ok(Self {
             tree,
-            settings: s,
+            settings,
             kin: TreeKinematics::default(),
             kin_step: TreeKinematics::default(),
-            rng: s.seed | 1,
-        }
+            rng: settings.seed | 1,
+        })
     }
 
-    /// The settings in use (after [`Self::new`] brought them into range).
+    /// The settings in use.
     pub const fn settings(&self) -> &StabiliserSettings {
         &self.settings
     }
@@ -946,8 +988,87 @@ mod tests {
         for (x, e) in tau[6..].iter_mut().zip(tau_extra) {
             *x += e;
         }
-        let mut s = ContactStabiliser::new(t, settings);
+        let mut s = ContactStabiliser::new(t, settings).expect("valid settings");
         s.tick(&input(&pose, &q, &tau))
+    }
+
+    /// Settings out of range are refused, naming the field; nothing is brought into range.
+    #[test]
+    fn settings_out_of_range_are_refused_naming_the_field() {
+        let d = StabiliserSettings::DEFAULT;
+        let cases = [
+            (
+                StabiliserSettings { population: 1, ..d },
+                SettingsError::Population(1),
+                "population",
+            ),
+            (
+                StabiliserSettings {
+                    population: 17,
+                    ..d
+                },
+                SettingsError::Population(17),
+                "population",
+            ),
+            (
+                StabiliserSettings {
+                    generations: 0,
+                    ..d
+                },
+                SettingsError::Generations(0),
+                "generations",
+            ),
+            (
+                StabiliserSettings {
+                    sigma0_nm: 0.0,
+                    ..d
+                },
+                SettingsError::Step(0.0),
+                "sigma0_nm",
+            ),
+            (
+                StabiliserSettings {
+                    sigma0_nm: f64::INFINITY,
+                    ..d
+                },
+                SettingsError::Step(f64::INFINITY),
+                "sigma0_nm",
+            ),
+            (
+                StabiliserSettings {
+                    limit_cor: f64::NEG_INFINITY,
+                    ..d
+                },
+                SettingsError::LimitCor(f64::NEG_INFINITY),
+                "limit_cor",
+            ),
+        ];
+        for (settings, error, field) in cases {
+            assert_eq!(
+                ContactStabiliser::new(tree(0.0), settings).err(),
+                Some(error)
+            );
+            let mut text = heapless::String::<96>::new();
+            core::fmt::write(&mut text, format_args!("{error}")).expect("fits");
+            assert!(text.starts_with(field), "{text}");
+        }
+        // A NaN limit is refused too (compared by its text: NaN is not equal to itself).
+        let nan = StabiliserSettings {
+            limit_sag: f64::NAN,
+            ..d
+        };
+        assert!(matches!(nan.check(), Err(SettingsError::LimitSag(x)) if x.is_nan()));
+        for ok in [
+            d,
+            StabiliserSettings {
+                population: 2,
+                generations: 1,
+                ..d
+            },
+        ] {
+            let s = ContactStabiliser::new(tree(0.0), ok).expect("in range");
+            assert_eq!(*s.settings(), ok);
+        }
     }
 
     #[test]
@@ -998,7 +1119,7 @@ mod tests {
         let pose = Isometry3::translation(0.0, 0.05, 0.0);
         let q = [0.0; N];
         let tau = holding(&t, &pose, &q);
-        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT).expect("valid settings");
         let by_vectors = s.tick(&StabiliserInput {
             joint_torques: &[
                 JointTorque {
@@ -1028,7 +1149,7 @@ mod tests {
         let pose = Isometry3::translation(0.0, 0.05, 0.0);
         let q = [0.0; N];
         let tau = holding(&t, &pose, &q);
-        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT).expect("valid settings");
         let corners = [10.0, 10.0, 150.0, 130.0];
         let out = s.tick(&StabiliserInput {
             measured: Some(corners),
@@ -1053,7 +1174,7 @@ mod tests {
         let tau = holding(&t, &pose, &q);
         let mut pushed = tau;
         pushed[8] += 50.0;
-        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT).expect("valid settings");
         let mut at = |tau: &[f64; N], locked: &[usize]| {
             s.tick(&StabiliserInput {
                 locked,
@@ -1096,7 +1217,7 @@ mod tests {
         let t = tree(0.0);
         let pose = Isometry3::identity();
         let q = [0.0; N];
-        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT).expect("valid settings");
         let tau = [0.0; N];
         let base = input(&pose, &q, &tau);
         for input in [
@@ -1142,7 +1263,7 @@ mod tests {
         // The load's holding torque at the joints about z: 10 g · 0.05 (it pulls forward-down).
         tau[6] += 98.1 * 0.05;
         tau[8] += 98.1 * 0.05;
-        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT);
+        let mut s = ContactStabiliser::new(t, StabiliserSettings::DEFAULT).expect("valid settings");
         let out = s.tick(&StabiliserInput {
             loads: &[Load {
                 body: 3,
@@ -1215,7 +1336,8 @@ mod tests {
             for (x, e) in tau[6..].iter_mut().zip(extra) {
                 *x += e;
             }
-            let mut s = ContactStabiliser::new(t, StabiliserSettings { seed, ..StabiliserSettings::DEFAULT });
+            let mut s = ContactStabiliser::new(t, StabiliserSettings { seed, ..StabiliserSettings::DEFAULT })
+                .expect("valid settings");
             let out = s.tick(&StabiliserInput {
                 v: &v,
                 ..input(&pose, &qq, &tau)

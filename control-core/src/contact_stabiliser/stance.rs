@@ -32,8 +32,8 @@
 use nalgebra::Vector3;
 
 use super::{
-    ContactStabiliser, JointTorque, Load, MAX_LOADS, MAX_LOCKED, SampleAxis, Sole, StabiliserInput,
-    StabiliserOutput, StabiliserSettings,
+    ContactStabiliser, JointTorque, Load, MAX_LOADS, MAX_LOCKED, SampleAxis, SettingsError, Sole,
+    StabiliserInput, StabiliserOutput, StabiliserSettings,
 };
 use crate::balance::humanoid::{BodyMap, Unmapped};
 use crate::balance::{JointGroup, PLANTED_N};
@@ -148,6 +148,29 @@ pub struct StanceSideSpec<'a> {
     pub settings: StabiliserSettings,
 }
 
+/// Why [`StanceSide::new`] refused a side.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum StanceSideError {
+    /// More joints, removed parts or limited joints than it holds ([`MAX_WALK_JOINTS`],
+    /// [`MAX_LOADS`], [`MAX_LIMITED`]).
+    Capacity,
+    /// The search's settings out of range.
+    Settings(SettingsError),
+}
+
+impl core::fmt::Display for StanceSideError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Capacity => write!(
+                f,
+                "more joints, removed parts or limited joints than the stabiliser holds ({MAX_WALK_JOINTS}, {MAX_LOADS}, {MAX_LIMITED})"
+            ),
+            Self::Settings(e) => write!(f, "stabiliser settings: {e}"),
+        }
+    }
+}
+
 /// One stance side's model, its tree's velocity capacity `N`.
 #[derive(Debug, Clone)]
 pub struct StanceSide<const N: usize> {
@@ -163,19 +186,23 @@ pub struct StanceSide<const N: usize> {
 }
 
 impl<const N: usize> StanceSide<N> {
-    /// The side predicting with `tree` (a floating base, the one `spec.map` maps to); `None`
-    /// past a capacity (joints, removed parts, limits).
-    pub fn new(tree: Tree<N>, spec: &StanceSideSpec<'_>) -> Option<Self> {
-        Some(Self {
+    /// The side predicting with `tree` (a floating base, the one `spec.map` maps to); refused
+    /// past a capacity (joints, removed parts, limits) or with settings out of range.
+    pub fn new(tree: Tree<N>, spec: &StanceSideSpec<'_>) -> Result<Self, StanceSideError> {
+        Ok(Self {
             map: spec.map.clone(),
-            groups: heapless::Vec::from_slice(spec.groups).ok()?,
-            stabiliser: ContactStabiliser::new(tree, spec.settings),
+            groups: heapless::Vec::from_slice(spec.groups)
+                .map_err(|_| StanceSideError::Capacity)?,
+            stabiliser: ContactStabiliser::new(tree, spec.settings)
+                .map_err(StanceSideError::Settings)?,
             sole: spec.sole,
             axes: spec.axes,
             ankle_knee: spec.ankle_knee,
             feet: spec.feet,
-            removed: heapless::Vec::from_slice(spec.removed).ok()?,
-            limits: heapless::Vec::from_slice(spec.limits).ok()?,
+            removed: heapless::Vec::from_slice(spec.removed)
+                .map_err(|_| StanceSideError::Capacity)?,
+            limits: heapless::Vec::from_slice(spec.limits)
+                .map_err(|_| StanceSideError::Capacity)?,
         })
     }
 }

@@ -215,12 +215,7 @@ impl Builder<'_> {
             limits: &limits,
             settings,
         };
-        StanceSide::new(tree, &spec).ok_or_else(|| {
-            format!(
-                "{} joints: more than the stabiliser holds",
-                shape.joint_of.len()
-            )
-        })
+        StanceSide::new(tree, &spec).map_err(|e| e.to_string())
     }
 }
 
