@@ -305,7 +305,10 @@ pub extern "C" fn _start() -> ! {
         acc += fixed_servo_tick();
     }
     black_box(acc);
-    loop {}
+    // Never returns (a freestanding entry point has nothing to return to); only linked, never run.
+    loop {
+        core::hint::spin_loop();
+    }
 }
 
 /// The ground-contact stabiliser (`control_core::contact_stabiliser`): a foot (the floating
@@ -361,7 +364,9 @@ fn stabiliser_tick() -> f64 {
         group_count,
         max_nm: 60.0,
     };
-    let mut s = ContactStabiliser::new(tree, StabiliserSettings::DEFAULT);
+    let Ok(mut s) = ContactStabiliser::new(tree, StabiliserSettings::DEFAULT) else {
+        return 0.0;
+    };
     let out = s.tick(&StabiliserInput {
         base_pose: &Isometry3::translation(0.0, 0.05, 0.0),
         q: &[0.0; 9],
