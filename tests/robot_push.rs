@@ -119,6 +119,30 @@ fn solo12_stands_on_four_feet_and_takes_a_push() {
     }
 }
 
+/// Solo-12 pelted (`[pelt]`): every run is thrown the eight balls; those that touch the robot
+/// are counted once each, and every frame of the tumbling base reads back (its orientation a
+/// unit quaternion); `pd_hold`'s stiff stance takes them all standing.
+#[test]
+fn solo12_pelted_counts_the_balls_that_hit() {
+    let r = run(
+        "robot_pelted_solo12",
+        "robot_pelted_solo12.toml",
+        "impulses_ns = [0.0]",
+        "solo_description/robots/solo12.urdf",
+        None,
+    );
+    assert_eq!(r["faults"]["rejected_frames"], 0, "{}", r["faults"]);
+    for name in ["qp_balance", "pd_hold"] {
+        let b = &push(controller(&r, name), 0.0)["balls"];
+        assert_eq!(b["thrown"], 8, "{name}: {b}");
+        let (hit, before) = (num(&b["hit"]), num(&b["hit_before_fall"]));
+        assert!((7.0..=8.0).contains(&hit) && before <= hit, "{name}: {b}");
+    }
+    let pd = push(controller(&r, "pd_hold"), 0.0);
+    assert_eq!(pd["stood"], true, "{pd}");
+    assert_eq!(pd["balls"]["hit_before_fall"], pd["balls"]["hit"]);
+}
+
 /// G1 (29 joints, feet of four balls each): `qp_balance` stands unpushed and after 10 N·s on
 /// its feet where they stand, and after 15 N·s (beyond what it stands without a step) by
 /// recovery steps, the swing as long in pendulum time as the humanoid's.

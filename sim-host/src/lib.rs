@@ -62,7 +62,7 @@ mod test_mesh;
 
 pub use biped::{BipedPlant, BipedScene, BipedState, TorqueLimitError};
 pub use clock::PlantClock;
-pub use environment::{Push, Wall};
+pub use environment::{FIRST_PROP_ID, MAX_PROPS, Push, Wall};
 pub use host::{HostError, HostedPlant, Mode, RunEnd, RunSummary};
 pub use humanoid::{HumanoidModel, HumanoidPlant, HumanoidScene};
 pub use plant::Plant;

@@ -32,7 +32,7 @@ use control_core::balance::legged::{
 };
 use control_core::balance::step::{StepSettings, Stepper};
 use control_core::balance::{Balance, BalanceSettings, ContactBody, JointGroup, MAX_POINTS};
-use control_core::frames::{BodyMotion, MAX_CONTACTS, MAX_JOINTS, StateFrame};
+use control_core::frames::{BodyMotion, Event, MAX_CONTACTS, MAX_JOINTS, StateFrame};
 use control_core::tree::{BaseKind, Tree};
 use serde::{Deserialize, Serialize};
 use sim_host::{Mode, Push};
@@ -43,7 +43,7 @@ use super::recorder::KindRecorder;
 use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::scenario::{MAX_END_S, ScenarioError};
 use super::session::{Cut, LoopCommand, LoopController, LoopState, StopFlag};
-use super::standing::{CaptureOut, FeetMeter, FeetOut, FootForce};
+use super::standing::{BallCount, BallsOut, CaptureOut, FeetMeter, FeetOut, FootForce, PeltSpec};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 
 /// The `kind` of these scenario files.
@@ -99,6 +99,9 @@ pub struct RobotPushScenario {
     /// `pd_hold`'s settings.
     #[serde(default)]
     pub pd_hold: PdSpec,
+    /// Balls thrown at the pushed link in every run (none: no balls).
+    #[serde(default)]
+    pub pelt: Option<PeltSpec>,
 }
 
 fn default_laws() -> Vec<String> {
@@ -314,6 +317,9 @@ impl RobotPushScenario {
     fn check(&self) -> Result<(), (String, String)> {
         let bad = |f: &str, r: String| Err((f.to_owned(), r));
         super::scenario::check_kind_and_name(&self.kind, KIND, &self.name)?;
+        if let Some(pelt) = &self.pelt {
+            pelt.check(self.end_s)?;
+        }
         let dt = self.physics_dt_s;
         if !(dt.is_finite() && (1e-4..=0.05).contains(&dt)) {
             return bad(
@@ -1208,15 +1214,18 @@ pub struct LeggedRecorder {
     samples: Vec<crate::replay::legged::Sample>,
     next_sample_s: f64,
     last_torques: Vec<f64>,
+    /// The balls' hits (a scenario with a pelt).
+    balls: Option<BallCount>,
 }
 
 /// The replay's sampling period, s.
 const SAMPLE_S: f64 = 0.01;
 
 impl LeggedRecorder {
-    fn new(judge: Arc<Judge>, keep: bool) -> Self {
+    fn new(judge: Arc<Judge>, keep: bool, balls: Option<BallCount>) -> Self {
         let feet = judge.robot.feet.len();
         Self {
+            balls,
             keep,
             samples: Vec::new(),
             next_sample_s: 0.0,
@@ -1283,6 +1292,14 @@ impl KindRecorder<LeggedController> for LeggedRecorder {
 
     fn state(&mut self, frame: &StateFrame, state: &LeggedState, previous: Option<&LeggedState>) {
         let s = *state;
+        // The plant's only events are its props' touches of the robot.
+        if let Some(b) = self.balls.as_mut() {
+            for e in &frame.events {
+                if let Event::ContactBegan { body } = *e {
+                    b.touched(body.0, self.fell_at_s.is_some());
+                }
+            }
+        }
         if self.fell_at_s.is_none() {
             let robot = &self.judge.robot;
             let (base, _) = robot.base_and_velocity(&s);
@@ -1383,6 +1400,7 @@ impl KindRecorder<LeggedController> for LeggedRecorder {
             contacts: self.feet.out().clone(),
             qp: self.qp,
             limited: self.limited,
+            balls: self.balls.map(|b| b.out()),
         }
     }
 }
@@ -1399,6 +1417,7 @@ pub struct RobotRun {
     contacts: FeetOut,
     qp: Option<QpOut>,
     limited: u64,
+    balls: Option<BallsOut>,
 }
 
 /// One push in the report.
@@ -1425,6 +1444,9 @@ pub struct RobotPushOut {
     pub qp: Option<QpOut>,
     /// Joint-ticks whose torque was limited to the effort.
     pub limited_joint_ticks: u64,
+    /// With a `[pelt]`: the balls thrown and those that hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balls: Option<BallsOut>,
 }
 
 /// One controller in the report.
@@ -1520,8 +1542,14 @@ fn ankle_bound(robot: &Robot, direction: [f64; 3]) -> Option<f64> {
 }
 
 /// The plant's scene for one push.
-fn scene(s: &RobotPushScenario, robot: &Robot, impulse: f64) -> sim_host::robot::RobotScene {
+fn scene(
+    s: &RobotPushScenario,
+    robot: &Robot,
+    impulse: f64,
+    balls: &[sim_host::BallSpawn],
+) -> sim_host::robot::RobotScene {
     let mut scene = sim_host::robot::RobotScene::new(s.urdf(), s.end_s);
+    scene.balls = balls.to_vec();
     scene.mimic_as_independent = s.robot.mimic_as_independent;
     scene.floating_base = true;
     scene.collision = s.robot.collision;
@@ -1582,6 +1610,8 @@ pub struct RobotPush {
     pub s: RobotPushScenario,
     model: robot_model::RobotModel,
     robot: Robot,
+    /// The balls every run throws (`[pelt]`).
+    balls: Vec<sim_host::BallSpawn>,
     controllers: Vec<(LeggedLaw, LeggedController)>,
     lowest: f64,
     ankle_bound_ns: Option<f64>,
@@ -1611,7 +1641,7 @@ impl RobotPush {
         let model = robot_model::load(&s.urdf(), &s.load_options())
             .map_err(|e| refuse(("robot.urdf".to_owned(), e.to_string())))?;
         let mut robot = Robot::resolve(&s, &model).map_err(refuse)?;
-        let scene0 = scene(&s, &robot, 0.0);
+        let scene0 = scene(&s, &robot, 0.0, &[]);
         scene0
             .validate()
             .map_err(|(field, reason)| refuse((format!("(plant scene) {field}"), reason)))?;
@@ -1627,6 +1657,30 @@ impl RobotPush {
             )));
         }
         robot.base_pose.translation.vector.z -= lowest;
+        // The balls, at the pushed body's centre of mass as the robot stands on the ground.
+        let balls = match &s.pelt {
+            Some(pelt) => {
+                let body = replica.link_body_id(&robot.push_link).ok_or_else(|| {
+                    refuse((
+                        "push.link".to_owned(),
+                        format!("`{}` is no link of the plant's robot", robot.push_link),
+                    ))
+                })?;
+                let mut target = replica
+                    .body_motions()
+                    .get(usize::from(body.0))
+                    .map(|m| m.com_m)
+                    .ok_or_else(|| {
+                        refuse((
+                            "pelt".to_owned(),
+                            format!("`{}`'s body is not in the plant's frames", robot.push_link),
+                        ))
+                    })?;
+                target[2] -= lowest;
+                pelt.balls(target, s.push.direction, 2, -GRAVITY[2])
+            }
+            None => Vec::new(),
+        };
         let ankle_bound_ns = ankle_bound(&robot, s.push.direction);
         let period = 1.0 / s.control_rate_hz;
         let (mut controllers, mut capped, mut min_normal) = (Vec::new(), Vec::new(), 0.0);
@@ -1647,6 +1701,7 @@ impl RobotPush {
             s,
             model,
             robot,
+            balls,
             controllers,
             lowest,
             ankle_bound_ns,
@@ -1683,7 +1738,7 @@ pub fn run_scenario(
         .collect();
     let urdf = s.urdf();
     let period = 1.0 / s.control_rate_hz;
-    let scene0 = scene(s, robot, 0.0);
+    let scene0 = scene(s, robot, 0.0, &prepared.balls);
     let judge = Arc::new(Judge {
         mu: s.robot.ground_friction,
         fall_height_m: s.judge.fall_height_fraction * robot.base_pose.translation.vector.z,
@@ -1719,12 +1774,16 @@ pub fn run_scenario(
             let scene_file = scenes.join(format!("{}_{k}.json", law.name()));
             std::fs::write(
                 &scene_file,
-                serde_json::to_string_pretty(&scene(s, robot, impulse))?,
+                serde_json::to_string_pretty(&scene(s, robot, impulse, &prepared.balls))?,
             )?;
             let (run, run_cut) = run_session(
                 args,
                 controller.clone(),
-                LeggedRecorder::new(judge.clone(), all_stood || fell.is_none()),
+                LeggedRecorder::new(
+                    judge.clone(),
+                    all_stood || fell.is_none(),
+                    s.pelt.as_ref().map(|p| BallCount::new(p.count)),
+                ),
                 law.name(),
                 ((&plant.0, &plant.1), &scene_file),
                 Periods {
@@ -1767,6 +1826,7 @@ pub fn run_scenario(
                 feet: run.kind.contacts.clone(),
                 qp: run.kind.qp.clone(),
                 limited_joint_ticks: run.kind.limited,
+                balls: run.kind.balls.clone(),
             };
             let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
             csv.push_str(&format!(
@@ -1928,6 +1988,13 @@ pub fn summary_table(r: &RobotPushReport) -> String {
             fall,
             tick
         ));
+    }
+    for c in &r.controllers {
+        for p in &c.pushes {
+            if let Some(b) = &p.balls {
+                out.push_str(&b.summary_line(c.name, p.impulse_ns, p.stood));
+            }
+        }
     }
     out
 }

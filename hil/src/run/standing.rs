@@ -6,9 +6,11 @@
 //! cones with internal forces (equal and opposite, moving nothing), so a foot at its cone's edge
 //! need not slide, and `slip_steps` counts motion, not forces.
 //!
+//! And the balls both kinds may throw at it ([`PeltSpec`]), and how many hit ([`BallCount`]).
+//!
 //! Runs in the recorder, off the control thread.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A planted foot whose points' centroid moves faster than this along the ground slips, m/s.
 pub const SLIP_M_S: f64 = 0.01;
@@ -171,6 +173,196 @@ impl CaptureOut {
     }
 }
 
+/// Balls thrown at the pushed body, one after another along the push's direction (its part
+/// along the ground): ball k (from 0) arrives at `first_s + k · interval_s` at the body's centre
+/// of mass as the robot stands at the start, at the top of its arc (no vertical velocity there),
+/// with a horizontal speed from `speed_m_s[0]` (the first) to `speed_m_s[1]` (the last) in equal
+/// steps, thrown from `distance_m` away. Every run of the scenario gets them (`[pelt]` of
+/// `dynamo_push` and `robot_push`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeltSpec {
+    /// How many, 1 – [`sim_host::MAX_PROPS`].
+    pub count: usize,
+    /// When the first arrives, s.
+    pub first_s: f64,
+    /// Between arrivals, s (> 0).
+    pub interval_s: f64,
+    /// The first and the last ball's speed, m/s (each in (0, 100]).
+    #[serde(deserialize_with = "sim_host::input::exact")]
+    pub speed_m_s: [f64; 2],
+    /// Each ball's mass, kg, (0, 100].
+    pub mass_kg: f64,
+    /// Each ball's radius, m, [0.01, 1].
+    pub radius_m: f64,
+    /// How far from the body each is thrown, m, (0, 100].
+    pub distance_m: f64,
+}
+
+impl PeltSpec {
+    /// Ball `k`'s arrival time and speed.
+    pub fn arrival(&self, k: usize) -> (f64, f64) {
+        let [v0, v1] = self.speed_m_s;
+        let share = if self.count > 1 {
+            k as f64 / (self.count - 1) as f64
+        } else {
+            0.0
+        };
+        (
+            self.first_s + k as f64 * self.interval_s,
+            v0 + (v1 - v0) * share,
+        )
+    }
+
+    /// Every field in range, every ball thrown at t ≥ 0 and arriving by `end_s`; the failing
+    /// field (`pelt.…`) and why.
+    pub fn check(&self, end_s: f64) -> Result<(), (String, String)> {
+        let bad = |f: &str, r: String| Err((format!("pelt.{f}"), r));
+        let max = sim_host::MAX_PROPS;
+        if !(1..=max).contains(&self.count) {
+            return bad("count", format!("{}: within [1, {max}]", self.count));
+        }
+        for (f, v, lo, hi) in [
+            ("first_s", self.first_s, 0.0, 1e4),
+            ("interval_s", self.interval_s, 1e-3, 1e4),
+            ("speed_m_s[0]", self.speed_m_s[0], 1e-3, 100.0),
+            ("speed_m_s[1]", self.speed_m_s[1], 1e-3, 100.0),
+            ("mass_kg", self.mass_kg, 1e-3, 100.0),
+            ("radius_m", self.radius_m, 0.01, 1.0),
+            ("distance_m", self.distance_m, 1e-3, 100.0),
+        ] {
+            if !(v.is_finite() && (lo..=hi).contains(&v)) {
+                return bad(f, format!("{v}: must be within [{lo}, {hi}]"));
+            }
+        }
+        for k in 0..self.count {
+            let (arrive, speed) = self.arrival(k);
+            if arrive - self.distance_m / speed < 0.0 {
+                return bad(
+                    "first_s",
+                    format!(
+                        "ball {k} would be thrown before the run starts (it flies {} s)",
+                        self.distance_m / speed
+                    ),
+                );
+            }
+            if arrive > end_s {
+                return bad(
+                    "count",
+                    format!("ball {k} arrives at {arrive} s, after the run's end at {end_s} s"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The balls, ids from [`sim_host::FIRST_PROP_ID`], thrown at `target` (a world point, m)
+    /// along `direction`'s part across `up` (the world axis against gravity, 0 – 2) under
+    /// gravity `g` (m/s², > 0).
+    pub fn balls(
+        &self,
+        target: [f64; 3],
+        direction: [f64; 3],
+        up: usize,
+        g: f64,
+    ) -> Vec<sim_host::BallSpawn> {
+        let d = direction;
+        let (a, b) = ((up + 1) % 3, (up + 2) % 3);
+        let (a, b) = (a.min(b), a.max(b));
+        let h = (d[a] * d[a] + d[b] * d[b]).sqrt().max(1e-12);
+        let mut dir = [0.0; 3];
+        dir[a] = d[a] / h;
+        dir[b] = d[b] / h;
+        (0..self.count)
+            .map(|k| {
+                let (arrive, speed) = self.arrival(k);
+                let flight = self.distance_m / speed;
+                let (mut position_m, mut velocity_m_s) = ([0.0; 3], [0.0; 3]);
+                for i in [a, b] {
+                    position_m[i] = target[i] - dir[i] * self.distance_m;
+                    velocity_m_s[i] = dir[i] * speed;
+                }
+                // At the top of its arc when it arrives.
+                position_m[up] = target[up] - 0.5 * g * flight * flight;
+                velocity_m_s[up] = g * flight;
+                sim_host::BallSpawn {
+                    id: sim_host::FIRST_PROP_ID + k as u16,
+                    spawn_time_s: arrive - flight,
+                    position_m,
+                    velocity_m_s,
+                    radius_m: self.radius_m,
+                    mass_kg: self.mass_kg,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The balls that hit, counted once each by id.
+#[derive(Debug, Clone, Default)]
+pub struct BallCount {
+    hit_ids: Vec<u16>,
+    out: BallsOut,
+}
+
+impl BallCount {
+    /// None hit yet of `thrown`.
+    pub fn new(thrown: usize) -> Self {
+        Self {
+            hit_ids: Vec::with_capacity(thrown),
+            out: BallsOut {
+                thrown,
+                ..BallsOut::default()
+            },
+        }
+    }
+
+    /// Ball `id` touched the robot (counted once), `fallen` or not yet.
+    pub fn touched(&mut self, id: u16, fallen: bool) {
+        if !self.hit_ids.contains(&id) {
+            self.hit_ids.push(id);
+            self.out.hit += 1;
+            if !fallen {
+                self.out.hit_before_fall += 1;
+            }
+        }
+    }
+
+    /// What the report says.
+    pub fn out(&self) -> BallsOut {
+        self.out.clone()
+    }
+}
+
+/// Balls thrown at the robot (`[pelt]`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BallsOut {
+    /// Thrown.
+    pub thrown: usize,
+    /// That touched the robot.
+    pub hit: usize,
+    /// That touched it before it fell (all that hit, if it stood).
+    pub hit_before_fall: usize,
+}
+
+impl BallsOut {
+    /// The summary's line for controller `name`'s run at `impulse_ns`, which `stood` (`None`:
+    /// cut).
+    pub fn summary_line(&self, name: &str, impulse_ns: f64, stood: Option<bool>) -> String {
+        format!(
+            "{name} at {impulse_ns} N·s: {} of {} balls hit, {} before {}\n",
+            self.hit,
+            self.thrown,
+            self.hit_before_fall,
+            match stood {
+                Some(true) => "the end, standing",
+                Some(false) => "it fell",
+                None => "the run was cut",
+            }
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +459,61 @@ mod tests {
         m.state(&[down(0.2)], None, 0.0, false);
         m.state(&[UP], None, 0.01, false);
         assert_eq!(m.out().lift_events, 0);
+    }
+
+    /// Each ball flies freely into the target at its arrival time, at the top of its arc, along
+    /// the push's direction across the up axis, each faster than the last; the count is one
+    /// ball per hit, a ball hitting twice counted once.
+    #[test]
+    fn balls_arrive_at_the_target_at_the_top_of_their_arc_and_count_once() {
+        let pelt = PeltSpec {
+            count: 3,
+            first_s: 1.0,
+            interval_s: 0.5,
+            speed_m_s: [2.0, 6.0],
+            mass_kg: 0.3,
+            radius_m: 0.03,
+            distance_m: 2.0,
+        };
+        assert_eq!(pelt.check(3.0), Ok(()));
+        assert_eq!(
+            pelt.check(1.5).map_err(|e| e.0),
+            Err("pelt.count".to_owned())
+        );
+        let target = [0.1, -0.2, 0.3];
+        for (up, g) in [(1, 9.81), (2, 9.81)] {
+            let mut direction = [0.0; 3];
+            direction[(up + 2) % 3] = 3.0; // across up
+            direction[up] = 1.0; // ignored: balls fly across up
+            let balls = pelt.balls(target, direction, up, g);
+            assert_eq!(balls.len(), 3);
+            for (k, b) in balls.iter().enumerate() {
+                let (arrive, speed) = pelt.arrival(k);
+                let t = arrive - b.spawn_time_s;
+                assert_eq!(b.id, sim_host::FIRST_PROP_ID + k as u16);
+                for (i, aim) in target.iter().enumerate() {
+                    let fall = if i == up { -0.5 * g * t * t } else { 0.0 };
+                    let at = b.position_m[i] + b.velocity_m_s[i] * t + fall;
+                    assert!((at - aim).abs() < 1e-12, "ball {k} axis {i}: {at}");
+                }
+                assert!((b.velocity_m_s[up] - g * t).abs() < 1e-12);
+                let across: f64 = (0..3)
+                    .filter(|&i| i != up)
+                    .map(|i| b.velocity_m_s[i] * b.velocity_m_s[i])
+                    .sum();
+                assert!((across.sqrt() - speed).abs() < 1e-12);
+            }
+            assert!(balls[0].spawn_time_s < balls[1].spawn_time_s);
+        }
+        let mut count = BallCount::new(3);
+        count.touched(100, false);
+        count.touched(100, false);
+        count.touched(102, true);
+        let out = count.out();
+        assert_eq!((out.thrown, out.hit, out.hit_before_fall), (3, 2, 1));
+        assert!(
+            out.summary_line("pd_hold", 0.0, Some(true))
+                .contains("2 of 3 balls hit, 1 before the end")
+        );
     }
 }

@@ -47,7 +47,7 @@ use super::report::{Faults, Percentiles, ReportHeader, Timing};
 use super::roles::{JointRole, RolesSpec, body_sides, joint_roles};
 use super::scenario::ScenarioError;
 use super::session::{Cut, StopFlag};
-use super::standing::{CaptureOut, FeetMeter, FeetOut, FootForce};
+use super::standing::{BallCount, BallsOut, CaptureOut, FeetMeter, FeetOut, FootForce, PeltSpec};
 use super::{Finished, Periods, RunArgs, plant, run_session, select};
 use crate::anim::{Bone, BoneKind, ForceArrow, GifSettings, Pose, write_gif};
 use control_core::simbicon3d::Side;
@@ -196,87 +196,6 @@ impl HandSpec {
                 "arrive_s",
                 "must come after hand.start_s and no later than push_at_s".into(),
             );
-        }
-        Ok(())
-    }
-}
-
-/// Balls thrown at the pushed body (`push_body`), one after another along `push_direction`:
-/// ball k (from 0) arrives at `first_s + k · interval_s` at the body's centre of mass as the
-/// humanoid stands at the start, at the top of its arc (no vertical velocity there), with a
-/// horizontal speed from `speed_m_s[0]` (the first) to `speed_m_s[1]` (the last) in equal steps,
-/// thrown from `distance_m` away. Every run of the scenario gets them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PeltSpec {
-    /// How many, 1 – [`sim_host::humanoid::MAX_BALLS`].
-    pub count: usize,
-    /// When the first arrives, s.
-    pub first_s: f64,
-    /// Between arrivals, s (> 0).
-    pub interval_s: f64,
-    /// The first and the last ball's speed, m/s (each in (0, 100]).
-    #[serde(deserialize_with = "sim_host::input::exact")]
-    pub speed_m_s: [f64; 2],
-    /// Each ball's mass, kg, (0, 100].
-    pub mass_kg: f64,
-    /// Each ball's radius, m, [0.01, 1].
-    pub radius_m: f64,
-    /// How far from the body each is thrown, m, (0, 100].
-    pub distance_m: f64,
-}
-
-impl PeltSpec {
-    /// Ball `k`'s arrival time and speed.
-    pub fn arrival(&self, k: usize) -> (f64, f64) {
-        let [v0, v1] = self.speed_m_s;
-        let share = if self.count > 1 {
-            k as f64 / (self.count - 1) as f64
-        } else {
-            0.0
-        };
-        (
-            self.first_s + k as f64 * self.interval_s,
-            v0 + (v1 - v0) * share,
-        )
-    }
-
-    fn check(&self, end_s: f64) -> Result<(), (String, String)> {
-        let bad = |f: &str, r: String| Err((format!("pelt.{f}"), r));
-        let max = sim_host::humanoid::MAX_BALLS;
-        if !(1..=max).contains(&self.count) {
-            return bad("count", format!("{}: within [1, {max}]", self.count));
-        }
-        for (f, v, lo, hi) in [
-            ("first_s", self.first_s, 0.0, 1e4),
-            ("interval_s", self.interval_s, 1e-3, 1e4),
-            ("speed_m_s[0]", self.speed_m_s[0], 1e-3, 100.0),
-            ("speed_m_s[1]", self.speed_m_s[1], 1e-3, 100.0),
-            ("mass_kg", self.mass_kg, 1e-3, 100.0),
-            ("radius_m", self.radius_m, 0.01, 1.0),
-            ("distance_m", self.distance_m, 1e-3, 100.0),
-        ] {
-            if !(v.is_finite() && (lo..=hi).contains(&v)) {
-                return bad(f, format!("{v}: must be within [{lo}, {hi}]"));
-            }
-        }
-        for k in 0..self.count {
-            let (arrive, speed) = self.arrival(k);
-            if arrive - self.distance_m / speed < 0.0 {
-                return bad(
-                    "first_s",
-                    format!(
-                        "ball {k} would be thrown before the run starts (it flies {} s)",
-                        self.distance_m / speed
-                    ),
-                );
-            }
-            if arrive > end_s {
-                return bad(
-                    "count",
-                    format!("ball {k} arrives at {arrive} s, after the run's end at {end_s} s"),
-                );
-            }
         }
         Ok(())
     }
@@ -744,26 +663,8 @@ impl DynamoScenario {
         if let Some(pelt) = &self.pelt
             && let Some(target) = self.standing_com_of(&self.push_body)
         {
-            // Horizontal along the push direction; at the top of its arc when it arrives.
-            let h = (d[0] * d[0] + d[2] * d[2]).sqrt().max(1e-12);
-            let dir = [d[0] / h, 0.0, d[2] / h];
-            let g = -GRAVITY_M_S2[1];
-            for k in 0..pelt.count {
-                let (arrive, speed) = pelt.arrival(k);
-                let flight = pelt.distance_m / speed;
-                scene.balls.push(sim_host::BallSpawn {
-                    id: sim_host::humanoid::FIRST_BALL_ID + k as u16,
-                    spawn_time_s: arrive - flight,
-                    position_m: [
-                        target[0] - dir[0] * pelt.distance_m,
-                        target[1] - 0.5 * g * flight * flight,
-                        target[2] - dir[2] * pelt.distance_m,
-                    ],
-                    velocity_m_s: [dir[0] * speed, g * flight, dir[2] * speed],
-                    radius_m: pelt.radius_m,
-                    mass_kg: pelt.mass_kg,
-                });
-            }
+            // Horizontal along the push direction; the humanoid's world is y up.
+            scene.balls = pelt.balls(target, d, 1, -GRAVITY_M_S2[1]);
         }
         scene
     }
@@ -950,24 +851,6 @@ pub struct DynamoRecorder {
     last_torque_norms: Vec<f64>,
     /// The humanoid's joints.
     joints: usize,
-}
-
-/// The balls that hit, counted once each by id.
-#[derive(Debug, Clone, Default)]
-struct BallCount {
-    hit_ids: Vec<u16>,
-    out: BallsOut,
-}
-
-/// Balls thrown at the humanoid (`[pelt]`).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct BallsOut {
-    /// Thrown.
-    pub thrown: usize,
-    /// That touched the humanoid.
-    pub hit: usize,
-    /// That touched it before it fell (all that hit, if it stood).
-    pub hit_before_fall: usize,
 }
 
 /// A hand's reach (`qp_balance` with a `[hand]`): its distance from its final target at its
@@ -1281,14 +1164,8 @@ impl KindRecorder<DynamoController> for DynamoRecorder {
         for e in &frame.events {
             match *e {
                 Event::ContactBegan { body } if body.0 >= sim_host::humanoid::FIRST_BALL_ID => {
-                    if let Some(b) = self.balls.as_mut()
-                        && !b.hit_ids.contains(&body.0)
-                    {
-                        b.hit_ids.push(body.0);
-                        b.out.hit += 1;
-                        if self.fell_at_s.is_none() {
-                            b.out.hit_before_fall += 1;
-                        }
+                    if let Some(b) = self.balls.as_mut() {
+                        b.touched(body.0, self.fell_at_s.is_some());
                     }
                 }
                 Event::ContactBegan { body }
@@ -1400,7 +1277,7 @@ impl KindRecorder<DynamoController> for DynamoRecorder {
             qp: self.qp,
             capture: self.capture.out,
             hand: self.hand.map(|(_, h)| h),
-            balls: self.balls.map(|b| b.out),
+            balls: self.balls.map(|b| b.out()),
             poses: self.poses,
         }
     }
@@ -1606,13 +1483,7 @@ pub fn run_scenario(
                 .map(|h| (h.arrive_s, HandOut::default())),
             last_torque_norms: Vec::new(),
             joints: model.joints.len(),
-            balls: scenario.pelt.as_ref().map(|p| BallCount {
-                hit_ids: Vec::with_capacity(p.count),
-                out: BallsOut {
-                    thrown: p.count,
-                    ..BallsOut::default()
-                },
-            }),
+            balls: scenario.pelt.as_ref().map(|p| BallCount::new(p.count)),
         };
         let (run, cut) = run_session(
             args,
@@ -1951,19 +1822,7 @@ pub fn summary_table(r: &DynamoReport) -> String {
     for c in &r.controllers {
         for p in &c.pushes {
             if let Some(b) = &p.balls {
-                out.push_str(&format!(
-                    "{} at {} N·s: {} of {} balls hit, {} before {}\n",
-                    c.name,
-                    p.impulse_ns,
-                    b.hit,
-                    b.thrown,
-                    b.hit_before_fall,
-                    match p.stood {
-                        Some(true) => "the end, standing",
-                        Some(false) => "it fell",
-                        None => "the run was cut",
-                    }
-                ));
+                out.push_str(&b.summary_line(c.name, p.impulse_ns, p.stood));
             }
         }
     }
