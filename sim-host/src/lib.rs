@@ -3,11 +3,12 @@
 //!
 //! - [`scene`]: the arm scene description (JSON) the harness writes, with its checks, and
 //!   [`PlantScene`], a scene file of either kind.
-//! - [`plant`]: the Rapier world built from an arm scene, stepped with joint torques, reporting
-//!   joint states and contact / plane-crossing events as `control_core::frames::StateFrame`s.
-//! - [`environment`]: the scene around a robot: walls, pushes, and the contact forces the
-//!   environment puts on the bodies. [`plant`], [`environment`], [`biped`], [`humanoid`] and
-//!   [`robot`] are the only modules that name a Rapier type.
+//! - [`plant`]: the arm scene's plant: the [`robot`] plant of the scene's arm as a one-joint robot
+//!   model, its balls and weights around it, stepped with the joint torque, reporting the joint
+//!   state and contact / plane-crossing events as `control_core::frames::StateFrame`s.
+//! - [`environment`]: the scene around a robot: walls, pushes, thrown balls and dropped weights,
+//!   and the contact forces the environment puts on the bodies. [`plant`], [`environment`],
+//!   [`biped`], [`humanoid`] and [`robot`] are the only modules that name a Rapier type.
 //! - [`biped`]: the SIMBICON planar 7-link walker (`"kind": "biped"` scenes), a floating-base
 //!   Rapier plant with impulse joints and ground contact, stepped in process with six joint
 //!   torques (not yet hosted over wire frames).
@@ -20,8 +21,8 @@
 //! - [`robot`]: one plant for any robot (`"kind": "robot"` scenes), built from the robot model
 //!   the controller builds its dynamics from (`robot_model::RobotModel`): multibody revolute and
 //!   prismatic joints with the URDF's limits, damping and dry friction, convex hulls of the
-//!   collision meshes, a fixed or a floating base, ground and walls; one generalized force per
-//!   joint, hosted over wire frames.
+//!   collision meshes, a fixed or a floating base, ground, walls, balls and weights; one
+//!   generalized force per joint, hosted over wire frames.
 //! - [`clock`]: every plant's clock (the step, the current state's index, the run's length, the
 //!   last step's cost) and the one rule that turns a scene's times into steps.
 //! - [`walk`]: SIMBICON (`control_core::simbicon`) on the biped plant in process: the readout
