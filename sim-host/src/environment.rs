@@ -331,6 +331,8 @@ pub(crate) struct Props {
     due: VecDeque<DueProp>,
     live: Vec<LiveProp>,
     material: PropMaterial,
+    /// Each live prop's centre's z before the step ([`Self::note_heights`]), spawn order.
+    z_before: Vec<Real>,
 }
 
 impl Props {
@@ -371,6 +373,7 @@ impl Props {
             due: due.into(),
             live: Vec::with_capacity(balls.len() + weights.len()),
             material,
+            z_before: Vec::with_capacity(balls.len() + weights.len()),
         }
     }
 
@@ -440,25 +443,27 @@ impl Props {
         }
     }
 
-    /// Each prop's centre's z now, spawn order (0 for a body Rapier no longer has): what
-    /// [`Self::read_crossings`] compares with after the step.
-    pub(crate) fn heights_z(&self, world: &PhysicsWorld) -> Vec<Real> {
-        self.live
-            .iter()
-            .map(|p| world.bodies.get(p.body).map_or(0.0, |b| b.translation().z))
-            .collect()
+    /// Before a step: notes each prop's centre's z (0 for a body Rapier no longer has), which
+    /// [`Self::read_crossings`] compares with after it. No allocation: the record holds every
+    /// prop of the scene.
+    pub(crate) fn note_heights(&mut self, world: &PhysicsWorld) {
+        self.z_before.clear();
+        self.z_before.extend(
+            self.live
+                .iter()
+                .map(|p| world.bodies.get(p.body).map_or(0.0, |b| b.translation().z)),
+        );
     }
 
-    /// After step `step`: `crossed(id)` for each ball whose centre went from z < 0 (`before`,
-    /// from [`Self::heights_z`] before the step) to z ≥ 0, once per ball.
+    /// After step `step`: `crossed(id)` for each ball whose centre went from z < 0 (before the
+    /// step, [`Self::note_heights`]) to z ≥ 0, once per ball.
     pub(crate) fn read_crossings(
         &mut self,
         world: &PhysicsWorld,
-        before: &[Real],
         step: u64,
         mut crossed: impl FnMut(BodyId),
     ) {
-        for (prop, &z0) in self.live.iter_mut().zip(before) {
+        for (prop, &z0) in self.live.iter_mut().zip(&self.z_before) {
             if !prop.crosses || prop.crossed_at.is_some() {
                 continue;
             }

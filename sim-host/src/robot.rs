@@ -1985,7 +1985,9 @@ impl RobotPlant {
         );
         self.props
             .spawn_due(&mut self.world, self.clock.step_index());
-        let before = self.prop_rules.map(|_| self.props.heights_z(&self.world));
+        if self.prop_rules.is_some() {
+            self.props.note_heights(&self.world);
+        }
         self.world.step();
         self.refresh_bodies();
         self.collect_contacts();
@@ -2001,13 +2003,12 @@ impl RobotPlant {
             },
             |body, now| queue_contact(events, left_out, body, now),
         );
-        if let (Some(rules), Some(before)) = (self.prop_rules, before) {
+        if let Some(rules) = self.prop_rules {
             // The step just taken is the one the clock reaches when it advances below.
             let step = self.clock.step_index() + 1;
-            self.props
-                .read_crossings(&self.world, &before, step, |body| {
-                    queue_event(events, left_out, Event::PlaneCrossed { body });
-                });
+            self.props.read_crossings(&self.world, step, |body| {
+                queue_event(events, left_out, Event::PlaneCrossed { body });
+            });
             self.props.remove_finished(
                 &mut self.world,
                 step,
