@@ -93,7 +93,7 @@ impl std::fmt::Debug for Plant {
 /// no limits, the scene's torque limit as its effort, no damping or friction.
 pub fn arm_model(arm: &ArmSpec) -> RobotModel {
     let (l, a, m) = (arm.length_m, arm.thickness_m, arm.mass_kg);
-    let across = m * (l * l + a * a) / 12.0;
+    let [along, across, _] = arm.inertia_about_centre_kgm2();
     let link = |name: &str, inertial: Inertial, collisions: Vec<Shape>| Body {
         link: name.to_owned(),
         inertial,
@@ -112,7 +112,7 @@ pub fn arm_model(arm: &ArmSpec) -> RobotModel {
                 Inertial {
                     mass_kg: m,
                     com_m: [0.5 * l, 0.0, 0.0],
-                    inertia_kgm2: [m * a * a / 6.0, 0.0, 0.0, across, 0.0, across],
+                    inertia_kgm2: [along, 0.0, 0.0, across, 0.0, across],
                 },
                 vec![Shape {
                     link: String::from("arm"),

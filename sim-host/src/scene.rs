@@ -148,6 +148,14 @@ impl ArmSpec {
         }
     }
 
+    /// The arm's principal moments of inertia about its centre of mass, kg·m², along its length
+    /// and the two axes across it: a uniform box's, M a²/6 and M (L² + a²)/12 twice.
+    pub fn inertia_about_centre_kgm2(&self) -> [f64; 3] {
+        let (l, a, m) = (self.length_m, self.thickness_m, self.mass_kg);
+        let across = m * (l * l + a * a) / 12.0;
+        [m * a * a / 6.0, across, across]
+    }
+
     /// The mass properties the controller feeds forward from.
     pub const fn model(&self) -> ArmModel {
         ArmModel {
@@ -287,8 +295,8 @@ impl Scene {
             1e3,
         );
         // The arm is a robot plant's link: its inertia within a robot description's bound.
-        let (l, a, m) = (self.arm.length_m, self.arm.thickness_m, self.arm.mass_kg);
-        let across = m * (l * l + a * a) / 12.0;
+        let (l, m) = (self.arm.length_m, self.arm.mass_kg);
+        let [_, across, _] = self.arm.inertia_about_centre_kgm2();
         if across > crate::input::MAX_URDF_INERTIA_KG_M2 {
             c.fail(
                 "arm.mass_kg",
