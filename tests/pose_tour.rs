@@ -23,11 +23,19 @@ fn num(v: &Value) -> f64 {
 /// A complete tour: exit 0, the three controllers in order, `arrival` through every keyframe
 /// within 1e-2 rad and none unreachable; returns the report.
 fn tour(urdf: Option<&Path>, out: &Path) -> Value {
+    tour_up(urdf, None, out)
+}
+
+/// [`tour`] with `--up-axis` when `up` is given.
+fn tour_up(urdf: Option<&Path>, up: Option<&str>, out: &Path) -> Value {
     let scenario = scenario();
     let mut args = vec![scenario.as_str()];
     let urdf = urdf.map(|p| p.to_string_lossy().into_owned());
     if let Some(u) = &urdf {
         args.extend(["--urdf", u.as_str()]);
+    }
+    if let Some(up) = up {
+        args.extend(["--up-axis", up]);
     }
     let run = hil_run(&args, out);
     assert_eq!(
@@ -141,6 +149,35 @@ fn joint_losses_are_compensated_and_massless_links_load() {
     let single = controller(&human, "single_link");
     assert_eq!(single["model_error_ticks"], single["ticks"], "{single}");
     assert_eq!(controller(&human, "composite")["model_error_ticks"], 0);
+}
+
+#[test]
+fn the_humanoid_s_ball_joints_tour_as_revolute_coordinates() {
+    // models/humanoid15.urdf (y up): six ball joints as three revolute coordinates each, the
+    // ankles as two, through massless links, noted; the arm's composite inertias against
+    // Rapier's mass matrix along the tour.
+    let urdf = workspace_root().join("models/humanoid15.urdf");
+    let r = tour_up(Some(&urdf), Some("y"), &out_dir("pose_tour_humanoid15"));
+    let joints: Vec<&str> = r["joints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j.as_str().unwrap())
+        .collect();
+    assert_eq!(joints.len(), 28);
+    assert!(joints.contains(&"left_hip_x") && joints.contains(&"left_ankle_z"));
+    assert!(joints.contains(&"left_knee") && !joints.contains(&"left_hip"));
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains(r#"joint \"left_hip\" (spherical, 3 free axes)"#)
+            && notes.contains(r#"joint \"left_ankle\" (spherical, 2 free axes)"#),
+        "{notes}"
+    );
+    assert!(
+        num(&r["inertia_check"]["max_rel_diff"]) < 1e-4,
+        "{}",
+        r["inertia_check"]
+    );
 }
 
 /// A bad `--urdf`: exit 2, the file and the reason named, nothing written.

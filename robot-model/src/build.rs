@@ -32,6 +32,145 @@ fn joint_el(name: &str, sub: &str) -> String {
     }
 }
 
+/// The names of a ball joint's coordinates: joint `name`'s Euler angle about axis `n`.
+fn euler_joint_name(name: &str, n: usize) -> String {
+    format!("{name}_{}", ["x", "y", "z"].get(n).copied().unwrap_or("?"))
+}
+
+/// Rewrites every `spherical` joint (this project's convention, [`crate::humanoid`]'s: per-axis
+/// ranges in `<limit lower_xyz upper_xyz>`, a range of [0, 0] locking its axis) as the
+/// revolute joints the tree represents it with, in place, keeping `facts` aligned with the
+/// joints: a ball joint as three Euler angles about its frame's axes, the one of the smallest
+/// range in the middle (as `HumanoidTree` orders them), a two-axis joint as its two free axes;
+/// each named `<joint>_<axis>` (`left_hip_x`), joined by massless links `<joint>_<axis>_link`,
+/// the first at the joint's origin, each with the joint's range about its axis, its effort,
+/// velocity and dynamics. Returns one note per joint rewritten; a joint the convention refuses,
+/// or whose names would clash with the file's, is refused naming it.
+pub(crate) fn expand_spherical(
+    robot: &mut urdf_rs::Robot,
+    facts: &mut Facts,
+) -> Result<Vec<String>, Refusal> {
+    if !robot.joints.iter().any(|j| j.joint_type == Urdf::Spherical) {
+        return Ok(Vec::new());
+    }
+    let taken: std::collections::HashSet<String> = robot
+        .joints
+        .iter()
+        .map(|j| j.name.clone())
+        .chain(robot.links.iter().map(|l| l.name.clone()))
+        .collect();
+    let old = std::mem::take(&mut robot.joints);
+    let old_facts = std::mem::take(&mut facts.joints);
+    let mut notes = Vec::new();
+    for (k, j) in old.into_iter().enumerate() {
+        let f = old_facts.get(k).copied().unwrap_or_default();
+        if j.joint_type != Urdf::Spherical {
+            robot.joints.push(j);
+            facts.joints.push(f);
+            continue;
+        }
+        let kind = crate::humanoid::joint_kind(&j, f.per_axis)
+            .map_err(|(what, reason)| (format!("joint {:?}{what}", j.name), reason))?;
+        if !f.effort {
+            return Err((
+                joint_el(&j.name, "<limit effort>"),
+                "missing: URDF requires effort in <limit>".to_owned(),
+            ));
+        }
+        let axes: Vec<(usize, [f64; 2])> = match kind {
+            crate::humanoid::JointKind::Ball { limits_rad } => {
+                crate::humanoid::ball_order(&limits_rad)
+                    .iter()
+                    .map(|&n| (n, limits_rad[n]))
+                    .collect()
+            }
+            crate::humanoid::JointKind::TwoAxis { axes, limits_rad } => axes
+                .iter()
+                .zip(limits_rad)
+                .filter_map(|(a, l)| a.iter().position(|&x| x == 1.0).map(|n| (n, l)))
+                .collect(),
+            crate::humanoid::JointKind::Hinge { .. } => Vec::new(),
+        };
+        let names: Vec<String> = axes
+            .iter()
+            .map(|&(n, _)| euler_joint_name(&j.name, n))
+            .collect();
+        if let Some(clash) = names
+            .iter()
+            .flat_map(|n| [n.clone(), format!("{n}_link")])
+            .find(|n| taken.contains(n))
+        {
+            return Err((
+                joint_el(&j.name, ""),
+                format!(
+                    "a spherical joint is loaded as revolute joints named <joint>_<axis> through links <joint>_<axis>_link, but the file already has {clash:?}"
+                ),
+            ));
+        }
+        for (i, (&(n, [lower, upper]), name)) in axes.iter().zip(&names).enumerate() {
+            let last = i + 1 == axes.len();
+            let child = if last {
+                j.child.link.clone()
+            } else {
+                format!("{name}_link")
+            };
+            if !last {
+                robot.links.push(urdf_rs::Link {
+                    name: child.clone(),
+                    inertial: urdf_rs::Inertial::default(),
+                    visual: Vec::new(),
+                    collision: Vec::new(),
+                });
+            }
+            let mut axis = [0.0; 3];
+            axis[n] = 1.0;
+            robot.joints.push(urdf_rs::Joint {
+                name: name.clone(),
+                joint_type: Urdf::Revolute,
+                origin: if i == 0 {
+                    j.origin.clone()
+                } else {
+                    urdf_rs::Pose::default()
+                },
+                parent: urdf_rs::LinkName {
+                    link: if i == 0 {
+                        j.parent.link.clone()
+                    } else {
+                        format!("{}_link", names[i - 1])
+                    },
+                },
+                child: urdf_rs::LinkName { link: child },
+                axis: urdf_rs::Axis {
+                    xyz: urdf_rs::Vec3(axis),
+                },
+                limit: urdf_rs::JointLimit {
+                    lower,
+                    upper,
+                    effort: j.limit.effort,
+                    velocity: j.limit.velocity,
+                },
+                calibration: None,
+                dynamics: j.dynamics.clone(),
+                mimic: None,
+                safety_controller: None,
+            });
+            facts.joints.push(JointFacts {
+                limit: true,
+                effort: true,
+                per_axis: [None; 2],
+            });
+        }
+        notes.push(format!(
+            "joint {:?} (spherical, {} free axes): loaded as revolute joints {} (Euler angles, each with its axis's range) through massless links; each takes the joint's effort {} N·m, so together they are not held to it as one norm",
+            j.name,
+            axes.len(),
+            names.join(", "),
+            j.limit.effort
+        ));
+    }
+    Ok(notes)
+}
+
 /// At most 8 names, quoted, then how many more.
 fn names<'a>(list: impl IntoIterator<Item = &'a str>) -> String {
     let all: Vec<&str> = list.into_iter().collect();
@@ -589,7 +728,7 @@ pub(crate) fn build(
             Urdf::Spherical => {
                 return Err((
                     joint_el(&j.name, ""),
-                    "a spherical joint: the tree model has no ball joints (robot_model::humanoid reads a humanoid's)".to_owned(),
+                    "a spherical joint left after they were rewritten as revolute joints (expand_spherical)".to_owned(),
                 ));
             }
             _ => {}

@@ -2,8 +2,10 @@
 //! [`HumanoidModel`], read from its URDF by [`HumanoidModel::load`]. One description feeds both
 //! sides: `sim-host`'s humanoid plant is built from it and the controllers model the same bodies
 //! (their floating-base [`control_core::tree::Tree`] through [`HumanoidTree`]). The humanoid has
-//! ball joints, which the [`crate::RobotModel`] tree does not represent; this module reads them
-//! with the same reader ([`crate::read_description`], [`crate::check_xml`]), the same strict
+//! ball joints; [`crate::load`] reads the same file as a [`crate::RobotModel`] with each ball as
+//! the revolute coordinates [`HumanoidTree`] gives it (for the robot plant and any controller of
+//! a URDF robot), and this module reads it as the humanoid character (bodies, roles, soles, the
+//! ball joints whole for the humanoid plant) with the same reader ([`crate::read_description`], [`crate::check_xml`]), the same strict
 //! pass over the XML (every number whole and finite, every vector of its length, the element
 //! named; the joints' per-axis ranges included) and the same URDF parser (urdf-rs) as every
 //! other robot ([`crate::parse`]), under the conventions below. It reads the joints, the links'
@@ -251,6 +253,7 @@ mod stance;
 mod tree;
 
 pub use stance::stance_stabiliser;
+pub(crate) use tree::ball_order;
 pub use tree::{HumanoidTree, Sole, soles};
 
 /// The bodies whose ground force every state frame carries, in frame order.
@@ -997,7 +1000,7 @@ fn body_model(l: &urdf_rs::Link) -> Result<BodyModel, (String, String)> {
 
 /// The kind of joint `j` with the per-axis ranges `[lower_xyz, upper_xyz]` of its `<limit>`
 /// (where written: the strict pass read them); `Err((the element within the joint, reason))`.
-fn joint_kind(
+pub(crate) fn joint_kind(
     j: &urdf_rs::Joint,
     per_axis: [Option<[f64; 3]>; 2],
 ) -> Result<JointKind, (&'static str, String)> {

@@ -5,8 +5,10 @@
 //! frames), and the controller builds [`control_core::tree::Tree`] from
 //! [`RobotModel::tree_spec`] (or [`RobotModel::tree`]). It reads files and allocates: it is
 //! start-up code, never for the control loop (the [`Tree`] it gives is what the loop uses).
-//! [`humanoid`] reads the 15-body humanoid (ball joints, which [`RobotModel`] does not
-//! represent) through the same reader and strict pass, for its plant and its controllers.
+//! Ball joints (the 15-body humanoid's, `models/humanoid15.urdf`) load as the revolute
+//! coordinates the tree represents them with (below); [`humanoid`] reads the same file as the
+//! humanoid character's description (its bodies, roles and soles), through the same reader and
+//! strict pass, for the humanoid plant and its controllers.
 //!
 //! # Reading
 //! [`read_description`] reads the file without trusting it: a regular file only (a FIFO, a
@@ -34,6 +36,17 @@
 //!   [`Joint::limits`] is `None`) become the movable [`Joint`]s, each carrying one [`Body`].
 //! - `fixed` joints are **merged**: the child link becomes part of the body it is fixed to (see
 //!   "Merging").
+//! - `spherical` joints in this project's convention ([`humanoid`]'s: per-axis ranges as
+//!   `<limit lower_xyz="…" upper_xyz="…">` about the joint frame's x, y, z, `lower`/`upper`
+//!   left out; a range of [0, 0] locks its axis) become revolute joints through massless
+//!   links, the coordinates [`humanoid::HumanoidTree`] gives the same joint: a ball joint three
+//!   Euler angles about the frame's axes, the axis of the smallest range in the middle (the
+//!   farthest from gimbal lock in use), a two-axis joint its two free axes. Each is named
+//!   `<joint>_<axis>` (`left_hip_x`) and takes the axis's range and the joint's effort,
+//!   velocity and `<dynamics>`; the links between are `<joint>_<axis>_link`. A note says so for
+//!   each joint: the effort then bounds each coordinate's torque, not the norm of the three,
+//!   and the ranges are Euler angles', not the humanoid plant's per-axis measure (the two agree
+//!   for a turn about one axis).
 //! - `<dynamics damping friction>` (0 when absent), `<limit effort velocity>` are kept on the
 //!   joint; `<safety_controller>` and `<calibration>` are not used.
 //! - `<mimic>` on a movable joint only when [`LoadOptions::mimic_as_independent`] asks for it:
@@ -77,9 +90,9 @@
 //! - no link; two links or two joints of one name; a joint naming a link the file does not have;
 //!   a joint from a link to itself; a link that is the child of two joints (a closed loop);
 //!   several root links; a loop of joints;
-//! - `floating` joints (except as the one joint of the root `world`), `planar` joints,
-//!   `spherical` joints (the tree model has no ball joints; [`humanoid`] reads a humanoid's,
-//!   and its `HumanoidTree` gives each ball three revolute coordinates, a two-axis joint two);
+//! - `floating` joints (except as the one joint of the root `world`), `planar` joints; a
+//!   `spherical` joint without its per-axis ranges, with more than one axis locked, or whose
+//!   coordinates' names would repeat a name the file has;
 //! - `<mimic>` on a movable joint unless [`LoadOptions::mimic_as_independent`] (and then one
 //!   naming a joint the file does not have, itself, or a joint that does not move);
 //! - a revolute or prismatic joint without `<limit>`, or with the degenerate limit urdf-rs
@@ -446,9 +459,12 @@ pub fn parse_with(
         )));
     }
     check_xml(text, MAX_XML_DEPTH, MAX_XML_ELEMENTS).map_err(|r| fail((String::new(), r)))?;
-    let (facts, robot) = syntax::read(text).map_err(fail)?;
+    let (mut facts, mut robot) = syntax::read(text).map_err(fail)?;
+    let expanded = build::expand_spherical(&mut robot, &mut facts).map_err(fail)?;
     let absolute = std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf());
-    build::build(&robot, &facts, &absolute, options, search).map_err(fail)
+    let mut model = build::build(&robot, &facts, &absolute, options, search).map_err(fail)?;
+    model.notes.splice(0..0, expanded);
+    Ok(model)
 }
 
 /// A [`TreeSpec`] that owns its joints: what [`RobotModel::tree_spec`] gives.

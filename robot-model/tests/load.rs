@@ -598,8 +598,34 @@ fn refusals_name_the_file_the_element_and_the_reason() {
         (joint_with("", "planar"), r#"joint "j""#, "a planar joint"),
         (
             joint_with("", "spherical"),
+            r#"joint "j" <limit>"#,
+            "a spherical joint needs lower_xyz=\"x y z\" (its per-axis range, rad)",
+        ),
+        (
+            joint_with(
+                r#"<limit effort="1" velocity="1" lower_xyz="0 0 -1" upper_xyz="0 0 1"/>"#,
+                "spherical",
+            ),
+            r#"joint "j" <limit>"#,
+            "more than one axis locked",
+        ),
+        (
+            joint_with(
+                r#"<limit velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/>"#,
+                "spherical",
+            ),
+            r#"joint "j" <limit effort>"#,
+            "missing: URDF requires effort",
+        ),
+        (
+            format!(
+                "{}{}{}",
+                link("a"),
+                link("j_x_link"),
+                r#"<joint name="j" type="spherical"><parent link="a"/><child link="j_x_link"/><limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/></joint>"#
+            ),
             r#"joint "j""#,
-            "a spherical joint: the tree model has no ball joints (robot_model::humanoid reads a humanoid's)",
+            "a spherical joint is loaded as revolute joints named <joint>_<axis> through links <joint>_<axis>_link, but the file already has \"j_x_link\"",
         ),
         (
             joint_with("", "revolute"),
@@ -1229,4 +1255,110 @@ fn the_real_robots_refuse_what_needs_an_option() {
     )
     .unwrap_err();
     assert_eq!(e.element, r#"joint "world_joint""#);
+}
+
+/// The humanoid's description (`models/humanoid15.urdf`: ball joints, two-axis ankles, per-axis
+/// ranges in `<limit lower_xyz upper_xyz>`) through the one loader: each ball joint becomes the
+/// three revolute coordinates the humanoid's own tree (`HumanoidTree`) gives it, in the same
+/// order, so the two trees have the same joint-space mass matrix and gravity at any pose.
+#[test]
+fn the_humanoid_s_ball_joints_load_as_the_coordinates_of_its_own_tree() {
+    use control_core::articulated::nalgebra::{Isometry3, Vector3};
+    use control_core::tree::Tree;
+    use robot_model::humanoid::{HumanoidModel, HumanoidTree, JointKind};
+
+    const N: usize = 34; // 6 + 28
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/humanoid15.urdf");
+    let options = LoadOptions {
+        floating_base: true,
+        ..LoadOptions::default()
+    };
+    let model = load(&path, &options).unwrap();
+    let human = HumanoidModel::load(&path).unwrap();
+    let shape = HumanoidTree::new(&human, &|_| true).unwrap();
+    assert_eq!((model.joints.len(), shape.joints.len()), (28, 28));
+    assert_eq!(model.base, BaseKind::Floating);
+    // 6 ball joints and 2 ankles, each with a note; the links between their coordinates are
+    // massless frames; every URDF link is still a frame by its name.
+    let balls = human
+        .joints
+        .iter()
+        .filter(|j| !matches!(j.kind, JointKind::Hinge { .. }))
+        .count();
+    assert_eq!(balls, 8);
+    let spherical_notes = model
+        .notes
+        .iter()
+        .filter(|n| n.contains("(spherical,"))
+        .count();
+    assert_eq!(spherical_notes, 8, "{:?}", model.notes);
+    assert_eq!(model.bodies.iter().filter(|b| b.is_massless()).count(), 14);
+    for body in &human.bodies {
+        assert!(model.frame(&body.name).is_some(), "{}", body.name);
+    }
+    let hip = model.joint_index("left_hip_x").unwrap();
+    assert_eq!(model.joints[hip].axis, [1.0, 0.0, 0.0]);
+    assert!(model.joint_index("left_hip").is_none());
+
+    // The humanoid tree's coordinate k is the model's joint `perm[k]`: a hinge by its name, a
+    // ball's or ankle's coordinate by its joint's name and its axis.
+    let mut perm = Vec::new();
+    for (g, group) in shape.groups.iter().enumerate() {
+        let joint = &human.joints[g];
+        for spec in &shape.joints[group.first..group.first + group.count] {
+            let name = match joint.kind {
+                JointKind::Hinge { .. } => joint.name.clone(),
+                _ => {
+                    let axis = spec.axis.iter().position(|&a| a == 1.0).unwrap();
+                    format!("{}_{}", joint.name, ["x", "y", "z"][axis])
+                }
+            };
+            perm.push(model.joint_index(&name).unwrap_or_else(|| panic!("{name}")));
+        }
+    }
+    let ours: Tree<N> = model.tree().unwrap();
+    let theirs = Tree::<N>::new(&shape.spec()).unwrap();
+    let gravity = Vector3::new(0.0, -9.81, 0.0);
+    let mut seed = 0x5eed_u64;
+    let mut uniform = |lo: f64, hi: f64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lo + (hi - lo) * ((seed >> 11) as f64 / (1u64 << 53) as f64)
+    };
+    let (mut worst_m, mut worst_g) = (0.0f64, 0.0f64);
+    for _ in 0..20 {
+        let mut q_theirs = [0.0; N];
+        let mut q_ours = [0.0; N];
+        for (k, &j) in perm.iter().enumerate() {
+            let (lo, hi) = model.joints[j].limits.unwrap();
+            q_theirs[k] = uniform(lo, hi);
+            q_ours[j] = q_theirs[k];
+        }
+        let base = Isometry3::identity();
+        let a = ours.kinematics(&base, &q_ours).unwrap();
+        let b = theirs.kinematics(&base, &q_theirs).unwrap();
+        let (ma, mb) = (a.mass_matrix().unwrap(), b.mass_matrix().unwrap());
+        let (ga, gb) = (a.gravity(&gravity).unwrap(), b.gravity(&gravity).unwrap());
+        let scale = mb.abs().max();
+        for (k, &j) in perm.iter().enumerate() {
+            for (l, &i) in perm.iter().enumerate() {
+                worst_m = worst_m.max((ma[(6 + j, 6 + i)] - mb[(6 + k, 6 + l)]).abs() / scale);
+            }
+            worst_g = worst_g.max((ga[6 + j] - gb[6 + k]).abs() / gb.abs().max());
+        }
+        let (mass_a, _) = a.center_of_mass().unwrap();
+        let (mass_b, _) = b.center_of_mass().unwrap();
+        assert!(
+            (mass_a - mass_b).abs() < 1e-12 * mass_b,
+            "{mass_a} vs {mass_b}"
+        );
+    }
+    println!(
+        "humanoid15, 20 poses: joint-space mass matrix {worst_m:.1e}, gravity {worst_g:.1e} (relative to the largest entry)"
+    );
+    assert!(
+        worst_m < 1e-14 && worst_g < 1e-14,
+        "{worst_m:e} {worst_g:e}"
+    );
 }

@@ -5,7 +5,8 @@
 //! random poses, generalized forces acting on their joint only); Panda, UR5, Talos's left arm
 //! and SO-100 (mass matrix and gravity at random poses: links whose principal axes are not their
 //! frames'); Panda and Talos's left arm holding still under the tree's gravity compensation;
-//! Solo-12 standing on the ground under a PD; scenes refused naming the file, the field and the
+//! Solo-12 standing on the ground under a PD; the project's humanoid (ball joints as revolute
+//! coordinates) against its tree and standing under a PD; scenes refused naming the file, the field and the
 //! reason; a robot scene hosted in lockstep and through the `sim-host` binary.
 //!
 //! The real robots come from example-robot-data, found by `scripts/example-robot-data.sh`: these
@@ -574,6 +575,30 @@ fn human_with_massless_links_matches_the_tree() {
     assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
 }
 
+/// The project's humanoid (`models/humanoid15.urdf`: ball joints with per-axis ranges, two-axis
+/// ankles) through the one loader: each ball joint three revolute coordinates through massless
+/// links, each ankle two (28 joints, 14 massless bodies), simulated by the robot plant's
+/// multibody on a floating base.
+#[test]
+fn the_humanoid_s_ball_joints_on_the_robot_plant_match_the_tree() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/humanoid15.urdf");
+    let mut scene = RobotScene::new(&path, 0.1);
+    scene.floating_base = true;
+    let mut plant = RobotPlant::new(&scene).unwrap();
+    assert_eq!(plant.nv(), 34);
+    let model = robot_model::load(&path, &scene.load_options()).unwrap();
+    assert_eq!(model.bodies.iter().filter(|b| b.is_massless()).count(), 14);
+    let tree: Tree<34> = model.tree().unwrap();
+    let mut rng = Rng(0x5eed_0015);
+    let e = compare(&mut plant, &tree, &mut rng, true);
+    println!(
+        "humanoid15, {POSES} poses: mass matrix {:.2e} (diagonal {:.2e}) relative, centre of mass {:.2e} m, gravity {:.2e} relative",
+        e.mass_matrix, e.mass_diagonal, e.com_m, e.gravity
+    );
+    assert!(e.mass_matrix < 1e-5 && e.mass_diagonal < 2e-5, "{e:?}");
+    assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
+}
+
 /// Four revolute joints at one point with massless links between them: the hand's orientation
 /// has three degrees of freedom, so the fourth joint's motion is one the first three already
 /// make, at every pose. The plant refuses it at the start, naming the joint: Rapier's f32
@@ -948,6 +973,105 @@ fn solo12_stands_on_the_ground_under_a_pd() {
     assert!((normal / weight - 1.0).abs() < 0.05, "{normal} vs {weight}");
     // The base is body 0 of every frame: its world centre of mass and orientation.
     assert_eq!(frame.bodies.len(), 13);
+}
+
+/// The humanoid on the robot plant, turned z up (its file is y up: the base rotated +90° about
+/// x), standing on the ground under a PD on its joint coordinates towards the zero pose with
+/// the ankles leaning the body forward until its centre of mass is above them: the gains of
+/// the humanoid plant's standing test (`tests/humanoid.rs`) per axis, at dt 5 ms.
+#[test]
+fn the_humanoid_stands_on_the_robot_plant_under_a_pd() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/humanoid15.urdf");
+    let mut scene = RobotScene::new(&path, 4.0);
+    scene.floating_base = true;
+    scene.dt_s = 0.005;
+    scene.base_rpy_rad = [std::f64::consts::FRAC_PI_2, 0.0, 0.0];
+    let model = robot_model::load(&path, &scene.load_options()).unwrap();
+    let tree: Tree<34> = model.tree().unwrap();
+    // The lean: the zero pose's centre of mass against the ankle, in the file's (y up) frame.
+    let kin = tree.kinematics(&Isometry3::identity(), &[0.0; 34]).unwrap();
+    let (_, com) = kin.center_of_mass().unwrap();
+    let ankle_body = model.joint_index("left_ankle_x").unwrap() + 1;
+    let ankle = kin.body_pose(ankle_body).unwrap().translation.vector;
+    let lean = (ankle.x - com.x).atan2(com.y - ankle.y);
+    scene.base_xyz_m = [0.0, 0.0, 2.0];
+    let low = RobotPlant::new(&scene).unwrap().lowest_point_z_m();
+    let z0 = 2.0 - low;
+    scene.base_xyz_m = [0.0, 0.0, z0];
+    scene.ground = Some(Ground {
+        height_m: 0.0,
+        friction: 0.8,
+    });
+    let mut plant = RobotPlant::new(&scene).unwrap();
+    // Per coordinate: the humanoid plant test's gains about the parent's x, y, z.
+    let gains = |name: &str| -> (f64, f64) {
+        let (joint, axis) = match name.rsplit_once('_') {
+            Some((j, a)) if ["x", "y", "z"].contains(&a) => (j, a),
+            _ => (name, "z"),
+        };
+        let k = ["x", "y", "z"].iter().position(|a| *a == axis).unwrap();
+        let (kp, kd, kx, dx) = (1000.0, 2.0, 300.0, 1.0);
+        let (p, d): ([f64; 3], [f64; 3]) = match joint {
+            "neck" => ([100.0; 3], [1.0; 3]),
+            j if j.ends_with("shoulder") => ([100.0, 100.0, 20.0], [2.0, 2.0, 0.2]),
+            j if j.ends_with("elbow") => ([30.0; 3], [0.5; 3]),
+            j if j.ends_with("toe") => ([20.0; 3], [0.1; 3]),
+            j if j.ends_with("ankle") => ([kx, 0.0, kp], [dx, 0.0, kd]),
+            _ => ([kx, kp / 3.0, kp], [dx, kd / 3.0, kd]),
+        };
+        (p[k], d[k])
+    };
+    let names: Vec<String> = plant.joint_names().iter().map(|s| s.to_string()).collect();
+    let target: Vec<f64> = names
+        .iter()
+        .map(|n| if n.ends_with("ankle_z") { lean } else { 0.0 })
+        .collect();
+    let gain: Vec<(f64, f64)> = names.iter().map(|n| gains(n)).collect();
+    let (mut zmin, mut zmax) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut frame = plant.state_frame();
+    let mut load = Vec::new();
+    let mut cost = Vec::new();
+    let weight: f64 = plant.body_masses().iter().sum::<f64>() * 9.81;
+    while !plant.clock().is_finished() {
+        let tau: Vec<f64> = frame
+            .joints
+            .iter()
+            .zip(&target)
+            .zip(&gain)
+            .map(|((j, t), (kp, kd))| kp * (t - j.position_rad) - kd * j.velocity_rad_s)
+            .collect();
+        frame = plant.step(&tau);
+        cost.push(plant.clock().last_step_cost_ns());
+        let z = plant.base_pose().xyz_m[2];
+        zmin = zmin.min(z);
+        zmax = zmax.max(z);
+        if plant.clock().time_s() > 1.5 {
+            let normal: f64 = frame.contacts.iter().map(|c| c.force_n[2]).sum();
+            load.push(normal / weight);
+        }
+    }
+    let z = plant.base_pose().xyz_m[2];
+    let (lo, hi) = load
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    cost.sort_unstable();
+    println!(
+        "humanoid15 on the robot plant, 4 s standing (lean {lean:.4} rad, dt 5 ms): base height {z0:.4} m at the start, {z:.4} m at the end, within [{zmin:.4}, {zmax:.4}]; ground force after 1.5 s {lo:.3} to {hi:.3} of the weight ({} contacts); step cost median {:.0} µs",
+        frame.contacts.len(),
+        cost[cost.len() / 2] as f64 / 1e3
+    );
+    // Without the lean it rolls back over its heels and falls (base at 0.12 m by 4 s), as on
+    // the humanoid plant.
+    assert!(
+        zmin > z0 - 0.01 && (z - z0).abs() < 0.01,
+        "{z0} → {z} in [{zmin}, {zmax}]"
+    );
+    assert!(
+        lo > 0.97 && hi < 1.03,
+        "ground force {lo} to {hi} of the weight"
+    );
 }
 
 // ---- (5) Refusals, and hosting ---------------------------------------------------------------

@@ -251,7 +251,7 @@ fn coordinate_axis(axis: [f64; 3]) -> Option<usize> {
 
 /// The Euler order of a ball joint: the middle axis the one with the smallest range (ties: the
 /// later axis), the other two in x, y, z order.
-fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
+pub(crate) fn ball_order(limits: &[[f64; 2]; 3]) -> [usize; 3] {
     let reach = |n: usize| limits[n][0].abs().max(limits[n][1].abs());
     let mut middle = 0;
     for n in 1..3 {
