@@ -15,6 +15,11 @@ fn num(v: &Value) -> f64 {
 /// Runs the shipped `file` cut to `impulses` on `urdf` (relative to the robots folder); returns
 /// the report of a complete run.
 fn run(test: &str, file: &str, impulses: &str, urdf: &str, only: Option<&str>) -> Value {
+    run_on(test, file, impulses, &robots_dir().join(urdf), only)
+}
+
+/// [`run`] on the URDF at `urdf`.
+fn run_on(test: &str, file: &str, impulses: &str, urdf: &Path, only: Option<&str>) -> Value {
     let out = out_dir(test);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
@@ -25,7 +30,6 @@ fn run(test: &str, file: &str, impulses: &str, urdf: &str, only: Option<&str>) -
         .expect("impulses_ns")
         .to_owned();
     let scenario = scenario_copy(&out, file, &source, &[(&from, impulses)]);
-    let urdf = robots_dir().join(urdf);
     let (scenario, urdf) = (scenario.to_string_lossy(), urdf.to_string_lossy());
     let mut args = vec![scenario.as_ref(), "--urdf", urdf.as_ref()];
     if let Some(only) = only {
@@ -93,6 +97,33 @@ fn talos_stands_and_takes_a_push_under_qp_balance_only() {
     assert!(pd["largest_push_survived_ns"].is_null(), "{pd}");
     // The pushes go beyond what flat feet alone can stop.
     assert!(num(&r["ankle_bound_ns"]) > 0.0);
+}
+
+/// The project's humanoid (y up, ball joints as revolute coordinates) on the robot plant: turned
+/// z up, standing on its feet and toes; `qp_balance` stands unpushed and after 12 N·s at the
+/// torso, solving every tick; the joint PD hold, its gains bounded by the 200 Hz loop's
+/// stability with the body in the air, cannot hold it up (as Talos).
+#[test]
+fn the_humanoid_stands_on_the_robot_plant_and_takes_a_push_under_qp_balance() {
+    let r = run_on(
+        "robot_push_humanoid15",
+        "robot_push_humanoid15.toml",
+        "impulses_ns = [0.0, 12.0]",
+        &workspace_root().join("models/humanoid15.urdf"),
+        None,
+    );
+    assert_eq!(r["dof"], 34);
+    assert_eq!(r["feet"].as_array().unwrap().len(), 4);
+    // Placed on its soles: their points on the ground, the body upright in the z-up world.
+    assert!(num(&r["foot_points_above_ground_m"]).abs() < 1e-3, "{r}");
+    let h = num(&r["com_height_m"]);
+    assert!(h > 0.9 && h < 1.3, "{h}");
+    let qp = controller(&r, "qp_balance");
+    stood_solving_every_tick(qp, 0.0);
+    stood_solving_every_tick(qp, 12.0);
+    assert!(num(&push(qp, 0.0)["feet"]["max_drift_m"]) < 2e-3, "{qp}");
+    let pd = controller(&r, "pd_hold");
+    assert_eq!(push(pd, 0.0)["stood"], false, "{pd}");
 }
 
 /// Solo-12 on its four point feet: both controllers stand unpushed and after 1 N·s sideways,

@@ -37,6 +37,7 @@ use control_core::tree::{BaseKind, Tree};
 use serde::{Deserialize, Serialize};
 use sim_host::{Mode, Push};
 
+use super::chain::scenario::UpAxis;
 use super::dynamo::controller::QpTick;
 use super::dynamo::{QpOut, support_margin};
 use super::recorder::KindRecorder;
@@ -113,8 +114,12 @@ fn default_laws() -> Vec<String> {
 #[serde(deny_unknown_fields)]
 pub struct RobotSpec {
     /// The URDF, relative to the scenario file; `--urdf PATH` replaces it (then relative to the
-    /// working directory). Loaded with a floating base, z up.
+    /// working directory). Loaded with a floating base.
     pub urdf: Option<PathBuf>,
+    /// The description's up axis (default z, URDF's; `--up-axis` replaces it): the robot is
+    /// turned so that it points up in the z-up world ([`UpAxis::to_z_up_rpy`]).
+    #[serde(default)]
+    pub up_axis: Option<UpAxis>,
     /// Load `<mimic>` joints as independent joints (default false: refused).
     #[serde(default)]
     pub mimic_as_independent: bool,
@@ -284,7 +289,7 @@ impl RobotPushScenario {
     #[cfg(test)]
     pub fn parse(text: &str, path: &Path, urdf: Option<&Path>) -> Result<Self, ScenarioError> {
         let doc = super::scenario::Document::parse(text, &path.display().to_string())?;
-        Self::from_document(doc, path, urdf)
+        Self::from_document(doc, path, urdf, None)
     }
 
     /// Check the scenario of a parsed file read from `path`, with `urdf` (`--urdf`) replacing
@@ -293,6 +298,7 @@ impl RobotPushScenario {
         doc: super::scenario::Document<'_>,
         path: &Path,
         urdf: Option<&Path>,
+        up_axis: Option<UpAxis>,
     ) -> Result<Self, ScenarioError> {
         let file = doc.file().to_owned();
         let error = |field: String, reason: String| ScenarioError {
@@ -309,6 +315,9 @@ impl RobotPushScenario {
         }
         if let Some(u) = urdf {
             s.robot.urdf = Some(u.to_path_buf());
+        }
+        if up_axis.is_some() {
+            s.robot.up_axis = up_axis;
         }
         s.check().map_err(|(field, reason)| error(field, reason))?;
         Ok(s)
@@ -517,6 +526,11 @@ impl RobotPushScenario {
             .collect()
     }
 
+    /// The description's up axis (`robot.up_axis`, z when not given).
+    fn up_axis(&self) -> UpAxis {
+        self.robot.up_axis.unwrap_or(UpAxis::Z)
+    }
+
     fn urdf(&self) -> PathBuf {
         let u = self.robot.urdf.clone().unwrap_or_default();
         std::fs::canonicalize(&u).unwrap_or(u)
@@ -646,8 +660,13 @@ impl Robot {
             }
             feet.push(foot);
         }
+        let [roll, pitch, yaw] = s.up_axis().to_z_up_rpy();
+        let turn = UnitQuaternion::from_euler_angles(roll, pitch, yaw);
         let kin = tree
-            .kinematics(&Isometry3::identity(), &pose)
+            .kinematics(
+                &Isometry3::from_parts(Translation3::identity(), turn),
+                &pose,
+            )
             .map_err(|e| ("robot.pose_rad".to_owned(), e.to_string()))?;
         let mut lowest = f64::INFINITY;
         for c in &feet {
@@ -658,10 +677,7 @@ impl Robot {
                 lowest = lowest.min((pose * Point3::from(*p)).z);
             }
         }
-        let base_pose = Isometry3::from_parts(
-            Translation3::new(0.0, 0.0, -lowest),
-            UnitQuaternion::identity(),
-        );
+        let base_pose = Isometry3::from_parts(Translation3::new(0.0, 0.0, -lowest), turn);
         let (mass_kg, com) = kin
             .center_of_mass()
             .map_err(|e| ("robot.urdf".to_owned(), e.to_string()))?;
@@ -671,6 +687,29 @@ impl Robot {
                 "feet",
                 format!(
                     "the centre of mass stands {com_height_m:.3} m above the lowest foot point: the feet are not under the robot"
+                ),
+            );
+        }
+        // Standing needs the centre of mass above the feet's footprint (with three points or
+        // more: fewer have no inside to stand over).
+        let mut footprint = Vec::new();
+        for c in &feet {
+            if let Some(pose) = kin.body_pose(c.body) {
+                for p in c.points.iter().take(c.count) {
+                    let w = pose * Point3::from(*p);
+                    footprint.push([w.x, w.y]);
+                }
+            }
+        }
+        if footprint.len() >= 3
+            && let Some(margin) = super::dynamo::support_margin(&footprint, [com.x, com.y])
+            && margin < 0.0
+        {
+            return fail(
+                "feet",
+                format!(
+                    "in the standing pose the centre of mass is {:.3} m outside the feet's footprint (the convex hull of their points on the ground): the robot cannot stand (check robot.pose_rad, robot.up_axis and the feet's points)",
+                    -margin
                 ),
             );
         }
@@ -1557,6 +1596,7 @@ fn scene(
     scene.gravity_m_s2 = GRAVITY;
     let t = robot.base_pose.translation.vector;
     scene.base_xyz_m = [t.x, t.y, t.z];
+    scene.base_rpy_rad = s.up_axis().to_z_up_rpy();
     scene.initial_q = robot
         .joint_names
         .iter()
@@ -1631,8 +1671,9 @@ impl RobotPush {
         doc: super::scenario::Document<'_>,
         path: &Path,
         urdf: Option<&Path>,
+        up_axis: Option<UpAxis>,
     ) -> Result<Self, ScenarioError> {
-        let s = RobotPushScenario::from_document(doc, path, urdf)?;
+        let s = RobotPushScenario::from_document(doc, path, urdf, up_axis)?;
         let refuse = |(field, reason): (String, String)| ScenarioError {
             file: path.display().to_string(),
             field,
@@ -2006,7 +2047,7 @@ pub(crate) mod fixtures {
 
     /// A floating box with one leg (a hinge about y) ending in a foot box: enough to check the
     /// state's conversions against the plant.
-    const URDF: &str = r#"<robot name="hopper">
+    pub(crate) const URDF: &str = r#"<robot name="hopper">
   <link name="base"><inertial><mass value="2"/><origin xyz="0.01 0.02 0.03"/>
     <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial>
     <collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision></link>
@@ -2171,6 +2212,84 @@ mod tests {
         }
         let s = parse(&scenario("").replacen("[push]\n", "[push]\nlink = \"hat\"\n", 1)).unwrap();
         assert_eq!(Robot::resolve(&s, &model).unwrap_err().0, "push.link");
+        // The same hopper described x up and turned so: lying on its side, its centre of mass
+        // off the sole's footprint.
+        let s =
+            parse(&scenario("").replacen("[robot]\n", "[robot]\nup_axis = \"x\"\n", 1)).unwrap();
+        let e = Robot::resolve(&s, &model).unwrap_err();
+        assert!(
+            e.0 == "feet" && e.1.contains("outside the feet's footprint"),
+            "{e:?}"
+        );
+    }
+
+    /// A description whose up axis is y, turned z up: the same robot, the same standing.
+    #[test]
+    fn a_y_up_description_is_turned_to_stand_as_the_z_up_one() {
+        let (s, model) = hopper();
+        let z_up = Robot::resolve(&s, &model).unwrap();
+        // The hopper rewritten y up: every vector (x, y, z) → (x, z, −y), the hinge about y → z.
+        let turned = |v: &str| {
+            let n: Vec<f64> = v.split(' ').map(|t| t.parse().unwrap()).collect();
+            format!("{} {} {}", n[0], n[2], -n[1])
+        };
+        let mut text = String::from(fixtures::URDF);
+        for v in [
+            "0.01 0.02 0.03",
+            "0 0 -0.15",
+            "0 0 -0.3",
+            "0 0 -0.05",
+            "0 0 -0.31",
+        ] {
+            text = text.replacen(
+                &format!("xyz=\"{v}\""),
+                &format!("xyz=\"{}\"", turned(v)),
+                1,
+            );
+        }
+        text = text
+            .replacen("<axis xyz=\"0 1 0\"/>", "<axis xyz=\"0 0 -1\"/>", 1)
+            .replace(
+                "ixx=\"0.02\" ixy=\"0\" ixz=\"0\" iyy=\"0.03\" iyz=\"0\" izz=\"0.04\"",
+                "ixx=\"0.02\" ixy=\"0\" ixz=\"0\" iyy=\"0.04\" iyz=\"0\" izz=\"0.03\"",
+            )
+            .replace(
+                "iyy=\"0.004\" iyz=\"0\" izz=\"0.001\"",
+                "iyy=\"0.001\" iyz=\"0\" izz=\"0.004\"",
+            )
+            .replace("box size=\"0.2 0.2 0.1\"", "box size=\"0.2 0.1 0.2\"")
+            .replace("box size=\"0.1 0.08 0.02\"", "box size=\"0.1 0.02 0.08\"");
+        let y_model = robot_model::parse(
+            &text,
+            Path::new("/nowhere/hopper_y.urdf"),
+            &robot_model::LoadOptions {
+                floating_base: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let points =
+            "[[0.05, 0.0, -0.04], [0.05, 0.0, 0.04], [-0.05, 0.0, -0.04], [-0.05, 0.0, 0.04]]";
+        let text = scenario("")
+            .replacen("[robot]\n", "[robot]\nup_axis = \"y\"\n", 1)
+            .replacen(
+                "[[0.05, 0.04, 0.0], [0.05, -0.04, 0.0], [-0.05, 0.04, 0.0], [-0.05, -0.04, 0.0]]",
+                points,
+                1,
+            );
+        let y_up = Robot::resolve(&parse(&text).unwrap(), &y_model).unwrap();
+        assert!((y_up.com_height_m - z_up.com_height_m).abs() < 1e-12);
+        assert!((y_up.mass_kg - z_up.mass_kg).abs() < 1e-12);
+        let com = |r: &Robot| {
+            let kin = r.tree.kinematics(&r.base_pose, &r.pose).unwrap();
+            kin.center_of_mass().unwrap().1
+        };
+        assert!(
+            (com(&y_up) - com(&z_up)).norm() < 1e-12,
+            "{} vs {}",
+            com(&y_up),
+            com(&z_up)
+        );
     }
 
     /// What the plant sends (its base body's centre of mass, world velocities) turned back into

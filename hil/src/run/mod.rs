@@ -105,9 +105,11 @@ pub struct RunArgs {
     /// and controller both load it.
     #[arg(long)]
     pub urdf: Option<PathBuf>,
-    /// `pose_tour`: the axis of the robot's description that points up (gravity along its
-    /// negative). Default: the scenario's `model.up_axis`, or `z` (URDF's convention) for a robot
-    /// given with `--urdf`.
+    /// The axis of the robot's description that points up. `pose_tour` (and the other chain
+    /// scenarios): gravity along its negative; default the scenario's `model.up_axis`, or `z`
+    /// (URDF's convention) for a robot given with `--urdf`. `robot_push`: the robot is turned
+    /// so that this axis points up in its z-up world; default the scenario's `robot.up_axis`,
+    /// or `z`.
     #[arg(long, value_enum)]
     pub up_axis: Option<chain::scenario::UpAxis>,
     /// Lockstep `dynamo_push` runs: write every 10th `qp_balance` tick's QP (P, q, A, b, its
@@ -240,10 +242,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
     }
     if (args.urdf.is_some() && !matches!(kind, ScenarioKind::Joint(_) | ScenarioKind::RobotPush))
-        || (args.up_axis.is_some() && !matches!(kind, ScenarioKind::Joint(_)))
+        || (args.up_axis.is_some()
+            && !matches!(kind, ScenarioKind::Joint(_) | ScenarioKind::RobotPush))
     {
         eprintln!(
-            "hil: {}: --urdf replaces the robot of a joint-space scenario (pose_tour, on_the_beat, kenwright_reach) or of a robot_push, --up-axis of a joint-space scenario only",
+            "hil: {}: --urdf and --up-axis describe the robot of a joint-space scenario (pose_tour, on_the_beat, kenwright_reach) or of a robot_push",
             name()
         );
         return ExitCode::from(2);
@@ -297,7 +300,7 @@ fn run_document(args: &RunArgs, stop: &StopFlag, path: &Path, doc: Document<'_>)
             args,
             stop,
             path,
-            legged::RobotPush::prepare(doc, path, args.urdf.as_deref())
+            legged::RobotPush::prepare(doc, path, args.urdf.as_deref(), args.up_axis)
                 .and_then(|s| legged::check_mode(&s.s, path, args.mode).map(|()| s)),
             legged::RobotPush::laws,
             legged::LeggedLaw::name,

@@ -149,6 +149,17 @@ impl UpAxis {
             Self::Z => [0.0, 0.0, -9.81],
         }
     }
+
+    /// The roll, pitch and yaw (URDF's convention, rad) that turn a description whose up is
+    /// this axis into a z-up world: +90° about x for y (its +x stays forward), −90° about y
+    /// for x, none for z.
+    pub fn to_z_up_rpy(self) -> [f64; 3] {
+        match self {
+            Self::X => [0.0, -std::f64::consts::FRAC_PI_2, 0.0],
+            Self::Y => [std::f64::consts::FRAC_PI_2, 0.0, 0.0],
+            Self::Z => [0.0; 3],
+        }
+    }
 }
 
 /// Serde helper: an optional array of exactly three numbers.
