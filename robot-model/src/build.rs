@@ -59,6 +59,30 @@ pub(crate) fn expand_spherical(
         .map(|j| j.name.clone())
         .chain(robot.links.iter().map(|l| l.name.clone()))
         .collect();
+    // A mimic on a ball joint, or of one, has no single coordinate to follow.
+    for j in &robot.joints {
+        if let Some(m) = &j.mimic {
+            if j.joint_type == Urdf::Spherical {
+                return Err((
+                    joint_el(&j.name, "<mimic>"),
+                    "a spherical joint cannot mimic a joint (it has three coordinates)".to_owned(),
+                ));
+            }
+            if robot
+                .joints
+                .iter()
+                .any(|o| o.name == m.joint && o.joint_type == Urdf::Spherical)
+            {
+                return Err((
+                    joint_el(&j.name, "<mimic joint>"),
+                    format!(
+                        "names joint {:?}, which is spherical: a joint can mimic only a revolute, continuous or prismatic joint",
+                        m.joint
+                    ),
+                ));
+            }
+        }
+    }
     let old = std::mem::take(&mut robot.joints);
     let old_facts = std::mem::take(&mut facts.joints);
     let mut notes = Vec::new();

@@ -628,6 +628,25 @@ fn refusals_name_the_file_the_element_and_the_reason() {
             "a spherical joint is loaded as revolute joints named <joint>_<axis> through links <joint>_<axis>_link, but the file already has \"j_x_link\"",
         ),
         (
+            joint_with(
+                r#"<limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/><mimic joint="k"/>"#,
+                "spherical",
+            ),
+            r#"joint "j" <mimic>"#,
+            "a spherical joint cannot mimic a joint",
+        ),
+        (
+            format!(
+                "{}{}{}{}",
+                link("a"),
+                link("b"),
+                link("c"),
+                r#"<joint name="j" type="spherical"><parent link="a"/><child link="b"/><limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/></joint><joint name="k" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/><mimic joint="j"/></joint>"#
+            ),
+            r#"joint "k" <mimic joint>"#,
+            "names joint \"j\", which is spherical",
+        ),
+        (
             joint_with("", "revolute"),
             r#"joint "j""#,
             "a revolute joint without <limit>: URDF requires",
