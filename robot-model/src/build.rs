@@ -113,7 +113,12 @@ pub(crate) fn expand_spherical(
                 .zip(limits_rad)
                 .filter_map(|(a, l)| a.iter().position(|&x| x == 1.0).map(|n| (n, l)))
                 .collect(),
-            crate::humanoid::JointKind::Hinge { .. } => Vec::new(),
+            crate::humanoid::JointKind::Hinge { .. } => {
+                return Err((
+                    joint_el(&j.name, ""),
+                    "a spherical joint read as a hinge (not a case the convention has)".to_owned(),
+                ));
+            }
         };
         let names: Vec<String> = axes
             .iter()

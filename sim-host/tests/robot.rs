@@ -6,7 +6,8 @@
 //! and SO-100 (mass matrix and gravity at random poses: links whose principal axes are not their
 //! frames'); Panda and Talos's left arm holding still under the tree's gravity compensation;
 //! Solo-12 standing on the ground under a PD; the project's humanoid (ball joints as revolute
-//! coordinates) against its tree and standing under a PD; scenes refused naming the file, the field and the
+//! coordinates) against its tree and standing under a PD; the planar walker (its planar root as
+//! a fixed-base chain) falling as on its own plant; scenes refused naming the file, the field and the
 //! reason; a robot scene hosted in lockstep and through the `sim-host` binary.
 //!
 //! The real robots come from example-robot-data, found by `scripts/example-robot-data.sh`: these
@@ -1072,6 +1073,154 @@ fn the_humanoid_stands_on_the_robot_plant_under_a_pd() {
         lo > 0.97 && hi < 1.03,
         "ground force {lo} to {hi} of the weight"
     );
+}
+
+/// SIMBICON's planar biped (`sim_host::biped`'s table: masses, inertias, lengths) as a URDF for
+/// the robot plant, z up, walking along x: its planar root as two prismatic joints and a hinge
+/// from a fixed rail (their efforts 1, never driven), every hinge about −y (SIMBICON's +z, so
+/// the joint angles keep its signs).
+fn planar_biped_urdf() -> PathBuf {
+    use sim_host::biped::{
+        ANKLE_FROM_HEEL_M, DEPTH_M, FOOT_LENGTH_M, INERTIAS_KG_M2, LINK_THICKNESS_M, MASSES_KG,
+        SHIN_LENGTH_M, THIGH_LENGTH_M, TORQUE_LIMIT_NM, TORSO_LENGTH_M,
+    };
+    let link = |name: &str, b: usize, com: [f64; 3], size: [f64; 3]| {
+        let (m, i) = (MASSES_KG[b], INERTIAS_KG_M2[b]);
+        let xyz = format!("{} {} {}", com[0], com[1], com[2]);
+        format!(
+            r#"<link name="{name}"><inertial><origin xyz="{xyz}"/><mass value="{m}"/><inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/></inertial><collision><origin xyz="{xyz}"/><geometry><box size="{} {} {}"/></geometry></collision></link>"#,
+            size[0], size[1], size[2]
+        )
+    };
+    let hinge = |name: &str, parent: &str, child: &str, z: f64, effort: f64| {
+        format!(
+            r#"<joint name="{name}" type="continuous"><parent link="{parent}"/><child link="{child}"/><origin xyz="0 0 {z}"/><axis xyz="0 -1 0"/><limit effort="{effort}" velocity="100"/></joint>"#
+        )
+    };
+    let (t, d) = (LINK_THICKNESS_M, DEPTH_M);
+    let mut body = String::from(
+        r#"<link name="rail"/><link name="slide_x_link"/><link name="slide_z_link"/>
+<joint name="slide_x" type="prismatic"><parent link="rail"/><child link="slide_x_link"/><axis xyz="1 0 0"/><limit lower="-500" upper="500" effort="1" velocity="100"/></joint>
+<joint name="slide_z" type="prismatic"><parent link="slide_x_link"/><child link="slide_z_link"/><axis xyz="0 0 1"/><limit lower="-10" upper="10" effort="1" velocity="100"/></joint>"#,
+    );
+    body += &link(
+        "torso",
+        0,
+        [0.0, 0.0, TORSO_LENGTH_M / 2.0],
+        [t, d, TORSO_LENGTH_M],
+    );
+    body += &hinge("pitch", "slide_z_link", "torso", 0.0, 1.0);
+    for (side, b) in [("left", 1), ("right", 4)] {
+        let (thigh, shin, foot) = (
+            format!("{side}_thigh"),
+            format!("{side}_shin"),
+            format!("{side}_foot"),
+        );
+        body += &link(
+            &thigh,
+            b,
+            [0.0, 0.0, -THIGH_LENGTH_M / 2.0],
+            [t, d, THIGH_LENGTH_M],
+        );
+        body += &link(
+            &shin,
+            b + 1,
+            [0.0, 0.0, -SHIN_LENGTH_M / 2.0],
+            [t, d, SHIN_LENGTH_M],
+        );
+        let ahead = FOOT_LENGTH_M / 2.0 - ANKLE_FROM_HEEL_M;
+        body += &link(&foot, b + 2, [ahead, 0.0, -t / 2.0], [FOOT_LENGTH_M, d, t]);
+        body += &hinge(
+            &format!("{side}_hip"),
+            "torso",
+            &thigh,
+            0.0,
+            TORQUE_LIMIT_NM,
+        );
+        body += &hinge(
+            &format!("{side}_knee"),
+            &thigh,
+            &shin,
+            -THIGH_LENGTH_M,
+            TORQUE_LIMIT_NM,
+        );
+        body += &hinge(
+            &format!("{side}_ankle"),
+            &shin,
+            &foot,
+            -SHIN_LENGTH_M,
+            TORQUE_LIMIT_NM,
+        );
+    }
+    let urdf =
+        format!("<?xml version=\"1.0\"?>\n<robot name=\"biped_planar\">\n{body}\n</robot>\n");
+    temp("biped_planar.urdf", urdf.as_bytes())
+}
+
+/// The planar walker on the robot plant, its planar root a fixed-base multibody chain: from
+/// standing it falls under zero torques as on its own plant (`tests/biped.rs`), its torso
+/// coming down to the ground without the plant blowing up (the same biped under Rapier's
+/// locked axes did, with impulse or multibody joints: see `sim_host::biped`); both plants'
+/// step costs over the same fall.
+#[test]
+fn the_planar_walker_falls_on_the_robot_plant_as_on_its_own() {
+    use sim_host::biped::{BipedPlant, BipedScene, JOINTS};
+    let mut scene = RobotScene::new(planar_biped_urdf(), 3.0);
+    scene.dt_s = 0.005;
+    scene.initial_q.insert("slide_z".into(), 1.0);
+    let low = RobotPlant::new(&scene).unwrap().lowest_point_z_m();
+    scene.initial_q.insert("slide_z".into(), 1.0 - low);
+    scene.ground = Some(Ground {
+        height_m: 0.0,
+        friction: sim_host::biped::GROUND_FRICTION,
+    });
+    let mut plant = RobotPlant::new(&scene).unwrap();
+    let names: Vec<String> = plant.joint_names().iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "slide_x",
+            "slide_z",
+            "pitch",
+            "left_hip",
+            "left_knee",
+            "left_ankle",
+            "right_hip",
+            "right_knee",
+            "right_ankle"
+        ]
+    );
+    let (mut lowest, mut root_speed) = (f64::INFINITY, 0.0f64);
+    let mut cost = Vec::new();
+    while !plant.clock().is_finished() {
+        let frame = plant.step(&[0.0; 9]);
+        cost.push(plant.clock().last_step_cost_ns());
+        let (z, pitch) = (frame.joints[1].position_rad, frame.joints[2].position_rad);
+        lowest = lowest.min(z + 0.24 * pitch.cos());
+        root_speed = root_speed.max(
+            frame.joints[0]
+                .velocity_rad_s
+                .hypot(frame.joints[1].velocity_rad_s),
+        );
+        assert!(frame.joints.iter().all(|j| j.position_rad.is_finite()));
+    }
+    // Its own plant, the same fall.
+    let mut own = BipedPlant::new(&BipedScene::new(3.0, [0.0, -9.81])).unwrap();
+    let (mut own_lowest, mut own_cost) = (f64::INFINITY, Vec::new());
+    for _ in 0..600 {
+        let s = own.step(&[0.0; JOINTS]).unwrap();
+        own_cost.push(own.clock().last_step_cost_ns());
+        own_lowest = own_lowest.min(s.root.com_m[1]);
+    }
+    cost.sort_unstable();
+    own_cost.sort_unstable();
+    println!(
+        "planar walker, 3 s without torques, dt 5 ms: the torso's centre falls to {lowest:.3} m (its own plant: {own_lowest:.3} m); root speed at most {root_speed:.2} m/s; step median {:.0} µs (its own plant: {:.0} µs)",
+        cost[cost.len() / 2] as f64 / 1e3,
+        own_cost[own_cost.len() / 2] as f64 / 1e3
+    );
+    assert!(lowest < 0.6 && own_lowest < 0.6, "{lowest} {own_lowest}");
+    assert!(root_speed < 10.0, "{root_speed}");
 }
 
 // ---- (5) Refusals, and hosting ---------------------------------------------------------------
