@@ -546,34 +546,35 @@ fn solo12_matches_the_tree_in_the_base_frame_convention() {
     assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
 }
 
+/// A floating robot's plant against its tree (`N` = its degrees of freedom, `massless` the
+/// moving bodies without mass) at random poses and base poses; prints the errors.
+fn floating_matches_its_tree<const N: usize>(path: &Path, label: &str, seed: u64, massless: usize) {
+    let mut scene = RobotScene::new(path, 0.1);
+    scene.floating_base = true;
+    let mut plant = RobotPlant::new(&scene).unwrap();
+    assert_eq!(plant.nv(), N);
+    let model = robot_model::load(path, &scene.load_options()).unwrap();
+    let none = model.bodies.iter().filter(|b| b.is_massless()).count();
+    assert_eq!(none, massless);
+    let tree: Tree<N> = model.tree().unwrap();
+    let e = compare(&mut plant, &tree, &mut Rng(seed), true);
+    println!(
+        "{label}, {POSES} poses: mass matrix {:.2e} (diagonal {:.2e}) relative, centre of mass {:.2e} m, gravity {:.2e} relative",
+        e.mass_matrix, e.mass_diagonal, e.com_m, e.gravity
+    );
+    // The diagonal's worst entries are the long limbs' (human.urdf's hands and forearms,
+    // 1.1e-5 – 1.3e-5; the same with its virtual links given 1 g and 1e-6 kg·m² each,
+    // 1.27e-5): Rapier's f32, not the massless bodies; Solo-12's are 4e-6 – 8e-6.
+    assert!(e.mass_matrix < 1e-5 && e.mass_diagonal < 2e-5, "{e:?}");
+    assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
+}
+
 /// example-robot-data's `human.urdf`: its multi-axis joints are revolute joints chained through
 /// links without `<inertial>` (19 massless bodies in Rapier's multibody), on a floating base.
 #[test]
 fn human_with_massless_links_matches_the_tree() {
     let path = robots().join("human_description/robots/human.urdf");
-    let mut scene = RobotScene::new(&path, 0.1);
-    scene.floating_base = true;
-    let mut plant = RobotPlant::new(&scene).unwrap();
-    assert_eq!(plant.nv(), 42);
-    let model = robot_model::load(&path, &scene.load_options()).unwrap();
-    let massless = model
-        .bodies
-        .iter()
-        .filter(|b| b.inertial.mass_kg == 0.0)
-        .count();
-    assert_eq!(massless, 19);
-    let tree: Tree<42> = model.tree().unwrap();
-    let mut rng = Rng(0x5eed_0004);
-    let e = compare(&mut plant, &tree, &mut rng, true);
-    println!(
-        "human, {POSES} poses: mass matrix {:.2e} (diagonal {:.2e}) relative, centre of mass {:.2e} m, gravity {:.2e} relative",
-        e.mass_matrix, e.mass_diagonal, e.com_m, e.gravity
-    );
-    // The diagonal's worst entries are the hands' and forearms' (1.1e-5 – 1.3e-5), the same
-    // with the virtual links given 1 g and 1e-6 kg·m² each (1.27e-5): Rapier's f32 on a robot
-    // of arms 0.7 m long, not the massless bodies; Solo-12's are 4e-6 – 8e-6.
-    assert!(e.mass_matrix < 1e-5 && e.mass_diagonal < 2e-5, "{e:?}");
-    assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
+    floating_matches_its_tree::<42>(&path, "human", 0x5eed_0004, 19);
 }
 
 /// The project's humanoid (`models/humanoid15.urdf`: ball joints with per-axis ranges, two-axis
@@ -583,21 +584,7 @@ fn human_with_massless_links_matches_the_tree() {
 #[test]
 fn the_humanoid_s_ball_joints_on_the_robot_plant_match_the_tree() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/humanoid15.urdf");
-    let mut scene = RobotScene::new(&path, 0.1);
-    scene.floating_base = true;
-    let mut plant = RobotPlant::new(&scene).unwrap();
-    assert_eq!(plant.nv(), 34);
-    let model = robot_model::load(&path, &scene.load_options()).unwrap();
-    assert_eq!(model.bodies.iter().filter(|b| b.is_massless()).count(), 14);
-    let tree: Tree<34> = model.tree().unwrap();
-    let mut rng = Rng(0x5eed_0015);
-    let e = compare(&mut plant, &tree, &mut rng, true);
-    println!(
-        "humanoid15, {POSES} poses: mass matrix {:.2e} (diagonal {:.2e}) relative, centre of mass {:.2e} m, gravity {:.2e} relative",
-        e.mass_matrix, e.mass_diagonal, e.com_m, e.gravity
-    );
-    assert!(e.mass_matrix < 1e-5 && e.mass_diagonal < 2e-5, "{e:?}");
-    assert!(e.com_m < 1e-6 && e.gravity < 1e-5, "{e:?}");
+    floating_matches_its_tree::<34>(&path, "humanoid15", 0x5eed_0015, 14);
 }
 
 /// Four revolute joints at one point with massless links between them: the hand's orientation
