@@ -28,6 +28,8 @@ use transport::{FrameLink, FrameTransport, SeqPacket};
 
 #[path = "support/mesh.rs"]
 mod mesh;
+#[path = "support/stand_gains.rs"]
+mod stand_gains;
 use mesh::{ascii_stl, binary_stl, box_mesh};
 
 const G: [f64; 3] = [0.0, 0.0, -9.81];
@@ -886,6 +888,20 @@ fn real_arms_mass_matrix_and_gravity_match_the_tree() {
 
 // ---- (4) Solo-12 standing on the ground -------------------------------------------------------
 
+/// The plant of `scene`'s floating robot with its lowest shape on a ground at z = 0 of Coulomb
+/// friction `friction` (found with the base first at z = `probe_z`), and the base's height.
+fn on_the_ground(scene: &mut RobotScene, probe_z: f64, friction: f64) -> (RobotPlant, f64) {
+    scene.base_xyz_m = [0.0, 0.0, probe_z];
+    let low = RobotPlant::new(scene).unwrap().lowest_point_z_m();
+    let z0 = probe_z - low;
+    scene.base_xyz_m = [0.0, 0.0, z0];
+    scene.ground = Some(Ground {
+        height_m: 0.0,
+        friction,
+    });
+    (RobotPlant::new(scene).unwrap(), z0)
+}
+
 #[test]
 fn solo12_stands_on_the_ground_under_a_pd() {
     let path = solo12(&robots());
@@ -896,16 +912,7 @@ fn solo12_stands_on_the_ground_under_a_pd() {
     for (name, q) in &standing {
         scene.initial_q.insert(name.clone(), *q);
     }
-    // Where the feet touch z = 0: the lowest shape with the base at z = 1.
-    scene.base_xyz_m = [0.0, 0.0, 1.0];
-    let low = RobotPlant::new(&scene).unwrap().lowest_point_z_m();
-    let z0 = 1.0 - low;
-    scene.base_xyz_m = [0.0, 0.0, z0];
-    scene.ground = Some(Ground {
-        height_m: 0.0,
-        friction: 1.0,
-    });
-    let mut plant = RobotPlant::new(&scene).unwrap();
+    let (mut plant, z0) = on_the_ground(&mut scene, 1.0, 1.0);
     let names = plant
         .joint_names()
         .iter()
@@ -982,31 +989,17 @@ fn the_humanoid_stands_on_the_robot_plant_under_a_pd() {
     let ankle_body = model.joint_index("left_ankle_x").unwrap() + 1;
     let ankle = kin.body_pose(ankle_body).unwrap().translation.vector;
     let lean = (ankle.x - com.x).atan2(com.y - ankle.y);
-    scene.base_xyz_m = [0.0, 0.0, 2.0];
-    let low = RobotPlant::new(&scene).unwrap().lowest_point_z_m();
-    let z0 = 2.0 - low;
-    scene.base_xyz_m = [0.0, 0.0, z0];
-    scene.ground = Some(Ground {
-        height_m: 0.0,
-        friction: 0.8,
-    });
-    let mut plant = RobotPlant::new(&scene).unwrap();
-    // Per coordinate: the humanoid plant test's gains about the parent's x, y, z.
+    let (mut plant, z0) = on_the_ground(&mut scene, 2.0, 0.8);
+    // Per coordinate: the humanoid plant test's gains about the parent's x, y, z (a hinge's
+    // its z gains).
     let gains = |name: &str| -> (f64, f64) {
-        let (joint, axis) = match name.rsplit_once('_') {
-            Some((j, a)) if ["x", "y", "z"].contains(&a) => (j, a),
-            _ => (name, "z"),
+        let (joint, k) = match name.rsplit_once('_') {
+            Some((j, "x")) => (j, 0),
+            Some((j, "y")) => (j, 1),
+            Some((j, "z")) => (j, 2),
+            _ => (name, 2),
         };
-        let k = ["x", "y", "z"].iter().position(|a| *a == axis).unwrap();
-        let (kp, kd, kx, dx) = (1000.0, 2.0, 300.0, 1.0);
-        let (p, d): ([f64; 3], [f64; 3]) = match joint {
-            "neck" => ([100.0; 3], [1.0; 3]),
-            j if j.ends_with("shoulder") => ([100.0, 100.0, 20.0], [2.0, 2.0, 0.2]),
-            j if j.ends_with("elbow") => ([30.0; 3], [0.5; 3]),
-            j if j.ends_with("toe") => ([20.0; 3], [0.1; 3]),
-            j if j.ends_with("ankle") => ([kx, 0.0, kp], [dx, 0.0, kd]),
-            _ => ([kx, kp / 3.0, kp], [dx, kd / 3.0, kd]),
-        };
+        let (p, d) = stand_gains::gains(joint);
         (p[k], d[k])
     };
     let names: Vec<String> = plant.joint_names().iter().map(|s| s.to_string()).collect();
