@@ -44,28 +44,71 @@ fn euler_joint_name(name: &str, n: usize) -> String {
 /// range in the middle (as `HumanoidTree` orders them), a two-axis joint as its two free axes;
 /// each named `<joint>_<axis>` (`left_hip_x`), joined by massless links `<joint>_<axis>_link`,
 /// the first at the joint's origin, each with the joint's range about its axis, its effort,
-/// velocity and dynamics. Returns one note per joint rewritten; a joint the convention refuses,
-/// or whose names would clash with the file's, is refused naming it.
+/// velocity and dynamics. Returns one note per joint rewritten, and the names it made, each with
+/// the name a refusal should give instead ([`Expanded::name_in_file`]). A joint the convention
+/// refuses, whose values or links are wrong, or whose names would clash with the file's, is
+/// refused naming it (names declared twice and unknown links are refused here, before the new
+/// joints could hide them).
 pub(crate) fn expand_spherical(
     robot: &mut urdf_rs::Robot,
     facts: &mut Facts,
-) -> Result<Vec<String>, Refusal> {
+) -> Result<Expanded, Refusal> {
+    let mut expanded = Expanded::default();
     if !robot.joints.iter().any(|j| j.joint_type == Urdf::Spherical) {
-        return Ok(Vec::new());
+        return Ok(expanded);
     }
-    let taken: std::collections::HashSet<String> = robot
-        .joints
-        .iter()
-        .map(|j| j.name.clone())
-        .chain(robot.links.iter().map(|l| l.name.clone()))
-        .collect();
-    // A mimic on a ball joint, or of one, has no single coordinate to follow.
+    let mut joint_names = std::collections::HashSet::new();
+    for j in &robot.joints {
+        if !joint_names.insert(j.name.clone()) {
+            return Err((
+                joint_el(&j.name, ""),
+                "declared twice: joint names must be unique".to_owned(),
+            ));
+        }
+    }
+    let mut link_names = std::collections::HashSet::new();
+    for l in &robot.links {
+        if !link_names.insert(l.name.clone()) {
+            return Err((
+                link_el(&l.name, ""),
+                "declared twice: link names must be unique".to_owned(),
+            ));
+        }
+    }
+    for (k, j) in robot.joints.iter().enumerate() {
+        if j.joint_type != Urdf::Spherical {
+            continue;
+        }
+        for (end, name) in [("parent", &j.parent.link), ("child", &j.child.link)] {
+            if !link_names.contains(name) {
+                return Err((
+                    joint_el(&j.name, &format!("<{end} link>")),
+                    format!("names a link {name:?} the file does not have"),
+                ));
+            }
+        }
+        if j.parent.link == j.child.link {
+            return Err((
+                joint_el(&j.name, ""),
+                format!("joins link {:?} to itself", j.parent.link),
+            ));
+        }
+        check_joint(j, facts.joints.get(k).copied().unwrap_or_default())?;
+    }
+    // A mimic on a ball joint, or of one, has no single coordinate to follow; one naming a
+    // coordinate the rewrite makes names a joint the file does not have.
     for j in &robot.joints {
         if let Some(m) = &j.mimic {
             if j.joint_type == Urdf::Spherical {
                 return Err((
                     joint_el(&j.name, "<mimic>"),
                     "a spherical joint cannot mimic a joint (it has three coordinates)".to_owned(),
+                ));
+            }
+            if !joint_names.contains(&m.joint) {
+                return Err((
+                    joint_el(&j.name, "<mimic joint>"),
+                    format!("names a joint {:?} the file does not have", m.joint),
                 ));
             }
             if robot
@@ -85,7 +128,6 @@ pub(crate) fn expand_spherical(
     }
     let old = std::mem::take(&mut robot.joints);
     let old_facts = std::mem::take(&mut facts.joints);
-    let mut notes = Vec::new();
     for (k, j) in old.into_iter().enumerate() {
         let f = old_facts.get(k).copied().unwrap_or_default();
         if j.joint_type != Urdf::Spherical {
@@ -95,12 +137,6 @@ pub(crate) fn expand_spherical(
         }
         let kind = crate::humanoid::joint_kind(&j, f.per_axis)
             .map_err(|(what, reason)| (format!("joint {:?}{what}", j.name), reason))?;
-        if !f.effort {
-            return Err((
-                joint_el(&j.name, "<limit effort>"),
-                "missing: URDF requires effort in <limit>".to_owned(),
-            ));
-        }
         let axes: Vec<(usize, [f64; 2])> = match kind {
             crate::humanoid::JointKind::Ball { limits_rad } => {
                 crate::humanoid::ball_order(&limits_rad)
@@ -124,10 +160,15 @@ pub(crate) fn expand_spherical(
             .iter()
             .map(|&(n, _)| euler_joint_name(&j.name, n))
             .collect();
+        let links = names[..names.len().saturating_sub(1)]
+            .iter()
+            .map(|n| format!("{n}_link"));
         if let Some(clash) = names
             .iter()
-            .flat_map(|n| [n.clone(), format!("{n}_link")])
-            .find(|n| taken.contains(n))
+            .filter(|n| joint_names.contains(*n))
+            .cloned()
+            .chain(links.clone().filter(|l| link_names.contains(l)))
+            .next()
         {
             return Err((
                 joint_el(&j.name, ""),
@@ -135,6 +176,12 @@ pub(crate) fn expand_spherical(
                     "a spherical joint is loaded as revolute joints named <joint>_<axis> through links <joint>_<axis>_link, but the file already has {clash:?}"
                 ),
             ));
+        }
+        for n in &names {
+            expanded.renamed.push((n.clone(), j.name.clone()));
+        }
+        for l in links {
+            expanded.renamed.push((l, j.child.link.clone()));
         }
         for (i, (&(n, [lower, upper]), name)) in axes.iter().zip(&names).enumerate() {
             let last = i + 1 == axes.len();
@@ -189,7 +236,7 @@ pub(crate) fn expand_spherical(
                 per_axis: [None; 2],
             });
         }
-        notes.push(format!(
+        expanded.notes.push(format!(
             "joint {:?} (spherical, {} free axes): loaded as revolute joints {} (Euler angles, each with its axis's range) through massless links; each takes the joint's effort {} N·m, so together they are not held to it as one norm",
             j.name,
             axes.len(),
@@ -197,7 +244,29 @@ pub(crate) fn expand_spherical(
             j.limit.effort
         ));
     }
-    Ok(notes)
+    Ok(expanded)
+}
+
+/// What [`expand_spherical`] did: its notes, and each name it made with the file's name for it.
+#[derive(Debug, Default)]
+pub(crate) struct Expanded {
+    /// One note per spherical joint rewritten.
+    pub notes: Vec<String>,
+    /// (a name the rewrite made, the file's): a coordinate's joint → the spherical joint, a link
+    /// between coordinates → the spherical joint's child link.
+    pub renamed: Vec<(String, String)>,
+}
+
+impl Expanded {
+    /// `text` (a refusal's element or reason) with every quoted name the rewrite made replaced
+    /// by the file's name for it.
+    pub fn name_in_file(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (made, file) in &self.renamed {
+            out = out.replace(&format!("{made:?}"), &format!("{file:?}"));
+        }
+        out
+    }
 }
 
 /// At most 8 names, quoted, then how many more.
@@ -389,27 +458,30 @@ fn type_name(t: &Urdf) -> &'static str {
     }
 }
 
-/// The values of one movable or fixed joint: origin, axis, limits, dynamics.
+/// The values of one movable, fixed or spherical joint: origin, axis, limits, dynamics.
 fn check_joint(j: &urdf_rs::Joint, facts: JointFacts) -> Result<(), Refusal> {
     let el = |sub: &str| joint_el(&j.name, sub);
     check_xyz(&j.origin.xyz.0, || el("<origin xyz>"))?;
     if let Some(a) = j.origin.rpy.0.iter().find(|a| !a.is_finite()) {
         return Err((el("<origin rpy>"), format!("{a}: not finite")));
     }
-    if !is_movable(&j.joint_type) {
+    // A spherical joint's ranges are its per-axis ones (checked by `expand_spherical`); its
+    // effort, velocity and dynamics are checked here as any moving joint's.
+    let spherical = j.joint_type == Urdf::Spherical;
+    if !is_movable(&j.joint_type) && !spherical {
         return Ok(());
     }
     let kind = type_name(&j.joint_type);
     let axis = j.axis.xyz.0;
     let norm = axis.iter().map(|a| a * a).sum::<f64>().sqrt();
-    if norm.is_nan() || norm <= 1e-12 {
+    if !spherical && (norm.is_nan() || norm <= 1e-12) {
         return Err((
             el("<axis xyz>"),
             format!("{axis:?} has length {norm:e}: a joint axis must not be zero"),
         ));
     }
     let limit = &j.limit;
-    if j.joint_type != Urdf::Continuous {
+    if j.joint_type != Urdf::Continuous && !spherical {
         if !facts.limit {
             return Err((
                 el(""),

@@ -462,8 +462,15 @@ pub fn parse_with(
     let (mut facts, mut robot) = syntax::read(text).map_err(fail)?;
     let expanded = build::expand_spherical(&mut robot, &mut facts).map_err(fail)?;
     let absolute = std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf());
-    let mut model = build::build(&robot, &facts, &absolute, options, search).map_err(fail)?;
-    model.notes.splice(0..0, expanded);
+    // A refusal of what the rewrite made names what the file wrote.
+    let mut model =
+        build::build(&robot, &facts, &absolute, options, search).map_err(|(element, reason)| {
+            fail((
+                expanded.name_in_file(&element),
+                expanded.name_in_file(&reason),
+            ))
+        })?;
+    model.notes.splice(0..0, expanded.notes);
     Ok(model)
 }
 

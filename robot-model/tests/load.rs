@@ -627,6 +627,53 @@ fn refusals_name_the_file_the_element_and_the_reason() {
             r#"joint "j""#,
             "a spherical joint is loaded as revolute joints named <joint>_<axis> through links <joint>_<axis>_link, but the file already has \"j_x_link\"",
         ),
+        // A spherical joint's own faults, and the tree's faults around one, name the file's
+        // elements, not the revolute joints and links it is rewritten as.
+        (
+            joint_with(
+                r#"<limit effort="-10" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/>"#,
+                "spherical",
+            ),
+            r#"joint "j" <limit effort>"#,
+            "-10: must be ≥ 0",
+        ),
+        (
+            format!(
+                "{two}{}{}",
+                r#"<joint name="j" type="spherical"><parent link="a"/><child link="b"/><limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/></joint>"#,
+                revolute("j", "a", "b", "0 0 0")
+            ),
+            r#"joint "j""#,
+            "declared twice",
+        ),
+        (
+            format!(
+                "{two}{}",
+                r#"<joint name="j" type="spherical"><parent link="b"/><child link="b"/><limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/></joint>"#
+            ),
+            r#"joint "j""#,
+            r#"joins link "b" to itself"#,
+        ),
+        (
+            format!(
+                "{two}{}{}{}",
+                link("c"),
+                r#"<joint name="j" type="spherical"><parent link="a"/><child link="b"/><limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/></joint>"#,
+                revolute("k", "c", "b", "0 0 0")
+            ),
+            r#"link "b""#,
+            r#"is the child of two joints, "j" and "k""#,
+        ),
+        (
+            format!(
+                "{two}{}{}{}",
+                link("c"),
+                r#"<joint name="j" type="spherical"><parent link="a"/><child link="b"/><limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/></joint>"#,
+                r#"<joint name="k" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/><mimic joint="j_x"/></joint>"#
+            ),
+            r#"joint "k" <mimic joint>"#,
+            r#"names a joint "j_x" the file does not have"#,
+        ),
         (
             joint_with(
                 r#"<limit effort="1" velocity="1" lower_xyz="-1 -1 -1" upper_xyz="1 1 1"/><mimic joint="k"/>"#,

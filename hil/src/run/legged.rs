@@ -65,6 +65,9 @@ pub const NR: usize = 6 + 6 * MAX_FEET + 4 * MAX_FEET * MAX_POINTS + 2 * CAP;
 type Qp = Balance<NV, NX, NR>;
 type Legged = LeggedBalance<NV, NX, NR, MAX_FEET>;
 
+/// A foot point this close above the lowest one, m, is on the ground for the standing check.
+const GROUND_POINT_M: f64 = 0.01;
+
 /// Gravity, m/s² (URDF is z-up; the plant's default).
 const GRAVITY: [f64; 3] = [0.0, 0.0, -9.81];
 
@@ -690,25 +693,36 @@ impl Robot {
                 ),
             );
         }
-        // Standing needs the centre of mass above the feet's footprint (with three points or
-        // more: fewer have no inside to stand over).
+        // Standing needs three or more of the feet's points on the ground (within 1 cm of the
+        // lowest: fewer have no inside to stand over) and the centre of mass above their
+        // footprint.
         let mut footprint = Vec::new();
         for c in &feet {
             if let Some(pose) = kin.body_pose(c.body) {
                 for p in c.points.iter().take(c.count) {
                     let w = pose * Point3::from(*p);
-                    footprint.push([w.x, w.y]);
+                    if w.z <= lowest + GROUND_POINT_M {
+                        footprint.push([w.x, w.y]);
+                    }
                 }
             }
         }
-        if footprint.len() >= 3
-            && let Some(margin) = super::dynamo::support_margin(&footprint, [com.x, com.y])
+        if footprint.len() < 3 {
+            return fail(
+                "feet",
+                format!(
+                    "in the standing pose only {} of the feet's points are on the ground (within {GROUND_POINT_M} m of the lowest): the robot cannot stand on them (check robot.pose_rad, robot.up_axis and the feet's points)",
+                    footprint.len()
+                ),
+            );
+        }
+        if let Some(margin) = super::dynamo::support_margin(&footprint, [com.x, com.y])
             && margin < 0.0
         {
             return fail(
                 "feet",
                 format!(
-                    "in the standing pose the centre of mass is {:.3} m outside the feet's footprint (the convex hull of their points on the ground): the robot cannot stand (check robot.pose_rad, robot.up_axis and the feet's points)",
+                    "in the standing pose the centre of mass is {:.3} m outside the feet's footprint (the convex hull of their points within {GROUND_POINT_M} m of the lowest): the robot cannot stand (check robot.pose_rad, robot.up_axis and the feet's points)",
                     -margin
                 ),
             );
@@ -902,13 +916,14 @@ struct Shared {
     contact_hold_ticks: u32,
 }
 
-/// The longest foot's extent along the base's forward axis (its x) in the standing pose, m.
+/// The longest foot's extent along the world's x in the standing pose, m: the description's x
+/// (its −z for an x-up description, which stands turned −90° about y).
 fn foot_length(robot: &Robot) -> Result<f64, String> {
     let kin = robot
         .tree
         .kinematics(&robot.base_pose, &robot.pose)
         .map_err(|e| format!("the standing pose: {e}"))?;
-    let forward = robot.base_pose.rotation * Vector3::x();
+    let forward = Vector3::x();
     let mut longest = 0.0f64;
     for foot in &robot.feet {
         let pose = kin
@@ -2216,6 +2231,22 @@ mod tests {
         // off the sole's footprint.
         let s =
             parse(&scenario("").replacen("[robot]\n", "[robot]\nup_axis = \"x\"\n", 1)).unwrap();
+        let e = Robot::resolve(&s, &model).unwrap_err();
+        assert!(
+            e.0 == "feet"
+                && e.1
+                    .contains("only 2 of the feet's points are on the ground"),
+            "{e:?}"
+        );
+        // Upright, with its sole moved 0.2 m forward: the centre of mass behind it.
+        let ahead =
+            "[[0.25, 0.04, 0.0], [0.25, -0.04, 0.0], [0.15, 0.04, 0.0], [0.15, -0.04, 0.0]]";
+        let s = parse(&scenario("").replacen(
+            "[[0.05, 0.04, 0.0], [0.05, -0.04, 0.0], [-0.05, 0.04, 0.0], [-0.05, -0.04, 0.0]]",
+            ahead,
+            1,
+        ))
+        .unwrap();
         let e = Robot::resolve(&s, &model).unwrap_err();
         assert!(
             e.0 == "feet" && e.1.contains("outside the feet's footprint"),
