@@ -2,7 +2,7 @@
 //! graph checked to be one tree, the base chosen, fixed joints merged, joints numbered
 //! depth-first, every value checked. See the crate docs for the rules.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use control_core::tree::{BaseKind, Inertial, JointType, Placement};
@@ -32,6 +32,57 @@ fn joint_el(name: &str, sub: &str) -> String {
     }
 }
 
+/// Names to their indices (of links, or of joints), in file order.
+type NameIndex<'a> = HashMap<&'a str, usize>;
+
+/// Each link's and each joint's index by name; a name declared twice is refused (links first).
+fn name_indices(robot: &urdf_rs::Robot) -> Result<(NameIndex<'_>, NameIndex<'_>), Refusal> {
+    let mut link_ix: NameIndex = HashMap::with_capacity(robot.links.len());
+    for (i, l) in robot.links.iter().enumerate() {
+        if link_ix.insert(l.name.as_str(), i).is_some() {
+            return Err((
+                link_el(&l.name, ""),
+                "declared twice: link names must be unique".to_owned(),
+            ));
+        }
+    }
+    let mut joint_ix: NameIndex = HashMap::with_capacity(robot.joints.len());
+    for (k, j) in robot.joints.iter().enumerate() {
+        if joint_ix.insert(j.name.as_str(), k).is_some() {
+            return Err((
+                joint_el(&j.name, ""),
+                "declared twice: joint names must be unique".to_owned(),
+            ));
+        }
+    }
+    Ok((link_ix, joint_ix))
+}
+
+/// Joint `j`'s parent and child links by index; a link the file does not have, or a joint
+/// from a link to itself, is refused.
+fn joint_links(
+    j: &urdf_rs::Joint,
+    link_ix: &HashMap<&str, usize>,
+) -> Result<(usize, usize), Refusal> {
+    let find = |end: &str, name: &str| {
+        link_ix.get(name).copied().ok_or_else(|| {
+            (
+                joint_el(&j.name, &format!("<{end} link>")),
+                format!("names a link {name:?} the file does not have"),
+            )
+        })
+    };
+    let p = find("parent", &j.parent.link)?;
+    let c = find("child", &j.child.link)?;
+    if p == c {
+        return Err((
+            joint_el(&j.name, ""),
+            format!("joins link {:?} to itself", j.parent.link),
+        ));
+    }
+    Ok((p, c))
+}
+
 /// The names of a ball joint's coordinates: joint `name`'s Euler angle about axis `n`.
 fn euler_joint_name(name: &str, n: usize) -> String {
     format!("{name}_{}", ["x", "y", "z"].get(n).copied().unwrap_or("?"))
@@ -57,75 +108,48 @@ pub(crate) fn expand_spherical(
     if !robot.joints.iter().any(|j| j.joint_type == Urdf::Spherical) {
         return Ok(expanded);
     }
-    let mut joint_names = std::collections::HashSet::new();
-    for j in &robot.joints {
-        if !joint_names.insert(j.name.clone()) {
-            return Err((
-                joint_el(&j.name, ""),
-                "declared twice: joint names must be unique".to_owned(),
-            ));
+    // The file's names, checked (as `build` checks them) before the new joints could hide a
+    // fault, and kept to refuse a clash with the names the rewrite makes.
+    let (joint_names, link_names): (HashSet<String>, HashSet<String>) = {
+        let (link_ix, joint_ix) = name_indices(robot)?;
+        for (k, j) in robot.joints.iter().enumerate() {
+            if j.joint_type != Urdf::Spherical {
+                continue;
+            }
+            joint_links(j, &link_ix)?;
+            check_joint(j, facts.joints.get(k).copied().unwrap_or_default())?;
         }
-    }
-    let mut link_names = std::collections::HashSet::new();
-    for l in &robot.links {
-        if !link_names.insert(l.name.clone()) {
-            return Err((
-                link_el(&l.name, ""),
-                "declared twice: link names must be unique".to_owned(),
-            ));
-        }
-    }
-    for (k, j) in robot.joints.iter().enumerate() {
-        if j.joint_type != Urdf::Spherical {
-            continue;
-        }
-        for (end, name) in [("parent", &j.parent.link), ("child", &j.child.link)] {
-            if !link_names.contains(name) {
-                return Err((
-                    joint_el(&j.name, &format!("<{end} link>")),
-                    format!("names a link {name:?} the file does not have"),
-                ));
+        // A mimic on a ball joint, or of one, has no single coordinate to follow; one naming a
+        // coordinate the rewrite makes names a joint the file does not have.
+        for j in &robot.joints {
+            if let Some(m) = &j.mimic {
+                if j.joint_type == Urdf::Spherical {
+                    return Err((
+                        joint_el(&j.name, "<mimic>"),
+                        "a spherical joint cannot mimic a joint (it has three coordinates)"
+                            .to_owned(),
+                    ));
+                }
+                let Some(&target) = joint_ix.get(m.joint.as_str()) else {
+                    return Err((
+                        joint_el(&j.name, "<mimic joint>"),
+                        format!("names a joint {:?} the file does not have", m.joint),
+                    ));
+                };
+                if robot.joints[target].joint_type == Urdf::Spherical {
+                    return Err((
+                        joint_el(&j.name, "<mimic joint>"),
+                        format!(
+                            "names joint {:?}, which is spherical: a joint can mimic only a revolute, continuous or prismatic joint",
+                            m.joint
+                        ),
+                    ));
+                }
             }
         }
-        if j.parent.link == j.child.link {
-            return Err((
-                joint_el(&j.name, ""),
-                format!("joins link {:?} to itself", j.parent.link),
-            ));
-        }
-        check_joint(j, facts.joints.get(k).copied().unwrap_or_default())?;
-    }
-    // A mimic on a ball joint, or of one, has no single coordinate to follow; one naming a
-    // coordinate the rewrite makes names a joint the file does not have.
-    for j in &robot.joints {
-        if let Some(m) = &j.mimic {
-            if j.joint_type == Urdf::Spherical {
-                return Err((
-                    joint_el(&j.name, "<mimic>"),
-                    "a spherical joint cannot mimic a joint (it has three coordinates)".to_owned(),
-                ));
-            }
-            if !joint_names.contains(&m.joint) {
-                return Err((
-                    joint_el(&j.name, "<mimic joint>"),
-                    format!("names a joint {:?} the file does not have", m.joint),
-                ));
-            }
-            if robot
-                .joints
-                .iter()
-                .any(|o| o.name == m.joint && o.joint_type == Urdf::Spherical)
-            {
-                return Err((
-                    joint_el(&j.name, "<mimic joint>"),
-                    format!(
-                        "names joint {:?}, which is spherical: a joint can mimic only a revolute, continuous or prismatic joint",
-                        m.joint
-                    ),
-                ));
-            }
-        }
-    }
+        let names = |ix: NameIndex<'_>| ix.into_keys().map(str::to_owned).collect();
+        (names(joint_ix), names(link_ix))
+    };
     let old = std::mem::take(&mut robot.joints);
     let old_facts = std::mem::take(&mut facts.joints);
     for (k, j) in old.into_iter().enumerate() {
@@ -683,47 +707,14 @@ pub(crate) fn build(
             "no <link>: a robot has at least one".to_owned(),
         ));
     }
-    // Names.
-    let mut link_ix: HashMap<&str, usize> = HashMap::with_capacity(links.len());
-    for (i, l) in links.iter().enumerate() {
-        if link_ix.insert(l.name.as_str(), i).is_some() {
-            return Err((
-                link_el(&l.name, ""),
-                "declared twice: link names must be unique".to_owned(),
-            ));
-        }
-    }
-    let mut joint_ix: HashMap<&str, usize> = HashMap::with_capacity(joints.len());
-    for (k, j) in joints.iter().enumerate() {
-        if joint_ix.insert(j.name.as_str(), k).is_some() {
-            return Err((
-                joint_el(&j.name, ""),
-                "declared twice: joint names must be unique".to_owned(),
-            ));
-        }
-    }
+    let (link_ix, joint_ix) = name_indices(robot)?;
     // The graph: one parent joint per link, joints between known links.
     let mut parent_of: Vec<Option<usize>> = vec![None; links.len()];
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); links.len()];
     let mut parent_link = Vec::with_capacity(joints.len());
     let mut child_link = Vec::with_capacity(joints.len());
     for (k, j) in joints.iter().enumerate() {
-        let find = |end: &str, name: &str| {
-            link_ix.get(name).copied().ok_or_else(|| {
-                (
-                    joint_el(&j.name, &format!("<{end} link>")),
-                    format!("names a link {name:?} the file does not have"),
-                )
-            })
-        };
-        let p = find("parent", &j.parent.link)?;
-        let c = find("child", &j.child.link)?;
-        if p == c {
-            return Err((
-                joint_el(&j.name, ""),
-                format!("joins link {:?} to itself", j.parent.link),
-            ));
-        }
+        let (p, c) = joint_links(j, &link_ix)?;
         if let Some(k0) = parent_of[c] {
             return Err((
                 link_el(&j.child.link, ""),
