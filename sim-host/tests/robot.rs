@@ -902,6 +902,50 @@ fn on_the_ground(scene: &mut RobotScene, probe_z: f64, friction: f64) -> (RobotP
     (RobotPlant::new(scene).unwrap(), z0)
 }
 
+/// What a PD stand gave: the last frame, the base's lowest and highest height, the median step
+/// cost in µs.
+struct Stood {
+    frame: StateFrame,
+    zmin: f64,
+    zmax: f64,
+    step_us: f64,
+}
+
+/// Steps `plant` to its end under a PD on its joints towards `target`, `gain[i]` = (kp, kd) of
+/// joint i, calling `each` with the plant and the frame after every step.
+fn pd_stand(
+    plant: &mut RobotPlant,
+    target: &[f64],
+    gain: &[(f64, f64)],
+    mut each: impl FnMut(&RobotPlant, &StateFrame),
+) -> Stood {
+    let (mut zmin, mut zmax) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut frame = plant.state_frame();
+    let mut cost = Vec::new();
+    while !plant.clock().is_finished() {
+        let tau: Vec<f64> = frame
+            .joints
+            .iter()
+            .zip(target)
+            .zip(gain)
+            .map(|((j, t), (kp, kd))| kp * (t - j.position_rad) - kd * j.velocity_rad_s)
+            .collect();
+        frame = plant.step(&tau);
+        cost.push(plant.clock().last_step_cost_ns());
+        let z = plant.base_pose().xyz_m[2];
+        zmin = zmin.min(z);
+        zmax = zmax.max(z);
+        each(plant, &frame);
+    }
+    cost.sort_unstable();
+    Stood {
+        frame,
+        zmin,
+        zmax,
+        step_us: cost[cost.len() / 2] as f64 / 1e3,
+    }
+}
+
 #[test]
 fn solo12_stands_on_the_ground_under_a_pd() {
     let path = solo12(&robots());
@@ -928,37 +972,31 @@ fn solo12_stands_on_the_ground_under_a_pd() {
         })
         .collect();
     let (kp, kd) = (6.0, 0.15);
-    let (mut zmin, mut zmax) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut joint_err = 0.0f64;
-    let mut frame = plant.state_frame();
-    let mut cost = Vec::new();
-    while !plant.clock().is_finished() {
-        let tau: Vec<f64> = frame
-            .joints
-            .iter()
-            .zip(&target)
-            .map(|(j, t)| kp * (t - j.position_rad) - kd * j.velocity_rad_s)
-            .collect();
-        frame = plant.step(&tau);
-        cost.push(plant.clock().last_step_cost_ns());
-        let z = plant.base_pose().xyz_m[2];
-        zmin = zmin.min(z);
-        zmax = zmax.max(z);
-        if plant.clock().time_s() > 1.0 {
-            for (j, t) in frame.joints.iter().zip(&target) {
-                joint_err = joint_err.max((j.position_rad - t).abs());
+    let Stood {
+        frame,
+        zmin,
+        zmax,
+        step_us,
+    } = pd_stand(
+        &mut plant,
+        &target,
+        &vec![(kp, kd); target.len()],
+        |plant, frame| {
+            if plant.clock().time_s() > 1.0 {
+                for (j, t) in frame.joints.iter().zip(&target) {
+                    joint_err = joint_err.max((j.position_rad - t).abs());
+                }
             }
-        }
-    }
+        },
+    );
     let z = plant.base_pose().xyz_m[2];
-    cost.sort_unstable();
     let normal: f64 = frame.contacts.iter().map(|c| c.force_n[2]).sum();
     let weight: f64 = plant.body_masses().iter().sum::<f64>() * 9.81;
     println!(
-        "solo12 standing 2 s (PD kp {kp}, kd {kd}, dt 1 ms): base height {z0:.4} m at the start, {z:.4} m at the end, within [{zmin:.4}, {zmax:.4}]; joints within {joint_err:.3} rad of the pose after 1 s; ground force {normal:.2} N for a weight of {weight:.2} N on {} feet ({} left out); step cost median {:.0} µs",
+        "solo12 standing 2 s (PD kp {kp}, kd {kd}, dt 1 ms): base height {z0:.4} m at the start, {z:.4} m at the end, within [{zmin:.4}, {zmax:.4}]; joints within {joint_err:.3} rad of the pose after 1 s; ground force {normal:.2} N for a weight of {weight:.2} N on {} feet ({} left out); step cost median {step_us:.0} µs",
         frame.contacts.len(),
         plant.contacts_left_out(),
-        cost[cost.len() / 2] as f64 / 1e3
     );
     assert!(
         (z - z0).abs() < 0.03 && zmin > z0 - 0.03 && zmax < z0 + 0.01,
@@ -1008,40 +1046,28 @@ fn the_humanoid_stands_on_the_robot_plant_under_a_pd() {
         .map(|n| if n.ends_with("ankle_z") { lean } else { 0.0 })
         .collect();
     let gain: Vec<(f64, f64)> = names.iter().map(|n| gains(n)).collect();
-    let (mut zmin, mut zmax) = (f64::INFINITY, f64::NEG_INFINITY);
-    let mut frame = plant.state_frame();
     let mut load = Vec::new();
-    let mut cost = Vec::new();
     let weight: f64 = plant.body_masses().iter().sum::<f64>() * 9.81;
-    while !plant.clock().is_finished() {
-        let tau: Vec<f64> = frame
-            .joints
-            .iter()
-            .zip(&target)
-            .zip(&gain)
-            .map(|((j, t), (kp, kd))| kp * (t - j.position_rad) - kd * j.velocity_rad_s)
-            .collect();
-        frame = plant.step(&tau);
-        cost.push(plant.clock().last_step_cost_ns());
-        let z = plant.base_pose().xyz_m[2];
-        zmin = zmin.min(z);
-        zmax = zmax.max(z);
+    let Stood {
+        frame,
+        zmin,
+        zmax,
+        step_us,
+    } = pd_stand(&mut plant, &target, &gain, |plant, frame| {
         if plant.clock().time_s() > 1.5 {
             let normal: f64 = frame.contacts.iter().map(|c| c.force_n[2]).sum();
             load.push(normal / weight);
         }
-    }
+    });
     let z = plant.base_pose().xyz_m[2];
     let (lo, hi) = load
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
             (a.min(x), b.max(x))
         });
-    cost.sort_unstable();
     println!(
-        "humanoid15 on the robot plant, 4 s standing (lean {lean:.4} rad, dt 5 ms): base height {z0:.4} m at the start, {z:.4} m at the end, within [{zmin:.4}, {zmax:.4}]; ground force after 1.5 s {lo:.3} to {hi:.3} of the weight ({} contacts); step cost median {:.0} µs",
+        "humanoid15 on the robot plant, 4 s standing (lean {lean:.4} rad, dt 5 ms): base height {z0:.4} m at the start, {z:.4} m at the end, within [{zmin:.4}, {zmax:.4}]; ground force after 1.5 s {lo:.3} to {hi:.3} of the weight ({} contacts); step cost median {step_us:.0} µs",
         frame.contacts.len(),
-        cost[cost.len() / 2] as f64 / 1e3
     );
     // Without the lean it rolls back over its heels and falls (base at 0.12 m by 4 s), as on
     // the humanoid plant.
