@@ -37,25 +37,31 @@ type NameIndex<'a> = HashMap<&'a str, usize>;
 
 /// Each link's and each joint's index by name; a name declared twice is refused (links first).
 fn name_indices(robot: &urdf_rs::Robot) -> Result<(NameIndex<'_>, NameIndex<'_>), Refusal> {
-    let mut link_ix: NameIndex = HashMap::with_capacity(robot.links.len());
-    for (i, l) in robot.links.iter().enumerate() {
-        if link_ix.insert(l.name.as_str(), i).is_some() {
+    let links = index_names(robot.links.iter().map(|l| l.name.as_str()), link_el, "link")?;
+    let joints = index_names(
+        robot.joints.iter().map(|j| j.name.as_str()),
+        joint_el,
+        "joint",
+    )?;
+    Ok((links, joints))
+}
+
+/// `names` to their indices; the first name declared twice is refused as `element(name, "")`.
+fn index_names<'a>(
+    names: impl ExactSizeIterator<Item = &'a str>,
+    element: fn(&str, &str) -> String,
+    kind: &str,
+) -> Result<NameIndex<'a>, Refusal> {
+    let mut ix: NameIndex = HashMap::with_capacity(names.len());
+    for (i, name) in names.enumerate() {
+        if ix.insert(name, i).is_some() {
             return Err((
-                link_el(&l.name, ""),
-                "declared twice: link names must be unique".to_owned(),
+                element(name, ""),
+                format!("declared twice: {kind} names must be unique"),
             ));
         }
     }
-    let mut joint_ix: NameIndex = HashMap::with_capacity(robot.joints.len());
-    for (k, j) in robot.joints.iter().enumerate() {
-        if joint_ix.insert(j.name.as_str(), k).is_some() {
-            return Err((
-                joint_el(&j.name, ""),
-                "declared twice: joint names must be unique".to_owned(),
-            ));
-        }
-    }
-    Ok((link_ix, joint_ix))
+    Ok(ix)
 }
 
 /// Joint `j`'s parent and child links by index; a link the file does not have, or a joint
