@@ -671,15 +671,19 @@ impl Robot {
                 &pose,
             )
             .map_err(|e| ("robot.pose_rad".to_owned(), e.to_string()))?;
-        let mut lowest = f64::INFINITY;
+        // The feet's points in the standing pose, turned but not yet lifted.
+        let mut points: Vec<Point3<f64>> = Vec::new();
         for c in &feet {
-            let Some(pose) = kin.body_pose(c.body) else {
-                continue;
-            };
-            for p in c.points.iter().take(c.count) {
-                lowest = lowest.min((pose * Point3::from(*p)).z);
+            if let Some(pose) = kin.body_pose(c.body) {
+                points.extend(
+                    c.points
+                        .iter()
+                        .take(c.count)
+                        .map(|p| pose * Point3::from(*p)),
+                );
             }
         }
+        let lowest = points.iter().map(|w| w.z).fold(f64::INFINITY, f64::min);
         let base_pose = Isometry3::from_parts(Translation3::new(0.0, 0.0, -lowest), turn);
         let (mass_kg, com) = kin
             .center_of_mass()
@@ -696,17 +700,11 @@ impl Robot {
         // Standing needs three or more of the feet's points on the ground (within 1 cm of the
         // lowest: fewer have no inside to stand over) and the centre of mass above their
         // footprint.
-        let mut footprint = Vec::new();
-        for c in &feet {
-            if let Some(pose) = kin.body_pose(c.body) {
-                for p in c.points.iter().take(c.count) {
-                    let w = pose * Point3::from(*p);
-                    if w.z <= lowest + GROUND_POINT_M {
-                        footprint.push([w.x, w.y]);
-                    }
-                }
-            }
-        }
+        let footprint: Vec<[f64; 2]> = points
+            .iter()
+            .filter(|w| w.z <= lowest + GROUND_POINT_M)
+            .map(|w| [w.x, w.y])
+            .collect();
         if footprint.len() < 3 {
             return fail(
                 "feet",
